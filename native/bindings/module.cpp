@@ -1,0 +1,45 @@
+#include "pycommon.hpp"
+
+#include "dumpcmp/errors.hpp"
+#include "dumpcmp/parallel.hpp"
+
+namespace dumpcmp::bindings {
+
+void register_errors(py::module_& m) {
+    // Imported once; errors.py is pure Python and does not import _core, so there is no cycle.
+    static py::handle dump_error = [] {
+        py::object cls = py::module_::import("dumpcmp.errors").attr("DumpError");
+        return cls.release();  // kept for the life of the process
+    }();
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const DumpError& e) {
+            PyErr_SetString(dump_error.ptr(), e.what());
+        }
+    });
+    m.attr("DumpError") = dump_error;
+}
+
+py::array mapped_view(const py::dtype& dtype, std::vector<py::ssize_t> shape, const void* data, MappedFilePtr owner) {
+    auto* holder = new MappedFilePtr(std::move(owner));
+    py::capsule base(holder, [](void* p) { delete static_cast<MappedFilePtr*>(p); });
+    // pybind11 computes C-contiguous strides from the dtype's item size
+    py::array a(dtype, std::move(shape), data, base);
+    py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    return a;
+}
+
+}  // namespace dumpcmp::bindings
+
+PYBIND11_MODULE(_core, m) {
+    using namespace dumpcmp::bindings;
+    m.doc() = "dumpcmp's C++ core (private: use the dumpcmp package)";
+    m.attr("__version__") = DUMPCMP_VERSION;
+    register_errors(m);
+    m.def("num_threads", &dumpcmp::num_threads, "Threads the core uses for one big job.");
+    m.def("set_num_threads", &dumpcmp::set_num_threads, py::arg("n"),
+          "Set the thread count (0 = DUMPCMP_NUM_THREADS or the hardware's).");
+    bind_dtype(m);
+    bind_dump(m);
+}

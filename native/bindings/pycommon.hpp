@@ -1,0 +1,28 @@
+// What every binding file shares: the pybind11 includes, error translation and zero-copy array helpers.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "dumpcmp/mapped_file.hpp"
+
+namespace dumpcmp::bindings {
+namespace py = pybind11;
+
+void bind_dtype(py::module_& m);
+void bind_dump(py::module_& m);
+
+// Translate core exceptions; dumpcmp::DumpError becomes dumpcmp.errors.DumpError (defined in Python, a ValueError).
+void register_errors(py::module_& m);
+
+// A read-only NumPy view of bytes inside a mapping; the array keeps the mapping alive.
+py::array mapped_view(const py::dtype& dtype, std::vector<py::ssize_t> shape, const void* data, MappedFilePtr owner);
+
+inline std::vector<py::ssize_t> to_ssize(const std::vector<std::int64_t>& v) {
+    return std::vector<py::ssize_t>(v.begin(), v.end());
+}
+
+}  // namespace dumpcmp::bindings

@@ -1,0 +1,36 @@
+// A read-only memory mapping of a whole file (RAII). Dumps are many GB: we never read tensor bytes into memory,
+// we map them and let the page cache do the work.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dumpcmp {
+
+class MappedFile {
+public:
+    enum class Access { sequential, random };
+
+    // Throws DumpError naming the file when it cannot be opened or mapped (missing, a directory, no permission).
+    explicit MappedFile(std::string path, Access access = Access::sequential);
+    ~MappedFile();
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    const std::uint8_t* data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+    const std::string& path() const noexcept { return path_; }
+
+    // Hint that [offset, offset+length) is about to be read once, front to back.
+    void will_need(std::size_t offset, std::size_t length) const noexcept;
+
+private:
+    std::string path_;
+    const std::uint8_t* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+using MappedFilePtr = std::shared_ptr<const MappedFile>;
+
+}  // namespace dumpcmp

@@ -1,0 +1,53 @@
+// Threads for the hot loops: a fixed split of the work into chunks, so partial results can be merged in chunk order
+// and come out the same whatever the number of threads.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dumpcmp {
+
+// The process-wide thread count: DUMPCMP_NUM_THREADS if set, else the hardware's; set_num_threads overrides.
+unsigned num_threads() noexcept;
+void set_num_threads(unsigned n) noexcept;  // 0 = back to the default
+
+// Run fn(chunk) for chunk in [0, chunks) on up to `threads` threads (0 = num_threads()). Chunks are handed out in
+// order from an atomic counter. The first exception thrown by any chunk is rethrown here after all threads stop.
+template <class Fn>
+void parallel_for(std::size_t chunks, Fn&& fn, unsigned threads = 0) {
+    if (threads == 0) threads = num_threads();
+    const std::size_t workers = std::min<std::size_t>(threads, chunks);
+    if (workers <= 1) {
+        for (std::size_t c = 0; c < chunks; ++c) fn(c);
+        return;
+    }
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&] {
+        for (;;) {
+            const std::size_t c = next.fetch_add(1, std::memory_order_relaxed);
+            if (c >= chunks || failed.load(std::memory_order_relaxed)) return;
+            try {
+                fn(c);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                if (!error) error = std::current_exception();
+                failed.store(true);
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(workers - 1);
+    for (std::size_t i = 1; i < workers; ++i) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    if (error) std::rethrow_exception(error);
+}
+
+}  // namespace dumpcmp

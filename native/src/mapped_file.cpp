@@ -1,0 +1,51 @@
+#include "dumpcmp/mapped_file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dumpcmp/errors.hpp"
+
+namespace dumpcmp {
+
+namespace {
+struct Fd {
+    int fd;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+}  // namespace
+
+MappedFile::MappedFile(std::string path, Access access) : path_(std::move(path)) {
+    Fd f{::open(path_.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (f.fd < 0) throw DumpError(path_, std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0) throw DumpError(path_, std::string("cannot stat: ") + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw DumpError(path_, "is a directory, not a file");
+    if (!S_ISREG(st.st_mode)) throw DumpError(path_, "is not a regular file");
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ == 0) return;  // an empty mapping is legal here; readers decide whether empty is an error
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
+    if (p == MAP_FAILED) throw DumpError(path_, std::string("cannot map: ") + std::strerror(errno));
+    data_ = static_cast<const std::uint8_t*>(p);
+    ::madvise(p, size_, access == Access::sequential ? MADV_SEQUENTIAL : MADV_RANDOM);
+}
+
+MappedFile::~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
+}
+
+void MappedFile::will_need(std::size_t offset, std::size_t length) const noexcept {
+    if (data_ == nullptr || offset >= size_) return;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t start = offset / page * page;
+    const std::size_t end = std::min(size_, offset + length);
+    ::madvise(const_cast<std::uint8_t*>(data_) + start, end - start, MADV_WILLNEED);
+}
+
+}  // namespace dumpcmp

@@ -1,0 +1,28 @@
+"""dumpcmp: find where a neural network loses accuracy, layer by layer.
+
+Reads Ascend NPU dumps and NumPy ground truth, decodes device layouts, and compares every operator with the metrics
+of Huawei's compare tool, from a C++ core that maps the files and streams through them.
+"""
+
+from __future__ import annotations
+
+from ._native import core as _core
+from .dump import Dump, Tensor, TensorData, open_dump, open_dumps, write_dump
+from .errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
+
+__version__ = _core.__version__
+
+__all__ = [
+    "ConfigError",
+    "Dump",
+    "DumpError",
+    "DumpcmpError",
+    "NamingError",
+    "NotFoundError",
+    "Tensor",
+    "TensorData",
+    "__version__",
+    "open_dump",
+    "open_dumps",
+    "write_dump",
+]

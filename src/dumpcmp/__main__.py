@@ -1,0 +1,3 @@
+from dumpcmp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""The `dumpcmp` command. Each sub-command lives in its own module of this package and registers itself through
+`COMMANDS`: a module with `add_parser(subparsers)` and `run(args) -> int`.
+
+Errors about the user's input (DumpcmpError, OSError on their files) print one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from ..errors import DumpcmpError
+
+# sub-command name -> module (imported lazily so `dumpcmp --help` stays fast)
+COMMANDS = {
+    "info": "dumpcmp.cli.info",
+    "sample": "dumpcmp.cli.sample",
+}
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="dumpcmp",
+        description="Find where a neural network loses accuracy: compare accelerator dumps with ground truth.",
+    )
+    parser.add_argument("--version", action="version", version=f"dumpcmp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except DumpcmpError as error:
+        print(f"dumpcmp: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # pragma: no cover - `dumpcmp info ... | head`
+        return EXIT_OK
+    except OSError as error:
+        print(f"dumpcmp: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("dumpcmp: interrupted", file=sys.stderr)
+        return 130

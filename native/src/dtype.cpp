@@ -80,7 +80,8 @@ float minifloat_value(std::uint32_t code, int e, int m, Special special, bool ha
     const std::uint32_t mant = code & ((1u << m) - 1u);
     const std::uint32_t exp = (code >> m) & ((1u << e) - 1u);
     const bool neg = has_sign && ((code >> (e + m)) & 1u);
-    const int bias = (1 << (e - 1)) - 1;
+    // IEEE bias 2^(e-1)-1; a 1-bit exponent would get 0 from that, Ascend's FLOAT4_E1M2 uses 1
+    const int bias = e == 1 ? 1 : (1 << (e - 1)) - 1;
     const std::uint32_t exp_max = (1u << e) - 1u;
     float v;
     if (special == Special::ieee && exp == exp_max) {

@@ -307,6 +307,8 @@ bool try_legacy(const std::uint8_t* bytes, std::uint64_t size, const std::string
     }
     // An old-format file is a DumpData message and nothing else: stray fields mean this is not one.
     if (p.unknown_top_level_field || !p.any_known_field || p.header.version == "2.0") return false;
+    // ...and carries tensors: a few stray bytes can parse as an empty message
+    if (p.header.inputs.empty() && p.header.outputs.empty()) return false;
     for (TensorKind k : kKinds) {
         const int ki = static_cast<int>(k);
         auto& ts = p.header.tensors(k);

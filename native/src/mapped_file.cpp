@@ -33,7 +33,7 @@ MappedFile::MappedFile(std::string path, Access access) : path_(std::move(path))
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
     if (p == MAP_FAILED) throw DumpError(path_, std::string("cannot map: ") + std::strerror(errno));
     data_ = static_cast<const std::uint8_t*>(p);
-    ::madvise(p, size_, access == Access::sequential ? MADV_SEQUENTIAL : MADV_RANDOM);
+    ::madvise(p, size_, access == Access::sequential ? MADV_NORMAL : MADV_RANDOM);
 }
 
 MappedFile::~MappedFile() {

@@ -188,8 +188,11 @@ def quant_skip_reason(
     original names before any `-q` merge, which may name a `_quant_layer`.
     """
     if dtype is not None and dtype.upper() in _RAW_INTEGER_DTYPES:
-        return f"raw {dtype.upper().removeprefix('DT_').lower()} tensor of a quantized model: compared only after dequantization"
-    quantize = op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or any("_quant_layer" in n for n in original_names)
+        plain = dtype.upper().removeprefix("DT_").lower()
+        return f"raw {plain} tensor of a quantized model: compared only after dequantization"
+    quantize = (
+        op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or any("_quant_layer" in n for n in original_names)
+    )
     if kind == "output" and quantize:
         return "output of a quantize op holds raw integers: compared only after dequantization"
     if kind == "input" and op_type in DEQUANTIZE_TYPES:
@@ -253,8 +256,8 @@ class _GraphIndex:
         self.original_position: dict[str, int] = {}
         for op in graph.ops:
             names = list(graph.original_names(op)) + [d.origin_name for d in op.output_desc if d.origin_name]
-            for n in names:
-                self.original_position[sanitize_name(n)] = max(self.original_position.get(sanitize_name(n), -1), op.position)
+            for n in map(sanitize_name, names):
+                self.original_position[n] = max(self.original_position.get(n, -1), op.position)
 
     def find(self, device_name: str) -> Op | None:
         return self.graph.get(device_name) or self.by_sanitized.get(sanitize_name(device_name))
@@ -406,7 +409,9 @@ def pair_with_ground_truth(
             continue
         name, idx = _split_key(key)
         pos = index.original_position.get(sanitize_name(name)) if index is not None else None
-        sort = (pos, 2, 0, 0, idx if idx is not None else -1) if pos is not None else (float("inf"), 3, name, 0, idx if idx is not None else -1)
+        sub = idx if idx is not None else -1
+        # After the last compiled op standing for it; unknown to the graph (or no graph): at the end, by name.
+        sort = (pos, 2, 0, 0, sub) if pos is not None else (float("inf"), 3, name, 0, sub)
         rows.append((sort, TensorPair(
             npu_op=None, op_type=None, kind="output", index=idx, tensor_index=None,
             ground_truth_op=name, ground_truth_ops=(name,), ground_truth_key=key,

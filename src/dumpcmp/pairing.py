@@ -202,7 +202,7 @@ def quant_skip_reason(
 
 def relation_of(graph: Graph, op: Op) -> Relation:
     """The relation of a compiled op to the original ops (see the module docstring)."""
-    return _GraphIndex(graph).relation(op)
+    return _index_of(graph).relation(op)
 
 
 class _GraphIndex:
@@ -277,6 +277,15 @@ class _GraphIndex:
         if op.type not in PASS_THROUGH_TYPES or not op.data_inputs:
             return False
         return op.is_inserted or (op.original_op_names is None and op.name.startswith("trans_"))
+
+
+def _index_of(graph: Graph) -> _GraphIndex:
+    # A Graph never changes after construction, so its index is built once and kept on it.
+    index = getattr(graph, "_pairing_index", None)
+    if index is None:
+        index = _GraphIndex(graph)
+        graph._pairing_index = index  # type: ignore[attr-defined]
+    return index
 
 
 @dataclass
@@ -384,7 +393,7 @@ def pair_with_ground_truth(
     """
     gt = _GroundTruth(ground_truth)
     ops = _newest(device_ops, key=lambda d: d.op_name)
-    index = _GraphIndex(graph) if graph is not None else None
+    index = _index_of(graph) if graph is not None else None
     rows: list[tuple[tuple[Any, ...], TensorPair]] = []
 
     last_position = -1

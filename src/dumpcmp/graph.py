@@ -1,0 +1,543 @@
+"""The model compiler's graph JSON (`atc --mode=1 --om=model.om --json=model.json`) and quantization fusion rules.
+
+The graph tells which original (Caffe / TensorFlow / ONNX) operators each compiled operator stands for, and per
+output which original tensor it holds. `load_graph` reads it into a `Graph`; `merge` composes a `-f` graph with a
+`-q` quantization fusion rule file (same schema) so that the compiled ops point straight at the non-quantized
+originals. Everything here is pure Python and tolerant of the quirks real files have: `null` attribute values,
+empty lists that carry only `val_type`, integers written as strings, a missing `id` (protobuf's JSON printer drops
+zero), absent optional inputs written as `""`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping
+
+from .errors import ConfigError
+
+__all__ = [
+    "ATTR_ORIGINAL_OP_NAMES",
+    "ATTR_L1_FUSION_NO",
+    "ATTR_IS_MULTIOP",
+    "ATTR_ORIGIN_NAME",
+    "ATTR_ORIGIN_OUTPUT_INDEX",
+    "ATTR_ORIGIN_FORMAT",
+    "TensorDesc",
+    "InputRef",
+    "Op",
+    "Graph",
+    "attr_value",
+    "parse_graph",
+    "load_graph",
+    "merge",
+]
+
+ATTR_ORIGINAL_OP_NAMES = "_datadump_original_op_names"
+ATTR_L1_FUSION_NO = "_L1_fusion_sub_graph_no"
+ATTR_IS_MULTIOP = "_datadump_is_multiop"
+ATTR_ORIGIN_NAME = "_datadump_origin_name"
+ATTR_ORIGIN_OUTPUT_INDEX = "_datadump_origin_output_index"
+ATTR_ORIGIN_FORMAT = "_datadump_origin_format"
+
+# The typed fields a list value may carry, in the order we look for them; `list` values without any of them are
+# empty lists that only say their `val_type`.
+_LIST_FIELDS = ("s", "i", "f", "b", "bt", "dt", "tf", "g", "t", "na")
+
+
+def _to_int(value: Any) -> int:
+    # The JSON printer writes int64 as a string on some versions; a bool is not an int here.
+    if isinstance(value, bool):
+        raise ValueError(f"expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        return int(value.strip())
+    raise ValueError(f"expected an integer, got {value!r}")
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ValueError(f"expected a bool, got {value!r}")
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise ValueError(f"expected a number, got {value!r}")
+
+
+_SCALAR_CONVERTERS = {"s": str, "i": _to_int, "b": _to_bool, "f": _to_float}
+
+
+def attr_value(value: Any) -> Any:
+    """The Python value of one attribute value object.
+
+    `{"s": str}` -> str, `{"i": n}` -> int (also when written as a string), `{"b": ...}` -> bool, `{"f": ...}` ->
+    float, `{"list": {...}}` -> list of the carried elements (`[]` for a list with only `val_type`), `null` -> None.
+    Any other shape (tensors, sub-graphs, functions) is returned unchanged. Raises ValueError on a malformed value.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"attribute value is not an object: {value!r}")
+    for key, convert in _SCALAR_CONVERTERS.items():
+        if key in value:
+            raw = value[key]
+            return None if raw is None else convert(raw)
+    if "list" in value:
+        lst = value["list"]
+        if lst is None:
+            return []
+        if not isinstance(lst, Mapping):
+            raise ValueError(f"'list' attribute value is not an object: {lst!r}")
+        for key in _LIST_FIELDS:
+            items = lst.get(key)
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                raise ValueError(f"list field {key!r} is not an array: {items!r}")
+            convert = _SCALAR_CONVERTERS.get(key)
+            return [convert(x) for x in items] if convert else list(items)
+        return []
+    return dict(value)
+
+
+def _parse_attrs(raw: Any, where: str) -> dict[str, Any]:
+    """`[{"key": K, "value": V}, ...]` -> {K: python value}. A missing or null array is no attributes."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise ValueError(f"{where}: 'attr' is not an array")
+    attrs: dict[str, Any] = {}
+    for n, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+            raise ValueError(f"{where}: attr[{n}] has no string 'key'")
+        key = item["key"]
+        try:
+            attrs[key] = attr_value(item.get("value"))
+        except ValueError as exc:
+            raise ValueError(f"{where}: attribute {key!r}: {exc}") from None
+    return attrs
+
+
+def _shape(raw: Any) -> tuple[int, ...] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, Mapping):
+        dims = raw.get("dim")
+        # A shape object without dims is a scalar.
+        return () if dims is None else tuple(_to_int(d) for d in dims)
+    if isinstance(raw, list):
+        return tuple(_to_int(d) for d in raw)
+    raise ValueError(f"shape is neither an object nor an array: {raw!r}")
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value != "" else None
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """One `input_desc`/`output_desc` entry: the device-side description and the original tensor it holds.
+
+    `origin_name`/`origin_output_index` are the explicit `_datadump_origin_*` attributes (None when absent);
+    `origin_format` is `_datadump_origin_format`, falling back to `origin_format`; `origin_data_type` is
+    `_datadump_origin_data_type`, falling back to `origin_data_type`.
+    """
+
+    dtype: str | None = None
+    layout: str | None = None
+    shape: tuple[int, ...] | None = None
+    origin_name: str | None = None
+    origin_output_index: int | None = None
+    origin_format: str | None = None
+    origin_shape: tuple[int, ...] | None = None
+    origin_data_type: str | None = None
+    attrs: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def has_origin(self) -> bool:
+        """True when the compiler said explicitly which original tensor this is."""
+        return self.origin_name is not None
+
+
+def _parse_desc(raw: Any, where: str) -> TensorDesc:
+    if raw is None:
+        return TensorDesc()
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} is not an object")
+    attrs = _parse_attrs(raw.get("attr"), where)
+    origin_index = attrs.get(ATTR_ORIGIN_OUTPUT_INDEX)
+    origin_shape = attrs.get("origin_shape")
+    try:
+        shape = _shape(raw.get("shape"))
+        origin_shape_t = None if origin_shape is None else tuple(_to_int(d) for d in origin_shape)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: bad shape: {exc}") from None
+    return TensorDesc(
+        dtype=_str_or_none(raw.get("dtype")),
+        layout=_str_or_none(raw.get("layout")),
+        shape=shape,
+        origin_name=_str_or_none(attrs.get(ATTR_ORIGIN_NAME)),
+        origin_output_index=origin_index if isinstance(origin_index, int) else None,
+        origin_format=_str_or_none(attrs.get(ATTR_ORIGIN_FORMAT)) or _str_or_none(attrs.get("origin_format")),
+        origin_shape=origin_shape_t,
+        origin_data_type=_str_or_none(attrs.get("_datadump_origin_data_type"))
+        or _str_or_none(attrs.get("origin_data_type")),
+        attrs=attrs,
+    )
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """One data input of an op: `input[slot]` reads output `index` of op `producer`.
+
+    `slot` indexes the op's `input` list and `input_desc`; the position of the InputRef in `Op.data_inputs` is the
+    input index the device dump uses (absent optional inputs and control edges are not dumped).
+    """
+
+    slot: int
+    producer: str
+    index: int
+
+
+def _parse_input(item: Any, where: str) -> tuple[str, int] | None:
+    """`"name:index"` -> (name, index); `""` -> None. Names may contain ':' themselves, so split at the last one."""
+    if item is None or item == "":
+        return None
+    if not isinstance(item, str):
+        raise ValueError(f"{where}: input {item!r} is not a string")
+    name, sep, index = item.rpartition(":")
+    if not sep:
+        # No index written: the first output (seen in hand-written rule files).
+        return item, 0
+    try:
+        return name, int(index)
+    except ValueError:
+        raise ValueError(f"{where}: input {item!r} is not 'name:index'") from None
+
+
+@dataclass(frozen=True)
+class Op:
+    """One compiled operator of the graph."""
+
+    name: str
+    type: str
+    id: int
+    graph: str
+    position: int
+    """Place in execution order over the whole file (0-based), fixed when the Graph is built."""
+    inputs: tuple[str, ...] = ()
+    """The raw `input` strings, control edges and "" included."""
+    data_inputs: tuple[InputRef, ...] = ()
+    control_inputs: tuple[str, ...] = ()
+    attrs: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    input_desc: tuple[TensorDesc, ...] = field(default=(), repr=False)
+    output_desc: tuple[TensorDesc, ...] = field(default=(), repr=False)
+    original_op_names: tuple[str, ...] | None = None
+    """`_datadump_original_op_names`: None when absent (the op is its own original), () when present but empty
+    (the compiler inserted the op)."""
+    l1_fusion_no: str | None = None
+    is_multiop: bool = False
+    unmerged_original_op_names: tuple[str, ...] | None = None
+    """After `merge`: the original names as the `-f` file wrote them (names in the quantized model); else the
+    same as `original_op_names`."""
+
+    @property
+    def is_inserted(self) -> bool:
+        """The compiler inserted this op: it carries an empty `_datadump_original_op_names`."""
+        return self.original_op_names == ()
+
+    def output(self, index: int) -> TensorDesc | None:
+        return self.output_desc[index] if 0 <= index < len(self.output_desc) else None
+
+
+def _parse_op(raw: Any, graph_name: str, n: int) -> Op:
+    where = f"graph {graph_name!r} op #{n}"
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} is not an object")
+    name = raw.get("name")
+    if not isinstance(name, str) or name == "":
+        raise ValueError(f"{where} has no 'name'")
+    where = f"graph {graph_name!r} op {name!r}"
+    op_type = raw.get("type")
+    if op_type is None:
+        op_type = ""
+    if not isinstance(op_type, str):
+        raise ValueError(f"{where}: 'type' is not a string")
+    try:
+        op_id = _to_int(raw["id"]) if raw.get("id") is not None else 0
+    except ValueError:
+        raise ValueError(f"{where}: 'id' {raw.get('id')!r} is not an integer") from None
+
+    raw_inputs = raw.get("input") or []
+    if not isinstance(raw_inputs, list):
+        raise ValueError(f"{where}: 'input' is not an array")
+    data_inputs: list[InputRef] = []
+    control: list[str] = []
+    for slot, item in enumerate(raw_inputs):
+        parsed = _parse_input(item, where)
+        if parsed is None:
+            continue
+        producer, index = parsed
+        if index < 0:
+            control.append(producer)
+        else:
+            data_inputs.append(InputRef(slot, producer, index))
+
+    attrs = _parse_attrs(raw.get("attr"), where)
+    originals_raw = attrs.get(ATTR_ORIGINAL_OP_NAMES, _ABSENT)
+    originals: tuple[str, ...] | None
+    if originals_raw is _ABSENT:
+        originals = None
+    elif originals_raw is None:
+        # A null value says as much as an empty list: the op stands for no original.
+        originals = ()
+    elif isinstance(originals_raw, list):
+        originals = tuple(str(x) for x in originals_raw if str(x) != "")
+    elif isinstance(originals_raw, str):
+        originals = (originals_raw,) if originals_raw else ()
+    else:
+        raise ValueError(f"{where}: {ATTR_ORIGINAL_OP_NAMES} is not a list of strings")
+    l1 = attrs.get(ATTR_L1_FUSION_NO)
+    l1_no = None if l1 is None or str(l1) == "" else str(l1)
+    multiop = attrs.get(ATTR_IS_MULTIOP)
+
+    def descs(key: str) -> tuple[TensorDesc, ...]:
+        items = raw.get(key) or []
+        if not isinstance(items, list):
+            raise ValueError(f"{where}: {key!r} is not an array")
+        return tuple(_parse_desc(d, f"{where} {key}[{i}]") for i, d in enumerate(items))
+
+    return Op(
+        name=name,
+        type=op_type,
+        id=op_id,
+        graph=graph_name,
+        position=-1,
+        inputs=tuple("" if x is None else str(x) for x in raw_inputs),
+        data_inputs=tuple(data_inputs),
+        control_inputs=tuple(control),
+        attrs=attrs,
+        input_desc=descs("input_desc"),
+        output_desc=descs("output_desc"),
+        original_op_names=originals,
+        l1_fusion_no=l1_no,
+        is_multiop=bool(multiop) if multiop is not None else False,
+        unmerged_original_op_names=originals,
+    )
+
+
+_ABSENT = object()
+
+
+class Graph:
+    """The compiled graph(s) of one file: ops by name, in execution order, and who produces each input.
+
+    Execution order is by graph (in file order), then `id`, then place in the file. When two graphs hold an op of
+    the same name, lookups by name return the first in execution order, but producers resolve inside the op's own
+    graph first.
+    """
+
+    def __init__(self, ops: list[Op], graph_names: tuple[str, ...], path: str | None = None, name: str = "") -> None:
+        graph_rank = {g: n for n, g in enumerate(graph_names)}
+        indexed = sorted(enumerate(ops), key=lambda t: (graph_rank.get(t[1].graph, len(graph_rank)), t[1].id, t[0]))
+        self._ops: tuple[Op, ...] = tuple(replace(op, position=pos) for pos, (_, op) in enumerate(indexed))
+        self.graph_names = graph_names
+        self.path = path
+        self.name = name
+        self._by_name: dict[str, Op] = {}
+        self._by_graph: dict[str, dict[str, Op]] = {}
+        self.duplicate_names: list[str] = []
+        for op in self._ops:
+            if op.name in self._by_name:
+                self.duplicate_names.append(op.name)
+            else:
+                self._by_name[op.name] = op
+            self._by_graph.setdefault(op.graph, {}).setdefault(op.name, op)
+        self._consumers: dict[str, list[tuple[Op, int]]] = {}
+        for op in self._ops:
+            for n, ref in enumerate(op.data_inputs):
+                self._consumers.setdefault(ref.producer, []).append((op, n))
+
+    # --- lookups -------------------------------------------------------------------------------------------------
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """All ops in execution order."""
+        return self._ops
+
+    @property
+    def ops_by_name(self) -> Mapping[str, Op]:
+        return self._by_name
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self._ops)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> Op:
+        return self._by_name[name]
+
+    def get(self, name: str) -> Op | None:
+        return self._by_name.get(name)
+
+    def _lookup(self, name: str, graph: str) -> Op | None:
+        local = self._by_graph.get(graph, {})
+        return local.get(name) or self._by_name.get(name)
+
+    def producer(self, op: Op | str, input_index: int) -> tuple[Op, int] | None:
+        """(producer op, its output index) for data input `input_index` of `op` (counting data inputs only);
+        None when the input does not exist or its producer is not in the graph."""
+        op = self._by_name[op] if isinstance(op, str) else op
+        if not 0 <= input_index < len(op.data_inputs):
+            return None
+        ref = op.data_inputs[input_index]
+        producer = self._lookup(ref.producer, op.graph)
+        return None if producer is None else (producer, ref.index)
+
+    def producers(self, op: Op | str) -> list[tuple[Op, int] | None]:
+        """`producer(op, i)` for every data input i."""
+        op = self._by_name[op] if isinstance(op, str) else op
+        return [self.producer(op, i) for i in range(len(op.data_inputs))]
+
+    def consumers(self, op: Op | str) -> list[tuple[Op, int]]:
+        """(consumer op, data input index) pairs reading any output of `op`."""
+        name = op if isinstance(op, str) else op.name
+        return list(self._consumers.get(name, []))
+
+    def original_names(self, op: Op | str) -> tuple[str, ...]:
+        """The original ops `op` stands for: its `_datadump_original_op_names`; the op's own name when the
+        attribute is absent; () for an op the compiler inserted."""
+        op = self._by_name[op] if isinstance(op, str) else op
+        return (op.name,) if op.original_op_names is None else op.original_op_names
+
+
+def parse_graph(document: Any, path: str | None = None) -> Graph:
+    """A Graph from an already-decoded JSON document. Raises ConfigError naming `path` and the problem."""
+    label = path if path is not None else "<graph JSON>"
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{label}: not a graph file: the top level is not a JSON object")
+    if "graph" not in document:
+        raise ConfigError(f"{label}: not a graph file: there is no 'graph' key")
+    graphs = document["graph"]
+    if isinstance(graphs, Mapping):
+        graphs = [graphs]
+    if not isinstance(graphs, list):
+        raise ConfigError(f"{label}: 'graph' is not an array")
+    ops: list[Op] = []
+    names: list[str] = []
+    for g, raw_graph in enumerate(graphs):
+        if not isinstance(raw_graph, Mapping):
+            raise ConfigError(f"{label}: graph #{g} is not an object")
+        gname = raw_graph.get("name")
+        gname = gname if isinstance(gname, str) and gname else f"graph_{g}"
+        if gname in names:
+            gname = f"{gname}#{g}"
+        names.append(gname)
+        raw_ops = raw_graph.get("op") or []
+        if not isinstance(raw_ops, list):
+            raise ConfigError(f"{label}: graph {gname!r}: 'op' is not an array")
+        for n, raw_op in enumerate(raw_ops):
+            try:
+                ops.append(_parse_op(raw_op, gname, n))
+            except ValueError as exc:
+                raise ConfigError(f"{label}: {exc}") from None
+    model = document.get("name")
+    return Graph(ops, tuple(names), path=path, name=model if isinstance(model, str) else "")
+
+
+def _read_json(path: str | os.PathLike[str]) -> Any:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ConfigError(f"{os.fspath(path)}: cannot read the graph file: {exc.strerror or exc}") from None
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{os.fspath(path)}: not a JSON file: {exc}") from None
+
+
+def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str] | None = None) -> Graph:
+    """Read a compiler graph JSON (`-f`), optionally merged with a quantization fusion rule file (`-q`).
+
+    With only a quantization fusion rule file at hand (quantized Caffe dumps against non-quantized ones), load it
+    alone: `load_graph(q_path)`. Raises ConfigError naming the file and what is wrong with it.
+    """
+    graph = parse_graph(_read_json(path), os.fspath(path))
+    if quant_fusion is None:
+        return graph
+    return merge(graph, parse_graph(_read_json(quant_fusion), os.fspath(quant_fusion)))
+
+
+def merge(fusion: Graph, quant: Graph) -> Graph:
+    """Compose a compiled graph (`-f`, built from the quantized model) with the quantization fusion rules (`-q`).
+
+    The `-f` graph's original names are ops of the quantized model; the `-q` file says which non-quantized ops
+    each of those stands for (and inserts quant layers with no counterpart). So every original name that is an op
+    of `quant` is replaced by that op's own originals (dropped when the quant op was inserted), and every explicit
+    `_datadump_origin_name` that is an op of `quant` is followed to that op's origin for the same output. Names
+    the `-q` file does not know are kept: they were not changed by quantization. The names as the `-f` file wrote
+    them stay in `Op.unmerged_original_op_names` (they tell quant layers apart).
+    """
+
+    def resolve_names(names: tuple[str, ...]) -> tuple[str, ...]:
+        out: list[str] = []
+        for name in names:
+            q_op = quant.get(name)
+            for resolved in (name,) if q_op is None else quant.original_names(q_op):
+                if resolved not in out:
+                    out.append(resolved)
+        return tuple(out)
+
+    def resolve_desc(desc: TensorDesc) -> TensorDesc:
+        if desc.origin_name is None:
+            return desc
+        q_op = quant.get(desc.origin_name)
+        if q_op is None:
+            return desc
+        index = desc.origin_output_index or 0
+        q_desc = q_op.output(index)
+        if q_desc is not None and q_desc.origin_name is not None:
+            name, q_index = q_desc.origin_name, q_desc.origin_output_index
+            index = index if q_index is None else q_index
+        else:
+            originals = quant.original_names(q_op)
+            if not originals:
+                # The quant layer has no non-quantized counterpart: this tensor has none either.
+                return replace(desc, origin_name=None, origin_output_index=None)
+            name = originals[-1]
+        return replace(desc, origin_name=name, origin_output_index=index)
+
+    merged: list[Op] = []
+    for op in fusion.ops:
+        own = fusion.original_names(op)
+        resolved = resolve_names(own)
+        if op.original_op_names is None and resolved == (op.name,):
+            originals: tuple[str, ...] | None = None
+        else:
+            originals = resolved
+        merged.append(
+            replace(
+                op,
+                original_op_names=originals,
+                output_desc=tuple(resolve_desc(d) for d in op.output_desc),
+                unmerged_original_op_names=op.original_op_names,
+            )
+        )
+    return Graph(merged, fusion.graph_names, path=fusion.path, name=fusion.name)

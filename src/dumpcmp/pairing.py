@@ -1,0 +1,555 @@
+"""Which ground-truth tensor each device tensor is compared with: the operator pairing rules.
+
+Pure functions over plain records, so the rules can be tested without any file: the caller lists the device ops it
+found (`DeviceOp`, with an opaque `ref` it uses to find the dump again) and the ground-truth files by key
+`{op_name}.{output_index}` (newest file already chosen), optionally with the compiler's `Graph` (`-f`, merged with
+`-q`). The result is one `TensorPair` row per device tensor, in execution order, plus a row for every ground-truth
+tensor no device tensor was paired with, so a report can print `*` on the side that has nothing.
+
+The rules (see spec/fusion-json.md), and the choices made where the spec is silent:
+
+* Output i of a compiled op holds the original tensor `{_datadump_origin_name}.{_datadump_origin_output_index}` of
+  its `output_desc[i]`. Without those attributes it falls back to the op's original names and output index i:
+  - one original (or none written: the op is its own original): that original;
+  - several originals (ops fused into one, OneToMulti): the LAST op of the fused chain, because a fused op's dump
+    is the output of the chain's final layer (seed 002: fused A, B, C, D dump D's output). The chain's order is
+    not reliable in the attribute (Caffe BN/Scale names may come first), so when the compiled name is a
+    concatenation ending with one original's name (`conv1conv1_relu` from conv1 + conv1_relu, seed 001) that
+    original is taken; otherwise the last name listed;
+  - several compiled ops sharing originals (MultiToOne/MultiToMulti) or one L1-fusion subgraph: only the group's
+    last op in execution order holds the original's output; the others get no ground truth (a note says why).
+* Input i (counting data inputs only, the way the device dump lists them: control edges and absent optional `""`
+  inputs are not dumped) is the output `producer:index` of `input[slot]`, followed back past compiler-inserted
+  Cast/TransData ops (present-but-empty `_datadump_original_op_names`, or named `trans_*` without the attribute)
+  when they carry no explicit origin, then mapped like an output. The same walk applies to the output of such an
+  inserted op that has no explicit origin: a Cast/TransData holds its input's values.
+* Without a graph, a device op pairs by name: output i with `{op_name}.{i}`; inputs have no ground truth.
+* Names are matched exactly first, then with `.`, `/`, `\\` and spaces replaced by `_`, as the runtime writes them.
+* Quantized models: outputs of quantize ops (type AscendQuant or a name with `_quant_layer`), inputs of dequantize
+  ops (AscendDequant) and any tensor the graph says is int8/int4 are raw integers and get a `skip_reason`.
+* A device op listed twice (several dumps of one op) keeps the one with the greatest order key (the newest).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable, Mapping, Sequence
+
+from .graph import Graph, Op, TensorDesc
+
+__all__ = [
+    "Relation",
+    "DeviceOp",
+    "TensorPair",
+    "pair_with_ground_truth",
+    "pair_device_to_device",
+    "quant_skip_reason",
+    "sanitize_name",
+    "fused_output_original",
+    "relation_of",
+    "PASS_THROUGH_TYPES",
+    "QUANTIZE_TYPES",
+    "DEQUANTIZE_TYPES",
+]
+
+PASS_THROUGH_TYPES = frozenset({"Cast", "TransData"})
+QUANTIZE_TYPES = frozenset({"AscendQuant"})
+DEQUANTIZE_TYPES = frozenset({"AscendDequant"})
+_RAW_INTEGER_DTYPES = frozenset({"DT_INT8", "INT8", "DT_INT4", "INT4"})
+# Ops that are never executed, so never the op holding a fused group's output.
+_NOT_EXECUTED_TYPES = frozenset({"Const", "Constant"})
+
+
+class Relation(str, Enum):
+    """How the compiled op behind a row relates to the original model's ops."""
+
+    ONE_TO_ONE = "OneToOne"
+    MULTI_TO_ONE = "MultiToOne"
+    ONE_TO_MULTI = "OneToMulti"
+    MULTI_TO_MULTI = "MultiToMulti"
+    L1_FUSION = "L1Fusion"
+    INSERTED = "Inserted"
+    NO_GRAPH = "NoGraph"
+    """Paired by name: no graph was given, or the device op is not in it."""
+    SAME_MODEL = "SameModel"
+    """Two dumps of the same device model, paired by file-name identity."""
+    GROUND_TRUTH_ONLY = "GroundTruthOnly"
+    """A ground-truth tensor no device tensor was paired with."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class DeviceOp:
+    """One operator found on the device side (one dump file).
+
+    `order` sorts ops in execution order when there is no graph (the timestamp, or task id); `ref` is whatever the
+    caller needs to find the dump again (a path, a parsed file name); it is handed back untouched.
+    """
+
+    op_name: str
+    op_type: str
+    n_inputs: int
+    n_outputs: int
+    order: Any = 0
+    ref: Any = None
+
+
+@dataclass(frozen=True)
+class TensorPair:
+    """One row of the comparison: a device tensor and the ground-truth tensor it is compared with.
+
+    A side that has nothing is None: `npu_op` None for a ground-truth tensor no device tensor maps to, and
+    `ground_truth_ref` None when no ground-truth file was found (then `ground_truth_key` still says which key was
+    looked for, if any, and `note` why there is none).
+    """
+
+    npu_op: str | None
+    op_type: str | None
+    kind: str
+    """'input' or 'output' (ground-truth-only rows: 'output')."""
+    index: int | None
+    tensor_index: str | None
+    """`{npu_op}:output:{i}` / `{npu_op}:input:{i}`; None on a ground-truth-only row."""
+    ground_truth_op: str | None
+    """The original op whose file is the ground truth (None: none is known)."""
+    ground_truth_ops: tuple[str, ...]
+    """What the GroundTruth column shows: all the originals the producing compiled op stands for."""
+    ground_truth_key: str | None
+    """The key `{op_name}.{output_index}` looked up (device vs device: `{op_type}.{op_name}` of the right op)."""
+    npu_ref: Any = None
+    ground_truth_ref: Any = None
+    relation: Relation = Relation.NO_GRAPH
+    origin_shape: tuple[int, ...] | None = None
+    """The original (ground-truth) shape the graph gives, for layout conversion and cropping; None if unknown."""
+    origin_format: str | None = None
+    origin_data_type: str | None = None
+    graph_op: str | None = None
+    """The compiled op's name in the graph, when the device op was found there."""
+    skip_reason: str | None = None
+    """Set when the pair must not be compared (raw integer tensors of quantized ops)."""
+    note: str | None = field(default=None, compare=False)
+
+    @property
+    def npu_column(self) -> str:
+        return self.npu_op if self.npu_op is not None else "*"
+
+    @property
+    def ground_truth_column(self) -> str:
+        if self.ground_truth_ref is None:
+            return "*"
+        return ",".join(self.ground_truth_ops) if self.ground_truth_ops else (self.ground_truth_op or "*")
+
+    @property
+    def comparable(self) -> bool:
+        """Both sides exist and nothing forbids comparing them."""
+        return self.npu_ref is not None and self.ground_truth_ref is not None and self.skip_reason is None
+
+
+_SANITIZE = re.compile(r"[./\\ ]")
+
+
+def sanitize_name(name: str) -> str:
+    """An op name as the runtime writes it into a file name: `.`, `/`, `\\` and spaces become `_`."""
+    return _SANITIZE.sub("_", name)
+
+
+def fused_output_original(compiled_name: str, originals: Sequence[str]) -> str | None:
+    """Which original op's output a compiled op fused from `originals` holds: the last of the fused chain.
+
+    When the compiled name is a concatenation ending with an original's name, that one (the longest such);
+    otherwise the last name listed. None for no originals.
+    """
+    if not originals:
+        return None
+    name = sanitize_name(compiled_name)
+    best: str | None = None
+    for original in originals:
+        o = sanitize_name(original)
+        # Equal names say nothing about the chain's end (the compiler kept the first op's name).
+        if o and len(name) > len(o) and name.endswith(o) and (best is None or len(o) >= len(sanitize_name(best))):
+            best = original
+    return best if best is not None else originals[-1]
+
+
+def quant_skip_reason(
+    op_name: str,
+    op_type: str,
+    kind: str,
+    dtype: str | None = None,
+    original_names: Iterable[str] = (),
+) -> str | None:
+    """Why this tensor must not be compared as it is (raw integers of a quantized model), or None.
+
+    `dtype` is the tensor's data type if known (graph `DT_*` name or dump name); `original_names` the op's
+    original names before any `-q` merge, which may name a `_quant_layer`.
+    """
+    if dtype is not None and dtype.upper() in _RAW_INTEGER_DTYPES:
+        plain = dtype.upper().removeprefix("DT_").lower()
+        return f"raw {plain} tensor of a quantized model: compared only after dequantization"
+    quantize = (
+        op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or any("_quant_layer" in n for n in original_names)
+    )
+    if kind == "output" and quantize:
+        return "output of a quantize op holds raw integers: compared only after dequantization"
+    if kind == "input" and op_type in DEQUANTIZE_TYPES:
+        return "input of a dequantize op holds raw integers: compared only after dequantization"
+    return None
+
+
+def relation_of(graph: Graph, op: Op) -> Relation:
+    """The relation of a compiled op to the original ops (see the module docstring)."""
+    return _index_of(graph).relation(op)
+
+
+class _GraphIndex:
+    """What the rules need from a graph beyond lookups: fused groups and which op ends each group."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.by_sanitized: dict[str, Op] = {}
+        for op in graph.ops:
+            self.by_sanitized.setdefault(sanitize_name(op.name), op)
+        # Union-find over ops that share an original name, or an L1 fusion subgraph number.
+        parent: dict[str, str] = {op.name: op.name for op in graph.ops}
+
+        def find(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[rb] = ra
+
+        self.owners: dict[str, list[Op]] = {}
+        first_with: dict[str, str] = {}
+        for op in graph.ops:
+            if op.name in graph.duplicate_names and graph.get(op.name) is not op:
+                continue
+            keys = [f"o:{n}" for n in graph.original_names(op)]
+            if op.l1_fusion_no is not None:
+                keys.append(f"l1:{op.graph}:{op.l1_fusion_no}")
+            for n in graph.original_names(op):
+                self.owners.setdefault(n, []).append(op)
+            for key in keys:
+                if key in first_with:
+                    union(first_with[key], op.name)
+                else:
+                    first_with[key] = op.name
+        self.group_last: dict[str, Op] = {}
+        members: dict[str, list[Op]] = {}
+        for op in graph.ops:
+            if graph.get(op.name) is op:
+                members.setdefault(find(op.name), []).append(op)
+        for group in members.values():
+            executed = [op for op in group if op.type not in _NOT_EXECUTED_TYPES] or group
+            last = max(executed, key=lambda o: o.position)
+            for op in group:
+                self.group_last[op.name] = last
+        # Where a ground-truth op shows up in execution order: after the last compiled op standing for it.
+        self.original_position: dict[str, int] = {}
+        for op in graph.ops:
+            names = list(graph.original_names(op)) + [d.origin_name for d in op.output_desc if d.origin_name]
+            for n in map(sanitize_name, names):
+                self.original_position[n] = max(self.original_position.get(n, -1), op.position)
+
+    def find(self, device_name: str) -> Op | None:
+        return self.graph.get(device_name) or self.by_sanitized.get(sanitize_name(device_name))
+
+    def relation(self, op: Op) -> Relation:
+        if op.l1_fusion_no is not None:
+            return Relation.L1_FUSION
+        if op.is_inserted:
+            return Relation.INSERTED
+        originals = self.graph.original_names(op)
+        shared = any(other is not op for n in originals for other in self.owners.get(n, ()))
+        if len(originals) == 1:
+            return Relation.MULTI_TO_ONE if shared or op.is_multiop else Relation.ONE_TO_ONE
+        return Relation.MULTI_TO_MULTI if shared else Relation.ONE_TO_MULTI
+
+    def is_pass_through(self, op: Op) -> bool:
+        if op.type not in PASS_THROUGH_TYPES or not op.data_inputs:
+            return False
+        return op.is_inserted or (op.original_op_names is None and op.name.startswith("trans_"))
+
+
+def _index_of(graph: Graph) -> _GraphIndex:
+    # A Graph never changes after construction, so its index is built once and kept on it.
+    index = getattr(graph, "_pairing_index", None)
+    if index is None:
+        index = _GraphIndex(graph)
+        graph._pairing_index = index  # type: ignore[attr-defined]
+    return index
+
+
+@dataclass
+class _Resolved:
+    name: str | None
+    index: int | None
+    desc: TensorDesc | None
+    producer: Op | None
+    note: str | None = None
+    explicit: bool = False
+
+
+def _resolve_output(index: _GraphIndex, op: Op, out: int) -> _Resolved:
+    """The original tensor that output `out` of `op` holds (see the module docstring)."""
+    graph = index.graph
+    start_desc = op.output(out)
+    seen: set[str] = set()
+    cur, k = op, out
+    while True:
+        desc = cur.output(k)
+        if desc is not None and desc.origin_name is not None:
+            idx = k if desc.origin_output_index is None else desc.origin_output_index
+            return _Resolved(desc.origin_name, idx, desc, cur, explicit=True)
+        if index.is_pass_through(cur) and cur.name not in seen:
+            seen.add(cur.name)
+            upstream = graph.producer(cur, 0)
+            if upstream is None:
+                return _Resolved(None, None, desc or start_desc, cur,
+                                 f"{cur.name} was inserted by the compiler and its input has no producer in the graph")
+            cur, k = upstream
+            continue
+        originals = graph.original_names(cur)
+        if not originals:
+            return _Resolved(None, None, desc or start_desc, cur,
+                             f"{cur.name} was inserted by the compiler and has no original counterpart")
+        last = index.group_last.get(cur.name, cur)
+        if last is not cur:
+            return _Resolved(None, None, desc or start_desc, cur,
+                             f"{cur.name} is not the last op of its fused group; {last.name} holds the original output")
+        return _Resolved(fused_output_original(cur.name, originals), k, desc or start_desc, cur)
+
+
+class _GroundTruth:
+    """Ground-truth keys looked up exactly, then with runtime-style sanitized names."""
+
+    def __init__(self, mapping: Mapping[str, Any]) -> None:
+        self.mapping = mapping
+        self.normalized: dict[str, str] = {}
+        for key in mapping:
+            name, idx = _split_key(key)
+            self.normalized.setdefault(f"{sanitize_name(name)}.{idx}" if idx is not None else sanitize_name(key), key)
+        self.used: set[str] = set()
+
+    def lookup(self, name: str, idx: int) -> tuple[str, Any]:
+        """(key, ref): the key actually present (else the canonical key) and its ref (None if absent)."""
+        key = f"{name}.{idx}"
+        if key not in self.mapping:
+            key = self.normalized.get(f"{sanitize_name(name)}.{idx}", key)
+        if key in self.mapping:
+            self.used.add(key)
+            return key, self.mapping[key]
+        return key, None
+
+
+def _split_key(key: str) -> tuple[str, int | None]:
+    name, sep, idx = key.rpartition(".")
+    if sep and idx.isdigit():
+        return name, int(idx)
+    return key, None
+
+
+def _newest(ops: Iterable[DeviceOp], key: Any) -> list[DeviceOp]:
+    """One op per identity (the greatest order key wins), in execution order."""
+    chosen: dict[Any, DeviceOp] = {}
+    for op in ops:
+        k = key(op)
+        old = chosen.get(k)
+        if old is None or _order_key(op) > _order_key(old):
+            chosen[k] = op
+    return sorted(chosen.values(), key=_order_key)
+
+
+def _order_key(op: DeviceOp) -> tuple[int, Any]:
+    # None sorts last; mixed types fall back to their text so sorting never raises.
+    if op.order is None:
+        return (2, "")
+    if isinstance(op.order, (int, float)):
+        return (0, op.order)
+    return (1, str(op.order))
+
+
+def _tensor_index(op_name: str, kind: str, i: int) -> str:
+    return f"{op_name}:{kind}:{i}"
+
+
+def pair_with_ground_truth(
+    device_ops: Iterable[DeviceOp],
+    ground_truth: Mapping[str, Any],
+    graph: Graph | None = None,
+) -> list[TensorPair]:
+    """Pair every device tensor with its ground truth; rows in execution order, then unpaired ground truth.
+
+    `ground_truth` maps `{op_name}.{output_index}` to the caller's ref for the chosen (newest) file. With a `graph`
+    the compiler's mapping decides (module docstring); without one, names do.
+    """
+    gt = _GroundTruth(ground_truth)
+    ops = _newest(device_ops, key=lambda d: d.op_name)
+    index = _index_of(graph) if graph is not None else None
+    rows: list[tuple[tuple[Any, ...], TensorPair]] = []
+
+    last_position = -1
+    for rank, dev in enumerate(ops):
+        g_op = index.find(dev.op_name) if index is not None else None
+        if g_op is not None:
+            last_position = g_op.position
+            base: tuple[Any, ...] = (g_op.position, 0, rank)
+        else:
+            # Not in the graph: keep it right after the device op that ran before it.
+            base = (last_position, 1, rank)
+        for kind, count in (("input", dev.n_inputs), ("output", dev.n_outputs)):
+            for i in range(max(count, 0)):
+                if index is not None and g_op is not None:
+                    pair = _pair_in_graph(index, gt, dev, g_op, kind, i)
+                else:
+                    pair = _pair_by_name(gt, dev, kind, i, graph is not None)
+                rows.append((base + (0 if kind == "input" else 1, i), pair))
+
+    for key in ground_truth:
+        if key in gt.used:
+            continue
+        name, idx = _split_key(key)
+        pos = index.original_position.get(sanitize_name(name)) if index is not None else None
+        sub = idx if idx is not None else -1
+        # After the last compiled op standing for it; unknown to the graph (or no graph): at the end, by name.
+        sort = (pos, 2, 0, 0, sub) if pos is not None else (float("inf"), 3, name, 0, sub)
+        rows.append((sort, TensorPair(
+            npu_op=None, op_type=None, kind="output", index=idx, tensor_index=None,
+            ground_truth_op=name, ground_truth_ops=(name,), ground_truth_key=key,
+            ground_truth_ref=ground_truth[key],
+            relation=Relation.GROUND_TRUTH_ONLY,
+            note="no device tensor maps to this ground truth",
+        )))
+    rows.sort(key=lambda r: tuple((0, v) if not isinstance(v, str) else (1, v) for v in r[0]))
+    return [pair for _, pair in rows]
+
+
+def _pair_by_name(gt: _GroundTruth, dev: DeviceOp, kind: str, i: int, had_graph: bool) -> TensorPair:
+    skip = quant_skip_reason(dev.op_name, dev.op_type, kind)
+    common = dict(npu_op=dev.op_name, op_type=dev.op_type, kind=kind, index=i,
+                  tensor_index=_tensor_index(dev.op_name, kind, i), npu_ref=dev.ref,
+                  relation=Relation.NO_GRAPH, skip_reason=skip)
+    if kind == "input":
+        why = "the op is not in the graph" if had_graph else "no graph (-f) given"
+        return TensorPair(ground_truth_op=None, ground_truth_ops=(), ground_truth_key=None,
+                          note=f"inputs are paired through their producer, unknown here: {why}", **common)
+    key, ref = gt.lookup(dev.op_name, i)
+    note = None if ref is not None else f"no ground-truth file for {key}"
+    return TensorPair(ground_truth_op=dev.op_name, ground_truth_ops=(dev.op_name,), ground_truth_key=key,
+                      ground_truth_ref=ref, note=note, **common)
+
+
+def _pair_in_graph(index: _GraphIndex, gt: _GroundTruth, dev: DeviceOp, op: Op, kind: str, i: int) -> TensorPair:
+    graph = index.graph
+    relation = index.relation(op)
+    if kind == "output":
+        resolved = _resolve_output(index, op, i)
+        own_desc = op.output(i)
+        dtype = own_desc.dtype if own_desc is not None else None
+    else:
+        slot_desc = None
+        if i < len(op.data_inputs):
+            slot = op.data_inputs[i].slot
+            slot_desc = op.input_desc[slot] if slot < len(op.input_desc) else None
+        dtype = slot_desc.dtype if slot_desc is not None else None
+        upstream = graph.producer(op, i)
+        if upstream is None:
+            why = (f"{op.name} has only {len(op.data_inputs)} data inputs in the graph" if i >= len(op.data_inputs)
+                   else f"producer {op.data_inputs[i].producer!r} of input {i} is not in the graph")
+            resolved = _Resolved(None, None, slot_desc, None, why)
+        else:
+            resolved = _resolve_output(index, *upstream)
+            if resolved.desc is None or resolved.desc.origin_shape is None:
+                resolved.desc = slot_desc if slot_desc is not None else resolved.desc
+    producer = resolved.producer if resolved.producer is not None else op
+    skip = quant_skip_reason(op.name, op.type, kind, dtype, op.unmerged_original_op_names or ())
+    if skip is None and kind == "input" and resolved.producer is not None and resolved.producer is not op:
+        # The tensor a quantize op wrote is raw integers wherever it is read.
+        skip = quant_skip_reason(resolved.producer.name, resolved.producer.type, "output", None,
+                                 resolved.producer.unmerged_original_op_names or ())
+    key = ref = None
+    note = resolved.note
+    if resolved.name is not None and resolved.index is not None:
+        key, ref = gt.lookup(resolved.name, resolved.index)
+        if ref is None:
+            note = f"no ground-truth file for {key}"
+    if resolved.name is not None and resolved.explicit:
+        shown: tuple[str, ...] = (resolved.name,)
+    elif resolved.name is not None:
+        shown = graph.original_names(producer)
+    else:
+        shown = ()
+    desc = resolved.desc
+    return TensorPair(
+        npu_op=dev.op_name, op_type=dev.op_type, kind=kind, index=i,
+        tensor_index=_tensor_index(dev.op_name, kind, i),
+        ground_truth_op=resolved.name, ground_truth_ops=shown, ground_truth_key=key,
+        npu_ref=dev.ref, ground_truth_ref=ref, relation=relation,
+        origin_shape=desc.origin_shape if desc is not None else None,
+        origin_format=desc.origin_format if desc is not None else None,
+        origin_data_type=desc.origin_data_type if desc is not None else None,
+        graph_op=op.name, skip_reason=skip, note=note,
+    )
+
+
+def pair_device_to_device(left_ops: Iterable[DeviceOp], right_ops: Iterable[DeviceOp]) -> list[TensorPair]:
+    """Pair two dumps of the same device model ("NPU vs NPU") by file-name identity: op type and op name.
+
+    Task, stream and timestamp are ignored. Tensors pair by kind and index; an op whose input or output count
+    differs between the sides pairs the common indices and leaves the rest one-sided, with a note. Right-side ops
+    with no left counterpart get rows with `npu_op` None, placed after the op that preceded them on the right.
+    """
+    def identity(d: DeviceOp) -> tuple[str, str]:
+        return (d.op_type, sanitize_name(d.op_name))
+
+    left = _newest(left_ops, key=identity)
+    right = _newest(right_ops, key=identity)
+    right_by_id = {identity(d): d for d in right}
+    left_rank = {identity(d): n for n, d in enumerate(left)}
+    rows: list[tuple[tuple[Any, ...], TensorPair]] = []
+
+    def op_rows(base: tuple[Any, ...], lop: DeviceOp | None, rop: DeviceOp | None) -> None:
+        some = lop if lop is not None else rop
+        assert some is not None
+        for kind, lcount, rcount in (
+            ("input", lop.n_inputs if lop else 0, rop.n_inputs if rop else 0),
+            ("output", lop.n_outputs if lop else 0, rop.n_outputs if rop else 0),
+        ):
+            note = None
+            if lop is not None and rop is not None and lcount != rcount:
+                note = f"{kind} count differs: {lcount} on the left, {rcount} on the right"
+            elif rop is None:
+                note = "no counterpart in the right dump"
+            elif lop is None:
+                note = "no counterpart in the left dump"
+            for i in range(max(lcount, rcount)):
+                has_l, has_r = lop is not None and i < lcount, rop is not None and i < rcount
+                rows.append((base + (0 if kind == "input" else 1, i), TensorPair(
+                    npu_op=lop.op_name if has_l else None, op_type=some.op_type, kind=kind, index=i,
+                    tensor_index=_tensor_index(lop.op_name, kind, i) if has_l else None,
+                    ground_truth_op=rop.op_name if has_r else None,
+                    ground_truth_ops=(rop.op_name,) if has_r else (),
+                    ground_truth_key=f"{rop.op_type}.{rop.op_name}" if has_r else None,
+                    npu_ref=lop.ref if has_l else None, ground_truth_ref=rop.ref if has_r else None,
+                    relation=Relation.SAME_MODEL, note=note,
+                )))
+
+    for n, lop in enumerate(left):
+        op_rows((n, 0, 0), lop, right_by_id.get(identity(lop)))
+    previous = -1
+    for m, rop in enumerate(right):
+        rank = left_rank.get(identity(rop))
+        if rank is not None:
+            previous = rank
+            continue
+        op_rows((previous, 1, m), None, rop)
+    rows.sort(key=lambda r: r[0])
+    return [pair for _, pair in rows]

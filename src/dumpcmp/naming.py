@@ -292,44 +292,69 @@ def _fail(name: str, what: str, expected: str) -> NamingError:
     return NamingError(f"file name {name!r} is not {what}: expected {expected}")
 
 
+# One pass over the name. The optional numbers are tried greedily and the regex engine backtracks until the fields
+# after the op name split as {numbers}{timestamp}[{4-field FFTS+ tail}]: a 6-field name with the tail has 10 fields,
+# the 4-field one 8, and no field count is reachable two ways.
+_DEVICE = re.compile(r"([^./]+)\.([^./]+)\.([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?\.([0-9]+)"
+                     r"(?:\.([A-Za-z0-9_]+)\.([0-9]+)\.([0-9]+)\.([0-9]+))?\Z")
+_FRAMEWORK = re.compile(r"([^./]+)\.([0-9]+)\.([0-9]+)\.(pb|quant|npy)\Z")
+_set = object.__setattr__
+
+
+def _device_from_match(m: re.Match[str]) -> DeviceDumpName:
+    # the regex already guarantees what __post_init__ checks; building 100,000 names per scan makes that count
+    op_type, op_name, a, b, c, ts, task_type, ctx, thread, dev = m.groups()
+    if c is not None:
+        dump_number, task_id, stream_id = int(a), int(b), int(c)
+    elif b is not None:
+        dump_number, task_id, stream_id = None, int(a), int(b)
+    else:
+        dump_number, task_id, stream_id = None, int(a), None
+    ffts = None
+    if task_type is not None:
+        ffts = object.__new__(FftsSuffix)
+        _set(ffts, "task_type", task_type)
+        _set(ffts, "context_id", int(ctx))
+        _set(ffts, "thread_id", int(thread))
+        _set(ffts, "device_id", int(dev))
+    name = object.__new__(DeviceDumpName)
+    _set(name, "op_type", op_type)
+    _set(name, "op_name", op_name)
+    _set(name, "task_id", task_id)
+    _set(name, "timestamp", int(ts))
+    _set(name, "stream_id", stream_id)
+    _set(name, "dump_number", dump_number)
+    _set(name, "ffts", ffts)
+    return name
+
+
+def _framework_from_match(m: re.Match[str]) -> FrameworkDumpName:
+    name = object.__new__(FrameworkDumpName)
+    _set(name, "op_name", m.group(1))
+    _set(name, "output_index", int(m.group(2)))
+    _set(name, "timestamp", int(m.group(3)))
+    _set(name, "extension", m.group(4))
+    return name
+
+
 def parse_device_dump_name(name: str) -> DeviceDumpName:
     """Parse an NPU dump file name (4, 5 or 6 fields, optional FFTS+ suffix); NamingError if it is none."""
     base = os.path.basename(name)
-    parts = base.split(".")
-    n = len(parts)
-    ffts = None
-    if n in (8, 9, 10):
-        tail = parts[-4:]
-        if not (re.fullmatch(r"[A-Za-z0-9_]+", tail[0]) and all(_digits(p) for p in tail[1:])):
-            raise _fail(base, "an NPU dump name", _DEVICE_EXPECTED)
-        ffts = FftsSuffix(tail[0], int(tail[1]), int(tail[2]), int(tail[3]))
-        parts = parts[:-4]
-        n -= 4
-    if n not in (4, 5, 6):
+    m = _DEVICE.match(base)
+    if m is None:
         raise _fail(base, "an NPU dump name", _DEVICE_EXPECTED)
-    op_type, op_name, numbers = parts[0], parts[1], parts[2:]
-    if not op_type or not op_name or not all(_digits(p) for p in numbers):
-        raise _fail(base, "an NPU dump name", _DEVICE_EXPECTED)
-    values = [int(p) for p in numbers]
-    if n == 4:
-        return DeviceDumpName(op_type, op_name, task_id=values[0], timestamp=values[1], ffts=ffts)
-    if n == 5:
-        return DeviceDumpName(op_type, op_name, task_id=values[0], stream_id=values[1], timestamp=values[2],
-                              ffts=ffts)
-    return DeviceDumpName(op_type, op_name, dump_number=values[0], task_id=values[1], stream_id=values[2],
-                          timestamp=values[3], ffts=ffts)
+    return _device_from_match(m)
 
 
 def parse_framework_dump_name(name: str, extensions: Iterable[str] = _FRAMEWORK_EXTENSIONS) -> FrameworkDumpName:
     """Parse ``{op_name}.{output_index}.{timestamp}.pb|quant|npy`` (restricted to `extensions`)."""
     base = os.path.basename(name)
     extensions = tuple(extensions)
-    expected = "{op_name}.{output_index}.{timestamp}." + "|.".join(extensions)
-    parts = base.split(".")
-    if (len(parts) != 4 or parts[3] not in extensions or not parts[0] or not _digits(parts[1])
-            or not _digits(parts[2])):
-        raise _fail(base, "a framework dump or ground-truth name", expected)
-    return FrameworkDumpName(parts[0], int(parts[1]), int(parts[2]), parts[3])
+    m = _FRAMEWORK.match(base)
+    if m is None or m.group(4) not in extensions:
+        raise _fail(base, "a framework dump or ground-truth name",
+                    "{op_name}.{output_index}.{timestamp}." + "|.".join(extensions))
+    return _framework_from_match(m)
 
 
 def parse_converted_name(name: str) -> ConvertedName:
@@ -357,22 +382,23 @@ def parse_name(name: str) -> ParsedName:
     A ``.npy`` name is tried as converted before ground truth: the shape of a 1-D converted tensor
     (``.output.0.224.npy``) would otherwise pass for an output index and a timestamp.
     """
-    base = os.path.basename(name)
+    base = name.rpartition("/")[2] if "/" in name else name
+    m = _DEVICE.match(base)
+    if m is not None:
+        return _device_from_match(m)
     if base.endswith(".npy"):
         if _CONVERTED.match(base):
             return parse_converted_name(base)
-        try:
-            return parse_framework_dump_name(base, (NPY,))
-        except NamingError:
+        m = _FRAMEWORK.match(base)
+        if m is None:
             raise NamingError(f"file name {base!r} fits no naming scheme: expected {_FRAMEWORK_EXPECTED} "
-                              f"(ground truth) or {_CONVERTED_EXPECTED}") from None
-    if base.endswith((".pb", ".quant")):
-        return parse_framework_dump_name(base, (PB, QUANT))
-    try:
-        return parse_device_dump_name(base)
-    except NamingError:
-        raise NamingError(f"file name {base!r} fits no naming scheme: expected an NPU dump name "
-                          f"({_DEVICE_EXPECTED}) or {_FRAMEWORK_EXPECTED}") from None
+                              f"(ground truth) or {_CONVERTED_EXPECTED}")
+        return _framework_from_match(m)
+    m = _FRAMEWORK.match(base)
+    if m is not None:
+        return _framework_from_match(m)
+    raise NamingError(f"file name {base!r} fits no naming scheme: expected an NPU dump name "
+                      f"({_DEVICE_EXPECTED}) or {_FRAMEWORK_EXPECTED}")
 
 
 def build_device_dump_name(op_type: str, op_name: str, task_id: int, timestamp: int, *,

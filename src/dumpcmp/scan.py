@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from . import naming
@@ -366,13 +366,14 @@ class _Scanner:
             mapping = naming.read_mapping(os.path.join(folder, naming.MAPPING_FILE), problems)
             self.skipped.extend(Skipped(os.path.join(folder, naming.MAPPING_FILE), p) for p in problems)
         device: list[tuple[str, str, DeviceDumpName]] = []
-        readable = os.access
+        readable, parse, bookkeeping = os.access, naming.parse_name, naming.BOOKKEEPING_FILES
+        prefix = folder if folder.endswith(os.sep) else folder + os.sep
         for file_name in files:
-            if file_name in naming.BOOKKEEPING_FILES:
+            if file_name in bookkeeping:
                 continue
-            path = os.path.join(folder, file_name)
+            path = prefix + file_name
             name = file_name
-            if naming.is_hashed_name(file_name):
+            if file_name.isdigit() and file_name.isascii():  # a hashed name
                 if mapping is None:
                     self.skipped.append(Skipped(path, f"hashed (digits-only) name but the folder has no "
                                                       f"{naming.MAPPING_FILE}"))
@@ -382,7 +383,7 @@ class _Scanner:
                     self.skipped.append(Skipped(path, f"hashed name with no row in {naming.MAPPING_FILE}"))
                     continue
             try:
-                parsed = naming.parse_name(name)
+                parsed = parse(name)
             except NamingError:
                 reason = _NO_SCHEME if name == file_name else \
                     f"{naming.MAPPING_FILE} maps it to {name!r}, which fits no naming scheme"
@@ -413,7 +414,7 @@ class _Scanner:
                 if isinstance(result, Exception):
                     self.skipped.append(Skipped(entry.path, _without_path(str(result), entry.path)))
                 else:
-                    kept.append(replace(entry, dump=result))
+                    kept.append(DumpEntry(entry.path, entry.file_name, entry.name, result))
             self.dumps[key] = kept
 
     def index(self, root: str) -> DumpIndex:

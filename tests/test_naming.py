@@ -7,6 +7,8 @@ import csv
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dumpcmp import naming
 from dumpcmp.errors import NamingError
@@ -311,3 +313,42 @@ def test_hash_collision_with_another_name_is_refused(tmp_path):
     (tmp_path / naming.MAPPING_FILE).write_text(f"{short},some.other.name.1\n")
     with pytest.raises(NamingError, match="another name"):
         naming.safe_file_name(name, tmp_path)
+
+
+# --- properties -----------------------------------------------------------------------------------------------------
+
+spec_names = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1,
+                     max_size=40)
+numbers = st.integers(min_value=0, max_value=2**64)
+fftss = st.none() | st.builds(FftsSuffix, st.sampled_from(["FFTSPLUS", "0", "1", "4", "AICORE"]), numbers, numbers,
+                               numbers)
+
+
+@given(op_type=spec_names, op_name=spec_names, task=numbers, ts=numbers, stream=st.none() | numbers,
+       dump_number=st.none() | numbers, ffts=fftss)
+def test_any_device_name_round_trips(op_type, op_name, task, ts, stream, dump_number, ffts):
+    if stream is None:
+        dump_number = None
+    name = DeviceDumpName(op_type, op_name, task, ts, stream, dump_number, ffts)
+    built = name.build()
+    assert naming.parse_name(built) == name
+    assert naming.classify(built) == naming.DEVICE
+
+
+@given(op_name=spec_names, index=numbers, ts=numbers, ext=st.sampled_from(["pb", "quant", "npy"]))
+def test_any_framework_name_round_trips(op_name, index, ts, ext):
+    name = FrameworkDumpName(op_name, index, ts, ext)
+    assert naming.parse_name(name.build()) == name
+
+
+@given(st.text(alphabet="Aa0_.-x/\\ é", max_size=60) |
+       st.lists(st.sampled_from(["Conv2D", "conv1", "0", "17", "1700000000000000", "FFTSPLUS", "npy", "pb", "output",
+                                 "input", "1x3", "", "a b"]), max_size=11).map(".".join))
+def test_parse_either_refuses_or_gives_a_name_that_parses_to_itself(text):
+    # whatever the input, a name fits a scheme (and its canonical form parses back the same) or NamingError says why
+    try:
+        parsed = naming.parse_name(text)
+    except NamingError as error:
+        assert "expected" in str(error)
+        return
+    assert naming.parse_name(parsed.build()) == parsed

@@ -222,3 +222,14 @@ def test_info_needs_a_path(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["info"])
     assert exit_.value.code == 2
+
+
+def test_hashed_dump_in_a_tree_shows_its_real_name(tmp_path, capsys):
+    from dumpcmp import naming
+    long_name = f"MatMul.{'very_long_' * 30}.1.2.{T0}"
+    short = naming.safe_file_name(long_name, tmp_path)
+    write_conv(tmp_path, short)
+    code, doc, err = run_json(capsys, tmp_path)
+    assert code == 0 and err == ""
+    [d] = doc["paths"][0]["runs"][0]["dumps"]
+    assert d["file_name"] == short and d["op_type"] == "MatMul" and d["name"]["task_id"] == 1

@@ -141,7 +141,8 @@ def test_is_sanitized_is_the_spec_alphabet():
 
 def test_timestamps():
     assert naming.is_timestamp("1589195081588018")
-    for bad in ("158919508158801", "15891950815880180", "15891950815880a8", "１５８９１９５０８１５８８０１８"):
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in "1589195081588018")
+    for bad in ("158919508158801", "15891950815880180", "15891950815880a8", fullwidth):
         assert not naming.is_timestamp(bad)
     now = naming.timestamp_now()
     assert naming.is_timestamp(str(now))

@@ -1,6 +1,7 @@
 """Index a dump tree by file names alone: which operators were dumped, per device, model and iteration.
 
-    >>> index = dumpcmp.scan("/home/user/output")
+    >>> from dumpcmp.scan import scan
+    >>> index = scan("/home/user/output")
     >>> run = index.select(device_id=0, model_name="ResNet-50", data_index=0)
     >>> [e.op_name for e in run]            # execution order (timestamp)
     >>> index.ground_truth.get("conv1", 0)  # newest {op_name}.{output_index}.*.npy, if the tree has any

@@ -67,19 +67,23 @@ def add_parser(sub: Any) -> None:
 
 # --- gathering ----------------------------------------------------------------------------------------------------
 
+def _parsed_dict(parsed: naming.ParsedName) -> dict[str, Any]:
+    out = {"scheme": parsed.scheme}
+    out.update(dataclasses.asdict(parsed))
+    if out.get("shape") is not None:
+        out["shape"] = list(out["shape"])
+    return out
+
+
 def _name_dict(file_name: str, folder: str) -> dict[str, Any] | None:
+    """The parsed name of a file given by the user (resolved through mapping.csv if hashed), or None."""
     name = file_name
     if naming.is_hashed_name(file_name):
         name = naming.read_mapping(folder, problems=[]).get(file_name, file_name)
     try:
-        parsed = naming.parse_name(name)
+        return _parsed_dict(naming.parse_name(name))
     except NamingError:
         return None
-    out = {"scheme": parsed.scheme}
-    out.update(dataclasses.asdict(parsed))
-    if "shape" in out and out["shape"] is not None:
-        out["shape"] = list(out["shape"])
-    return out
 
 
 def _dump_dict(dump: Any, name: dict[str, Any] | None) -> dict[str, Any]:
@@ -118,11 +122,10 @@ def _tree_info(path: str) -> tuple[dict[str, Any], bool]:
     runs = []
     for group in index:
         runs.append({"key": group.key.to_dict(),
-                     "dumps": [_dump_dict(e.dump, _name_dict(e.file_name, os.path.dirname(e.path)))
-                               for e in group]})
+                     "dumps": [_dump_dict(e.dump, _parsed_dict(e.name)) for e in group]})
     ground_truth = []
     for entry in index.ground_truth:
-        name = _name_dict(entry.file_name, os.path.dirname(entry.path))
+        name = _parsed_dict(entry.name)
         try:
             data = entry.open()
         except DumpcmpError as error:
@@ -133,7 +136,7 @@ def _tree_info(path: str) -> tuple[dict[str, Any], bool]:
     converted = []
     for c in index.converted:
         try:
-            converted.append(_npy_dict(c.path, _name_dict(c.file_name, os.path.dirname(c.path))))
+            converted.append(_npy_dict(c.path, _parsed_dict(c.name)))
         except DumpcmpError as error:
             skipped.append({"path": c.path, "reason": str(error)})
     skipped.sort(key=lambda s: s["path"])

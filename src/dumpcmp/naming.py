@@ -84,7 +84,6 @@ TASK_TYPES = {"0": "AICORE", "1": "AICPU", "2": "DEBUG", "3": "HCCL", "4": "FFTS
 
 _SANITIZE = str.maketrans({".": "_", "/": "_", "\\": "_", " ": "_"})
 _SPEC_CHARS = re.compile(r"[A-Za-z0-9_-]+\Z")
-_SHAPE = re.compile(r"[0-9]+(?:x[0-9]+)*\Z")
 _CONVERTED = re.compile(r"(?P<original>.+)\.(?P<kind>output|input)\.(?P<index>[0-9]+)"
                         r"(?:\.(?P<shape>[0-9]+(?:x[0-9]+)*))?\.npy\Z")
 _FRAMEWORK_EXTENSIONS = ("pb", "quant", "npy")

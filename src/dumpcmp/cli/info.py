@@ -1,0 +1,288 @@
+"""`dumpcmp info PATH... [--json]`: what is in dump files, .npy files and whole dump trees.
+
+For a dump: the op name (header) and op type (file name), and every input, output, buffer and workspace with
+dtype, device format, shape, original shape and bytes. For a .npy file: dtype, shape and bytes, read from its
+header through a memory mapping (the data is never read). For a folder: the tree is scanned and every dump header
+read in parallel; dumps are listed per run (device / model / iteration), then ground-truth and converted files,
+then a summary; files that cannot be used are listed on stderr with the reason.
+
+Exit code: 0 when every PATH gave something usable; 2 when a PATH does not exist, a named file cannot be read
+(corrupt, truncated, not a dump), or a folder holds no usable file. Everything readable is printed either way, and
+a folder with some bad files among good ones still exits 0 (the bad ones are reported on stderr and in the JSON).
+
+JSON (``--json``), one object on stdout::
+
+    {"ok": bool,                              # false exactly when the exit code is 2
+     "paths": [                               # one item per PATH, in order
+       {"path": str, "kind": "dump", "file": DUMP},
+       {"path": str, "kind": "npy", "file": NPY},
+       {"path": str, "kind": "tree", "root": str,
+        "runs": [{"key": RUN, "dumps": [DUMP, ...]}, ...],      # execution order within a run
+        "ground_truth": [DUMP | NPY, ...],    # newest file per {op_name}.{output_index}
+        "superseded": [str, ...],             # older ground-truth files of the same keys (paths)
+        "converted": [NPY, ...],
+        "skipped": [{"path": str, "reason": str}, ...],
+        "summary": {"runs": int, "dumps": int, "ground_truth": int, "converted": int, "skipped": int}},
+       {"path": str, "kind": "error", "error": str,
+        "skipped": [{"path": str, "reason": str}, ...]}]}   # why each file of an unusable folder was skipped
+    RUN  = {"layout": "model"|"single_op"|"flat", "folder": str, "time": str|null, "device_id": int|null,
+            "model_name": str|null, "model_id": int|null, "data_index": int|null}
+    NAME = null (the file name fits no scheme) or {"scheme": "device"|"pb"|"quant"|"npy"|"converted", ...the
+           parsed fields: device: op_type, op_name, task_id, stream_id, dump_number, timestamp,
+           ffts: null|{task_type, context_id, thread_id, device_id}; pb/quant/npy: op_name, output_index,
+           timestamp; converted: original, kind, index, shape}
+    DUMP = {"path": str, "file_name": str, "name": NAME, "type": "dump", "op_name": str (from the header),
+            "op_type": str|null (from the file name), "version": str, "dump_time": int, "legacy": bool,
+            "file_size": int, "tensors": [TENSOR, ...]}
+    TENSOR = {"kind": "input"|"output"|"buffer"|"workspace", "index": int, "data_type": str, "format": str,
+              "shape": [int], "original_shape": [int]|null, "sub_format": int, "size": int (bytes)}
+    NPY  = {"path": str, "file_name": str, "name": NAME, "type": "npy", "dtype": str, "shape": [int],
+            "bytes": int, "fortran_order": bool}
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+from .. import naming
+from ..errors import DumpcmpError, NamingError, NotFoundError
+from ..scan import DumpIndex, open_npy, scan
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("info", help="show what dump files, .npy files or dump trees hold",
+                       description="Show op name and type, and each tensor's dtype, format, shape, original "
+                                   "shape and bytes, for dump files, .npy files or whole dump trees.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a dump file, a .npy file or a folder (scanned whole)")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout (schema: dumpcmp.cli.info)")
+    p.set_defaults(run=run)
+
+
+# --- gathering ----------------------------------------------------------------------------------------------------
+
+def _parsed_dict(parsed: naming.ParsedName) -> dict[str, Any]:
+    out = {"scheme": parsed.scheme}
+    out.update(dataclasses.asdict(parsed))
+    if out.get("shape") is not None:
+        out["shape"] = list(out["shape"])
+    return out
+
+
+def _name_dict(file_name: str, folder: str) -> dict[str, Any] | None:
+    """The parsed name of a file given by the user (resolved through mapping.csv if hashed), or None."""
+    name = file_name
+    if naming.is_hashed_name(file_name):
+        name = naming.read_mapping(folder, problems=[]).get(file_name, file_name)
+    try:
+        return _parsed_dict(naming.parse_name(name))
+    except NamingError:
+        return None
+
+
+def _dump_dict(dump: Any, name: dict[str, Any] | None) -> dict[str, Any]:
+    tensors = []
+    for t in dump.tensors():
+        tensors.append({
+            "kind": t.kind, "index": t.index, "data_type": t.data_type, "format": t.format, "shape": list(t.shape),
+            "original_shape": None if t.original_shape is None else list(t.original_shape),
+            "sub_format": t.sub_format, "size": t.size,
+        })
+    return {"path": dump.path, "file_name": os.path.basename(dump.path), "name": name, "type": "dump",
+            "op_name": dump.op_name, "op_type": name.get("op_type") if name else None, "version": dump.version,
+            "dump_time": dump.dump_time, "legacy": dump.legacy, "file_size": dump.file_size, "tensors": tensors}
+
+
+def _npy_dict(path: str, name: dict[str, Any] | None) -> dict[str, Any]:
+    array = open_npy(path)
+    return {"path": path, "file_name": os.path.basename(path), "name": name, "type": "npy",
+            "dtype": str(array.dtype), "shape": [int(d) for d in array.shape], "bytes": int(array.nbytes),
+            "fortran_order": bool(array.flags.f_contiguous and not array.flags.c_contiguous)}
+
+
+def _file_info(path: str) -> dict[str, Any]:
+    """A named file: .npy by its extension, anything else read as a dump (whatever its name)."""
+    from ..dump import open_dump
+
+    name = _name_dict(os.path.basename(path), os.path.dirname(path) or ".")
+    if path.endswith(".npy"):
+        return {"path": path, "kind": "npy", "file": _npy_dict(path, name)}
+    return {"path": path, "kind": "dump", "file": _dump_dict(open_dump(path), name)}
+
+
+def _tree_info(path: str) -> tuple[dict[str, Any], bool]:
+    index: DumpIndex = scan(path, read_headers=True)
+    skipped = [{"path": s.path, "reason": s.reason} for s in index.skipped]
+    runs = []
+    for group in index:
+        runs.append({"key": group.key.to_dict(),
+                     "dumps": [_dump_dict(e.dump, _parsed_dict(e.name)) for e in group]})
+    ground_truth = []
+    for entry in index.ground_truth:
+        name = _parsed_dict(entry.name)
+        try:
+            data = entry.open()
+        except DumpcmpError as error:
+            skipped.append({"path": entry.path, "reason": str(error)})
+            continue
+        ground_truth.append(_npy_dict(entry.path, name) if entry.name.extension == naming.NPY
+                            else _dump_dict(data, name))
+    converted = []
+    for c in index.converted:
+        try:
+            converted.append(_npy_dict(c.path, _parsed_dict(c.name)))
+        except DumpcmpError as error:
+            skipped.append({"path": c.path, "reason": str(error)})
+    skipped.sort(key=lambda s: s["path"])
+    dumps = sum(len(r["dumps"]) for r in runs)
+    usable = dumps + len(ground_truth) + len(converted) > 0
+    info = {"path": path, "kind": "tree", "root": index.root, "runs": runs, "ground_truth": ground_truth,
+            "superseded": [e.path for e in index.ground_truth.superseded], "converted": converted,
+            "skipped": skipped,
+            "summary": {"runs": len(runs), "dumps": dumps, "ground_truth": len(ground_truth),
+                        "converted": len(converted), "skipped": len(skipped)}}
+    return info, usable
+
+
+def gather(paths: list[str]) -> tuple[list[dict[str, Any]], bool]:
+    """Information on every PATH, and whether all of them were usable (see the module's exit code rule)."""
+    items: list[dict[str, Any]] = []
+    ok = True
+    for path in paths:
+        skipped: list[dict[str, str]] = []
+        try:
+            if os.path.isdir(path):
+                info, usable = _tree_info(path)
+                if not usable:
+                    skipped = info["skipped"]
+                    raise NotFoundError(f"{path}: no usable dump or .npy file in this folder"
+                                        + (f" ({len(skipped)} skipped)" if skipped else " (it is empty)"))
+                items.append(info)
+            elif os.path.exists(path):
+                items.append(_file_info(path))
+            else:
+                raise NotFoundError(f"{path}: no such file or directory")
+        except NotFoundError as error:
+            ok = False
+            # a folder with nothing usable still lists why each file was skipped
+            items.append({"path": path, "kind": "error", "error": str(error), "skipped": skipped})
+        except (DumpcmpError, OSError) as error:
+            ok = False
+            message = str(error) if isinstance(error, DumpcmpError) else f"{path}: {error.strerror or error}"
+            items.append({"path": path, "kind": "error", "error": message, "skipped": []})
+    return items, ok
+
+
+# --- printing -----------------------------------------------------------------------------------------------------
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _dims(shape: list[int] | None) -> str:
+    return "-" if shape is None else "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _name_line(name: dict[str, Any] | None) -> str:
+    if name is None:
+        return "file name fits no naming scheme"
+    if name["scheme"] == naming.DEVICE:
+        parts = [f"type {name['op_type']}", f"task {name['task_id']}"]
+        if name["stream_id"] is not None:
+            parts.append(f"stream {name['stream_id']}")
+        if name["dump_number"] is not None:
+            parts.append(f"dump number {name['dump_number']}")
+        parts.append(f"timestamp {name['timestamp']}")
+        if name["ffts"]:
+            f = name["ffts"]
+            parts.append(f"FFTS+ task type {f['task_type']} context {f['context_id']} thread {f['thread_id']} "
+                         f"device {f['device_id']}")
+        return ", ".join(parts)
+    if name["scheme"] == naming.CONVERTED:
+        return f"converted {name['kind']} {name['index']} of {name['original']}"
+    return f"{name['scheme']}: op {name['op_name']}, output {name['output_index']}, timestamp {name['timestamp']}"
+
+
+def _print_dump(d: dict[str, Any], indent: str, out: Any) -> None:
+    print(f"{indent}{d['file_name']}", file=out)
+    version = "old inline format" if d["legacy"] else f"version {d['version'] or '-'}"
+    print(f"{indent}  op {d['op_name'] or '-'}; {_name_line(d['name'])}; {version}, {d['file_size']} bytes",
+          file=out)
+    for t in d["tensors"]:
+        label = f"{t['kind']}.{t['index']}"
+        if t["kind"] in ("buffer", "workspace"):
+            print(f"{indent}  {label:<12} {t['size']} bytes", file=out)
+            continue
+        sub = f" sub_format {t['sub_format']}" if t["sub_format"] else ""
+        print(f"{indent}  {label:<12} {t['data_type']:<10} {t['format'] + sub:<12} shape {_dims(t['shape'])}  "
+              f"original {_dims(t['original_shape'])}  {t['size']} bytes", file=out)
+
+
+def _print_npy(d: dict[str, Any], indent: str, out: Any) -> None:
+    order = ", Fortran order" if d["fortran_order"] else ""
+    print(f"{indent}{d['file_name']}", file=out)
+    print(f"{indent}  {_name_line(d['name'])}; {d['dtype']} shape {_dims(d['shape'])}{order}  {d['bytes']} bytes",
+          file=out)
+
+
+def _print_file(d: dict[str, Any], indent: str, out: Any) -> None:
+    (_print_npy if d["type"] == "npy" else _print_dump)(d, indent, out)
+
+
+def _print_tree(t: dict[str, Any], out: Any) -> None:
+    s = t["summary"]
+    print(f"{t['root']}: {_count(s['runs'], 'run')}, {_count(s['dumps'], 'dump')}, "
+          f"{_count(s['ground_truth'], 'ground-truth file')}, {s['converted']} converted, {s['skipped']} skipped",
+          file=out)
+    for run in t["runs"]:
+        k = run["key"]
+        where = []
+        for field, label in (("time", "time"), ("device_id", "device"), ("model_name", "model"),
+                             ("model_id", "model_id"), ("data_index", "iteration")):
+            if k[field] is not None:
+                where.append(f"{label} {k[field]}")
+        if k["layout"] != "model":
+            where.append(f"{k['layout'].replace('_', '-')} folder {k['folder']}")
+        print(f"run {' / '.join(where)}: {_count(len(run['dumps']), 'dump')}", file=out)
+        for d in run["dumps"]:
+            _print_dump(d, "  ", out)
+    if t["ground_truth"]:
+        print(f"ground truth: {_count(len(t['ground_truth']), 'file')}", file=out)
+        for d in t["ground_truth"]:
+            _print_file(d, "  ", out)
+    if t["converted"]:
+        print(f"converted: {_count(len(t['converted']), 'file')}", file=out)
+        for d in t["converted"]:
+            _print_npy(d, "  ", out)
+
+
+def run(args: argparse.Namespace) -> int:
+    items, ok = gather(list(args.paths))
+    out, err = sys.stdout, sys.stderr
+    for item in items:
+        for s in item.get("skipped", ()):
+            print(f"dumpcmp: skipped {s['path']}: {s['reason']}", file=err)
+        if item["kind"] == "error":
+            print(f"dumpcmp: error: {item['error']}", file=err)
+    if args.json:
+        json.dump({"ok": ok, "paths": items}, out, indent=1)
+        out.write("\n")
+    else:
+        first = True
+        for item in items:
+            if item["kind"] == "error":
+                continue
+            if not first:
+                print(file=out)
+            first = False
+            if item["kind"] == "tree":
+                _print_tree(item, out)
+            else:
+                _print_file(item["file"], "", out)
+    return EXIT_OK if ok else EXIT_BAD_INPUT

@@ -1,0 +1,535 @@
+"""File names of Ascend dumps, framework dumps and ground truth: parse, build, sanitise, hash.
+
+Schemes (`classify(name)` returns which one, or None):
+
+=============  ============================================================================================
+``device``     NPU dump. The fields are split at ``.``; their number tells the layout:
+
+               - 4: ``{op_type}.{op_name}.{task_id}.{timestamp}`` (offline model, documented form)
+               - 5: ``{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}`` (what current runtimes write:
+                 the AICPU dump task builds exactly this, and msaccucmp documents it as
+                 ``op_type.op_name.task_id(.stream_id).timestamp``; the dump number then lives in the
+                 ``{data_index}`` folder)
+               - 6: ``{op_type}.{op_name}.{dump_number}.{task_id}.{stream_id}.{timestamp}`` (the spec's
+                 "newer runtimes" form)
+               - any of these followed by the FFTS+ suffix ``.{task_type}.{context_id}.{thread_id}.{device_id}``
+                 (8, 9 or 10 fields). The spec writes the task type as ``FFTSPLUS``; msaccucmp's own example
+                 (``...1670205071724946.4.487.0.0``) carries its number, 4 (0 AICORE, 1 AICPU, 2 DEBUG,
+                 3 HCCL, 4 FFTSPLUS). Both spellings are accepted and kept as written.
+``pb``         ``{op_name}.{output_index}.{timestamp}.pb``: Caffe (not quantized) or TensorFlow dump
+``quant``      ``{op_name}.{output_index}.{timestamp}.quant``: quantized Caffe dump
+``npy``        ``{op_name}.{output_index}.{timestamp}.npy``: NumPy ground truth (Caffe/TF/ONNX); key
+               ``{op_name}.{output_index}``
+``converted``  ``{original_file_name}.{output|input}.{index}.npy``, or with the shape
+               ``{original_file_name}.{output|input}.{index}.{1x3x224x224}.npy``: an NPU dump converted to NumPy
+=============  ============================================================================================
+
+Op types and names are the runtime's sanitised names (``sanitize``: ``.``, ``/``, ``\\`` and spaces become ``_``).
+Parsing is strict about structure (field counts, digits) and lenient about characters: any character but the
+``.`` separator and ``/`` is accepted in op names, since files renamed by hand or written by other tools exist;
+building always sanitises. Timestamps are microseconds since the epoch, 16 digits for any date from 2001 to 2286;
+parsing accepts any run of digits (msaccucmp does too), `is_timestamp` checks the 16 digits.
+
+Over-long names. A file name of 255 characters (or UTF-8 bytes) or more cannot be created. What Ascend tools do:
+
+- In a dump folder, a file whose name is all digits is a hashed name; ``mapping.csv`` in the same folder
+  resolves it: one row per file, two columns ``{hashed name},{original file name}``, no header (msaccucmp reads
+  it with the csv module, skips rows that do not have two columns, and ignores ``mapping.csv`` and
+  ``convert_failed_file_list.txt`` when listing dumps).
+- For its single-operator result files msaccucmp writes ``simple_op_mapping.csv`` in the output folder, rows
+  ``{new name},{old name}`` appended one by one, the new name being a UUID3 hex plus the kept suffix.
+
+dumpcmp reads ``mapping.csv`` the same way (`read_mapping`, `resolve_hashed`). For its own outputs
+`safe_file_name` replaces a name that is too long by a digits-only hash (so that msaccucmp's dump reader, which
+requires ``isdigit()``, also recognises it when the file is a dump) followed by the caller's suffix, and appends
+the row ``{hash},{name}`` to ``mapping.csv`` in that folder (same two-column format, so `read_mapping` resolves
+both). The hash is the first 8 bytes of the name's SHA-256 as a 20-digit decimal: stable across runs, so writing
+the same result twice reuses the same file and row.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Callable, Hashable, Iterable, TypeVar, Union
+
+from .errors import NamingError
+
+__all__ = [
+    "CONVERTED", "DEVICE", "MAPPING_FILE", "MAX_FILE_NAME", "NPY", "PB", "QUANT", "SCHEMES", "TASK_TYPES",
+    "TIMESTAMP_DIGITS", "ConvertedName", "DeviceDumpName", "FftsSuffix", "FrameworkDumpName", "ParsedName",
+    "build_converted_name", "build_device_dump_name", "build_framework_dump_name", "classify",
+    "ground_truth_key", "hashed_name", "is_hashed_name", "is_sanitized", "is_timestamp", "newest_by_key",
+    "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name", "parse_name",
+    "read_mapping", "resolve_hashed", "safe_file_name", "sanitize", "timestamp_now",
+]
+
+DEVICE, PB, QUANT, NPY, CONVERTED = "device", "pb", "quant", "npy", "converted"
+SCHEMES = (DEVICE, PB, QUANT, NPY, CONVERTED)
+
+#: Digits of a timestamp in microseconds (from 2001-09-09 to 2286-11-20).
+TIMESTAMP_DIGITS = 16
+#: Names this long (characters or UTF-8 bytes) or longer are replaced by a hash; 255 is the Linux NAME_MAX.
+MAX_FILE_NAME = 255
+#: The mapping table of hashed names, in the folder that holds the hashed files.
+MAPPING_FILE = "mapping.csv"
+#: Files of a dump folder that are not dumps and are not reported as skipped.
+BOOKKEEPING_FILES = frozenset({MAPPING_FILE, "convert_failed_file_list.txt"})
+#: Task type numbers of the FFTS+ suffix (msaccucmp's table).
+TASK_TYPES = {"0": "AICORE", "1": "AICPU", "2": "DEBUG", "3": "HCCL", "4": "FFTSPLUS"}
+
+_SANITIZE = str.maketrans({".": "_", "/": "_", "\\": "_", " ": "_"})
+_SPEC_CHARS = re.compile(r"[A-Za-z0-9_-]+\Z")
+_CONVERTED = re.compile(r"(?P<original>.+)\.(?P<kind>output|input)\.(?P<index>[0-9]+)"
+                        r"(?:\.(?P<shape>[0-9]+(?:x[0-9]+)*))?\.npy\Z")
+_FRAMEWORK_EXTENSIONS = ("pb", "quant", "npy")
+
+_DEVICE_EXPECTED = ("{op_type}.{op_name}.{task_id}.{timestamp}, {op_type}.{op_name}.{task_id}.{stream_id}."
+                    "{timestamp} or {op_type}.{op_name}.{dump_number}.{task_id}.{stream_id}.{timestamp}, "
+                    "optionally followed by .{task_type}.{context_id}.{thread_id}.{device_id} (FFTS+)")
+_FRAMEWORK_EXPECTED = "{op_name}.{output_index}.{timestamp}.pb|.quant|.npy"
+_CONVERTED_EXPECTED = "{original_file_name}.output|input.{index}[.{shape like 1x3x224x224}].npy"
+
+
+def sanitize(name: str) -> str:
+    """The runtime's rule for model, op type and op names in paths: ``.``, ``/``, ``\\`` and spaces become ``_``."""
+    return name.translate(_SANITIZE)
+
+
+def is_sanitized(name: str) -> bool:
+    """True if `name` uses only ``[A-Za-z0-9_-]``, as the spec says op types and names in file names do."""
+    return bool(_SPEC_CHARS.match(name))
+
+
+def is_timestamp(text: str) -> bool:
+    """True for a 16-digit timestamp (microseconds)."""
+    return len(text) == TIMESTAMP_DIGITS and text.isascii() and text.isdigit()
+
+
+def timestamp_now() -> int:
+    """Now, in microseconds since the epoch: the device's timestamp unit."""
+    return time.time_ns() // 1000
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _check_part(value: str, what: str) -> None:
+    # '.' would shift every field after it and '/' cannot be in a file name at all
+    if not value or "." in value or "/" in value:
+        raise NamingError(f"{what} {value!r} cannot be part of a file name: it must be non-empty and hold no "
+                          "'.' or '/' (sanitize() it first)")
+
+
+def _check_number(value: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise NamingError(f"{what} must be a non-negative integer, not {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class FftsSuffix:
+    """The FFTS+ tail of a device dump name: ``.{task_type}.{context_id}.{thread_id}.{device_id}``.
+
+    `task_type` is kept as written: a number (``4``) or a name (``FFTSPLUS``).
+    """
+
+    task_type: str
+    context_id: int
+    thread_id: int
+    device_id: int
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", self.task_type):
+            raise NamingError(f"FFTS+ task type {self.task_type!r} must be a number or a name like FFTSPLUS")
+        for field in ("context_id", "thread_id", "device_id"):
+            _check_number(getattr(self, field), field)
+
+    @property
+    def task_type_name(self) -> str:
+        """``FFTSPLUS`` for both ``4`` and ``FFTSPLUS``; an unknown number stays as it is."""
+        return TASK_TYPES.get(self.task_type, self.task_type)
+
+    def build(self) -> str:
+        return f"{self.task_type}.{self.context_id}.{self.thread_id}.{self.device_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceDumpName:
+    """A parsed NPU dump file name. `stream_id` is None in the 4-field form, `dump_number` is set only in the
+    6-field form, `ffts` only with the FFTS+ suffix. `build()` (or `str()`) gives the name back."""
+
+    op_type: str
+    op_name: str
+    task_id: int
+    timestamp: int
+    stream_id: int | None = None
+    dump_number: int | None = None
+    ffts: FftsSuffix | None = None
+
+    def __post_init__(self) -> None:
+        _check_part(self.op_type, "op type")
+        _check_part(self.op_name, "op name")
+        _check_number(self.task_id, "task_id")
+        _check_number(self.timestamp, "timestamp")
+        if self.stream_id is not None:
+            _check_number(self.stream_id, "stream_id")
+        if self.dump_number is not None:
+            _check_number(self.dump_number, "dump_number")
+            if self.stream_id is None:
+                raise NamingError("a device dump name with a dump_number also has a stream_id (6-field form)")
+
+    scheme = DEVICE
+
+    @property
+    def key(self) -> str:
+        """What dumps of one operator share: the op name."""
+        return self.op_name
+
+    @property
+    def fields(self) -> int:
+        """4, 5 or 6: the layout of the name without the FFTS+ suffix."""
+        return 4 if self.stream_id is None else 5 if self.dump_number is None else 6
+
+    def build(self) -> str:
+        if self.stream_id is None:
+            name = f"{self.op_type}.{self.op_name}.{self.task_id}.{self.timestamp}"
+        elif self.dump_number is None:
+            name = f"{self.op_type}.{self.op_name}.{self.task_id}.{self.stream_id}.{self.timestamp}"
+        else:
+            name = (f"{self.op_type}.{self.op_name}.{self.dump_number}.{self.task_id}.{self.stream_id}."
+                    f"{self.timestamp}")
+        return name if self.ffts is None else f"{name}.{self.ffts.build()}"
+
+    __str__ = build
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkDumpName:
+    """``{op_name}.{output_index}.{timestamp}.{extension}``: a Caffe/TensorFlow dump (``pb``, ``quant``) or NumPy
+    ground truth (``npy``)."""
+
+    op_name: str
+    output_index: int
+    timestamp: int
+    extension: str = NPY
+
+    def __post_init__(self) -> None:
+        _check_part(self.op_name, "op name")
+        _check_number(self.output_index, "output_index")
+        _check_number(self.timestamp, "timestamp")
+        if self.extension not in _FRAMEWORK_EXTENSIONS:
+            raise NamingError(f"extension must be one of {', '.join(_FRAMEWORK_EXTENSIONS)}, not {self.extension!r}")
+
+    @property
+    def scheme(self) -> str:
+        return self.extension
+
+    @property
+    def key(self) -> str:
+        """``{op_name}.{output_index}``: how the ground truth of one output is looked up."""
+        return f"{self.op_name}.{self.output_index}"
+
+    def build(self) -> str:
+        return f"{self.op_name}.{self.output_index}.{self.timestamp}.{self.extension}"
+
+    __str__ = build
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedName:
+    """``{original}.{kind}.{index}[.{shape}].npy``: one tensor of an NPU dump converted to NumPy.
+    `kind` is ``input`` or ``output``; `shape` is None when the name has none."""
+
+    original: str
+    kind: str
+    index: int
+    shape: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.original or "/" in self.original:
+            raise NamingError(f"original file name {self.original!r} must be non-empty and hold no '/'")
+        if self.kind not in ("input", "output"):
+            raise NamingError(f"tensor kind must be 'input' or 'output', not {self.kind!r}")
+        _check_number(self.index, "index")
+        if self.shape is not None:
+            if len(self.shape) == 0:
+                raise NamingError("a shape in a converted file name has at least one dimension")
+            for d in self.shape:
+                _check_number(d, "shape dimension")
+
+    scheme = CONVERTED
+
+    @property
+    def device(self) -> DeviceDumpName | None:
+        """The original name parsed as a device dump name, or None if it is not one."""
+        try:
+            return parse_device_dump_name(self.original)
+        except NamingError:
+            return None
+
+    @property
+    def key(self) -> str:
+        """``{original}.{kind}.{index}``: the tensor this file holds."""
+        return f"{self.original}.{self.kind}.{self.index}"
+
+    def build(self) -> str:
+        shape = "" if self.shape is None else "." + "x".join(str(d) for d in self.shape)
+        return f"{self.original}.{self.kind}.{self.index}{shape}.npy"
+
+    __str__ = build
+
+
+ParsedName = Union[DeviceDumpName, FrameworkDumpName, ConvertedName]
+
+
+def _fail(name: str, what: str, expected: str) -> NamingError:
+    return NamingError(f"file name {name!r} is not {what}: expected {expected}")
+
+
+# One pass over the name. The optional numbers are tried greedily and the regex engine backtracks until the fields
+# after the op name split as {numbers}{timestamp}[{4-field FFTS+ tail}]: a 6-field name with the tail has 10 fields,
+# the 4-field one 8, and no field count is reachable two ways.
+_DEVICE = re.compile(r"([^./]+)\.([^./]+)\.([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?\.([0-9]+)"
+                     r"(?:\.([A-Za-z0-9_]+)\.([0-9]+)\.([0-9]+)\.([0-9]+))?\Z")
+_FRAMEWORK = re.compile(r"([^./]+)\.([0-9]+)\.([0-9]+)\.(pb|quant|npy)\Z")
+_set = object.__setattr__
+
+
+def _device_from_match(m: re.Match[str]) -> DeviceDumpName:
+    # the regex already guarantees what __post_init__ checks; building 100,000 names per scan makes that count
+    op_type, op_name, a, b, c, ts, task_type, ctx, thread, dev = m.groups()
+    if c is not None:
+        dump_number, task_id, stream_id = int(a), int(b), int(c)
+    elif b is not None:
+        dump_number, task_id, stream_id = None, int(a), int(b)
+    else:
+        dump_number, task_id, stream_id = None, int(a), None
+    ffts = None
+    if task_type is not None:
+        ffts = object.__new__(FftsSuffix)
+        _set(ffts, "task_type", task_type)
+        _set(ffts, "context_id", int(ctx))
+        _set(ffts, "thread_id", int(thread))
+        _set(ffts, "device_id", int(dev))
+    name = object.__new__(DeviceDumpName)
+    _set(name, "op_type", op_type)
+    _set(name, "op_name", op_name)
+    _set(name, "task_id", task_id)
+    _set(name, "timestamp", int(ts))
+    _set(name, "stream_id", stream_id)
+    _set(name, "dump_number", dump_number)
+    _set(name, "ffts", ffts)
+    return name
+
+
+def _framework_from_match(m: re.Match[str]) -> FrameworkDumpName:
+    name = object.__new__(FrameworkDumpName)
+    _set(name, "op_name", m.group(1))
+    _set(name, "output_index", int(m.group(2)))
+    _set(name, "timestamp", int(m.group(3)))
+    _set(name, "extension", m.group(4))
+    return name
+
+
+def parse_device_dump_name(name: str) -> DeviceDumpName:
+    """Parse an NPU dump file name (4, 5 or 6 fields, optional FFTS+ suffix); NamingError if it is none."""
+    base = os.path.basename(name)
+    m = _DEVICE.match(base)
+    if m is None:
+        raise _fail(base, "an NPU dump name", _DEVICE_EXPECTED)
+    return _device_from_match(m)
+
+
+def parse_framework_dump_name(name: str, extensions: Iterable[str] = _FRAMEWORK_EXTENSIONS) -> FrameworkDumpName:
+    """Parse ``{op_name}.{output_index}.{timestamp}.pb|quant|npy`` (restricted to `extensions`)."""
+    base = os.path.basename(name)
+    extensions = tuple(extensions)
+    m = _FRAMEWORK.match(base)
+    if m is None or m.group(4) not in extensions:
+        raise _fail(base, "a framework dump or ground-truth name",
+                    "{op_name}.{output_index}.{timestamp}." + "|.".join(extensions))
+    return _framework_from_match(m)
+
+
+def parse_converted_name(name: str) -> ConvertedName:
+    """Parse ``{original}.output|input.{index}[.{shape}].npy``."""
+    base = os.path.basename(name)
+    m = _CONVERTED.match(base)
+    if m is None:
+        raise _fail(base, "a converted NPU dump name", _CONVERTED_EXPECTED)
+    shape = m.group("shape")
+    return ConvertedName(m.group("original"), m.group("kind"), int(m.group("index")),
+                         None if shape is None else tuple(int(d) for d in shape.split("x")))
+
+
+def classify(name: str) -> str | None:
+    """The scheme a file name fits (`DEVICE`, `PB`, `QUANT`, `NPY`, `CONVERTED`), or None."""
+    try:
+        return parse_name(name).scheme
+    except NamingError:
+        return None
+
+
+def parse_name(name: str) -> ParsedName:
+    """Parse a file name of any scheme; NamingError naming the file and every scheme it does not fit.
+
+    A ``.npy`` name is tried as converted before ground truth: the shape of a 1-D converted tensor
+    (``.output.0.224.npy``) would otherwise pass for an output index and a timestamp.
+    """
+    base = name.rpartition("/")[2] if "/" in name else name
+    m = _DEVICE.match(base)
+    if m is not None:
+        return _device_from_match(m)
+    if base.endswith(".npy"):
+        if _CONVERTED.match(base):
+            return parse_converted_name(base)
+        m = _FRAMEWORK.match(base)
+        if m is None:
+            raise NamingError(f"file name {base!r} fits no naming scheme: expected {_FRAMEWORK_EXPECTED} "
+                              f"(ground truth) or {_CONVERTED_EXPECTED}")
+        return _framework_from_match(m)
+    m = _FRAMEWORK.match(base)
+    if m is not None:
+        return _framework_from_match(m)
+    raise NamingError(f"file name {base!r} fits no naming scheme: expected an NPU dump name "
+                      f"({_DEVICE_EXPECTED}) or {_FRAMEWORK_EXPECTED}")
+
+
+def build_device_dump_name(op_type: str, op_name: str, task_id: int, timestamp: int, *,
+                           stream_id: int | None = None, dump_number: int | None = None,
+                           ffts: FftsSuffix | None = None) -> str:
+    """The file name the device gives a dump; op type and name are sanitised first."""
+    return DeviceDumpName(sanitize(op_type), sanitize(op_name), task_id, timestamp, stream_id, dump_number,
+                          ffts).build()
+
+
+def build_framework_dump_name(op_name: str, output_index: int, timestamp: int, extension: str = NPY) -> str:
+    """``{op_name}.{output_index}.{timestamp}.{extension}`` with the op name sanitised."""
+    return FrameworkDumpName(sanitize(op_name), output_index, timestamp, extension).build()
+
+
+def build_converted_name(original: str, kind: str, index: int, shape: Iterable[int] | None = None) -> str:
+    """``{original}.{kind}.{index}[.{shape}].npy``; `original` is a file name (its folder is dropped)."""
+    return ConvertedName(os.path.basename(original), kind, index,
+                         None if shape is None else tuple(int(d) for d in shape)).build()
+
+
+def ground_truth_key(op_name: str, output_index: int) -> str:
+    """``{op_name}.{output_index}`` with the op name sanitised as ground-truth file names have it."""
+    return f"{sanitize(op_name)}.{int(output_index)}"
+
+
+T = TypeVar("T")
+
+
+def newest_by_key(items: Iterable[T], key: Callable[[T], Hashable], timestamp: Callable[[T], int],
+                  tie: Callable[[T], str] = str) -> dict[Hashable, T]:
+    """Newest wins: for each key, the item with the largest timestamp.
+
+    Equal timestamps are settled by the largest `tie` value (the path, usually) so that the choice does not
+    depend on the order the file system lists files in.
+    """
+    best: dict[Hashable, T] = {}
+    for item in items:
+        k = key(item)
+        old = best.get(k)
+        if old is None or (timestamp(item), tie(item)) > (timestamp(old), tie(old)):
+            best[k] = item
+    return best
+
+
+# --- hashed names -------------------------------------------------------------------------------------------------
+
+def is_hashed_name(name: str) -> bool:
+    """True for a name made of digits only: how tools name a file whose real name is too long."""
+    base = os.path.basename(name)
+    return _digits(base)
+
+
+def hashed_name(name: str) -> str:
+    """The digits-only stand-in dumpcmp writes for an over-long name: 20 decimal digits of its SHA-256."""
+    return f"{int.from_bytes(hashlib.sha256(name.encode('utf-8')).digest()[:8], 'big'):020d}"
+
+
+def _too_long(name: str) -> bool:
+    return len(name) >= MAX_FILE_NAME or len(name.encode("utf-8", "surrogateescape")) >= MAX_FILE_NAME
+
+
+def read_mapping(path: str | os.PathLike[str], problems: list[str] | None = None) -> dict[str, str]:
+    """Read a mapping file (``{hashed name},{original name}`` rows): hashed name -> original name.
+
+    `path` is the file or the folder holding ``mapping.csv``; a missing file gives an empty mapping. A row that
+    does not have two non-empty columns raises NamingError naming the file and line, or, when `problems` is a
+    list, is described there and skipped (a scan should not lose every hashed name for one bad row).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, MAPPING_FILE)
+    names: dict[str, str] = {}
+    try:
+        handle = open(path, newline="", encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return names
+    with handle:
+        try:
+            reader = csv.reader(handle)
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != 2 or not row[0].strip() or not row[1].strip():
+                    message = (f"{path}: line {reader.line_num}: expected two columns "
+                               f"'hashed name,original name', got {row!r}")
+                    if problems is None:
+                        raise NamingError(message)
+                    problems.append(message)
+                    continue
+                names[row[0].strip()] = row[1].strip()
+        except csv.Error as error:
+            message = f"{path}: not a valid CSV mapping file: {error}"
+            if problems is None:
+                raise NamingError(message) from None
+            problems.append(message)
+    return names
+
+
+def resolve_hashed(name: str, mapping: dict[str, str]) -> str:
+    """The original name of a hashed file name, from a mapping read by `read_mapping`; NamingError if absent."""
+    base = os.path.basename(name)
+    original = mapping.get(base)
+    if original is None:
+        raise NamingError(f"file name {base!r} is a hashed name but {MAPPING_FILE} has no row for it")
+    return original
+
+
+def safe_file_name(name: str, folder: str | os.PathLike[str], suffix: str = "",
+                   mapping_file: str = MAPPING_FILE) -> str:
+    """A file name for `name` that the file system accepts, for a file to be written in `folder`.
+
+    A name shorter than 255 characters (and UTF-8 bytes) comes back as it is. A longer one becomes
+    ``hashed_name(name) + suffix`` and the row ``{that},{name}`` is appended to `mapping_file` in `folder`
+    (once: an existing row for it is not repeated). Pass the extension as `suffix` (``.csv``) when readers need
+    it; dump files take none, so that readers resolve them as digits-only names.
+    """
+    if "/" in name or "\0" in name:
+        raise NamingError(f"{name!r} is a path, not a file name")
+    if not _too_long(name):
+        return name
+    short = hashed_name(name) + suffix
+    if _too_long(short):
+        raise NamingError(f"suffix {suffix[:40]!r}... is too long for a file name")
+    folder = os.fspath(folder)
+    mapping_path = os.path.join(folder, mapping_file)
+    existing = read_mapping(mapping_path, problems=[])
+    if existing.get(short) == name:
+        return short
+    if short in existing:
+        raise NamingError(f"{mapping_path}: hashed name {short} already stands for another name")
+    os.makedirs(folder, exist_ok=True)
+    with open(mapping_path, "a", newline="", encoding="utf-8") as handle:
+        csv.writer(handle, lineterminator="\n").writerow([short, name])
+    return short

@@ -1,0 +1,473 @@
+"""Index a dump tree by file names alone: which operators were dumped, per device, model and iteration.
+
+    >>> from dumpcmp.scan import scan
+    >>> index = scan("/home/user/output")
+    >>> run = index.select(device_id=0, model_name="ResNet-50", data_index=0)
+    >>> [e.op_name for e in run]            # execution order (timestamp)
+    >>> index.ground_truth.get("conv1", 0)  # newest {op_name}.{output_index}.*.npy, if the tree has any
+    >>> index.skipped                       # every file that could not be used, with the reason
+
+Layouts recognised, from the folder that holds the files (its absolute path, so pointing `scan` at any level of
+a tree, even at the files' own folder, gives the same keys):
+
+- ``{dump_path}/{time YYYYMMDDhhmmss}/{device_id}/{model_name}/{model_id}/{data_index}/{files}``: layout ``model``
+- ``{dump_path}/{time}/{device_id}/{files}``: layout ``single_op``
+- ``{dump_path}/{device_id}/{op_name}/{files}`` (the folder is named like the op of its files): layout ``single_op``,
+  every op folder of one device in one run
+- anything else: layout ``flat``, one run per folder
+
+Names are parsed with `dumpcmp.naming`; a digits-only name is resolved through the folder's ``mapping.csv``.
+No file is opened unless ``read_headers=True``, which reads every dump header in parallel in C++ and moves the
+files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and ground-truth ``.npy`` files go to
+`DumpIndex.ground_truth` (newest wins per ``{op_name}.{output_index}``), NPU dumps converted to ``.npy`` to
+`DumpIndex.converted`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from . import naming
+from .errors import DumpError, NamingError, NotFoundError
+from .naming import ConvertedName, DeviceDumpName, FrameworkDumpName
+
+__all__ = [
+    "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
+    "Skipped", "open_npy", "scan", "scan_ground_truth",
+]
+
+MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
+
+_TIME = re.compile(r"[0-9]{14}\Z")
+_NO_SCHEME = ("name fits no naming scheme (not an NPU dump {op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}, "
+              "not {op_name}.{output_index}.{timestamp}.pb|.quant|.npy, not a converted .npy)")
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def open_npy(path: str | os.PathLike[str]) -> Any:
+    """A ``.npy`` file as a read-only memory-mapped array (the data is not read); DumpError naming the file if it
+    is not a NumPy file, is truncated or holds Python objects."""
+    import numpy as np
+
+    text = os.fspath(path)
+    with open(text, "rb") as handle:
+        magic = handle.read(len(_NPY_MAGIC))
+    if magic != _NPY_MAGIC:
+        raise DumpError(f"{text}: not a .npy file (it does not start with the NumPy magic bytes)")
+    try:
+        return np.load(text, mmap_mode="r", allow_pickle=False)
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
+        raise DumpError(f"{text}: cannot map the .npy file: {error}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file or folder a scan could not use, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunKey:
+    """One run of dumps: a device, model and iteration (``data_index``), or a single-op or flat folder.
+
+    Fields the layout does not have are None. `folder` is where the run's files are (for single-op dumps by op
+    name, the device folder above the op folders).
+    """
+
+    layout: str
+    folder: str
+    time: str | None = None
+    device_id: int | None = None
+    model_name: str | None = None
+    model_id: int | None = None
+    data_index: int | None = None
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (self.time or "", -1 if self.device_id is None else self.device_id, self.model_name or "",
+                -1 if self.model_id is None else self.model_id, -1 if self.data_index is None else self.data_index,
+                self.folder)
+
+    def describe(self) -> str:
+        """``time 20240101120000 / device 0 / model resnet50 / model_id 1 / iteration 0``, or the folder."""
+        parts = []
+        if self.time is not None:
+            parts.append(f"time {self.time}")
+        if self.device_id is not None:
+            parts.append(f"device {self.device_id}")
+        if self.model_name is not None:
+            parts.append(f"model {self.model_name}")
+        if self.model_id is not None:
+            parts.append(f"model_id {self.model_id}")
+        if self.data_index is not None:
+            parts.append(f"iteration {self.data_index}")
+        if self.layout == SINGLE_OP:
+            parts.append("single-op")
+        return " / ".join(parts) if self.layout != FLAT else f"folder {self.folder}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layout": self.layout, "folder": self.folder, "time": self.time, "device_id": self.device_id,
+                "model_name": self.model_name, "model_id": self.model_id, "data_index": self.data_index}
+
+
+@dataclass(frozen=True, slots=True)
+class DumpEntry:
+    """One NPU dump file. `file_name` is the name on disk (digits if hashed), `name` the parsed (resolved) name.
+    `dump` is the opened header when the scan read headers."""
+
+    path: str
+    file_name: str
+    name: DeviceDumpName
+    dump: Any = field(default=None, compare=False, repr=False)
+
+    op_type = property(lambda self: self.name.op_type)
+    op_name = property(lambda self: self.name.op_name)
+    task_id = property(lambda self: self.name.task_id)
+    stream_id = property(lambda self: self.name.stream_id)
+    timestamp = property(lambda self: self.name.timestamp)
+    dump_number = property(lambda self: self.name.dump_number)
+    ffts = property(lambda self: self.name.ffts)
+
+    @property
+    def hashed(self) -> bool:
+        """True if the file has a digits-only name resolved through ``mapping.csv``."""
+        return self.file_name != self.name.build()
+
+    def order(self) -> tuple[Any, ...]:
+        """Execution order: timestamp, then task, then FFTS+ context and thread, then file name."""
+        ffts = self.name.ffts
+        return (self.name.timestamp, self.name.task_id, -1 if ffts is None else ffts.context_id,
+                -1 if ffts is None else ffts.thread_id, self.file_name)
+
+    def open(self) -> Any:
+        """The dump (`dumpcmp.Dump`), from the scan if it read headers, else opened now."""
+        if self.dump is not None:
+            return self.dump
+        from .dump import open_dump
+        return open_dump(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class GroundTruthEntry:
+    """A ``{op_name}.{output_index}.{timestamp}.npy|pb|quant`` file."""
+
+    path: str
+    file_name: str
+    name: FrameworkDumpName
+
+    op_name = property(lambda self: self.name.op_name)
+    output_index = property(lambda self: self.name.output_index)
+    timestamp = property(lambda self: self.name.timestamp)
+    key = property(lambda self: self.name.key)
+
+    def open(self) -> Any:
+        """The data: a memory-mapped array for ``.npy``, a `dumpcmp.Dump` for ``.pb``/``.quant`` dumps."""
+        if self.name.extension == naming.NPY:
+            return open_npy(self.path)
+        from .dump import open_dump
+        return open_dump(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedEntry:
+    """An NPU dump tensor converted to ``.npy`` (``{dump}.output.{i}[.{shape}].npy``)."""
+
+    path: str
+    file_name: str
+    name: ConvertedName
+
+    def open(self) -> Any:
+        """The tensor as a memory-mapped array."""
+        return open_npy(self.path)
+
+
+@dataclass
+class DumpGroup:
+    """The dumps of one run, in execution order."""
+
+    key: RunKey
+    entries: list[DumpEntry] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[DumpEntry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def by_op(self) -> dict[str, list[DumpEntry]]:
+        """op name -> its dumps in execution order (an op run several times has several)."""
+        out: dict[str, list[DumpEntry]] = {}
+        for e in self.entries:
+            out.setdefault(e.name.op_name, []).append(e)
+        return out
+
+    def newest(self) -> dict[str, DumpEntry]:
+        """op name -> its newest dump (newest timestamp wins), in execution order of those dumps."""
+        best = naming.newest_by_key(self.entries, key=lambda e: e.name.op_name, timestamp=lambda e: e.name.timestamp,
+                                    tie=lambda e: e.path)
+        return {e.name.op_name: e for e in sorted(best.values(), key=DumpEntry.order)}  # type: ignore[arg-type]
+
+
+@dataclass
+class GroundTruthIndex:
+    """Ground truth and framework dumps by ``{op_name}.{output_index}``; newest wins, older ones in `superseded`."""
+
+    files: dict[str, GroundTruthEntry] = field(default_factory=dict)
+    superseded: list[GroundTruthEntry] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def get(self, op_name: str, output_index: int = 0) -> GroundTruthEntry | None:
+        """The file for an op's output; the op name is sanitised as file names have it."""
+        return self.files.get(naming.ground_truth_key(op_name, output_index))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.files
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __iter__(self) -> Iterator[GroundTruthEntry]:
+        return iter(self.files.values())
+
+    def _add_all(self, entries: Iterable[GroundTruthEntry]) -> None:
+        entries = list(entries)
+        best = naming.newest_by_key(entries, key=lambda e: e.name.key, timestamp=lambda e: e.name.timestamp,
+                                    tie=lambda e: e.path)
+        chosen = {id(e) for e in best.values()}
+        self.files = {k: best[k] for k in sorted(best)}  # type: ignore[index]
+        self.superseded = sorted((e for e in entries if id(e) not in chosen), key=lambda e: e.path)
+
+
+@dataclass
+class DumpIndex:
+    """What a scan found. Iterating gives the runs (`DumpGroup`) in key order."""
+
+    root: str
+    groups: list[DumpGroup] = field(default_factory=list)
+    ground_truth: GroundTruthIndex = field(default_factory=GroundTruthIndex)
+    converted: list[ConvertedEntry] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[DumpGroup]:
+        return iter(self.groups)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    @property
+    def dump_count(self) -> int:
+        return sum(len(g) for g in self.groups)
+
+    @property
+    def file_count(self) -> int:
+        """Usable files of every kind: NPU dumps, ground truth (including superseded ones), converted."""
+        return self.dump_count + len(self.ground_truth) + len(self.ground_truth.superseded) + len(self.converted)
+
+    def entries(self) -> Iterator[DumpEntry]:
+        for g in self.groups:
+            yield from g.entries
+
+    def find(self, *, time: str | None = None, device_id: int | None = None, model_name: str | None = None,
+             model_id: int | None = None, data_index: int | None = None) -> list[DumpGroup]:
+        """The runs matching every given field (None matches anything). `model_name` is compared sanitised,
+        as the runtime names the folder."""
+        model = None if model_name is None else naming.sanitize(model_name)
+        wanted = (("time", time), ("device_id", device_id), ("model_name", model), ("model_id", model_id),
+                  ("data_index", data_index))
+        return [g for g in self.groups
+                if all(v is None or getattr(g.key, k) == v for k, v in wanted)]
+
+    def select(self, *, time: str | None = None, device_id: int | None = None, model_name: str | None = None,
+               model_id: int | None = None, data_index: int | None = None) -> DumpGroup:
+        """The one run matching the options; NotFoundError listing the runs when none or several match."""
+        found = self.find(time=time, device_id=device_id, model_name=model_name, model_id=model_id,
+                          data_index=data_index)
+        if len(found) == 1:
+            return found[0]
+        runs = "; ".join(g.key.describe() for g in self.groups[:20]) or "none"
+        if len(self.groups) > 20:
+            runs += f"; ... ({len(self.groups)} in all)"
+        if not found:
+            raise NotFoundError(f"{self.root}: no dump run matches the options; runs found: {runs}")
+        raise NotFoundError(f"{self.root}: {len(found)} dump runs match; choose one with time, device, model, "
+                            f"model_id or iteration. Runs: {runs}")
+
+
+# --- scanning -----------------------------------------------------------------------------------------------------
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _run_key(folder: str, op_names: set[str]) -> RunKey:
+    parts = folder.split(os.sep)
+    n = len(parts)
+    if (n >= 6 and _TIME.match(parts[-5]) and _digits(parts[-4]) and _digits(parts[-2]) and _digits(parts[-1])):
+        return RunKey(MODEL, folder, time=parts[-5], device_id=int(parts[-4]), model_name=parts[-3],
+                      model_id=int(parts[-2]), data_index=int(parts[-1]))
+    if n >= 3 and _TIME.match(parts[-2]) and _digits(parts[-1]):
+        return RunKey(SINGLE_OP, folder, time=parts[-2], device_id=int(parts[-1]))
+    if n >= 3 and _digits(parts[-2]) and parts[-1] in op_names:
+        # {dump_path}/{device_id}/{op_name}/: one run per device, whatever op folder a dump is in
+        parent = os.sep.join(parts[:-1])
+        time = parts[-3] if n >= 4 and _TIME.match(parts[-3]) else None
+        return RunKey(SINGLE_OP, parent, time=time, device_id=int(parts[-2]))
+    return RunKey(FLAT, folder)
+
+
+class _Scanner:
+    def __init__(self) -> None:
+        self.dumps: dict[RunKey, list[DumpEntry]] = {}
+        self.framework: list[GroundTruthEntry] = []
+        self.converted: list[ConvertedEntry] = []
+        self.skipped: list[Skipped] = []
+        self.seen_dirs: set[tuple[int, int]] = set()
+
+    def walk(self, top: str) -> None:
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            try:
+                st = os.stat(folder)
+                if (st.st_dev, st.st_ino) in self.seen_dirs:
+                    continue  # a symbolic link back up the tree
+                self.seen_dirs.add((st.st_dev, st.st_ino))
+                with os.scandir(folder) as it:
+                    items = list(it)
+            except OSError as error:
+                self.skipped.append(Skipped(folder, f"cannot list the folder: {error.strerror or error}"))
+                continue
+            files: list[str] = []
+            subdirs: list[str] = []
+            for item in items:
+                try:
+                    if item.is_dir():
+                        subdirs.append(item.path)
+                    elif item.is_file():
+                        files.append(item.name)
+                    else:
+                        self.skipped.append(Skipped(item.path, "not a regular file (a broken link, socket, ...)"))
+                except OSError as error:
+                    self.skipped.append(Skipped(item.path, f"cannot stat: {error.strerror or error}"))
+            if files:
+                self.add_folder(folder, files)
+            stack.extend(sorted(subdirs, reverse=True))
+
+    def add_folder(self, folder: str, files: list[str]) -> None:
+        mapping: dict[str, str] | None = None
+        if naming.MAPPING_FILE in files:
+            problems: list[str] = []
+            mapping = naming.read_mapping(os.path.join(folder, naming.MAPPING_FILE), problems)
+            self.skipped.extend(Skipped(os.path.join(folder, naming.MAPPING_FILE), p) for p in problems)
+        device: list[tuple[str, str, DeviceDumpName]] = []
+        readable, parse, bookkeeping = os.access, naming.parse_name, naming.BOOKKEEPING_FILES
+        prefix = folder if folder.endswith(os.sep) else folder + os.sep
+        for file_name in files:
+            if file_name in bookkeeping:
+                continue
+            path = prefix + file_name
+            name = file_name
+            if file_name.isdigit() and file_name.isascii():  # a hashed name
+                if mapping is None:
+                    self.skipped.append(Skipped(path, f"hashed (digits-only) name but the folder has no "
+                                                      f"{naming.MAPPING_FILE}"))
+                    continue
+                name = mapping.get(file_name, "")
+                if not name:
+                    self.skipped.append(Skipped(path, f"hashed name with no row in {naming.MAPPING_FILE}"))
+                    continue
+            try:
+                parsed = parse(name)
+            except NamingError:
+                reason = _NO_SCHEME if name == file_name else \
+                    f"{naming.MAPPING_FILE} maps it to {name!r}, which fits no naming scheme"
+                self.skipped.append(Skipped(path, reason))
+                continue
+            if not readable(path, os.R_OK):
+                self.skipped.append(Skipped(path, "not readable (permission denied)"))
+                continue
+            if isinstance(parsed, DeviceDumpName):
+                device.append((path, file_name, parsed))
+            elif isinstance(parsed, FrameworkDumpName):
+                self.framework.append(GroundTruthEntry(path, file_name, parsed))
+            else:
+                self.converted.append(ConvertedEntry(path, file_name, parsed))
+        if device:
+            key = _run_key(folder, {d[2].op_name for d in device})
+            bucket = self.dumps.setdefault(key, [])
+            bucket.extend(DumpEntry(p, f, n) for p, f, n in device)
+
+    def read_headers(self, threads: int) -> None:
+        from .dump import open_dumps
+        paths = [e.path for entries in self.dumps.values() for e in entries]
+        results = iter(open_dumps(paths, threads=threads))
+        for key, entries in self.dumps.items():
+            kept = []
+            for entry in entries:
+                result = next(results)
+                if isinstance(result, Exception):
+                    self.skipped.append(Skipped(entry.path, _without_path(str(result), entry.path)))
+                else:
+                    kept.append(DumpEntry(entry.path, entry.file_name, entry.name, result))
+            self.dumps[key] = kept
+
+    def index(self, root: str) -> DumpIndex:
+        groups = [DumpGroup(k, sorted(v, key=DumpEntry.order)) for k, v in self.dumps.items() if v]
+        groups.sort(key=lambda g: g.key.sort_key())
+        gt = GroundTruthIndex()
+        gt._add_all(self.framework)
+        return DumpIndex(root=root, groups=groups, ground_truth=gt,
+                         converted=sorted(self.converted, key=lambda c: c.path),
+                         skipped=sorted(self.skipped, key=lambda s: s.path))
+
+
+def _without_path(message: str, path: str) -> str:
+    # DumpError messages start with the file's path; a Skipped already carries it
+    return message[len(path) + 2:] if message.startswith(path + ": ") else message
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    text = os.fspath(path)
+    if not os.path.lexists(text):
+        raise NotFoundError(f"{text}: no such file or directory")
+    return os.path.abspath(text)
+
+
+def scan(path: str | os.PathLike[str], *, read_headers: bool = False, threads: int = 0) -> DumpIndex:
+    """Index the dumps under `path` (a dump tree, any folder of it, or one file) by their names.
+
+    Never stops for a bad file: it goes to `DumpIndex.skipped` with the reason. With `read_headers`, every NPU
+    dump header is read (in parallel, `threads` 0 = all cores) and files that do not open are skipped too.
+    NotFoundError if `path` does not exist. Symbolic links are followed; a link back up the tree is not
+    scanned twice.
+    """
+    root = _absolute(path)
+    scanner = _Scanner()
+    if os.path.isdir(root):
+        scanner.walk(root)
+    elif os.path.isfile(root):
+        scanner.add_folder(os.path.dirname(root), [os.path.basename(root)])
+    else:
+        scanner.skipped.append(Skipped(root, "not a regular file or folder"))
+    if read_headers:
+        scanner.read_headers(threads)
+    return scanner.index(root)
+
+
+def scan_ground_truth(path: str | os.PathLike[str]) -> GroundTruthIndex:
+    """Index a folder of ground truth (``{op_name}.{output_index}.{timestamp}.npy``, ``.pb``, ``.quant``; subfolders
+    too): newest file per ``{op_name}.{output_index}``. Other files are listed in `skipped`."""
+    index = scan(path)
+    gt = index.ground_truth
+    gt.skipped = list(index.skipped)
+    gt.skipped.extend(Skipped(e.path, "an NPU dump, not ground truth") for e in index.entries())
+    gt.skipped.extend(Skipped(c.path, "a converted NPU dump, not ground truth") for c in index.converted)
+    gt.skipped.sort(key=lambda s: s.path)
+    return gt

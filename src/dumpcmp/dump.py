@@ -118,14 +118,22 @@ class Tensor:
 class Dump:
     """A dump file. `inputs`, `outputs`, `buffers`, `workspaces` are lists of `Tensor`."""
 
-    __slots__ = ("_file", "inputs", "outputs", "buffers", "workspaces")
+    __slots__ = ("_file", "_tensors")
 
     def __init__(self, file: core.DumpFile) -> None:
         self._file = file
-        self.inputs = [Tensor(file, t) for t in file.tensors("input")]
-        self.outputs = [Tensor(file, t) for t in file.tensors("output")]
-        self.buffers = [Tensor(file, t) for t in file.tensors("buffer")]
-        self.workspaces = [Tensor(file, t) for t in file.tensors("workspace")]
+        self._tensors: dict[str, list[Tensor]] = {}  # built on first use: scans open thousands of headers
+
+    def _kind(self, kind: str) -> list[Tensor]:
+        ts = self._tensors.get(kind)
+        if ts is None:
+            ts = self._tensors[kind] = [Tensor(self._file, t) for t in self._file.tensors(kind)]
+        return ts
+
+    inputs = property(lambda self: self._kind("input"))
+    outputs = property(lambda self: self._kind("output"))
+    buffers = property(lambda self: self._kind("buffer"))
+    workspaces = property(lambda self: self._kind("workspace"))
 
     path = property(lambda self: self._file.path)
     op_name = property(lambda self: self._file.op_name)

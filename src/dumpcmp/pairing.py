@@ -32,12 +32,12 @@ The rules (see spec/fusion-json.md), and the choices made where the spec is sile
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
 
 from .graph import Graph, Op, TensorDesc
+from .naming import sanitize
 
 __all__ = [
     "Relation",
@@ -149,12 +149,7 @@ class TensorPair:
         return self.npu_ref is not None and self.ground_truth_ref is not None and self.skip_reason is None
 
 
-_SANITIZE = re.compile(r"[./\\ ]")
-
-
-def sanitize_name(name: str) -> str:
-    """An op name as the runtime writes it into a file name: `.`, `/`, `\\` and spaces become `_`."""
-    return _SANITIZE.sub("_", name)
+sanitize_name = sanitize  # the runtime's rule, one definition in dumpcmp.naming
 
 
 def fused_output_original(compiled_name: str, originals: Sequence[str]) -> str | None:

@@ -27,6 +27,11 @@ DataType numpy_data_type(const py::dtype& dt, const char* side) {
     if (byteorder == ">")
         throw std::invalid_argument(std::string(side) + " is big-endian (" + std::string(py::str(dt)) +
                                     "); convert it with .astype(its native dtype) first");
+    // ml_dtypes' types are known by name (some claim kind 'f' with an itemsize NumPy's own floats never have)
+    const std::string name = py::str(dt.attr("name"));
+    if (name == "bfloat16") return DataType::BF16;
+    if (name == "float8_e5m2") return DataType::FLOAT8_E5M2;
+    if (name == "float8_e4m3fn") return DataType::FLOAT8_E4M3FN;
     switch (kind) {
         case 'b': return DataType::BOOL;
         case 'f':
@@ -46,13 +51,7 @@ DataType numpy_data_type(const py::dtype& dt, const char* side) {
             if (size == 4) return DataType::UINT32;
             if (size == 8) return DataType::UINT64;
             break;
-        default: {
-            // ml_dtypes' extension types carry their name
-            const std::string name = py::str(dt.attr("name"));
-            if (name == "bfloat16") return DataType::BF16;
-            if (name == "float8_e5m2") return DataType::FLOAT8_E5M2;
-            if (name == "float8_e4m3fn") return DataType::FLOAT8_E4M3FN;
-        }
+        default: break;
     }
     throw std::invalid_argument(std::string(side) + " has dtype " + std::string(py::str(dt)) +
                                 ", which the metrics do not read; pass its raw bytes with " + side +
@@ -183,7 +182,7 @@ void bind_metrics(py::module_& m) {
             for (int i : selected(r)) out.append(metric_value(r, i));
             return out;
         }, "Values of the selected metrics in column order (StandardDeviation: a 4-tuple).")
-        .def("format", &format_metric, py::arg("index"), "Metric `index` as the original tool prints it.")
+        .def("format", [](const MetricResult& r, int i) { return format_metric(i, r); }, py::arg("index"), "Metric `index` as the original tool prints it.")
         .def("formatted", [](const MetricResult& r) {
             std::vector<std::string> out;
             for (int i : selected(r)) out.push_back(format_metric(i, r));

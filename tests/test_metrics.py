@@ -446,3 +446,22 @@ def test_bad_input_errors():
         compare_arrays(np.zeros(4, np.uint8), x[:4], x_data_type="STRING")
     with pytest.raises(ValueError, match="threads"):
         compare_arrays(x, x, threads=-1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The benchmark's NumPy baseline must compute the same metrics, or its speed comparison means nothing
+
+
+def test_benchmark_baseline_matches_kernel():
+    from dumpcmp.benchmark.compare import numpy_metrics, parse_size, run_compare_benchmark
+
+    x, y = _random_pair(5000, 40)
+    base = numpy_metrics(x.astype(np.float16), y)
+    r = compare_arrays(x.astype(np.float16), y)
+    for i in ALL:
+        expected = r.std_x if i == 5 else r.value(i)
+        assert base[i] == pytest.approx(expected, rel=1e-9, abs=1e-13), METRICS[i]
+    assert parse_size("512MB") == 512 << 20 and parse_size("2GB") == 2 << 30 and parse_size("4096") == 4096
+    bench = run_compare_benchmark(1 << 16, threads=(1,), repeat=1, reference_elements=1 << 12)
+    assert {m.name for m in bench.results} >= {"memory-read probe (C++)", "kernel fp16 vs fp32, 10 metrics"}
+    assert all(m.gb_per_s > 0 for m in bench.results)

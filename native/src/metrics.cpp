@@ -42,7 +42,7 @@ inline double sticky_max(double m, double v) noexcept { return (v > m || v != v)
 
 // Eight lanes of doubles as a GCC/Clang vector: one zmm with AVX-512, two ymm with AVX2, four xmm on baseline
 // x86-64. The lane structure, not the instruction set, fixes the summation order, so every build and every CPU
-// gives the same bits (no FMA contraction: ISO C++ mode compiles with -ffp-contract=off).
+// gives the same bits (no FMA contraction: see the pragma at the top).
 typedef double VD __attribute__((vector_size(64)));
 typedef float VF __attribute__((vector_size(32)));
 typedef long long VM __attribute__((vector_size(64)));          // comparison masks

@@ -1,0 +1,143 @@
+// The comparison metrics of the original compare tool, as streaming accumulators.
+//
+// x is "My Output" (the device side), y is "Ground Truth". Both sides reach the kernel as float32 values and every
+// sum is kept in double. A tensor is cut into chunks by the caller; each chunk gives a MetricPartial, and partials are
+// merged in chunk order, so a result depends on the chunk size but never on the number of threads.
+//
+// Two passes: pass 1 (accumulate/merge) gives every metric except KullbackLeiblerDivergence, whose min-max
+// normalisation needs each side's min and max before it can start; pass 2 (accumulate_kld/merge) runs over the same
+// chunks with the KldParams that pass 1 produced. A caller that does not want KLD skips pass 2.
+//
+// Values follow the spec's formulas evaluated in IEEE double arithmetic (NaN-propagating max, as NumPy's np.max):
+// NaN or inf in the data make the metrics they reach NaN or inf. Printing maps them to the original tool's spelling.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "dumpcmp/dtype.hpp"
+
+namespace dumpcmp {
+
+inline constexpr double kMetricEps = 2.220446049250313e-16;        // float64 machine epsilon, the spec's EPS
+inline constexpr double kKldFloorEps = 1.1920928955078125e-07;     // float32 epsilon: KLD's floor after normalising
+inline constexpr int kMetricCount = 10;
+
+// The spec's column order; the value is the `-alg` index.
+enum class Metric : int {
+    CosineSimilarity = 0,
+    MaxAbsoluteError = 1,
+    AccumulatedRelativeError = 2,
+    RelativeEuclideanDistance = 3,
+    KullbackLeiblerDivergence = 4,
+    StandardDeviation = 5,
+    MeanAbsoluteError = 6,
+    RootMeanSquareError = 7,
+    MaxRelativeError = 8,
+    MeanRelativeError = 9,
+};
+
+// Bit i selects metric i.
+using MetricMask = std::uint32_t;
+inline constexpr MetricMask kAllMetrics = (1u << kMetricCount) - 1u;
+constexpr MetricMask metric_bit(Metric m) noexcept { return 1u << static_cast<int>(m); }
+
+// nullptr outside 0..9.
+const char* metric_name(int index) noexcept;
+
+// What one side contributes.
+struct SidePartial {
+    double mean = 0.0;     // of the elements seen (Chan's merge keeps it well conditioned)
+    double m2 = 0.0;       // sum of squared deviations from `mean`
+    double sum_sq = 0.0;   // sum of x^2 (cosine, RelativeEuclideanDistance, SQNR)
+    double min = 0.0;      // NaN elements are left out; nan counts decide at the end
+    double max = 0.0;
+    std::uint64_t nan = 0;
+    std::uint64_t pos_inf = 0;
+    std::uint64_t neg_inf = 0;
+};
+
+// Pass-1 accumulator of one chunk (or of several merged). Value-initialised = empty.
+struct MetricPartial {
+    std::uint64_t count = 0;
+    SidePartial x, y;
+    double sum_xy = 0.0;
+    double sum_abs_diff = 0.0;   // sum |x - y|
+    double sum_sq_diff = 0.0;    // sum (x - y)^2
+    double max_abs_diff = 0.0;   // NaN-propagating
+    double sum_rel = 0.0;        // sum of (|x/y - 1| where |y| > EPS, else 0)
+    double max_rel = 0.0;        // NaN-propagating
+};
+
+// Fold n element pairs into `into` (which may already hold earlier elements).
+void accumulate(const float* x, const float* y, std::size_t n, MetricPartial& into);
+// `into` followed by `next`, in that order: merging partials in chunk order makes results reproducible.
+void merge(MetricPartial& into, const MetricPartial& next);
+
+// Pass 2: the KLD sums over min-max normalised values p = max((x - offset) / divisor, kKldFloorEps), same for q.
+struct KldParams {
+    bool needed = false;  // false when pass 1 already decides KLD (NaN data, an all-zero side, nothing to compare)
+    double offset_x = 0.0, divisor_x = 1.0;
+    double offset_y = 0.0, divisor_y = 1.0;
+};
+struct KldPartial {
+    double sum_p = 0.0;
+    double sum_q = 0.0;
+    double sum_p_log_pq = 0.0;  // sum p * log(p / q); KLD = that / sum_p + log(sum_q / sum_p)
+};
+
+KldParams kld_params(const MetricPartial& pass1) noexcept;
+void accumulate_kld(const float* x, const float* y, std::size_t n, const KldParams& params, KldPartial& into);
+void merge(KldPartial& into, const KldPartial& next) noexcept;
+
+struct MetricOptions {
+    MetricMask metrics = kAllMetrics;  // metrics left out come back NaN
+    bool scalar = false;               // a 0-d tensor: CosineSimilarity is 1
+    bool both_bool = false;            // both sides BOOL: only CosineSimilarity and RelativeEuclideanDistance
+};
+
+struct MetricResult {
+    MetricMask metrics = 0;  // the selection the result was made for
+    bool scalar = false;
+    bool both_bool = false;
+    // Indexed by Metric. values[StandardDeviation] is NaN: that metric is the four numbers below.
+    std::array<double, kMetricCount> values{};
+    double mean_x = 0.0, std_x = 0.0, mean_y = 0.0, std_y = 0.0;  // population (ddof 0)
+    double mse = 0.0;
+    double sqnr_db = 0.0;  // 10*log10(sum y^2 / sum (x-y)^2); +inf when x == y
+    double min_x = 0.0, max_x = 0.0, min_y = 0.0, max_y = 0.0;
+    std::uint64_t count = 0;
+    std::uint64_t nan_x = 0, inf_x = 0, nan_y = 0, inf_y = 0;
+
+    double value(Metric m) const noexcept { return values[static_cast<std::size_t>(m)]; }
+};
+
+// `kld` is the pass-2 total, or nullptr when pass 2 was not run (KLD is then NaN unless params said not needed).
+MetricResult finalize(const MetricPartial& pass1, const KldPartial* kld, const MetricOptions& options);
+
+// The original tool's printed form of metric `index`: "%.6f", "NaN" for undefined or non-finite values (KLD keeps
+// "inf"), KLD below EPS as 0, StandardDeviation as "(mean_x;std_x),(mean_y;std_y)" with 3 decimals and |v| < 0.001
+// as 0. Throws std::out_of_range for an index outside 0..9.
+std::string format_metric(int index, const MetricResult& result);
+
+// Whole tensors: chunks of `chunk_elements` decoded to float32 into per-thread buffers (memory independent of n),
+// partials merged in chunk order, pass 2 only when KLD is selected and needed.
+inline constexpr std::size_t kDefaultChunkElements = std::size_t{1} << 16;
+
+struct CompareOptions {
+    MetricMask metrics = kAllMetrics;
+    unsigned threads = 0;  // 0 = num_threads()
+    bool scalar = false;
+    std::size_t chunk_elements = kDefaultChunkElements;  // results depend on it (rounding), never on threads
+};
+
+// `x`/`y` point at n elements of their data types in device storage (any alignment). Both sides BOOL switches
+// to the bool rules. Throws std::invalid_argument for a type without numeric value or a zero chunk size.
+MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t n,
+                     const CompareOptions& options = {});
+
+// The memory-read probe of the benchmarks: sums `bytes` bytes as 64-bit words on `threads` threads.
+std::uint64_t read_probe(const std::uint8_t* data, std::uint64_t bytes, unsigned threads);
+
+}  // namespace dumpcmp

@@ -1,0 +1,579 @@
+#include "dumpcmp/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "dumpcmp/parallel.hpp"
+
+// The vector helpers below pass 64-byte vectors by value between functions of one translation unit, all inlined;
+// GCC's note that this ABI differs with and without AVX-512 concerns no interface.
+#pragma GCC diagnostic ignored "-Wpsabi"
+// One rounding per operation everywhere: with contraction, the AVX-512 clone would fuse multiply-adds the baseline
+// build cannot, and the same data would give different last bits on different CPUs.
+#pragma GCC optimize("fp-contract=off")
+
+namespace dumpcmp {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Independent accumulators per lane: the compiler turns the lane loop into SIMD without reassociating anything,
+// so the summation order is fixed by this code and not by the instruction set.
+constexpr std::size_t kLanes = 8;
+// accumulate() cuts longer inputs into blocks of this size and merges them, which bounds the rounding of the
+// shifted sums below whatever the caller passes.
+constexpr std::size_t kBlock = kDefaultChunkElements;
+
+const char* const kMetricNames[kMetricCount] = {
+    "CosineSimilarity",        "MaxAbsoluteError",   "AccumulatedRelativeError", "RelativeEuclideanDistance",
+    "KullbackLeiblerDivergence", "StandardDeviation", "MeanAbsoluteError",        "RootMeanSquareError",
+    "MaxRelativeError",        "MeanRelativeError",
+};
+
+// max that lets a NaN in and never out, like np.max.
+inline double sticky_max(double m, double v) noexcept { return (v > m || v != v) ? v : m; }
+
+// Eight lanes of doubles as a GCC/Clang vector: one zmm with AVX-512, two ymm with AVX2, four xmm on baseline
+// x86-64. The lane structure, not the instruction set, fixes the summation order, so every build and every CPU
+// gives the same bits (no FMA contraction: see the pragma at the top).
+typedef double VD __attribute__((vector_size(64)));
+typedef float VF __attribute__((vector_size(32)));
+typedef long long VM __attribute__((vector_size(64)));          // comparison masks
+typedef unsigned long long VU __attribute__((vector_size(64)));
+static_assert(sizeof(VD) / sizeof(double) == kLanes, "one vector per lane set");
+
+inline VD splat(double v) noexcept { return VD{v, v, v, v, v, v, v, v}; }
+inline VD load8(const float* p) noexcept {
+    VF f;
+    std::memcpy(&f, p, sizeof f);
+    return __builtin_convertvector(f, VD);
+}
+inline VD vabs(const VD& v) noexcept { return (VD)((VU)v & (VU{} + 0x7FFFFFFFFFFFFFFFull)); }
+inline VD select(const VM& mask, const VD& a, const VD& b) noexcept { return (VD)(((VU)mask & (VU)a) | (~(VU)mask & (VU)b)); }
+// NaN-propagating max for values that are >= 0 or NaN with the sign bit clear (|.| results): their bit patterns
+// order as integers the way the values do, and NaN patterns sit above +inf.
+inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept { return select((VM)v > (VM)m, v, m); }
+
+struct Lanes {
+    VD sx, sxx_c, sxx, minx, maxx;
+    VD sy, syy_c, syy, miny, maxy;
+    VD sxy, sad, ssd, mad, srel, mrel;
+
+    Lanes() noexcept
+        : sx{}, sxx_c{}, sxx{}, minx(splat(kInf)), maxx(splat(-kInf)), sy{}, syy_c{}, syy{}, miny(splat(kInf)),
+          maxy(splat(-kInf)), sxy{}, sad{}, ssd{}, mad{}, srel{}, mrel{} {}
+};
+
+// Pairwise over the lanes, in a fixed order.
+inline double lane_sum(const VD& v) noexcept {
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+inline double lane_max(const VD& v) noexcept {
+    double m = v[0];
+    for (std::size_t j = 1; j < kLanes; ++j) m = sticky_max(m, v[j]);
+    return m;
+}
+inline double lane_min_plain(const VD& v) noexcept {
+    double m = v[0];
+    for (std::size_t j = 1; j < kLanes; ++j) m = v[j] < m ? v[j] : m;
+    return m;
+}
+inline double lane_max_plain(const VD& v) noexcept {
+    double m = v[0];
+    for (std::size_t j = 1; j < kLanes; ++j) m = v[j] > m ? v[j] : m;
+    return m;
+}
+
+__attribute__((always_inline)) inline void step(Lanes& a, const VD& x, const VD& y, const VD& kx, const VD& ky, const VD& eps,
+                                                 const VD& one) noexcept {
+    // Sums of deviations from the block's first finite value: the variance from them loses at most about
+    // log2(block) bits, unlike sum(x^2) - n*mean^2 (which fails on large constant data).
+    const VD dx = x - kx, dy = y - ky;
+    a.sx += dx;
+    a.sxx_c += dx * dx;
+    a.sy += dy;
+    a.syy_c += dy * dy;
+    a.sxx += x * x;
+    a.syy += y * y;
+    a.sxy += x * y;
+    a.minx = select(x < a.minx, x, a.minx);  // NaN never enters: the counts report it
+    a.maxx = select(x > a.maxx, x, a.maxx);
+    a.miny = select(y < a.miny, y, a.miny);
+    a.maxy = select(y > a.maxy, y, a.maxy);
+    const VD d = vabs(x - y);
+    a.sad += d;
+    a.ssd += d * d;
+    a.mad = vsticky_max_nonneg(a.mad, d);
+    // Every lane divides (by 1 where the term is 0): no branch, and no division by zero.
+    const VM counted = vabs(y) > eps;
+    const VD r = select(counted, vabs(x / select(counted, y, one) - one), VD{});
+    a.srel += r;
+    a.mrel = vsticky_max_nonneg(a.mrel, r);
+}
+
+inline double first_finite(const float* v, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i)
+        if (std::isfinite(v[i])) return v[i];
+    return 0.0;
+}
+
+void count_non_finite(const float* v, std::size_t n, SidePartial& s) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        const float f = v[i];
+        if (std::isnan(f)) ++s.nan;
+        else if (f == std::numeric_limits<float>::infinity()) ++s.pos_inf;
+        else if (f == -std::numeric_limits<float>::infinity()) ++s.neg_inf;
+    }
+}
+
+void merge_side(SidePartial& a, const SidePartial& b, double na, double nb) noexcept {
+    // Chan et al.'s pairwise update of mean and sum of squared deviations.
+    const double n = na + nb;
+    const double delta = b.mean - a.mean;
+    a.mean += delta * (nb / n);
+    a.m2 += b.m2 + delta * delta * (na * nb / n);
+    a.sum_sq += b.sum_sq;
+    a.min = b.min < a.min ? b.min : a.min;
+    a.max = b.max > a.max ? b.max : a.max;
+    a.nan += b.nan;
+    a.pos_inf += b.pos_inf;
+    a.neg_inf += b.neg_inf;
+}
+
+// Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time; same results on each (see VD).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void block_lanes(const float* x, const float* y, std::size_t n, double kx, double ky, Lanes& out) {
+    // A local copy stays in registers; through the reference every step would store all lanes.
+    Lanes a = out;
+    const VD vkx = splat(kx), vky = splat(ky), eps = splat(kMetricEps), one = splat(1.0);
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) step(a, load8(x + i), load8(y + i), vkx, vky, eps, one);
+    if (i < n) {
+        // The tail: one step on a zero-padded copy of the lanes, keeping only the lanes that saw real elements.
+        float px[kLanes], py[kLanes];
+        const std::size_t rest = n - i;
+        for (std::size_t j = 0; j < kLanes; ++j) {
+            px[j] = j < rest ? x[i + j] : 0.0f;
+            py[j] = j < rest ? y[i + j] : 0.0f;
+        }
+        Lanes b = a;
+        step(b, load8(px), load8(py), vkx, vky, eps, one);
+        VM keep{};
+        for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < rest ? -1 : 0;
+        auto take = [&keep](VD& to, const VD& from) { to = select(keep, from, to); };
+        take(a.sx, b.sx); take(a.sxx_c, b.sxx_c); take(a.sxx, b.sxx); take(a.minx, b.minx); take(a.maxx, b.maxx);
+        take(a.sy, b.sy); take(a.syy_c, b.syy_c); take(a.syy, b.syy); take(a.miny, b.miny); take(a.maxy, b.maxy);
+        take(a.sxy, b.sxy); take(a.sad, b.sad); take(a.ssd, b.ssd); take(a.mad, b.mad); take(a.srel, b.srel);
+        take(a.mrel, b.mrel);
+    }
+    out = a;
+}
+
+void block_partial(const float* x, const float* y, std::size_t n, MetricPartial& p) {
+    const double kx = first_finite(x, n), ky = first_finite(y, n);
+    Lanes a;
+    block_lanes(x, y, n, kx, ky, a);
+
+    const double dn = static_cast<double>(n);
+    p.count = n;
+    auto side = [dn](SidePartial& s, double k, const VD& s1v, const VD& s2v, const VD& sqv, const VD& mnv, const VD& mxv) {
+        const double s1 = lane_sum(s1v), s2 = lane_sum(s2v);
+        s.mean = k + s1 / dn;
+        const double m2 = s2 - s1 * (s1 / dn);
+        s.m2 = m2 < 0.0 ? 0.0 : m2;  // rounding only; keeps NaN
+        s.sum_sq = lane_sum(sqv);
+        s.min = lane_min_plain(mnv);
+        s.max = lane_max_plain(mxv);
+    };
+    side(p.x, kx, a.sx, a.sxx_c, a.sxx, a.minx, a.maxx);
+    side(p.y, ky, a.sy, a.syy_c, a.syy, a.miny, a.maxy);
+    // A squared sum of finite float32 values cannot overflow a double, so a non-finite one means NaN/inf input.
+    if (!std::isfinite(p.x.sum_sq)) count_non_finite(x, n, p.x);
+    if (!std::isfinite(p.y.sum_sq)) count_non_finite(y, n, p.y);
+    p.sum_xy = lane_sum(a.sxy);
+    p.sum_abs_diff = lane_sum(a.sad);
+    p.sum_sq_diff = lane_sum(a.ssd);
+    p.max_abs_diff = lane_max(a.mad);
+    p.sum_rel = lane_sum(a.srel);
+    p.max_rel = lane_max(a.mrel);
+}
+
+// log(p / q) on vectors for the KLD pass (std::log does not vectorise without -ffast-math), with one division:
+// p = 2^ep mp, q = 2^eq mq with mantissas in [1, 2); mp is halved or doubled until m = mp/mq is in about
+// [sqrt(1/2), sqrt(2)], then log(p/q) = (ep - eq) ln 2 + 2 atanh(s) with s = (mp - mq)/(mp + mq) = (m - 1)/(m + 1).
+// |s| <= 0.1716, so the atanh series to s^21 is within 1e-16 relative. Valid for positive normal finite p and q,
+// which is all the KLD pass produces (values in [2^-23, 1]).
+__attribute__((always_inline)) inline VD exponent_of(const VU& bits) noexcept {
+    // The biased exponent as a double without an int64 -> double conversion (absent before AVX-512DQ).
+    return (VD)((bits >> 52) | (VU{} + 0x4330000000000000ull)) - splat(4503599627370496.0);
+}
+__attribute__((always_inline)) inline VD mantissa_of(const VU& bits) noexcept {
+    return (VD)((bits & (VU{} + 0x000FFFFFFFFFFFFFull)) | (VU{} + 0x3FF0000000000000ull));
+}
+__attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noexcept {
+    const VU pb = (VU)p, qb = (VU)q;
+    VD e = exponent_of(pb) - exponent_of(qb);
+    VD mp = mantissa_of(pb);
+    const VD mq = mantissa_of(qb);
+    const VM high = mp > mq * 1.4142135623730951;
+    const VM low = mp * 1.4142135623730951 < mq;
+    mp = select(high, mp * 0.5, select(low, mp * 2.0, mp));
+    e = select(high, e + 1.0, select(low, e - 1.0, e));
+    const VD s = (mp - mq) / (mp + mq);
+    const VD z = s * s;
+    VD poly = splat(1.0 / 21);
+    poly = poly * z + 1.0 / 19;
+    poly = poly * z + 1.0 / 17;
+    poly = poly * z + 1.0 / 15;
+    poly = poly * z + 1.0 / 13;
+    poly = poly * z + 1.0 / 11;
+    poly = poly * z + 1.0 / 9;
+    poly = poly * z + 1.0 / 7;
+    poly = poly * z + 1.0 / 5;
+    poly = poly * z + 1.0 / 3;
+    poly = poly * z + 1.0;
+    return e * 0.6931471805599453 + 2.0 * s * poly;
+}
+
+struct KldLanes {
+    VD sp{}, sq{}, sa{};
+};
+
+__attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, const VD& y, const VD& ox, const VD& ix,
+                                                     const VD& oy, const VD& iy, const VD& floor) noexcept {
+    VD p = (x - ox) * ix;
+    VD q = (y - oy) * iy;
+    p = select(p < floor, floor, p);
+    q = select(q < floor, floor, q);
+    a.sp += p;
+    a.sq += q;
+    a.sa += p * log_ratio(p, q);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void kld_block(const float* x, const float* y, std::size_t n, const KldParams& k, KldPartial& into) {
+    KldLanes a;  // a local: stays in registers
+    const VD ox = splat(k.offset_x), oy = splat(k.offset_y), floor = splat(kKldFloorEps);
+    // Multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
+    const VD ix = splat(1.0 / k.divisor_x), iy = splat(1.0 / k.divisor_y);
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) kld_step(a, load8(x + i), load8(y + i), ox, ix, oy, iy, floor);
+    if (i < n) {
+        float px[kLanes], py[kLanes];
+        const std::size_t rest = n - i;
+        for (std::size_t j = 0; j < kLanes; ++j) {
+            px[j] = j < rest ? x[i + j] : 0.0f;
+            py[j] = j < rest ? y[i + j] : 0.0f;
+        }
+        KldLanes b = a;
+        kld_step(b, load8(px), load8(py), ox, ix, oy, iy, floor);
+        VM keep{};
+        for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < rest ? -1 : 0;
+        a.sp = select(keep, b.sp, a.sp);
+        a.sq = select(keep, b.sq, a.sq);
+        a.sa = select(keep, b.sa, a.sa);
+    }
+    KldPartial part;
+    part.sum_p = lane_sum(a.sp);
+    part.sum_q = lane_sum(a.sq);
+    part.sum_p_log_pq = lane_sum(a.sa);
+    merge(into, part);
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+}  // namespace
+
+const char* metric_name(int index) noexcept {
+    return index >= 0 && index < kMetricCount ? kMetricNames[index] : nullptr;
+}
+
+void accumulate(const float* x, const float* y, std::size_t n, MetricPartial& into) {
+    for (std::size_t first = 0; first < n; first += kBlock) {
+        MetricPartial block;
+        block_partial(x + first, y + first, std::min(kBlock, n - first), block);
+        merge(into, block);
+    }
+}
+
+void merge(MetricPartial& into, const MetricPartial& next) {
+    if (next.count == 0) return;
+    if (into.count == 0) {
+        into = next;
+        return;
+    }
+    const double na = static_cast<double>(into.count), nb = static_cast<double>(next.count);
+    merge_side(into.x, next.x, na, nb);
+    merge_side(into.y, next.y, na, nb);
+    into.count += next.count;
+    into.sum_xy += next.sum_xy;
+    into.sum_abs_diff += next.sum_abs_diff;
+    into.sum_sq_diff += next.sum_sq_diff;
+    into.max_abs_diff = sticky_max(into.max_abs_diff, next.max_abs_diff);
+    into.sum_rel += next.sum_rel;
+    into.max_rel = sticky_max(into.max_rel, next.max_rel);
+}
+
+KldParams kld_params(const MetricPartial& t) noexcept {
+    KldParams k;
+    const bool finite = t.x.nan + t.x.pos_inf + t.x.neg_inf + t.y.nan + t.y.pos_inf + t.y.neg_inf == 0;
+    const bool zero_x = t.x.min == 0.0 && t.x.max == 0.0;
+    const bool zero_y = t.y.min == 0.0 && t.y.max == 0.0;
+    k.needed = t.count > 0 && finite && !zero_x && !zero_y;
+    if (!k.needed) return k;
+    // max == min leaves the values unchanged (offset 0, divisor 1), as the spec says.
+    if (t.x.max > t.x.min) {
+        k.offset_x = t.x.min;
+        k.divisor_x = t.x.max - t.x.min;
+    }
+    if (t.y.max > t.y.min) {
+        k.offset_y = t.y.min;
+        k.divisor_y = t.y.max - t.y.min;
+    }
+    return k;
+}
+
+void accumulate_kld(const float* x, const float* y, std::size_t n, const KldParams& params, KldPartial& into) {
+    if (!params.needed) return;
+    for (std::size_t first = 0; first < n; first += kBlock)
+        kld_block(x + first, y + first, std::min(kBlock, n - first), params, into);
+}
+
+void merge(KldPartial& into, const KldPartial& next) noexcept {
+    into.sum_p += next.sum_p;
+    into.sum_q += next.sum_q;
+    into.sum_p_log_pq += next.sum_p_log_pq;
+}
+
+MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const MetricOptions& options) {
+    MetricResult r;
+    r.metrics = options.metrics & kAllMetrics;
+    r.scalar = options.scalar;
+    r.both_bool = options.both_bool;
+    r.values.fill(kNaN);
+    r.count = t.count;
+    r.nan_x = t.x.nan;
+    r.inf_x = t.x.pos_inf + t.x.neg_inf;
+    r.nan_y = t.y.nan;
+    r.inf_y = t.y.pos_inf + t.y.neg_inf;
+    r.mean_x = r.std_x = r.mean_y = r.std_y = kNaN;
+    r.mse = r.sqnr_db = kNaN;
+    r.min_x = r.max_x = r.min_y = r.max_y = kNaN;
+    if (t.count == 0) return r;  // nothing to compare: every metric is undefined
+
+    const double n = static_cast<double>(t.count);
+    // np.min/np.max semantics: NaN wins.
+    r.min_x = t.x.nan ? kNaN : t.x.min;
+    r.max_x = t.x.nan ? kNaN : t.x.max;
+    r.min_y = t.y.nan ? kNaN : t.y.min;
+    r.max_y = t.y.nan ? kNaN : t.y.max;
+    auto want = [&](Metric m) { return (r.metrics & metric_bit(m)) != 0; };
+    auto set = [&](Metric m, double v) {
+        if (want(m)) r.values[static_cast<std::size_t>(m)] = v;
+    };
+
+    // 0: cosine similarity
+    {
+        double v;
+        const double nx = std::sqrt(t.x.sum_sq), ny = std::sqrt(t.y.sum_sq);
+        if (options.scalar) v = 1.0;
+        else if (nx <= kMetricEps && ny < kMetricEps) v = 1.0;
+        else if (std::sqrt(nx) <= kMetricEps || std::sqrt(ny) <= kMetricEps) v = kNaN;  // one side all zero
+        else {
+            const double c = t.sum_xy / (nx * ny);
+            v = c > 1.0 ? 1.0 : c;  // keeps NaN
+        }
+        set(Metric::CosineSimilarity, v);
+    }
+    // 3: relative Euclidean distance
+    {
+        const double s = t.y.sum_sq;
+        set(Metric::RelativeEuclideanDistance, std::sqrt(s) <= kMetricEps ? 0.0 : std::sqrt(t.sum_sq_diff / s));
+    }
+    if (options.both_bool) return r;  // bool tensors get those two only
+
+    set(Metric::MaxAbsoluteError, t.max_abs_diff);
+    set(Metric::AccumulatedRelativeError, t.sum_rel);
+    set(Metric::MeanAbsoluteError, t.sum_abs_diff / n);
+    set(Metric::RootMeanSquareError, std::sqrt(t.sum_sq_diff / n));
+    set(Metric::MaxRelativeError, t.max_rel);
+    set(Metric::MeanRelativeError, t.sum_rel / n);
+    r.mse = t.sum_sq_diff / n;
+    r.sqnr_db = t.sum_sq_diff == 0.0 ? kInf : 10.0 * std::log10(t.y.sum_sq / t.sum_sq_diff);
+
+    if (want(Metric::StandardDeviation)) {
+        // IEEE semantics of mean/std over data with NaN or inf (what NumPy gives), then the well-conditioned sums.
+        auto stats = [n](const SidePartial& s, double& mean, double& stdev) {
+            if (s.nan || (s.pos_inf && s.neg_inf)) {
+                mean = stdev = kNaN;
+            } else if (s.pos_inf || s.neg_inf) {
+                mean = s.pos_inf ? kInf : -kInf;
+                stdev = kNaN;
+            } else {
+                mean = s.mean;
+                stdev = std::sqrt(s.m2 / n);
+            }
+        };
+        stats(t.x, r.mean_x, r.std_x);
+        stats(t.y, r.mean_y, r.std_y);
+    }
+
+    if (want(Metric::KullbackLeiblerDivergence)) {
+        const KldParams k = kld_params(t);
+        double v = kNaN;
+        if (k.needed && kld != nullptr) {
+            const double sp = kld->sum_p, sq = kld->sum_q;
+            v = kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp);
+            // KL divergence of two distributions is >= 0; a negative value is rounding of a zero divergence.
+            v = v < 0.0 ? 0.0 : v;
+        }
+        set(Metric::KullbackLeiblerDivergence, v);
+    }
+    return r;
+}
+
+std::string format_metric(int index, const MetricResult& r) {
+    if (index < 0 || index >= kMetricCount)
+        throw std::out_of_range("metric index " + std::to_string(index) + " is not in 0..9");
+    const auto m = static_cast<Metric>(index);
+    const bool selected = (r.metrics & metric_bit(m)) != 0;
+    if (m == Metric::StandardDeviation) {
+        if (!selected || r.both_bool || r.count == 0) return "NaN";
+        auto one = [](double v) {
+            if (!std::isfinite(v)) return std::string("NaN");
+            return fixed(std::fabs(v) < 0.001 ? 0.0 : v, 3);
+        };
+        return "(" + one(r.mean_x) + ";" + one(r.std_x) + "),(" + one(r.mean_y) + ";" + one(r.std_y) + ")";
+    }
+    const double v = r.values[static_cast<std::size_t>(index)];
+    if (m == Metric::KullbackLeiblerDivergence) {
+        if (std::isnan(v)) return "NaN";
+        if (std::isinf(v)) return v > 0 ? "inf" : "NaN";
+        return fixed(std::fabs(v) < kMetricEps ? 0.0 : v, 6);
+    }
+    if (!std::isfinite(v)) return "NaN";
+    return fixed(v, 6);
+}
+
+namespace {
+
+// A chunk of one side as float32: straight from storage when it already is aligned float32, else decoded into
+// the calling thread's buffer.
+const float* side_chunk(const std::uint8_t* base, DataType t, bool direct, std::uint64_t first, std::size_t count,
+                        std::vector<float>& buffer) {
+    if (direct) return reinterpret_cast<const float*>(base) + first;
+    if (buffer.size() < count) buffer.resize(count);
+    decode_to_float32(t, base, first, count, buffer.data());
+    return buffer.data();
+}
+
+// Chunks per round of parallel work: partials of one round are merged in order before the next starts, so the
+// memory for partials stays fixed however large the tensor is.
+constexpr std::size_t kChunksPerRound = 256;
+
+template <class PerChunk, class MergeInOrder>
+void run_chunks(std::uint64_t n, std::size_t chunk, unsigned threads, PerChunk&& per_chunk, MergeInOrder&& merge_k) {
+    const std::uint64_t chunks = (n + chunk - 1) / chunk;
+    for (std::uint64_t round = 0; round < chunks; round += kChunksPerRound) {
+        const auto in_round = static_cast<std::size_t>(std::min<std::uint64_t>(kChunksPerRound, chunks - round));
+        parallel_for(in_round, [&](std::size_t k) {
+            const std::uint64_t first = (round + k) * chunk;
+            const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, n - first));
+            per_chunk(k, first, count);
+        }, threads);
+        for (std::size_t k = 0; k < in_round; ++k) merge_k(k);
+    }
+}
+
+}  // namespace
+
+MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t n,
+                     const CompareOptions& options) {
+    for (DataType t : {tx, ty}) {
+        const DataTypeInfo& info = data_type_info(t);
+        if (info.repr == Repr::none)
+            throw std::invalid_argument(std::string("data type ") + info.name + " has no numeric value to compare");
+    }
+    if (options.chunk_elements == 0) throw std::invalid_argument("chunk size must be at least one element");
+    const std::size_t chunk = options.chunk_elements;
+    const bool direct_x = tx == DataType::FLOAT && reinterpret_cast<std::uintptr_t>(x) % alignof(float) == 0;
+    const bool direct_y = ty == DataType::FLOAT && reinterpret_cast<std::uintptr_t>(y) % alignof(float) == 0;
+    const MetricOptions mopt{options.metrics, options.scalar, tx == DataType::BOOL && ty == DataType::BOOL};
+
+    auto buffers = []() -> std::pair<std::vector<float>&, std::vector<float>&> {
+        thread_local std::vector<float> bx, by;
+        return {bx, by};
+    };
+
+    std::vector<MetricPartial> partials(kChunksPerRound);
+    MetricPartial total;
+    run_chunks(n, chunk, options.threads,
+        [&](std::size_t k, std::uint64_t first, std::size_t count) {
+            auto [bx, by] = buffers();
+            const float* xs = side_chunk(x, tx, direct_x, first, count, bx);
+            const float* ys = side_chunk(y, ty, direct_y, first, count, by);
+            partials[k] = MetricPartial{};
+            accumulate(xs, ys, count, partials[k]);
+        },
+        [&](std::size_t k) { merge(total, partials[k]); });
+
+    KldPartial kld_total;
+    const bool kld_wanted = (options.metrics & metric_bit(Metric::KullbackLeiblerDivergence)) && !mopt.both_bool;
+    const KldParams params = kld_params(total);
+    if (kld_wanted && params.needed) {
+        std::vector<KldPartial> kparts(kChunksPerRound);
+        run_chunks(n, chunk, options.threads,
+            [&](std::size_t k, std::uint64_t first, std::size_t count) {
+                auto [bx, by] = buffers();
+                const float* xs = side_chunk(x, tx, direct_x, first, count, bx);
+                const float* ys = side_chunk(y, ty, direct_y, first, count, by);
+                kparts[k] = KldPartial{};
+                accumulate_kld(xs, ys, count, params, kparts[k]);
+            },
+            [&](std::size_t k) { merge(kld_total, kparts[k]); });
+    }
+    return finalize(total, kld_wanted ? &kld_total : nullptr, mopt);
+}
+
+std::uint64_t read_probe(const std::uint8_t* data, std::uint64_t bytes, unsigned threads) {
+    constexpr std::size_t kProbeChunk = std::size_t{1} << 20;
+    const std::uint64_t words = bytes / 8;
+    const std::uint64_t chunks = (words + kProbeChunk - 1) / kProbeChunk;
+    std::vector<std::uint64_t> sums(static_cast<std::size_t>(chunks), 0);
+    parallel_for(static_cast<std::size_t>(chunks), [&](std::size_t c) {
+        const std::uint64_t first = c * kProbeChunk;
+        const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kProbeChunk, words - first));
+        std::uint64_t acc[4] = {0, 0, 0, 0};
+        const std::uint8_t* p = data + first * 8;
+        std::size_t i = 0;
+        for (; i + 4 <= count; i += 4)
+            for (std::size_t j = 0; j < 4; ++j) {
+                std::uint64_t w;
+                std::memcpy(&w, p + 8 * (i + j), 8);
+                acc[j] += w;
+            }
+        for (; i < count; ++i) {
+            std::uint64_t w;
+            std::memcpy(&w, p + 8 * i, 8);
+            acc[0] += w;
+        }
+        sums[c] = acc[0] + acc[1] + acc[2] + acc[3];
+    }, threads);
+    std::uint64_t total = 0;
+    for (std::uint64_t s : sums) total += s;
+    for (std::uint64_t i = words * 8; i < bytes; ++i) total += data[i];
+    return total;
+}
+
+}  // namespace dumpcmp

@@ -1,0 +1,467 @@
+"""The metrics kernel against a plain NumPy reading of the spec's formulas, and against hand-worked examples."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from dumpcmp.errors import ConfigError
+from dumpcmp.metrics import METRICS, compare_arrays, format_metric, parse_algorithms
+
+EPS = 2.220446049250313e-16
+F32_EPS = float(np.finfo(np.float32).eps)
+ALL = tuple(range(10))
+SUM_METRICS = (0, 2, 3, 4, 6, 7, 9)  # results of sums: equal up to rounding order
+MAX_METRICS = (1, 8)  # maxima: the same IEEE operations, equal bit for bit
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The reference: the spec's formulas, float64 arithmetic on the float32 values, whole arrays at once.
+
+
+def reference(x, y, *, scalar=False, both_bool=False):
+    X = np.asarray(x).astype(np.float32).astype(np.float64).ravel()
+    Y = np.asarray(y).astype(np.float32).astype(np.float64).ravel()
+    out = dict.fromkeys(ALL, math.nan)
+    std = (math.nan,) * 4
+    with np.errstate(all="ignore"):
+        nx, ny = np.sqrt(np.sum(X * X)), np.sqrt(np.sum(Y * Y))
+        if scalar or (nx <= EPS and ny < EPS):
+            out[0] = 1.0
+        elif np.sqrt(nx) <= EPS or np.sqrt(ny) <= EPS:
+            out[0] = math.nan
+        else:
+            out[0] = float(np.minimum(np.sum((X / nx) * (Y / ny)), 1.0))
+        s = np.sum(Y * Y)
+        out[3] = 0.0 if np.sqrt(s) <= EPS else float(np.sqrt(np.sum((X - Y) ** 2) / s))
+        if both_bool:
+            return out, std
+        rel = np.where(np.abs(Y) > EPS, np.abs(X / Y - 1.0), 0.0)
+        out[1] = float(np.max(np.abs(X - Y)))
+        out[2] = float(np.sum(rel))
+        out[4] = reference_kld(X, Y)
+        std = (float(np.mean(X)), float(np.std(X)), float(np.mean(Y)), float(np.std(Y)))
+        out[6] = float(np.mean(np.abs(X - Y)))
+        out[7] = float(np.sqrt(np.mean((X - Y) ** 2)))
+        out[8] = float(np.max(rel))
+        out[9] = float(np.mean(rel))
+    return out, std
+
+
+def reference_kld(X, Y):
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
+        return math.nan
+    if not X.any() or not Y.any():  # an all-zero side
+        return math.nan
+
+    def normalise(d):
+        lo, hi = d.min(), d.max()
+        if hi > lo:
+            d = (d - lo) / (hi - lo)
+        return np.maximum(d, F32_EPS)
+
+    p, q = normalise(X), normalise(Y)
+    P, Q = p / p.sum(), q / q.sum()
+    return float(np.sum(P * np.log(P / Q)))
+
+
+def reference_printed(index, value, std=None):
+    """The spec's printed forms, written independently of the C++ formatter."""
+    if index == 5:
+        if any(math.isnan(v) for v in std) and all(math.isnan(v) for v in std):
+            return "NaN"
+        parts = ["NaN" if not math.isfinite(v) else "%.3f" % (0.0 if abs(v) < 0.001 else v) for v in std]
+        return "(%s;%s),(%s;%s)" % tuple(parts)
+    if math.isnan(value):
+        return "NaN"
+    if index == 4:
+        if math.isinf(value):
+            return "inf"
+        return "%.6f" % (0.0 if abs(value) < EPS else max(value, 0.0))
+    if math.isinf(value):
+        return "NaN"
+    return "%.6f" % value
+
+
+def check_against_reference(x, y, result, *, scalar=False, both_bool=False, rtol=1e-9):
+    ref, ref_std = reference(x, y, scalar=scalar, both_bool=both_bool)
+    for i in ALL:
+        if i == 5:
+            got_std = result.standard_deviation
+            np.testing.assert_allclose(got_std, ref_std, rtol=rtol, atol=1e-12, equal_nan=True)
+            assert result.format(5) == reference_printed(5, None, ref_std if not both_bool else (math.nan,) * 4)
+            continue
+        got = result.value(i)
+        if i in MAX_METRICS:
+            assert got == ref[i] or (math.isnan(got) and math.isnan(ref[i])), (METRICS[i], got, ref[i])
+        elif i == 4 and not math.isnan(ref[i]) and abs(ref[i]) < 1e-12:
+            assert abs(got) < 1e-12, (got, ref[i])
+        else:
+            np.testing.assert_allclose(got, ref[i], rtol=rtol, atol=1e-13, equal_nan=True, err_msg=METRICS[i])
+        assert result.format(i) == reference_printed(i, ref[i]), (METRICS[i], result.format(i), ref[i])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Random data, every size shape around the chunk and lane boundaries
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 63, 64, 65, 1000, 4097])
+@pytest.mark.parametrize("chunk", [1, 8, 64, 65536])
+def test_random_against_reference(n, chunk):
+    rng = np.random.default_rng(n * 7 + chunk)
+    y = rng.standard_normal(n).astype(np.float32) * 3 + 0.5
+    x = (y + rng.standard_normal(n).astype(np.float32) * 0.05).astype(np.float32)
+    result = compare_arrays(x, y, chunk_elements=chunk)
+    assert result.count == n
+    check_against_reference(x, y, result)
+
+
+def test_large_values_and_offsets():
+    rng = np.random.default_rng(3)
+    y = (1e4 + rng.standard_normal(100_003)).astype(np.float32)
+    x = (y * 1.001).astype(np.float32)
+    check_against_reference(x, y, compare_arrays(x, y, chunk_elements=1000))
+
+
+def test_constant_large_data_has_zero_std():
+    # sum(x^2)/n - mean^2 would give noise around 0.01 here; the printed std must be 0
+    x = np.full(300_001, 1e6, np.float32)
+    r = compare_arrays(x, x, chunk_elements=4096)
+    assert r.std_x == 0.0 and r.mean_x == 1e6
+    assert r.format(5) == "(1000000.000;0.000),(1000000.000;0.000)"
+
+
+def test_extra_metrics():
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal(10_001).astype(np.float32)
+    x = (y + rng.standard_normal(10_001).astype(np.float32) * 0.1).astype(np.float32)
+    r = compare_arrays(x, y, chunk_elements=512)
+    X, Y = x.astype(np.float64), y.astype(np.float64)
+    mse = np.mean((X - Y) ** 2)
+    assert r.mse == pytest.approx(mse, rel=1e-12)
+    assert r.sqnr_db == pytest.approx(10 * np.log10(np.sum(Y * Y) / np.sum((X - Y) ** 2)), rel=1e-12)
+    assert (r.min_x, r.max_x, r.min_y, r.max_y) == (X.min(), X.max(), Y.min(), Y.max())
+    assert compare_arrays(y, y).sqnr_db == math.inf
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Hand-worked examples: printed strings
+
+
+def test_hand_worked_small_example():
+    x = np.array([1, 2, 3, 4], np.float32)
+    y = np.array([1, 2, 3, 5], np.float32)
+    r = compare_arrays(x, y)
+    # cos = 34 / sqrt(30 * 39); RED = sqrt(1/39); KLD = (log(7/6) + log(7/8)) / 2 = log(49/48) / 2 (+ ~1e-8 from eps)
+    assert r.formatted() == [
+        "0.993999",
+        "1.000000",
+        "0.200000",
+        "0.160128",
+        "0.010310",
+        "(2.500;1.118),(2.750;1.479)",
+        "0.250000",
+        "0.500000",
+        "0.200000",
+        "0.050000",
+    ]
+    assert 34 / math.sqrt(1170) == pytest.approx(0.993999, abs=5e-7)
+    assert math.log(49 / 48) / 2 == pytest.approx(0.010310, abs=5e-7)
+
+
+def test_one_side_all_zero():
+    r = compare_arrays(np.zeros(2, np.float32), np.array([1, 2], np.float32))
+    assert r.formatted() == [
+        "NaN", "2.000000", "2.000000", "1.000000", "NaN", "(0.000;0.000),(1.500;0.500)",
+        "1.500000", "1.581139", "1.000000", "1.000000",
+    ]
+
+
+def test_ground_truth_all_zero():
+    r = compare_arrays(np.array([1, -1], np.float32), np.zeros(2, np.float32))
+    # relative terms are 0 where |y| <= EPS; RED is 0 when sum(y^2) is
+    assert r.formatted() == [
+        "NaN", "1.000000", "0.000000", "0.000000", "NaN", "(0.000;1.000),(0.000;0.000)",
+        "1.000000", "1.000000", "0.000000", "0.000000",
+    ]
+
+
+def test_both_all_zero():
+    z = np.zeros(5, np.float32)
+    r = compare_arrays(z, z)
+    assert r.formatted() == [
+        "1.000000", "0.000000", "0.000000", "0.000000", "NaN", "(0.000;0.000),(0.000;0.000)",
+        "0.000000", "0.000000", "0.000000", "0.000000",
+    ]
+
+
+def test_small_means_print_as_zero_without_sign():
+    x = np.array([-0.0004, -0.0004], np.float32)
+    r = compare_arrays(x, x)
+    assert r.format(5) == "(0.000;0.000),(0.000;0.000)"
+    assert r.format(4) == "0.000000"  # constant sides: both uniform, divergence exactly 0
+
+
+def test_scalar_cosine_is_one():
+    x, y = np.array(3.0, np.float32), np.array(-2.0, np.float32)
+    r = compare_arrays(x, y)
+    assert r.scalar and r.format(0) == "1.000000"
+    assert r.format(1) == "5.000000"
+    # the same values as 1-element vectors follow the formula: opposite signs give -1
+    assert compare_arrays(x.reshape(1), y.reshape(1)).format(0) == "-1.000000"
+    assert compare_arrays(x.reshape(1), y.reshape(1), scalar=True).format(0) == "1.000000"
+
+
+@pytest.mark.parametrize("value", [0.0, 2.5, -7.0])
+def test_single_element(value):
+    x = np.array([value], np.float32)
+    y = np.array([1.5], np.float32)
+    check_against_reference(x, y, compare_arrays(x, y))
+
+
+def test_bool_pair_gets_cosine_and_distance_only():
+    x = np.array([True, False, True])
+    y = np.array([True, True, False])
+    r = compare_arrays(x, y)
+    assert r.both_bool
+    assert r.formatted() == ["0.500000", "NaN", "NaN", "1.000000", "NaN", "NaN", "NaN", "NaN", "NaN", "NaN"]
+    check_against_reference(x, y, r, both_bool=True)
+
+
+def test_bool_against_float_is_compared_as_values():
+    x = np.array([True, False, True, True])
+    y = np.array([1.0, 0.5, 0.0, 1.0], np.float32)
+    r = compare_arrays(x, y)
+    assert not r.both_bool
+    check_against_reference(x, y, r)
+
+
+def test_empty_tensors_give_nan():
+    e = np.zeros(0, np.float32)
+    r = compare_arrays(e, e)
+    assert r.count == 0 and r.formatted() == ["NaN"] * 10
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NaN and inf
+
+
+def test_nan_in_my_output():
+    x = np.array([1, np.nan, 3], np.float32)
+    y = np.array([1, 2, 3], np.float32)
+    r = compare_arrays(x, y)
+    assert (r.nan_x, r.inf_x, r.nan_y, r.inf_y) == (1, 0, 0, 0)
+    assert r.formatted() == [
+        "NaN", "NaN", "NaN", "NaN", "NaN", "(NaN;NaN),(2.000;0.816)", "NaN", "NaN", "NaN", "NaN",
+    ]
+    check_against_reference(x, y, r)
+
+
+def test_nan_in_ground_truth_leaves_relative_terms_at_zero():
+    # |NaN| > EPS is false: the spec's relative term is 0 there, as the detail file's "-" for a NaN ground truth
+    x = np.array([1, 2, 3], np.float32)
+    y = np.array([1, np.nan, 3], np.float32)
+    r = compare_arrays(x, y)
+    assert r.nan_y == 1
+    assert r.format(2) == "0.000000" and r.format(8) == "0.000000"
+    assert r.format(1) == "NaN"
+    check_against_reference(x, y, r)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_inf_prints_nan(bad):
+    x = np.array([1, bad, 3, 4], np.float32)
+    y = np.array([1, 2, 3, 5], np.float32)
+    r = compare_arrays(x, y)
+    assert r.inf_x == 1 and r.nan_x == 0
+    assert r.max_absolute_error == math.inf
+    assert r.format(1) == "NaN" and r.format(4) == "NaN"
+    assert r.mean_x == bad
+    check_against_reference(x, y, r)
+
+
+def test_nan_and_inf_in_big_chunked_data_and_counts():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(50_000).astype(np.float32)
+    y = x.copy()
+    x[[5, 40_000]] = np.nan
+    x[[7, 7000, 49_999]] = np.inf
+    y[[123]] = -np.inf
+    r = compare_arrays(x, y, chunk_elements=1000)
+    assert (r.nan_x, r.inf_x, r.nan_y, r.inf_y) == (2, 3, 0, 1)
+    check_against_reference(x, y, r)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Data types: the kernel reads each side as float32
+
+
+def _random_pair(n, seed):
+    rng = np.random.default_rng(seed)
+    y = (rng.standard_normal(n) * 20).astype(np.float32)
+    x = (y + rng.standard_normal(n).astype(np.float32)).astype(np.float32)
+    return x, y
+
+
+def _as(dtype, values):
+    if dtype == "bf16":
+        return values.astype(ml_dtypes.bfloat16)
+    if dtype == "bool":
+        return values > 0
+    if np.dtype(dtype).kind in "iu":
+        return np.clip(np.round(values), np.iinfo(dtype).min, np.iinfo(dtype).max).astype(dtype)
+    return values.astype(dtype)
+
+
+DTYPES = ["float16", "bf16", "float32", "float64", "int8", "int32", "bool"]
+
+
+@pytest.mark.parametrize("x_dtype", DTYPES)
+@pytest.mark.parametrize("y_dtype", DTYPES)
+def test_dtype_pairs(x_dtype, y_dtype):
+    x0, y0 = _random_pair(3001, hash((x_dtype, y_dtype)) % 1000)
+    x, y = _as(x_dtype, x0), _as(y_dtype, y0)
+    both_bool = x_dtype == y_dtype == "bool"
+    r = compare_arrays(x, y, chunk_elements=256)
+    check_against_reference(x.astype(np.float32), y.astype(np.float32), r, both_bool=both_bool)
+
+
+@pytest.mark.parametrize("name,dtype", [("BF16", ml_dtypes.bfloat16), ("FLOAT16", np.float16),
+                                        ("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn), ("FLOAT8_E5M2", ml_dtypes.float8_e5m2)])
+def test_raw_device_bytes(name, dtype):
+    x0, y0 = _random_pair(2049, 4)
+    device = x0.astype(dtype)
+    raw = device.view(np.uint8)
+    r = compare_arrays(raw, y0, x_data_type=name, chunk_elements=100)
+    check_against_reference(device.astype(np.float32), y0, r)
+    # the same values as a typed array (ml_dtypes' dtypes are recognised) give the same bits
+    assert repr(compare_arrays(device, y0, chunk_elements=100).values()) == repr(r.values())
+
+
+def test_raw_bytes_on_both_sides():
+    x0, y0 = _random_pair(1000, 8)
+    xb, yb = x0.astype(ml_dtypes.bfloat16), y0.astype(np.float16)
+    r = compare_arrays(xb.view(np.uint8), yb.view(np.uint8), x_data_type="BF16", y_data_type="FLOAT16")
+    assert r.count == 1000
+    check_against_reference(xb.astype(np.float32), yb.astype(np.float32), r)
+
+
+def test_packed_int4_needs_a_count_and_decodes_low_nibble_first():
+    values = np.array([-8, 7, 0, 3, -1], np.int8)
+    nibbles = (values & 0xF).astype(np.uint8)
+    packed = np.zeros(3, np.uint8)
+    for i, v in enumerate(nibbles):
+        packed[i // 2] |= v << (4 * (i % 2))
+    y = values.astype(np.float32) + 0.25
+    r = compare_arrays(packed, y, x_data_type="INT4")
+    check_against_reference(values, y, r)
+    with pytest.raises(ValueError, match="count"):
+        compare_arrays(packed, packed, x_data_type="INT4", y_data_type="INT4")
+    assert compare_arrays(packed, packed, x_data_type="INT4", y_data_type="INT4", count=5).format(1) == "0.000000"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reproducibility
+
+
+@pytest.mark.parametrize("chunk", [1000, 65536])
+def test_thread_count_does_not_change_a_bit(chunk):
+    x0, y0 = _random_pair(300_001, 21)
+    x = x0.astype(np.float16)
+    outs = set()
+    for threads in (1, 2, 3):
+        r = compare_arrays(x, y0, threads=threads, chunk_elements=chunk)
+        outs.add(repr((r.values(), r.mse, r.sqnr_db, r.min_x, r.max_y, r.formatted())))
+    assert len(outs) == 1
+
+
+def test_chunk_size_changes_rounding_only():
+    x, y = _random_pair(100_000, 22)
+    a = compare_arrays(x, y, chunk_elements=7)
+    b = compare_arrays(x, y, chunk_elements=65536)
+    for i in ALL:
+        np.testing.assert_allclose(np.asarray(a.value(i)), np.asarray(b.value(i)), rtol=1e-11, atol=1e-13)
+    assert a.formatted() == b.formatted()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Selection, names, formatting API
+
+
+def test_metric_table_is_the_spec_order():
+    assert METRICS == {
+        0: "CosineSimilarity", 1: "MaxAbsoluteError", 2: "AccumulatedRelativeError",
+        3: "RelativeEuclideanDistance", 4: "KullbackLeiblerDivergence", 5: "StandardDeviation",
+        6: "MeanAbsoluteError", 7: "RootMeanSquareError", 8: "MaxRelativeError", 9: "MeanRelativeError",
+    }
+
+
+def test_parse_algorithms():
+    assert parse_algorithms("0,1,2") == (0, 1, 2)
+    assert parse_algorithms("4, 0,4") == (0, 4)
+    assert parse_algorithms(None) == ALL
+    assert parse_algorithms("") == ALL
+    assert parse_algorithms(["CosineSimilarity", 9]) == (0, 9)
+    for bad in ("10", "-1", "x", "0,,11"):
+        with pytest.raises(ConfigError, match="not one of the built-in metrics"):
+            parse_algorithms(bad)
+
+
+def test_selection_leaves_others_nan():
+    x, y = _random_pair(1000, 30)
+    r = compare_arrays(x, y, metrics="3,0")
+    assert r.metrics == [0, 3]
+    assert len(r.values()) == 2 and len(r.formatted()) == 2
+    assert math.isnan(r.kullback_leibler_divergence) and math.isnan(r.max_absolute_error)
+    assert r.format(4) == "NaN"
+    full = compare_arrays(x, y)
+    assert r.formatted() == [full.format(0), full.format(3)]
+    assert format_metric(0, r) == r.format(0)
+    with pytest.raises(IndexError):
+        r.format(10)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Bad input
+
+
+def test_bad_input_errors():
+    x = np.zeros(10, np.float32)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        compare_arrays(np.zeros(20, np.float32)[::2], x)
+    with pytest.raises(ValueError, match="elements"):
+        compare_arrays(np.zeros(9, np.float32), x)
+    with pytest.raises(ValueError, match="unknown data type name"):
+        compare_arrays(x.view(np.uint8), x, x_data_type="FLOAT99")
+    with pytest.raises(ValueError, match="bytes"):
+        compare_arrays(np.zeros(7, np.uint8), x, x_data_type="FLOAT16")
+    with pytest.raises(ValueError, match="big-endian"):
+        compare_arrays(x.astype(">f4"), x)
+    with pytest.raises(ValueError, match="dtype"):
+        compare_arrays(x.astype(np.complex64), x)
+    with pytest.raises(ValueError, match="no numeric value"):
+        compare_arrays(np.zeros(4, np.uint8), x[:4], x_data_type="STRING")
+    with pytest.raises(ValueError, match="threads"):
+        compare_arrays(x, x, threads=-1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The benchmark's NumPy baseline must compute the same metrics, or its speed comparison means nothing
+
+
+def test_benchmark_baseline_matches_kernel():
+    from dumpcmp.benchmark.compare import numpy_metrics, parse_size, run_compare_benchmark
+
+    x, y = _random_pair(5000, 40)
+    base = numpy_metrics(x.astype(np.float16), y)
+    r = compare_arrays(x.astype(np.float16), y)
+    for i in ALL:
+        expected = r.std_x if i == 5 else r.value(i)
+        assert base[i] == pytest.approx(expected, rel=1e-9, abs=1e-13), METRICS[i]
+    assert parse_size("512MB") == 512 << 20 and parse_size("2GB") == 2 << 30 and parse_size("4096") == 4096
+    bench = run_compare_benchmark(1 << 16, threads=(1,), repeat=1, reference_elements=1 << 12)
+    assert {m.name for m in bench.results} >= {"memory-read probe (C++)", "kernel fp16 vs fp32, 10 metrics"}
+    assert all(m.gb_per_s > 0 for m in bench.results)

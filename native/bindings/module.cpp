@@ -42,4 +42,5 @@ PYBIND11_MODULE(_core, m) {
           "Set the thread count (0 = DUMPCMP_NUM_THREADS or the hardware's).");
     bind_dtype(m);
     bind_dump(m);
+    bind_layout(m);
 }

@@ -26,7 +26,8 @@ const void* checked_buffer(const py::array& a, std::uint64_t count, std::size_t 
         throw std::invalid_argument(std::string(what) + " array must be C-contiguous");
     if (static_cast<std::size_t>(a.itemsize()) != elem)
         throw std::invalid_argument(std::string(what) + " array has " + std::to_string(a.itemsize()) +
-                                    "-byte elements, the plan " + std::to_string(elem));
+                                    "-byte elements, the plan moves " + std::to_string(elem) +
+                                    "-byte elements");
     if (static_cast<std::uint64_t>(a.size()) != count)
         throw std::invalid_argument(std::string(what) + " array has " + std::to_string(a.size()) +
                                     " elements, the plan needs " + std::to_string(count));

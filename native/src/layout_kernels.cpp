@@ -14,6 +14,11 @@
 #include "dumpcmp/layout.hpp"
 #include "dumpcmp/parallel.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define DUMPCMP_LAYOUT_SSE2 1
+#endif
+
 namespace dumpcmp {
 
 namespace {
@@ -37,6 +42,44 @@ inline void copy_bytes(Byte* dst, const Byte* src, std::size_t n) {
     }
 }
 
+#if DUMPCMP_LAYOUT_SSE2
+// Square transposes in registers (SSE2 is part of x86-64, so no dispatch is needed): `in[v]` points at V elements
+// that become column v of the output rows `out + r * out_stride`. The same code serves both directions.
+inline void transpose8x8_16(Byte* const* in, Byte* out, std::size_t out_stride) {
+    auto ld = [&](int v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in[v])); };
+    const __m128i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3), a4 = ld(4), a5 = ld(5), a6 = ld(6), a7 = ld(7);
+    const __m128i t0 = _mm_unpacklo_epi16(a0, a1), t1 = _mm_unpackhi_epi16(a0, a1);
+    const __m128i t2 = _mm_unpacklo_epi16(a2, a3), t3 = _mm_unpackhi_epi16(a2, a3);
+    const __m128i t4 = _mm_unpacklo_epi16(a4, a5), t5 = _mm_unpackhi_epi16(a4, a5);
+    const __m128i t6 = _mm_unpacklo_epi16(a6, a7), t7 = _mm_unpackhi_epi16(a6, a7);
+    const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+    const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+    const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+    const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+    auto st = [&](std::size_t r, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * out_stride), v); };
+    st(0, _mm_unpacklo_epi64(u0, u4));
+    st(1, _mm_unpackhi_epi64(u0, u4));
+    st(2, _mm_unpacklo_epi64(u1, u5));
+    st(3, _mm_unpackhi_epi64(u1, u5));
+    st(4, _mm_unpacklo_epi64(u2, u6));
+    st(5, _mm_unpackhi_epi64(u2, u6));
+    st(6, _mm_unpacklo_epi64(u3, u7));
+    st(7, _mm_unpackhi_epi64(u3, u7));
+}
+
+inline void transpose4x4_32(Byte* const* in, Byte* out, std::size_t out_stride) {
+    auto ld = [&](int v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in[v])); };
+    const __m128i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3);
+    const __m128i t0 = _mm_unpacklo_epi32(a0, a1), t1 = _mm_unpacklo_epi32(a2, a3);
+    const __m128i t2 = _mm_unpackhi_epi32(a0, a1), t3 = _mm_unpackhi_epi32(a2, a3);
+    auto st = [&](std::size_t r, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * out_stride), v); };
+    st(0, _mm_unpacklo_epi64(t0, t1));
+    st(1, _mm_unpackhi_epi64(t0, t1));
+    st(2, _mm_unpacklo_epi64(t2, t3));
+    st(3, _mm_unpackhi_epi64(t2, t3));
+}
+#endif
+
 // Scatter = false: plain[i] = other[offset(i)] (decode, permute). Scatter = true: other[offset(i)] = plain[i].
 template <std::size_t E, bool Scatter>
 struct Walker {
@@ -55,9 +98,10 @@ struct Walker {
         Byte* pl = plain + static_cast<std::size_t>(t) * E;
         if (p.kernel == 1) {
             const std::int64_t L = p.run_length;
-            for (std::int64_t j = j0; j < j1;) {
-                const std::int64_t n = std::min(L - j % L, j1 - j);
-                Byte* ot = other + static_cast<std::size_t>(base + off(p, q, j)) * E;
+            const std::int64_t* tq = p.tables[q].empty() ? nullptr : p.tables[q].data();
+            // only the first run can start inside a run: no division per run
+            for (std::int64_t j = j0, n = std::min(L - j0 % L, j1 - j0); j < j1; n = std::min(L, j1 - j)) {
+                Byte* ot = other + static_cast<std::size_t>(base + (tq != nullptr ? tq[j] : j * p.strides[q])) * E;
                 const auto bytes = static_cast<std::size_t>(n) * E;
                 if constexpr (Scatter) copy_bytes(ot, pl, bytes);
                 else copy_bytes(pl, ot, bytes);
@@ -97,7 +141,48 @@ struct Walker {
             Byte* pl0 = plain + static_cast<std::size_t>(t + (r0 - ra) * dq) * E;
             for (std::int64_t j0 = 0; j0 < dq; j0 += Q) {
                 const std::int64_t j1 = std::min(dq, j0 + Q);
-                for (std::int64_t j = j0; j < j1; ++j) {
+                std::int64_t j = j0;
+#if DUMPCMP_LAYOUT_SSE2
+                if constexpr (E == 2 || E == 4) {
+                    // V x V blocks through registers; what does not fill a block goes the scalar way below
+                    constexpr std::int64_t V = 16 / E;
+                    if (contiguous && n >= V) {
+                        for (; j + V <= j1; j += V) {
+                            Byte* dev[V];
+                            for (std::int64_t v = 0; v < V; ++v)
+                                dev[v] = other + static_cast<std::size_t>(base + off(p, q, j + v) + o0) * E;
+                            Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
+                            std::int64_t r = 0;
+                            for (; r + V <= n; r += V) {
+                                Byte* pls[V];
+                                Byte* devr[V];
+                                for (std::int64_t v = 0; v < V; ++v) devr[v] = dev[v] + static_cast<std::size_t>(r) * E;
+                                Byte* plr = pl + static_cast<std::size_t>(r) * row_bytes;
+                                if constexpr (Scatter) {
+                                    for (std::int64_t v = 0; v < V; ++v)
+                                        pls[v] = plr + static_cast<std::size_t>(v) * row_bytes;
+                                    // plain rows r..r+V, columns j..j+V -> device columns: out stride is the
+                                    // distance between consecutive j on the device side, which varies, so
+                                    // transpose into a local block first
+                                    alignas(16) Byte blk[16 * V];
+                                    if constexpr (E == 2) transpose8x8_16(pls, blk, 16);
+                                    else transpose4x4_32(pls, blk, 16);
+                                    for (std::int64_t v = 0; v < V; ++v)
+                                        std::memcpy(devr[v], blk + 16 * v, 16);
+                                } else {
+                                    if constexpr (E == 2) transpose8x8_16(devr, plr, row_bytes);
+                                    else transpose4x4_32(devr, plr, row_bytes);
+                                }
+                            }
+                            for (; r < n; ++r)
+                                for (std::int64_t v = 0; v < V; ++v)
+                                    move(pl + static_cast<std::size_t>(r) * row_bytes + static_cast<std::size_t>(v) * E,
+                                         dev[v] + static_cast<std::size_t>(r) * E);
+                        }
+                    }
+                }
+#endif
+                for (; j < j1; ++j) {
                     Byte* ot = other + static_cast<std::size_t>(base + off(p, q, j) + o0) * E;
                     Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
                     if (contiguous) {

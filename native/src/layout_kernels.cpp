@@ -235,7 +235,30 @@ struct Walker {
         };
         const auto total = static_cast<std::int64_t>(count);
         std::int64_t t = 0;
+        // FRACTAL_Z -> NCHW and alike: the axis before the tiled pair (N) is close on the other side (C0 apart) while
+        // one tile row jumps a whole fractal row (N1*16*C0). Tiling several N slabs per block of rows reads the
+        // other side in long runs instead of touching a new page per element.
+        const bool interleave = p.kernel == 2 && k >= 3 && p.tables[q - 2].empty() &&
+                                p.strides[q - 2] * static_cast<std::int64_t>(E) < 4096;
         while (t < total) {
+            if (interleave && idx[q] == 0 && idx[q - 1] == 0) {
+                const std::size_t a = q - 1, b = q - 2;
+                const std::int64_t slab = p.dims[a] * dq;
+                const std::int64_t nb = std::min<std::int64_t>({p.dims[b] - idx[b], (total - t) / slab, 64});
+                if (nb >= 2) {
+                    const std::int64_t base0 = base_upto(b);
+                    for (std::int64_t r0 = 0; r0 < p.dims[a];) {
+                        const std::int64_t r1 = std::min(p.dims[a], (r0 / p.tile_rows + 1) * p.tile_rows);
+                        for (std::int64_t s = 0; s < nb; ++s)
+                            tile(t + s * slab + r0 * dq, base0 + off(p, b, idx[b] + s), r0, r1);
+                        r0 = r1;
+                    }
+                    t += nb * slab;
+                    idx[b] += nb;
+                    if (idx[b] == p.dims[b]) carry(b);
+                    continue;
+                }
+            }
             if (p.kernel == 2 && idx[q] == 0) {
                 const std::size_t a = q - 1;
                 const std::int64_t rows = std::min(p.dims[a] - idx[a], (total - t) / dq);

@@ -43,4 +43,5 @@ PYBIND11_MODULE(_core, m) {
     bind_dtype(m);
     bind_dump(m);
     bind_metrics(m);
+    bind_layout(m);
 }

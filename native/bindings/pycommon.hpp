@@ -15,6 +15,7 @@ namespace py = pybind11;
 void bind_dtype(py::module_& m);
 void bind_dump(py::module_& m);
 void bind_metrics(py::module_& m);
+void bind_layout(py::module_& m);
 
 // Translate core exceptions; dumpcmp::DumpError becomes dumpcmp.errors.DumpError (defined in Python, a ValueError).
 void register_errors(py::module_& m);

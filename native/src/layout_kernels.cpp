@@ -1,0 +1,393 @@
+// The loops that run a layout Plan: one walker over the plain side in row-major order, three ways to move a row.
+//   runs  (kernel 1): the last axis is contiguous on the other side in runs (NZ <-> ND, 5HD <-> NHWC, copies):
+//                     block copies of whole runs.
+//   tiles (kernel 2): the last axis is strided on the other side but the second-last is contiguous there
+//                     (5HD <-> NCHW, FRACTAL_Z <-> NCHW, NCHW <-> NHWC): small transposes of R rows x Q columns, so
+//                     both sides are touched a cache line at a time.
+//   elements (kernel 0): everything else, one table lookup per element.
+// Every element access is a memcpy of the element size: the source may be an unaligned region of a mapped dump.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "dumpcmp/layout.hpp"
+#include "dumpcmp/parallel.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define DUMPCMP_LAYOUT_SSE2 1
+#endif
+
+namespace dumpcmp {
+
+namespace {
+
+using Byte = unsigned char;
+
+inline std::int64_t off(const Plan& p, std::size_t a, std::int64_t i) {
+    const auto& t = p.tables[a];
+    return t.empty() ? i * p.strides[a] : t[static_cast<std::size_t>(i)];
+}
+
+// Fixed sizes let the compiler emit plain moves instead of a call for the short runs of C0 elements.
+inline void copy_bytes(Byte* dst, const Byte* src, std::size_t n) {
+    switch (n) {
+        case 8: std::memcpy(dst, src, 8); return;
+        case 16: std::memcpy(dst, src, 16); return;
+        case 32: std::memcpy(dst, src, 32); return;
+        case 64: std::memcpy(dst, src, 64); return;
+        case 128: std::memcpy(dst, src, 128); return;
+        default: std::memcpy(dst, src, n);
+    }
+}
+
+#if DUMPCMP_LAYOUT_SSE2
+// Square transposes in registers (SSE2 is part of x86-64, so no dispatch is needed): `in[v]` points at V elements
+// that become column v of the output rows `out + r * out_stride`. The same code serves both directions.
+inline void transpose8x8_16(Byte* const* in, Byte* out, std::size_t out_stride) {
+    auto ld = [&](int v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in[v])); };
+    const __m128i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3), a4 = ld(4), a5 = ld(5), a6 = ld(6), a7 = ld(7);
+    const __m128i t0 = _mm_unpacklo_epi16(a0, a1), t1 = _mm_unpackhi_epi16(a0, a1);
+    const __m128i t2 = _mm_unpacklo_epi16(a2, a3), t3 = _mm_unpackhi_epi16(a2, a3);
+    const __m128i t4 = _mm_unpacklo_epi16(a4, a5), t5 = _mm_unpackhi_epi16(a4, a5);
+    const __m128i t6 = _mm_unpacklo_epi16(a6, a7), t7 = _mm_unpackhi_epi16(a6, a7);
+    const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+    const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+    const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+    const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+    auto st = [&](std::size_t r, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * out_stride), v); };
+    st(0, _mm_unpacklo_epi64(u0, u4));
+    st(1, _mm_unpackhi_epi64(u0, u4));
+    st(2, _mm_unpacklo_epi64(u1, u5));
+    st(3, _mm_unpackhi_epi64(u1, u5));
+    st(4, _mm_unpacklo_epi64(u2, u6));
+    st(5, _mm_unpackhi_epi64(u2, u6));
+    st(6, _mm_unpacklo_epi64(u3, u7));
+    st(7, _mm_unpackhi_epi64(u3, u7));
+}
+
+inline void transpose4x4_32(Byte* const* in, Byte* out, std::size_t out_stride) {
+    auto ld = [&](int v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in[v])); };
+    const __m128i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3);
+    const __m128i t0 = _mm_unpacklo_epi32(a0, a1), t1 = _mm_unpacklo_epi32(a2, a3);
+    const __m128i t2 = _mm_unpackhi_epi32(a0, a1), t3 = _mm_unpackhi_epi32(a2, a3);
+    auto st = [&](std::size_t r, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * out_stride), v); };
+    st(0, _mm_unpacklo_epi64(t0, t1));
+    st(1, _mm_unpackhi_epi64(t0, t1));
+    st(2, _mm_unpacklo_epi64(t2, t3));
+    st(3, _mm_unpackhi_epi64(t2, t3));
+}
+#endif
+
+// Scatter = false: plain[i] = other[offset(i)] (decode, permute). Scatter = true: other[offset(i)] = plain[i].
+template <std::size_t E, bool Scatter>
+struct Walker {
+    const Plan& p;
+    Byte* plain;  // element `first` of the plain side
+    Byte* other;
+
+    static void move(Byte* plain_at, Byte* other_at) {
+        if constexpr (Scatter) std::memcpy(other_at, plain_at, E);
+        else std::memcpy(plain_at, other_at, E);
+    }
+
+    // Plain elements t .. t + (j1 - j0) are the last axis's j0 .. j1 at other-side offset `base`.
+    void row(std::int64_t t, std::int64_t base, std::int64_t j0, std::int64_t j1, const std::int64_t* pair_row) const {
+        const std::size_t q = p.dims.size() - 1;
+        Byte* pl = plain + static_cast<std::size_t>(t) * E;
+        if (p.kernel == 1) {
+            const std::int64_t L = p.run_length;
+            const std::int64_t* tq = p.tables[q].empty() ? nullptr : p.tables[q].data();
+            // only the first run can start inside a run: no division per run
+            for (std::int64_t j = j0, n = std::min(L - j0 % L, j1 - j0); j < j1; n = std::min(L, j1 - j)) {
+                Byte* ot = other + static_cast<std::size_t>(base + (tq != nullptr ? tq[j] : j * p.strides[q])) * E;
+                const auto bytes = static_cast<std::size_t>(n) * E;
+                if constexpr (Scatter) copy_bytes(ot, pl, bytes);
+                else copy_bytes(pl, ot, bytes);
+                pl += bytes;
+                j += n;
+            }
+            return;
+        }
+        const auto& tq = p.tables[q];
+        if (pair_row != nullptr) {
+            for (std::int64_t j = j0; j < j1; ++j, pl += E)
+                move(pl, other + static_cast<std::size_t>(base + off(p, q, j) + pair_row[j]) * E);
+        } else if (tq.empty()) {
+            const std::int64_t s = p.strides[q];
+            Byte* ot = other + static_cast<std::size_t>(base + j0 * s) * E;
+            const auto step = static_cast<std::size_t>(s) * E;
+            for (std::int64_t j = j0; j < j1; ++j, pl += E, ot += step) move(pl, ot);
+        } else {
+            for (std::int64_t j = j0; j < j1; ++j, pl += E)
+                move(pl, other + static_cast<std::size_t>(base + tq[static_cast<std::size_t>(j)]) * E);
+        }
+    }
+
+    // Whole rows ra .. rb of the second-last axis (all of the last axis), the first at plain element t.
+    void tile(std::int64_t t, std::int64_t base, std::int64_t ra, std::int64_t rb) const {
+        const std::size_t q = p.dims.size() - 1, a = q - 1;
+        const std::int64_t dq = p.dims[q];
+        const std::int64_t R = p.tile_rows;
+        constexpr std::int64_t Q = E <= 2 ? 256 : E == 4 ? 128 : 64;
+        const auto row_bytes = static_cast<std::size_t>(dq) * E;
+        Byte buf[64 * E];
+        for (std::int64_t r0 = ra; r0 < rb;) {
+            const std::int64_t r1 = std::min(rb, (r0 / R + 1) * R);
+            const std::int64_t n = r1 - r0;
+            const std::int64_t o0 = off(p, a, r0);
+            const bool contiguous = n <= 64 && off(p, a, r1 - 1) - o0 == n - 1;
+            Byte* pl0 = plain + static_cast<std::size_t>(t + (r0 - ra) * dq) * E;
+            for (std::int64_t j0 = 0; j0 < dq; j0 += Q) {
+                const std::int64_t j1 = std::min(dq, j0 + Q);
+                std::int64_t j = j0;
+#if DUMPCMP_LAYOUT_SSE2
+                if constexpr (E == 2 || E == 4) {
+                    // V x V blocks through registers; what does not fill a block goes the scalar way below
+                    constexpr std::int64_t V = 16 / E;
+                    if (contiguous && n >= V) {
+                        for (; j + V <= j1; j += V) {
+                            Byte* dev[V];
+                            for (std::int64_t v = 0; v < V; ++v)
+                                dev[v] = other + static_cast<std::size_t>(base + off(p, q, j + v) + o0) * E;
+                            Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
+                            std::int64_t r = 0;
+                            for (; r + V <= n; r += V) {
+                                Byte* pls[V];
+                                Byte* devr[V];
+                                for (std::int64_t v = 0; v < V; ++v) devr[v] = dev[v] + static_cast<std::size_t>(r) * E;
+                                Byte* plr = pl + static_cast<std::size_t>(r) * row_bytes;
+                                if constexpr (Scatter) {
+                                    for (std::int64_t v = 0; v < V; ++v)
+                                        pls[v] = plr + static_cast<std::size_t>(v) * row_bytes;
+                                    // plain rows r..r+V, columns j..j+V -> device columns: out stride is the
+                                    // distance between consecutive j on the device side, which varies, so
+                                    // transpose into a local block first
+                                    alignas(16) Byte blk[16 * V];
+                                    if constexpr (E == 2) transpose8x8_16(pls, blk, 16);
+                                    else transpose4x4_32(pls, blk, 16);
+                                    for (std::int64_t v = 0; v < V; ++v)
+                                        std::memcpy(devr[v], blk + 16 * v, 16);
+                                } else {
+                                    if constexpr (E == 2) transpose8x8_16(devr, plr, row_bytes);
+                                    else transpose4x4_32(devr, plr, row_bytes);
+                                }
+                            }
+                            for (; r < n; ++r)
+                                for (std::int64_t v = 0; v < V; ++v)
+                                    move(pl + static_cast<std::size_t>(r) * row_bytes + static_cast<std::size_t>(v) * E,
+                                         dev[v] + static_cast<std::size_t>(r) * E);
+                        }
+                    }
+                }
+#endif
+                for (; j < j1; ++j) {
+                    Byte* ot = other + static_cast<std::size_t>(base + off(p, q, j) + o0) * E;
+                    Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
+                    if (contiguous) {
+                        if constexpr (Scatter) {
+                            for (std::int64_t r = 0; r < n; ++r, pl += row_bytes)
+                                std::memcpy(buf + static_cast<std::size_t>(r) * E, pl, E);
+                            std::memcpy(ot, buf, static_cast<std::size_t>(n) * E);
+                        } else {
+                            std::memcpy(buf, ot, static_cast<std::size_t>(n) * E);
+                            for (std::int64_t r = 0; r < n; ++r, pl += row_bytes)
+                                std::memcpy(pl, buf + static_cast<std::size_t>(r) * E, E);
+                        }
+                    } else {
+                        for (std::int64_t r = r0; r < r1; ++r, pl += row_bytes)
+                            move(pl, ot + static_cast<std::size_t>(off(p, a, r) - o0) * E);
+                    }
+                }
+            }
+            r0 = r1;
+        }
+    }
+
+    void walk(std::uint64_t first, std::uint64_t count) const {
+        const std::size_t k = p.dims.size();
+        if (count == 0) return;
+        if (k == 0) {  // a single element
+            move(plain, other);
+            return;
+        }
+        std::vector<std::int64_t> idx(k);
+        std::uint64_t rest = first;
+        for (std::size_t a = k; a-- > 0;) {
+            const auto d = static_cast<std::uint64_t>(p.dims[a]);
+            idx[a] = static_cast<std::int64_t>(rest % d);
+            rest /= d;
+        }
+        const std::size_t q = k - 1;
+        const std::int64_t dq = p.dims[q];
+        auto base_upto = [&](std::size_t end) {
+            std::int64_t b = 0;
+            for (std::size_t a = 0; a < end; ++a) b += off(p, a, idx[a]);
+            return b;
+        };
+        auto carry = [&](std::size_t from) {  // idx[from] just passed its end
+            for (std::size_t a = from + 1; a-- > 0;) {
+                if (idx[a] < p.dims[a]) return;
+                idx[a] = 0;
+                if (a > 0) ++idx[a - 1];
+            }
+        };
+        const auto total = static_cast<std::int64_t>(count);
+        std::int64_t t = 0;
+        // FRACTAL_Z -> NCHW and alike: the axis before the tiled pair (N) is close on the other side (C0 apart) while
+        // one tile row jumps a whole fractal row (N1*16*C0). Tiling several N slabs per block of rows reads the
+        // other side in long runs instead of touching a new page per element.
+        const bool interleave = p.kernel == 2 && k >= 3 && p.tables[q - 2].empty() &&
+                                p.strides[q - 2] * static_cast<std::int64_t>(E) < 4096;
+        while (t < total) {
+            if (interleave && idx[q] == 0 && idx[q - 1] == 0) {
+                const std::size_t a = q - 1, b = q - 2;
+                const std::int64_t slab = p.dims[a] * dq;
+                const std::int64_t nb = std::min<std::int64_t>({p.dims[b] - idx[b], (total - t) / slab, 64});
+                if (nb >= 2) {
+                    const std::int64_t base0 = base_upto(b);
+                    for (std::int64_t r0 = 0; r0 < p.dims[a];) {
+                        const std::int64_t r1 = std::min(p.dims[a], (r0 / p.tile_rows + 1) * p.tile_rows);
+                        for (std::int64_t s = 0; s < nb; ++s)
+                            tile(t + s * slab + r0 * dq, base0 + off(p, b, idx[b] + s), r0, r1);
+                        r0 = r1;
+                    }
+                    t += nb * slab;
+                    idx[b] += nb;
+                    if (idx[b] == p.dims[b]) carry(b);
+                    continue;
+                }
+            }
+            if (p.kernel == 2 && idx[q] == 0) {
+                const std::size_t a = q - 1;
+                const std::int64_t rows = std::min(p.dims[a] - idx[a], (total - t) / dq);
+                if (rows > 0) {
+                    tile(t, base_upto(a), idx[a], idx[a] + rows);
+                    t += rows * dq;
+                    idx[a] += rows;
+                    if (idx[a] == p.dims[a]) carry(a);
+                    continue;
+                }
+            }
+            const std::int64_t j0 = idx[q], j1 = std::min(dq, j0 + (total - t));
+            std::int64_t base = base_upto(q);
+            const std::int64_t* pair_row = nullptr;
+            if (p.pair_a >= 0) {
+                const auto pa = static_cast<std::size_t>(p.pair_a), pb = static_cast<std::size_t>(p.pair_b);
+                if (pb == q) pair_row = p.pair_table.data() + static_cast<std::size_t>(idx[pa] * p.dims[pb]);
+                else base += p.pair_table[static_cast<std::size_t>(idx[pa] * p.dims[pb] + idx[pb])];
+            }
+            row(t, base, j0, j1, pair_row);
+            t += j1 - j0;
+            idx[q] = j1;
+            if (j1 == dq) carry(q);
+        }
+    }
+};
+
+template <bool Scatter>
+void walk(const Plan& p, Byte* plain, Byte* other, std::uint64_t first, std::uint64_t count) {
+    switch (p.elem_size) {
+        case 1: Walker<1, Scatter>{p, plain, other}.walk(first, count); break;
+        case 2: Walker<2, Scatter>{p, plain, other}.walk(first, count); break;
+        case 4: Walker<4, Scatter>{p, plain, other}.walk(first, count); break;
+        case 8: Walker<8, Scatter>{p, plain, other}.walk(first, count); break;
+        default: throw std::invalid_argument("layout plan with element size " + std::to_string(p.elem_size));
+    }
+}
+
+void check_window(const Plan& p, std::uint64_t first, std::uint64_t count, const char* what) {
+    if (p.encode)
+        throw std::invalid_argument(std::string(what) + " reads a decode or plain-to-plain plan, not an encode plan");
+    if (first > p.dst_count || count > p.dst_count - first)
+        throw std::out_of_range(std::string(what) + ": elements [" + std::to_string(first) + ", " +
+                                std::to_string(first + count) + ") pass the end of the " +
+                                std::to_string(p.dst_count) + "-element destination");
+}
+
+// Chunks of whole tile blocks (or rows) of about 1 MiB, so threads never share a cache line of the destination
+// except at chunk edges, where writes are to distinct bytes anyway.
+std::uint64_t chunk_elements(const Plan& p) {
+    const std::uint64_t target = (std::uint64_t{1} << 20) / p.elem_size;
+    std::uint64_t unit = 1;
+    if (!p.dims.empty()) {
+        unit = static_cast<std::uint64_t>(p.dims.back());
+        if (p.kernel == 2) unit *= static_cast<std::uint64_t>(p.tile_rows);
+    }
+    return std::max<std::uint64_t>(1, target / unit) * unit;
+}
+
+}  // namespace
+
+void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
+    auto* s = const_cast<Byte*>(static_cast<const Byte*>(src));  // never written: only the destination is
+    auto* d = static_cast<Byte*>(dst);
+    const std::uint64_t total = p.encode ? p.src_count : p.dst_count;
+    const std::uint64_t chunk = chunk_elements(p);
+    const std::uint64_t chunks = (total + chunk - 1) / chunk;
+    if (threads == 0) threads = num_threads();
+    if (total * p.elem_size < (std::uint64_t{1} << 21)) threads = 1;  // thread start-up costs more than the copy
+    if (p.encode) {
+        // Padding must read back as zeros; a first pass clears everything, the scatter fills the data.
+        const std::uint64_t bytes = p.dst_count * p.elem_size;
+        const std::uint64_t zchunk = std::uint64_t{1} << 22;
+        parallel_for(static_cast<std::size_t>((bytes + zchunk - 1) / zchunk), [&](std::size_t c) {
+            const std::uint64_t b0 = c * zchunk, n = std::min(zchunk, bytes - b0);
+            std::memset(d + b0, 0, static_cast<std::size_t>(n));
+        }, threads);
+        parallel_for(static_cast<std::size_t>(chunks), [&](std::size_t c) {
+            const std::uint64_t first = c * chunk, n = std::min(chunk, total - first);
+            walk<true>(p, s + first * p.elem_size, d, first, n);
+        }, threads);
+        return;
+    }
+    parallel_for(static_cast<std::size_t>(chunks), [&](std::size_t c) {
+        const std::uint64_t first = c * chunk, n = std::min(chunk, total - first);
+        walk<false>(p, d + first * p.elem_size, s, first, n);
+    }, threads);
+}
+
+void decode_range(const Plan& p, const void* src, std::uint64_t first, std::uint64_t count, void* dst) {
+    check_window(p, first, count, "decode_range");
+    walk<false>(p, static_cast<Byte*>(dst), const_cast<Byte*>(static_cast<const Byte*>(src)), first, count);
+}
+
+void source_indices(const Plan& p, std::uint64_t first, std::uint64_t count, std::uint64_t* out) {
+    check_window(p, first, count, "source_indices");
+    if (count == 0) return;
+    const std::size_t k = p.dims.size();
+    if (k == 0) {
+        out[0] = 0;
+        return;
+    }
+    std::vector<std::int64_t> idx(k);
+    std::uint64_t rest = first;
+    for (std::size_t a = k; a-- > 0;) {
+        const auto d = static_cast<std::uint64_t>(p.dims[a]);
+        idx[a] = static_cast<std::int64_t>(rest % d);
+        rest /= d;
+    }
+    const std::size_t q = k - 1;
+    for (std::uint64_t t = 0; t < count;) {
+        std::int64_t base = 0;
+        for (std::size_t a = 0; a < q; ++a) base += off(p, a, idx[a]);
+        const std::int64_t* pair_row = nullptr;
+        if (p.pair_a >= 0) {
+            const auto pa = static_cast<std::size_t>(p.pair_a), pb = static_cast<std::size_t>(p.pair_b);
+            if (pb == q) pair_row = p.pair_table.data() + static_cast<std::size_t>(idx[pa] * p.dims[pb]);
+            else base += p.pair_table[static_cast<std::size_t>(idx[pa] * p.dims[pb] + idx[pb])];
+        }
+        const std::int64_t j1 = std::min<std::int64_t>(p.dims[q], idx[q] + static_cast<std::int64_t>(count - t));
+        for (std::int64_t j = idx[q]; j < j1; ++j, ++t)
+            out[t] = static_cast<std::uint64_t>(base + off(p, q, j) + (pair_row != nullptr ? pair_row[j] : 0));
+        idx[q] = j1;
+        for (std::size_t a = q + 1; a-- > 0;) {
+            if (idx[a] < p.dims[a]) break;
+            idx[a] = 0;
+            if (a > 0) ++idx[a - 1];
+        }
+    }
+}
+
+}  // namespace dumpcmp

@@ -1,0 +1,395 @@
+"""The layout codec against the spec's formulas (explicit loops), the spec's recipes, and round trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import layout_reference as ref
+from dumpcmp import layout as L
+from dumpcmp.errors import DumpcmpError
+
+DTYPES = [np.uint8, np.int16, np.float32, np.float64]  # element sizes 1, 2, 4, 8
+FAMILY4 = ["NCHW", "NHWC", "HWCN", "CHWN", "ND"]
+FAMILY5 = ["NCDHW", "NDHWC", "DHWCN", "ND"]
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20261121)
+
+
+def values(shape, dtype, rng):
+    """Distinct-ish non-zero values, so a misplaced or dropped element shows."""
+    n = int(np.prod(shape, dtype=np.int64))
+    v = rng.permutation(n) % 250 + 1 if np.dtype(dtype).itemsize == 1 else rng.permutation(n) + 1
+    return v.astype(dtype).reshape(shape)
+
+
+# ---- hand-worked: every element position against the spec's formula, loop by loop --------------------------
+
+
+def test_nc1hwc0_every_position(rng):
+    x = values((2, 5, 3, 2), np.float16, rng)  # C = 5 with C0 = 4: C1 = 2, three padded channels
+    want = ref.loops_nc1hwc0(x, 4)
+    got = L.convert(x, "NCHW", "NC1HWC0", c0=4)
+    assert got.shape == (2, 2, 3, 2, 4)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(L.convert(want, "NC1HWC0", "NCHW", original_shape=x.shape), x)
+    # element (1, 4, 2, 1) sits at [1, 4 // 4, 2, 1, 4 % 4]
+    assert got[1, 1, 2, 1, 0] == x[1, 4, 2, 1]
+    assert not got[:, 1, :, :, 1:].any()  # padding channels 5..7 are zero
+
+
+def test_nc1hwc0_c04_every_position(rng):
+    x = values((1, 3, 2, 3), np.int32, rng)
+    want = ref.loops_nc1hwc0(x, 4)
+    got = L.convert(x, "NCHW", "NC1HWC0_C04")  # C0 = 4 by default for the _C04 formats
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(L.convert(want, "NC1HWC0_C04", "NCHW", original_shape=x.shape), x)
+
+
+def test_ndc1hwc0_every_position(rng):
+    x = values((2, 3, 2, 2, 3), np.int16, rng)  # NCDHW
+    want = ref.loops_ndc1hwc0(x, 2)
+    got = L.convert(x, "NCDHW", "NDC1HWC0", c0=2)
+    assert got.shape == (2, 2, 2, 2, 3, 2)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(L.convert(want, "NDC1HWC0", "NCDHW", original_shape=x.shape), x)
+
+
+def test_fractal_z_every_position(rng):
+    x = values((18, 5, 2, 3), np.float32, rng)  # N = 18 -> N1 = 2; C = 5, C0 = 4 -> C1 = 2
+    want = ref.loops_fractal_z(x, 4)
+    got = L.convert(x, "NCHW", "FRACTAL_Z", c0=4)
+    assert got.shape == (2 * 2 * 3, 2, 16, 4)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(L.convert(want, "FRACTAL_Z", "NCHW", original_shape=x.shape), x)
+    assert got[(4 // 4) * 6 + 1 * 3 + 2, 17 // 16, 17 % 16, 4 % 4] == x[17, 4, 1, 2]
+
+
+def test_fractal_z_c04_every_position(rng):
+    x = values((3, 3, 3, 3), np.float16, rng)
+    want = ref.loops_fractal_z(x, 4)
+    got = L.convert(x, "NCHW", "FRACTAL_Z_C04")
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(L.convert(want, "FRACTAL_Z_C04", "NCHW", original_shape=x.shape), x)
+
+
+@pytest.mark.parametrize(
+    "n, cin, h, w, groups, c0",
+    [
+        (4, 3, 2, 2, 2, 16),    # e = 2: two groups share one fractal block
+        (6, 3, 1, 2, 6, 16),    # e = 6 (capped by G)
+        (32, 1, 2, 1, 32, 16),  # depthwise: e = 16, G' = 2
+        (12, 5, 2, 2, 3, 8),
+        (48, 16, 1, 1, 3, 16),  # e = 1: groups side by side
+        (8, 2, 3, 1, 4, 4),
+    ],
+)
+def test_grouped_fractal_z_every_position(n, cin, h, w, groups, c0, rng):
+    x = values((n, cin, h, w), np.int16, rng)
+    want = ref.loops_fractal_z_grouped(x, groups, c0)
+    got = L.convert(x, "NCHW", "FRACTAL_Z", c0=c0, groups=groups)
+    np.testing.assert_array_equal(got, want)
+    for plain in FAMILY4:
+        back = L.convert(want, "FRACTAL_Z", plain, original_shape=x.shape, original_format="NCHW", groups=groups)
+        np.testing.assert_array_equal(back, ref.permute(x, "NCHW", plain))
+        np.testing.assert_array_equal(L.convert(back, plain, "FRACTAL_Z", c0=c0, groups=groups), want)
+
+
+def test_fractal_z_3d_every_position(rng):
+    x = values((17, 3, 2, 2, 2), np.float32, rng)  # NCDHW
+    want = ref.loops_fractal_z_3d(x, 2)
+    got = L.convert(x, "NCDHW", "FRACTAL_Z_3D", c0=2)
+    assert got.shape == (2 * 2 * 2 * 2, 2, 16, 2)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(L.convert(want, "FRACTAL_Z_3D", "NCDHW", original_shape=x.shape), x)
+
+
+@pytest.mark.parametrize("shape", [(3, 17, 5), (20, 9), (7,), (2, 1, 33, 4)])
+def test_fractal_nz_every_position(shape, rng):
+    x = values(shape, np.float16, rng)
+    want = ref.loops_fractal_nz(x, 4)
+    got = L.convert(x, "ND", "FRACTAL_NZ", c0=4)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(L.convert(want, "FRACTAL_NZ", "ND", original_shape=shape), x)
+
+
+# ---- the spec's recipes --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_recipes_agree(dtype, rng):
+    x = values((3, 21, 4, 5), dtype, rng)
+    dev = L.convert(x, "NCHW", "NC1HWC0", c0=8)
+    np.testing.assert_array_equal(L.convert(dev, "NC1HWC0", "NCHW", original_shape=x.shape),
+                                  ref.recipe_decode_nc1hwc0(dev, 21))
+    fz = L.convert(x, "NCHW", "FRACTAL_Z", c0=16)
+    np.testing.assert_array_equal(fz, ref.recipe_encode(x, "FRACTAL_Z", "NCHW", 16))
+    np.testing.assert_array_equal(L.convert(fz, "FRACTAL_Z", "NCHW", original_shape=x.shape),
+                                  ref.recipe_decode_fractal_z(fz, 3, 21, 4, 5))
+    hwcn = L.convert(fz, "FRACTAL_Z", "HWCN", original_shape=(3, 21, 4, 5), original_format="NCHW")
+    np.testing.assert_array_equal(hwcn, ref.recipe_decode_fractal_z(fz, 3, 21, 4, 5, to="HWCN"))
+    x5 = values((2, 19, 3, 2, 3), dtype, rng)
+    d6 = L.convert(x5, "NCDHW", "NDC1HWC0", c0=16)
+    np.testing.assert_array_equal(L.convert(d6, "NDC1HWC0", "NCDHW", original_shape=x5.shape),
+                                  ref.recipe_decode_ndc1hwc0(d6, 19))
+    fz3 = L.convert(x5, "NCDHW", "FRACTAL_Z_3D", c0=8)
+    np.testing.assert_array_equal(L.convert(fz3, "FRACTAL_Z_3D", "NCDHW", original_shape=x5.shape),
+                                  ref.recipe_decode_fractal_z_3d(fz3, 2, 19, 3, 2, 3))
+    m = values((2, 3, 35, 19), dtype, rng)
+    nz = L.convert(m, "ND", "FRACTAL_NZ", c0=16)
+    np.testing.assert_array_equal(L.convert(nz, "FRACTAL_NZ", "ND", original_shape=m.shape),
+                                  ref.recipe_decode_fractal_nz(nz, m.shape))
+
+
+# ---- round trips over every layout, element size, C0 and plain format ----------------------------------------
+
+DEVICE_CASES = [
+    ("NC1HWC0", FAMILY4, 4), ("NC1HWC0_C04", FAMILY4, 4), ("FRACTAL_Z", FAMILY4, 4), ("FRACTAL_Z_C04", FAMILY4, 4),
+    ("NDC1HWC0", FAMILY5, 5), ("FRACTAL_Z_3D", FAMILY5, 5), ("FRACTAL_NZ", ["ND", "NCHW", "NCDHW"], 0),
+]
+
+
+@pytest.mark.parametrize(
+    "device, plains, rank, c0",
+    [(d, p, r, c0) for d, p, r in DEVICE_CASES for c0 in ([4] if d.endswith("_C04") else [4, 8, 16, 32, 64])],
+)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip(device, plains, rank, c0, dtype, rng):
+    for plain in plains:
+        for _ in range(3):
+            if device == "FRACTAL_NZ":
+                r = {"ND": int(rng.integers(1, 5)), "NCHW": 4, "NCDHW": 5}[plain]
+                shape = tuple(int(d) for d in rng.integers(1, 4, size=max(r - 2, 0))) + (
+                    int(rng.integers(1, 40)), int(rng.integers(1, 3 * c0)))
+                shape = shape[-r:]
+            else:
+                shape = tuple(int(d) for d in rng.integers(1, 6, size=rank))
+                # channels and kernels that are rarely multiples of C0 or 16
+                if plain != "ND":
+                    shape = list(shape)
+                    shape[plain.index("C")] = int(rng.integers(1, 2 * c0 + 3))
+                    shape[plain.index("N")] = int(rng.integers(1, 40))
+                    shape = tuple(shape)
+            x = values(shape, dtype, rng)
+            dev = L.convert(x, plain, device, c0=c0)
+            np.testing.assert_array_equal(dev, ref.recipe_encode(x, device, plain, c0))
+            back = L.convert(dev, device, plain, original_shape=shape)
+            assert back.dtype == x.dtype
+            np.testing.assert_array_equal(back, x)
+
+
+@pytest.mark.parametrize("src", ["NCHW", "NHWC", "HWCN", "CHWN"])
+@pytest.mark.parametrize("dst", ["NCHW", "NHWC", "HWCN", "CHWN", "ND"])
+def test_plain_permutations(src, dst, rng):
+    x = values((3, 7, 5, 4), np.float32, rng)
+    got = L.convert(x, src, dst)
+    np.testing.assert_array_equal(got, ref.permute(x, src, dst))
+    np.testing.assert_array_equal(L.convert(got, dst, src), x)
+
+
+@pytest.mark.parametrize("src", ["NCDHW", "NDHWC", "DHWCN"])
+@pytest.mark.parametrize("dst", ["NCDHW", "NDHWC", "DHWCN"])
+def test_plain_permutations_5d(src, dst, rng):
+    x = values((2, 3, 4, 5, 6), np.int8, rng)
+    np.testing.assert_array_equal(L.convert(x, src, dst), ref.permute(x, src, dst))
+
+
+def test_device_to_other_plain_orders(rng):
+    x = values((20, 35, 3, 4), np.float16, rng)  # NCHW
+    dev = L.convert(x, "NCHW", "NC1HWC0")
+    for plain in ["NHWC", "HWCN", "CHWN"]:
+        got = L.convert(dev, "NC1HWC0", plain, original_shape=x.shape, original_format="NCHW")
+        np.testing.assert_array_equal(got, ref.permute(x, "NCHW", plain))
+        # the original shape may also be written in the destination's order (the default)
+        got2 = L.convert(dev, "NC1HWC0", plain, original_shape=ref.permute(x, "NCHW", plain).shape)
+        np.testing.assert_array_equal(got2, got)
+    fz = L.convert(x, "NCHW", "FRACTAL_Z")
+    np.testing.assert_array_equal(L.convert(fz, "FRACTAL_Z", "NHWC", original_shape=x.shape, original_format="NCHW"),
+                                  ref.permute(x, "NCHW", "NHWC"))
+
+
+def test_large_tensor_uses_threads_and_tiles(rng):
+    # > 2 MB, so the threaded path runs; odd sizes cut tiles and chunks at awkward places
+    x = rng.standard_normal((3, 37, 61, 67)).astype(np.float32)
+    for device in ["NC1HWC0", "FRACTAL_Z"]:
+        dev = L.convert(x, "NCHW", device, threads=2)
+        np.testing.assert_array_equal(dev, ref.recipe_encode(x, device, "NCHW", 16))
+        for threads in (1, 2):
+            np.testing.assert_array_equal(L.convert(dev, device, "NCHW", original_shape=x.shape, threads=threads), x)
+    m = rng.standard_normal((3, 301, 917)).astype(np.float16)
+    nz = L.convert(m, "ND", "FRACTAL_NZ")
+    np.testing.assert_array_equal(nz, ref.recipe_encode(m, "FRACTAL_NZ", "ND", 16))
+    np.testing.assert_array_equal(L.convert(nz, "FRACTAL_NZ", "ND", original_shape=m.shape), m)
+
+
+def test_bool_and_ml_dtypes(rng):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = rng.integers(0, 2, size=(2, 17, 3, 3)).astype(bool)
+    dev = L.convert(x, "NCHW", "NC1HWC0")
+    assert dev.dtype == bool and dev.shape[-1] == 32  # 1-byte elements default to C0 = 32
+    np.testing.assert_array_equal(L.convert(dev, "NC1HWC0", "NCHW", original_shape=x.shape), x)
+    b = rng.standard_normal((40, 33)).astype(ml_dtypes.bfloat16)
+    nz = L.convert(b, "ND", "FRACTAL_NZ")
+    assert nz.dtype == b.dtype
+    np.testing.assert_array_equal(L.convert(nz, "FRACTAL_NZ", "ND", original_shape=b.shape).view(np.uint16),
+                                  b.view(np.uint16))
+
+
+def test_padded_output(rng):
+    x = values((2, 5, 3, 3), np.float32, rng)
+    dev = L.convert(x, "NCHW", "NC1HWC0", c0=4)
+    padded = L.convert(dev, "NC1HWC0", "NCHW", padded=True)
+    assert padded.shape == (2, 8, 3, 3)
+    np.testing.assert_array_equal(padded[:, :5], x)
+    assert not padded[:, 5:].any()
+    m = values((20, 9), np.float16, rng)
+    nz = L.convert(m, "ND", "FRACTAL_NZ", c0=8)
+    p = L.convert(nz, "FRACTAL_NZ", "ND", padded=True)
+    assert p.shape == (32, 16)
+    np.testing.assert_array_equal(p[:20, :9], m)
+    assert not p[20:].any() and not p[:, 9:].any()
+    fz = L.convert(x, "NCHW", "FRACTAL_Z", c0=4)
+    pf = L.convert(fz, "FRACTAL_Z", "NCHW", original_shape=x.shape, padded=True)
+    assert pf.shape == (16, 8, 3, 3)
+    np.testing.assert_array_equal(pf[:2, :5], x)
+
+
+# ---- chunked form ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "src, plain_shape, dst, kwargs",
+    [
+        ("NCHW", (3, 37, 9, 11), "NC1HWC0", {}),
+        ("NCHW", (20, 19, 3, 5), "FRACTAL_Z", {}),
+        ("NCHW", (12, 5, 2, 3), "FRACTAL_Z", {"groups": 3}),
+        ("NHWC", (12, 5, 2, 3), "FRACTAL_Z", {"groups": 4}),  # N and C not adjacent: the pair table per element
+        ("ND", (3, 45, 70), "FRACTAL_NZ", {}),
+        ("NCDHW", (2, 19, 3, 4, 5), "NDC1HWC0", {}),
+        ("NCHW", (4, 5, 6, 7), "HWCN", {}),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float64])
+def test_decode_range_and_source_indices(src, plain_shape, dst, kwargs, dtype, rng):
+    x = values(plain_shape, dtype, rng)
+    dev = L.convert(x, src, dst, **kwargs)
+    back_fmt = src
+    plan = L.make_plan(dst, dev.shape, back_fmt, x.shape, itemsize=np.dtype(dtype).itemsize,
+                       groups=kwargs.get("groups", 1))
+    full = np.empty(x.shape, dtype)
+    plan.run(dev, full)
+    np.testing.assert_array_equal(full, x)
+    flat_full, flat_dev = full.ravel(), dev.ravel()
+    total = x.size
+    windows = [(0, total), (0, 1), (total - 1, 1), (total, 0)]
+    windows += [(int(a), int(rng.integers(0, total - a + 1))) for a in rng.integers(0, total, size=20)]
+    for first, count in windows:
+        got = plan.decode_range(dev, first, count)
+        np.testing.assert_array_equal(got, flat_full[first:first + count])
+        idx = plan.source_indices(first, count)
+        assert idx.dtype == np.uint64 and idx.shape == (count,)
+        np.testing.assert_array_equal(flat_dev[idx.astype(np.int64)], flat_full[first:first + count])
+    with pytest.raises(IndexError):
+        plan.decode_range(dev, total - 1, 2)
+    with pytest.raises(IndexError):
+        plan.source_indices(total + 1, 0)
+
+
+def test_source_indices_hit_every_data_position_once(rng):
+    x = values((5, 21, 3, 2), np.int16, rng)
+    dev = L.convert(x, "NCHW", "FRACTAL_Z", c0=8)
+    plan = L.make_plan("FRACTAL_Z", dev.shape, "NCHW", x.shape, itemsize=2)
+    idx = plan.source_indices(0, x.size).astype(np.int64)
+    assert len(np.unique(idx)) == x.size and idx.max() < dev.size
+    mask = np.zeros(dev.size, bool)
+    mask[idx] = True
+    assert not dev.ravel()[~mask].any()  # everything else is padding
+
+
+# ---- bad input ---------------------------------------------------------------------------------------------------
+
+
+def test_inconsistent_shapes():
+    dev = np.zeros((1, 2, 5, 5, 16), np.float16)
+    with pytest.raises(ValueError, match=r"does not hold NCHW \(1, 40, 5, 5\).*\(1, 3, 5, 5, 16\)"):
+        L.convert(dev, "NC1HWC0", "NCHW", original_shape=(1, 40, 5, 5))
+    with pytest.raises(ValueError, match="H and W"):
+        L.convert(np.zeros((75, 2, 16, 16), np.float16), "FRACTAL_Z", "NCHW")
+    with pytest.raises(ValueError, match="original shape"):
+        L.convert(np.zeros((2, 3, 16, 16), np.float16), "FRACTAL_NZ", "ND")
+    with pytest.raises(ValueError, match="5 dims"):
+        L.convert(np.zeros((1, 2, 5, 16), np.float16), "NC1HWC0", "NCHW", original_shape=(1, 20, 5, 1))
+    with pytest.raises(ValueError, match="4 dims"):
+        L.convert(np.zeros((2, 3, 4)), "NCHW", "NC1HWC0")
+    with pytest.raises(ValueError, match="C0"):
+        L.convert(np.zeros((1, 2, 5, 5, 0)), "NC1HWC0", "NCHW", padded=True)
+    with pytest.raises(ValueError, match="negative"):
+        L.make_plan("NC1HWC0", (1, -2, 5, 5, 16), "NCHW", (1, 20, 5, 5), itemsize=2)
+
+
+def test_size_mismatch():
+    with pytest.raises(ValueError, match="source shape"):
+        L.convert(np.zeros(100, np.float16), "NC1HWC0", "NCHW", shape=(1, 2, 5, 5, 16), padded=True)
+    plan = L.make_plan("NC1HWC0", (1, 2, 5, 5, 16), "NCHW", (1, 20, 5, 5), itemsize=2)
+    with pytest.raises(ValueError, match="elements"):
+        plan.run(np.zeros(799, np.float16), np.empty((1, 20, 5, 5), np.float16))
+    with pytest.raises(ValueError, match="elements"):
+        plan.run(np.zeros(800, np.float16), np.empty((1, 20, 5, 4), np.float16))
+    with pytest.raises(ValueError, match="2-byte"):
+        plan.run(np.zeros(800, np.float32), np.empty((1, 20, 5, 5), np.float32))
+    with pytest.raises(ValueError, match="read-only"):
+        ro = np.empty((1, 20, 5, 5), np.float16)
+        ro.flags.writeable = False
+        plan.run(np.zeros(800, np.float16), ro)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        plan.run(np.zeros(1600, np.float16)[::2], np.empty((1, 20, 5, 5), np.float16))
+    with pytest.raises(ValueError, match="1, 2, 4 or 8"):
+        L.convert(np.zeros((1, 3, 2, 2), np.complex128), "NCHW", "NC1HWC0")
+    with pytest.raises(ValueError, match="keeps the shape"):
+        L.make_plan("ND", (2, 3), "NCHW", (3, 2, 1, 1), itemsize=4)
+
+
+@pytest.mark.parametrize(
+    "src, dst",
+    [("NC1HWC0", "NCDHW"), ("NC1HWC0", "FRACTAL_Z"), ("NCHW", "NCDHW"), ("NCHW", "FRACTAL_DECONV"),
+     ("C1HWNCoC0", "NCHW"), ("NDC1HWC0", "NHWC")],
+)
+def test_unsupported_pairs(src, dst):
+    with pytest.raises(ValueError, match="unsupported|different axis|dims"):
+        L.make_plan(src, (1, 1, 1, 1, 16), dst, (1, 1, 1, 1), itemsize=2)
+    assert (src, dst) not in L.supported_pairs()
+
+
+def test_unknown_format_and_errors_are_dumpcmp_errors():
+    with pytest.raises(DumpcmpError, match="unknown format 'NOPE'"):
+        L.convert(np.zeros(4), "NOPE", "ND")
+    with pytest.raises(L.LayoutError):
+        L.convert(np.zeros((2, 3, 4, 5)), "NCHW", "NCDHW")
+
+
+def test_groups():
+    x = np.ones((6, 2, 3, 3), np.float16)
+    with pytest.raises(ValueError, match="groups = 4 does not divide N = 6"):
+        L.convert(x, "NCHW", "FRACTAL_Z", groups=4)
+    with pytest.raises(ValueError, match="only applies to FRACTAL_Z"):
+        L.convert(x, "NCHW", "NC1HWC0", groups=2)
+    depthwise = np.ones((32, 1, 1, 1), np.float16)
+    dev = L.convert(depthwise, "NCHW", "FRACTAL_Z", groups=32)
+    assert dev.shape == (2, 1, 16, 16)  # e = 16 groups per block
+    with pytest.raises(ValueError, match="does not hold"):  # the wrong group count gives another packing
+        L.convert(dev, "FRACTAL_Z", "NCHW", original_shape=depthwise.shape, groups=1)
+    with pytest.raises(ValueError, match="grouped"):
+        L.convert(dev, "FRACTAL_Z", "NCHW", original_shape=depthwise.shape, groups=32, padded=True)
+
+
+def test_supported_pairs_cover_the_original_tool():
+    pairs = set(L.supported_pairs())
+    original = [("FRACTAL_NZ", "NCHW"), ("FRACTAL_NZ", "ND"), ("HWCN", "FRACTAL_Z"), ("HWCN", "NCHW"),
+                ("HWCN", "NHWC"), ("NC1HWC0", "HWCN"), ("NC1HWC0", "NCHW"), ("NC1HWC0", "NHWC"),
+                ("NCHW", "FRACTAL_Z"), ("NCHW", "NHWC"), ("NHWC", "FRACTAL_Z"), ("NHWC", "HWCN"), ("NHWC", "NCHW")]
+    assert set(original) <= pairs
+    for device in L.DEVICE_FORMATS:
+        assert (device, "ND") in pairs and ("ND", device) in pairs

@@ -44,4 +44,5 @@ PYBIND11_MODULE(_core, m) {
     bind_dump(m);
     bind_metrics(m);
     bind_layout(m);
+    bind_compare(m);
 }

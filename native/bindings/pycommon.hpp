@@ -4,10 +4,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dumpcmp/dtype.hpp"
 #include "dumpcmp/mapped_file.hpp"
+#include "dumpcmp/metrics.hpp"
 
 namespace dumpcmp::bindings {
 namespace py = pybind11;
@@ -16,12 +19,18 @@ void bind_dtype(py::module_& m);
 void bind_dump(py::module_& m);
 void bind_metrics(py::module_& m);
 void bind_layout(py::module_& m);
+void bind_compare(py::module_& m);
 
 // Translate core exceptions; dumpcmp::DumpError becomes dumpcmp.errors.DumpError (defined in Python, a ValueError).
 void register_errors(py::module_& m);
 
 // A read-only NumPy view of bytes inside a mapping; the array keeps the mapping alive.
 py::array mapped_view(const py::dtype& dtype, std::vector<py::ssize_t> shape, const void* data, MappedFilePtr owner);
+
+// The dump data type of a NumPy dtype (ml_dtypes' bfloat16 and fp8 by name); `side` names the argument in errors.
+DataType numpy_data_type(const py::dtype& dt, const char* side);
+// A metric mask from indices 0-9 (None = all ten).
+MetricMask mask_from(const std::optional<std::vector<int>>& metrics);
 
 inline std::vector<py::ssize_t> to_ssize(const std::vector<std::int64_t>& v) {
     return std::vector<py::ssize_t>(v.begin(), v.end());

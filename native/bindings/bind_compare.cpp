@@ -1,0 +1,122 @@
+#include <memory>
+#include <optional>
+
+#include "dumpcmp/dump.hpp"
+#include "dumpcmp/engine.hpp"
+#include "dumpcmp/errors.hpp"
+#include "dumpcmp/format.hpp"
+#include "dumpcmp/layout.hpp"
+#include "pycommon.hpp"
+
+namespace dumpcmp::bindings {
+
+namespace {
+
+TensorKind kind_of(const std::string& s) {
+    if (s == "input") return TensorKind::input;
+    if (s == "output") return TensorKind::output;
+    throw std::invalid_argument("a compared tensor is an input or an output, not '" + s + "'");
+}
+
+Format format_of(const std::string& name) {
+    const std::int32_t v = format_from_name(name);
+    if (v < 0) throw std::invalid_argument("unknown format '" + name + "'");
+    return static_cast<Format>(v);
+}
+
+}  // namespace
+
+void bind_compare(py::module_& m) {
+    py::class_<TensorSource, std::shared_ptr<TensorSource>>(
+        m, "TensorSource", "One side of a comparison: stored bytes, data type, and the layout plan to walk them.")
+        .def_property_readonly("count", &TensorSource::count, "elements in the compared order")
+        .def_property_readonly("data_type", [](const TensorSource& s) { return data_type_info(s.type()).name; })
+        .def_property_readonly("has_plan", [](const TensorSource& s) { return s.plan() != nullptr; });
+
+    m.def("source_from_dump", [](const std::shared_ptr<DumpFile>& file, const std::string& kind, std::size_t index,
+                                 std::optional<std::string> dst_format, std::optional<std::vector<std::int64_t>> dst_shape,
+                                 int groups) {
+        const TensorDesc& t = file->tensor(kind_of(kind), index);
+        const DataTypeInfo* info = find_data_type(t.data_type);
+        if (info == nullptr || info->repr == Repr::none)
+            throw DumpError(file->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
+                                              ": data type has no numeric value to compare");
+        std::shared_ptr<const Plan> plan;
+        if (dst_format) {
+            if (!dst_shape) throw std::invalid_argument("a layout conversion needs the destination shape");
+            const std::size_t elem = info->bits % 8 == 0 ? static_cast<std::size_t>(info->bits / 8) : 1;
+            plan = std::make_shared<const Plan>(
+                make_plan(static_cast<Format>(t.format), t.shape, format_of(*dst_format), *dst_shape, groups, elem));
+        }
+        MappedFilePtr keep;
+        const std::uint8_t* bytes;
+        {
+            py::gil_scoped_release release;
+            bytes = file->tensor_bytes(t, &keep);
+        }
+        return std::make_shared<TensorSource>(bytes, info->type, t.element_count(), plan, keep);
+    }, py::arg("file"), py::arg("kind"), py::arg("index"), py::arg("dst_format") = py::none(),
+       py::arg("dst_shape") = py::none(), py::arg("groups") = 1,
+       "A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan "
+       "(device layout -> plain, cropped).");
+
+    m.def("source_from_array", [](const py::array& a, std::optional<std::string> data_type) {
+        if (!(a.flags() & py::array::c_style))
+            throw std::invalid_argument("the array is not C-contiguous (a Fortran-order .npy?): copy it explicitly");
+        DataType type;
+        std::uint64_t count = static_cast<std::uint64_t>(a.size());
+        if (data_type) {
+            const DataTypeInfo* info = find_data_type(*data_type);
+            if (info == nullptr) throw std::invalid_argument("unknown data type name '" + *data_type + "'");
+            type = info->type;
+            if (info->bits % 8 == 0 && info->bits > 0) count = static_cast<std::uint64_t>(a.nbytes()) / (info->bits / 8);
+        } else {
+            type = numpy_data_type(a.dtype(), "array");
+        }
+        return std::make_shared<TensorSource>(static_cast<const std::uint8_t*>(a.data()), type, count);
+    }, py::arg("array"), py::arg("data_type") = py::none(), py::keep_alive<0, 1>(),
+       "A NumPy array (e.g. a memory-mapped .npy) as a comparison side, in its own row-major order.");
+
+    m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
+                                std::optional<std::vector<int>> metrics, unsigned threads, bool scalar,
+                                std::size_t chunk_elements) {
+        CompareOptions o;
+        o.metrics = mask_from(metrics);
+        o.threads = threads;
+        o.scalar = scalar;
+        o.chunk_elements = chunk_elements;
+        py::gil_scoped_release release;  // the sources own (or keep alive) all the memory they read
+        return compare_sources(*x, *y, o);
+    }, py::arg("x"), py::arg("y"), py::kw_only(), py::arg("metrics") = py::none(), py::arg("threads") = 0u,
+       py::arg("scalar") = false, py::arg("chunk_elements") = kDefaultChunkElements);
+
+    m.def("compare_many", [](const py::list& pairs, std::optional<std::vector<int>> metrics, unsigned threads) {
+        std::vector<CompareJob> jobs;
+        jobs.reserve(pairs.size());
+        const MetricMask mask = mask_from(metrics);
+        for (py::handle item : pairs) {
+            auto t = py::reinterpret_borrow<py::tuple>(item);
+            CompareJob j;
+            j.x = t[0].cast<std::shared_ptr<TensorSource>>();
+            j.y = t[1].cast<std::shared_ptr<TensorSource>>();
+            j.options.metrics = mask;
+            j.options.scalar = t[2].cast<bool>();
+            jobs.push_back(std::move(j));
+        }
+        std::vector<JobOutcome> out;
+        {
+            py::gil_scoped_release release;
+            out = compare_many(jobs, threads);
+        }
+        py::list results;
+        for (auto& o : out) {
+            if (o.ok) results.append(py::cast(o.result));
+            else results.append(py::str(o.error));
+        }
+        return results;
+    }, py::arg("pairs"), py::arg("metrics") = py::none(), py::arg("threads") = 0u,
+       "Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. "
+       "Returns a MetricResult or the error text per pair.");
+}
+
+}  // namespace dumpcmp::bindings

@@ -1,0 +1,101 @@
+#include "dumpcmp/engine.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "dumpcmp/parallel.hpp"
+
+namespace dumpcmp {
+
+namespace {
+
+// Windows per round of parallel work: a round's partials are merged in order before the next round starts, so the
+// partials take fixed memory however large the tensor.
+constexpr std::size_t kWindowsPerRound = 256;
+
+template <class PerWindow, class MergeInOrder>
+void run_windows(std::uint64_t n, std::size_t window, unsigned threads, PerWindow&& per_window, MergeInOrder&& merge_k) {
+    const std::uint64_t windows = (n + window - 1) / window;
+    for (std::uint64_t round = 0; round < windows; round += kWindowsPerRound) {
+        const auto in_round = static_cast<std::size_t>(std::min<std::uint64_t>(kWindowsPerRound, windows - round));
+        parallel_for(in_round, [&](std::size_t k) {
+            const std::uint64_t first = (round + k) * window;
+            per_window(k, first, static_cast<std::size_t>(std::min<std::uint64_t>(window, n - first)));
+        }, threads);
+        for (std::size_t k = 0; k < in_round; ++k) merge_k(k);
+    }
+}
+
+struct ThreadScratch {
+    SourceScratch x, y;
+};
+ThreadScratch& scratch() {
+    thread_local ThreadScratch s;
+    return s;
+}
+
+}  // namespace
+
+MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const CompareOptions& options) {
+    if (x.count() != y.count())
+        throw std::invalid_argument("element counts differ: " + std::to_string(x.count()) + " vs " +
+                                    std::to_string(y.count()));
+    if (options.chunk_elements == 0) throw std::invalid_argument("window size must be at least one element");
+    const std::uint64_t n = x.count();
+    const std::size_t window = options.chunk_elements;
+    const bool both_bool = x.type() == DataType::BOOL && y.type() == DataType::BOOL;
+    const MetricOptions mopt{options.metrics, options.scalar, both_bool};
+
+    std::vector<MetricPartial> partials(kWindowsPerRound);
+    MetricPartial total;
+    run_windows(n, window, options.threads,
+        [&](std::size_t k, std::uint64_t first, std::size_t count) {
+            ThreadScratch& s = scratch();
+            const float* xs = x.read_float32(first, count, s.x);
+            const float* ys = y.read_float32(first, count, s.y);
+            partials[k] = MetricPartial{};
+            accumulate(xs, ys, count, partials[k]);
+        },
+        [&](std::size_t k) { merge(total, partials[k]); });
+
+    // KLD normalises by each side's min and max, known only after the first pass: a second pass over the data.
+    const bool kld_wanted = (options.metrics & metric_bit(Metric::KullbackLeiblerDivergence)) && !both_bool;
+    const KldParams params = kld_params(total);
+    KldPartial kld_total;
+    if (kld_wanted && params.needed) {
+        std::vector<KldPartial> kparts(kWindowsPerRound);
+        run_windows(n, window, options.threads,
+            [&](std::size_t k, std::uint64_t first, std::size_t count) {
+                ThreadScratch& s = scratch();
+                const float* xs = x.read_float32(first, count, s.x);
+                const float* ys = y.read_float32(first, count, s.y);
+                kparts[k] = KldPartial{};
+                accumulate_kld(xs, ys, count, params, kparts[k]);
+            },
+            [&](std::size_t k) { merge(kld_total, kparts[k]); });
+    }
+    return finalize(total, kld_wanted ? &kld_total : nullptr, mopt);
+}
+
+std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsigned threads) {
+    std::vector<JobOutcome> out(jobs.size());
+    auto run_one = [&](std::size_t i, unsigned inner_threads) {
+        try {
+            CompareOptions o = jobs[i].options;
+            o.threads = inner_threads;
+            out[i].result = compare_sources(*jobs[i].x, *jobs[i].y, o);
+            out[i].ok = true;
+        } catch (const std::exception& e) {
+            out[i].error = e.what();
+        }
+    };
+    std::vector<std::size_t> small, large;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        (jobs[i].x->count() >= kLargePairElements ? large : small).push_back(i);
+    parallel_for(small.size(), [&](std::size_t k) { run_one(small[k], 1); }, threads);
+    for (std::size_t i : large) run_one(i, threads);
+    return out;
+}
+
+}  // namespace dumpcmp

@@ -244,6 +244,8 @@ class _Checker:
 
         entries = self.dump_list(d, path, watcher)
         list_path = _key(path, "dump_list")
+        if isinstance(d.get("dump_list"), list) and d["dump_list"]:
+            entries = entries or [{}]  # entries that are not objects are reported; the list is still not empty
         model_dump = bool(entries) and not watcher
         op_dump = op_switch == "on"
 
@@ -491,7 +493,7 @@ def new_acl_json(models: Sequence[str | ModelDump | tuple[str, Sequence[str] | N
         if isinstance(m, str):
             m = ModelDump(m)
         elif not isinstance(m, ModelDump):
-            m = ModelDump(m[0], None if m[1] is None else list(m[1]))
+            m = ModelDump(m[0], m[1])  # type: ignore[arg-type]
         entry: dict[str, Any] = {"model_name": m.name}
         layers = _names(m.layers, f"model {m.name!r}")
         if layers is not None:
@@ -503,7 +505,7 @@ def new_acl_json(models: Sequence[str | ModelDump | tuple[str, Sequence[str] | N
         dump_scene = "watcher"
         for w in watchers:
             if not isinstance(w, WatcherDump):
-                w = WatcherDump(list(w[1]), None if w[0] is None else list(w[0]))
+                w = WatcherDump(w[1], w[0])  # type: ignore[arg-type]
             entry = {}
             layers = _names(w.layers, "watcher layer")
             if layers is not None:

@@ -81,7 +81,7 @@ def _require_onnx() -> tuple[Any, Any]:
         import onnx
         import onnxruntime
     except ImportError as error:
-        raise DumpcmpError(f"ground truth from ONNX needs the onnx extra ({error.name} is missing): "
+        raise DumpcmpError(f"ground truth from ONNX needs the onnx extra ({error.name or error} is missing): "
                            "pip install 'dumpcmp[onnx]'") from error
     return onnx, onnxruntime
 

@@ -29,7 +29,9 @@ are fetched, so exposing all node outputs at once would hold all activations. Th
 order, into batches whose outputs fit in `batch_bytes` (sizes from ONNX shape inference with the actual input
 shapes; where a shape is unknown, the largest tensor seen so far); each batch gets its own session exposing only
 its outputs, and each output is written and dropped as it comes. Peak memory: one plain inference + one batch +
-the weights. The price is one inference (and one session creation) per batch.
+the weights, whatever the number of nodes (measured: a chain of 40 or 80 outputs of 16 MB each peaks at 290 MB
+in batches of 16 MB, 800 MB when all are exposed at once). The price is one inference (and one session creation)
+per batch, so a small `batch_bytes` on a deep model costs time.
 
 Models over 2 GB keep their weights in external data files: the model is read without them
 (`load_external_data=False`) and onnxruntime reads them from the model's folder (session option
@@ -377,6 +379,9 @@ class _Runner:
         # Each file must be that ONNX node's own result, whatever else is exposed: no fusion, no folding.
         so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         so.log_severity_level = 3
+        # One session per batch: without the arena each session's activations go back to the system when it
+        # ends (measured: peak 320 MB instead of 480 MB for 40 outputs of 16 MB in batches of 64 MB).
+        so.enable_cpu_mem_arena = False
         if self.external and self.strategy == "option":
             so.add_session_config_entry("session.model_external_initializers_file_folder_path",
                                         str(self.model_path.parent.resolve()))

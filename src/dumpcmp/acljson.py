@@ -177,7 +177,7 @@ class _Checker:
             return None
         value, where = obj[key], _key(path, key)
         if isinstance(value, str):
-            self.add(ERROR, where, f"must be a list of op names, got a string",
+            self.add(ERROR, where, "must be a list of op names, got a string",
                      f'write ["{value}"]' if "," not in value else
                      "write a list with one op name per item: " + json.dumps([v.strip() for v in value.split(",")]))
             return None

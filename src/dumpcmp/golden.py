@@ -52,14 +52,11 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .errors import ConfigError, DumpcmpError, NotFoundError
-
-if TYPE_CHECKING:  # pragma: no cover
-    import onnx
 
 INDEX_NAME = "golden_index.csv"
 RUN_NAME = "golden_run.json"

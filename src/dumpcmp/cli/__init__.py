@@ -16,6 +16,7 @@ from ..errors import DumpcmpError
 # sub-command name -> module; each module keeps its heavy imports inside run() so `dumpcmp --help` stays fast
 COMMANDS = {
     "acl-json": "dumpcmp.cli.acl_json",
+    "compare": "dumpcmp.cli.compare",
     "golden": "dumpcmp.cli.golden",
     "info": "dumpcmp.cli.info",
     "sample": "dumpcmp.cli.sample",

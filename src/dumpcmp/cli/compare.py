@@ -1,0 +1,93 @@
+"""`dumpcmp compare`: every operator of a device dump against its ground truth (the original tool's
+`compare_vector -l ... -r ... [-f ...] [-q ...] -o ...`), or one operator element by element with `-d OP`.
+
+The original tool's flags work as they did (`-l`, `-r`, `-f`, `-q`, `-o`, `-csv`, `-custom`, `-alg`, `-d`, `-t`,
+`-i`); `-q` is the quantization fusion rule file there, so quiet is `--quiet` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare device dumps with ground truth, operator by operator",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-l", "--left", required=True, metavar="DIR", help='"My Output": the device dump folder or tree')
+    p.add_argument("-r", "--right", required=True, metavar="DIR",
+                   help='"Ground Truth": a folder of {op}.{index}.{timestamp}.npy files, or another device dump')
+    p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
+    p.add_argument("-q", "--quant-fusion-rule", metavar="JSON", help="quantization fusion rule file (AMCT)")
+    p.add_argument("-o", "--output", metavar="PATH",
+                   help="result file (or an existing folder: result_{time}.csv is written in it); with -d, a folder")
+    p.add_argument("-csv", "--csv", action="store_true", help="write CSV (default for a .csv name)")
+    p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
+    p.add_argument("-alg", "--algorithms", metavar="LIST",
+                   help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
+                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel); default all")
+    p.add_argument("--extra", action="store_true", help="add MSE, SQNR(dB) and NaN/Inf counts per side")
+    p.add_argument("--overflow", action="store_true", help="add the OverFlow column (device side holds NaN/inf)")
+    p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
+    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
+    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
+    p.add_argument("--model", dest="model_name", help="select the model name")
+    p.add_argument("--model-id", type=int, help="select the model id")
+    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    p.add_argument("--threads", type=int, default=0, help="threads (default: all cores)")
+    p.add_argument("--force", action="store_true", help="replace existing result files")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.add_argument("-d", "--op", dest="op", metavar="OP", help="single-operator mode: the device op to detail")
+    p.add_argument("-t", "--tensor", choices=("input", "output"), default="output", help="with -d: input or output")
+    p.add_argument("-i", "--index", type=int, default=0, help="with -d: which input/output")
+    p.add_argument("--top-n", type=int, default=20, help="with -d: largest errors to list")
+    p.add_argument("--max-lines", type=int, default=1_000_000, help="with -d: data rows per detail CSV file")
+    p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
+                   help="with -d: detail as CSV files (default) or .npy columns")
+    p.set_defaults(run=run)
+
+
+def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) -> tuple[Path | None, bool]:
+    if output is None:
+        return None, csv_flag
+    path = Path(output)
+    from ..naming import timestamp_now
+
+    if path.is_dir():
+        path = path / f"result_{timestamp_now()}.csv"  # as the original tool names results in a folder
+        csv_flag = True
+    csv_format = csv_flag or path.suffix.lower() == ".csv"
+    if several:
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
+        path = path.with_name(f"{path.stem}_{safe}{path.suffix}")
+    return path, csv_format
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compare import compare_runs
+
+    selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
+                     data_index=args.data_index)
+    if args.op is not None:
+        from ..detail_cli import run_detail  # single-operator mode
+
+        return run_detail(args, selection)
+    results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+                           algorithms=args.algorithms, custom=args.custom, threads=args.threads,
+                           quiet=args.quiet, **selection)
+    several = len(results) > 1
+    for result in results:
+        path, csv_format = _result_path(args.output, args.csv, result.run, several)
+        if path is not None:
+            result.write(path, csv_format=csv_format, extra=args.extra, overflow=args.overflow, force=args.force)
+        elif not args.quiet:
+            table = result.table(extra=args.extra, overflow=args.overflow)
+            from ..compare import _text_table
+
+            sys.stdout.write(_text_table(table))
+        if not args.quiet:
+            print(result.summary(args.threshold), file=sys.stderr if path is None else sys.stdout)
+            if path is not None:
+                print(f"  result: {path}")
+    return 0

@@ -1,0 +1,243 @@
+"""Model-level comparison end to end: device dumps in NC1HWC0 / FRACTAL_Z / FRACTAL_NZ with a graph JSON holding
+fused and inserted ops, against ground-truth .npy files; the result file is checked cell by cell against NumPy."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+import dumpcmp
+from dumpcmp import TensorData, write_dump
+from dumpcmp import layout as L
+from dumpcmp.cli import main
+from dumpcmp.compare import compare, compare_runs
+
+import graphjson as G
+from test_metrics import reference, reference_printed
+
+TS = 1700000000000000
+
+
+def ts(k: int) -> int:
+    return TS + 1000 * k
+
+
+class Model:
+    """A small network on both sides. Ground truth: data -> conv1 -> bn1 -> relu1 -> (flatten) fc1 -> prob.
+    Device: trans_Cast_0 (inserted), conv1bn1relu1 (fused Conv+BN+Relu, NC1HWC0 out, FRACTAL_Z weight in),
+    fc1 (FRACTAL_NZ out), prob (ND), a corrupt dump, and a ground-truth op no device op maps to."""
+
+    def __init__(self, root, rng, *, fc_error: float = 0.0):
+        self.root = root
+        self.dev = root / "dump" / "20260101000000" / "0" / "net" / "1" / "0"
+        self.gt = root / "gt"
+        self.dev.mkdir(parents=True)
+        self.gt.mkdir()
+        x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
+        w = (rng.standard_normal((20, 3, 3, 3)) * 0.3).astype(np.float32)
+        conv = rng.standard_normal((1, 20, 5, 5)).astype(np.float32)  # values need not come from a real conv
+        bn = conv * np.float32(0.9) + np.float32(0.1)
+        relu = np.maximum(bn, 0)
+        fc = (relu.reshape(1, -1) @ (rng.standard_normal((500, 10)) * 0.05)).astype(np.float32)
+        prob = (np.exp(fc) / np.exp(fc).sum()).astype(np.float32)
+        self.truth = {"data": x, "conv1_w": w, "conv1": conv, "bn1": bn, "relu1": relu, "fc1": fc, "prob": prob,
+                      "orphan": np.ones((2, 2), np.float32)}
+        for k, (name, a) in enumerate(self.truth.items()):
+            np.save(self.gt / f"{name}.0.{ts(k)}.npy", a)
+
+        # device side: fp16 values (the fc1 output gets an extra error when asked)
+        self.x16 = x.astype(np.float16)
+        self.relu16 = relu.astype(np.float16)
+        self.fc16 = (fc + np.float32(fc_error)).astype(np.float16)
+        self.w16 = w.astype(np.float16)
+        self.prob16 = prob.astype(np.float16)
+        five = lambda a: L.convert(a, "NCHW", "NC1HWC0")  # noqa: E731
+        write_dump(self.dev / f"Cast.trans_Cast_0.1.{ts(1)}", op_name="trans_Cast_0",
+                   inputs=[TensorData(x, format="NCHW")], outputs=[TensorData(self.x16, format="NCHW")])
+        write_dump(self.dev / f"Conv2D.conv1bn1relu1.2.{ts(2)}", op_name="conv1bn1relu1",
+                   inputs=[TensorData(five(self.x16), format="NC1HWC0", original_shape=(1, 3, 5, 5)),
+                           TensorData(L.convert(self.w16, "NCHW", "FRACTAL_Z"), format="FRACTAL_Z",
+                                      original_shape=(20, 3, 3, 3))],
+                   outputs=[TensorData(five(self.relu16), format="NC1HWC0", original_shape=(1, 20, 5, 5))])
+        nz = L.convert(self.fc16, "ND", "FRACTAL_NZ")
+        write_dump(self.dev / f"MatMulV2.fc1.3.{ts(3)}", op_name="fc1",
+                   inputs=[TensorData(self.relu16.reshape(1, 500), format="ND")],
+                   outputs=[TensorData(nz, format="FRACTAL_NZ", original_shape=(1, 10))])
+        write_dump(self.dev / f"SoftmaxV2.prob.4.{ts(4)}", op_name="prob",
+                   inputs=[TensorData(self.fc16, format="ND")], outputs=[TensorData(self.prob16, format="ND")])
+        bad = write_dump(self.dev / f"Add.broken.5.{ts(5)}", op_name="broken",
+                         outputs=[TensorData(np.zeros(4, np.float16))])
+        with open(bad, "r+b") as f:
+            f.truncate(f.seek(0, 2) - 3)
+
+        nc = lambda shape: G.desc(layout="NC1HWC0", shape=(1, (shape[1] + 15) // 16, shape[2], shape[3], 16),  # noqa
+                                  origin_shape=shape)
+        doc = G.document(
+            G.op("data", "Data", 0, outputs=[G.desc(dtype="DT_FLOAT", layout="NCHW", shape=(1, 3, 5, 5),
+                                                    origin_shape=(1, 3, 5, 5))]),
+            G.op("conv1_w", "Const", 1, outputs=[G.desc(layout="NCHW", shape=(20, 3, 3, 3))]),
+            G.op("trans_Cast_0", "Cast", 2, inputs=["data:0"], originals=[],
+                 outputs=[G.desc(layout="NCHW", shape=(1, 3, 5, 5), origin_shape=(1, 3, 5, 5))]),
+            G.op("conv1bn1relu1", "Conv2D", 3, inputs=["trans_Cast_0:0", "conv1_w:0"],
+                 originals=["conv1", "bn1", "relu1"], outputs=[nc((1, 20, 5, 5))]),
+            G.op("fc1", "MatMulV2", 4, inputs=["conv1bn1relu1:0"],
+                 outputs=[G.desc(layout="FRACTAL_NZ", shape=(1, 1, 16, 16), origin_shape=(1, 10),
+                                 ge_origin_format="ND")]),
+            G.op("prob", "SoftmaxV2", 5, inputs=["fc1:0"],
+                 outputs=[G.desc(layout="ND", shape=(1, 10), origin_shape=(1, 10), ge_origin_format="ND")]),
+            G.op("broken", "Add", 6, inputs=["prob:0"], outputs=[G.desc(layout="ND", shape=(4,))]),
+        )
+        self.graph = G.write(root / "model.json", doc)
+
+
+@pytest.fixture
+def model(tmp_path, rng):
+    return Model(tmp_path, rng)
+
+
+def rows_by_tensor(result):
+    return {r.tensor_index or f"*{r.ground_truth}": r for r in result.rows}
+
+
+def test_pairs_layouts_and_metrics_match_numpy(model):
+    result = compare(model.root / "dump", model.gt, fusion_json=model.graph)
+    rows = rows_by_tensor(result)
+    t = model.truth
+    expected = {  # tensor index -> (device values as the metrics see them, ground truth)
+        "trans_Cast_0:output:0": (model.x16, t["data"]),
+        "conv1bn1relu1:input:0": (model.x16, t["data"]),
+        "conv1bn1relu1:input:1": (model.w16, t["conv1_w"]),
+        "conv1bn1relu1:output:0": (model.relu16, t["relu1"]),
+        "fc1:input:0": (model.relu16, t["relu1"]),
+        "fc1:output:0": (model.fc16, t["fc1"]),
+        "prob:input:0": (model.fc16, t["fc1"]),
+        "prob:output:0": (model.prob16, t["prob"]),
+    }
+    for key, (x, y) in expected.items():
+        row = rows[key]
+        assert row.status == "compared", (key, row.fail_reason)
+        ref, ref_std = reference(x, y)
+        for i in range(10):
+            assert row.result.format(i) == reference_printed(i, ref[i], ref_std), (key, i)
+    assert rows["conv1bn1relu1:output:0"].ground_truth == "conv1,bn1,relu1"
+    assert rows["conv1bn1relu1:output:0"].shape == "[1,20,5,5]"
+    assert "truncated" in rows["broken:output:0"].fail_reason
+    assert rows["*orphan"].npu_dump == "*" and rows["*orphan"].status == "unmatched"
+    # execution order: the graph's ids
+    order = [r.tensor_index for r in result.rows if r.tensor_index]
+    assert order.index("trans_Cast_0:output:0") < order.index("conv1bn1relu1:output:0") < order.index("fc1:output:0")
+
+
+def test_first_bad_layer(tmp_path, rng):
+    m = Model(tmp_path, rng, fc_error=0.5)
+    result = compare(m.root / "dump", m.gt, fusion_json=m.graph)
+    first = result.first_below(0.99)
+    assert first is not None and first.tensor_index == "fc1:output:0"
+    assert result.worst(1)[0].tensor_index in ("fc1:output:0", "prob:input:0")
+
+
+def test_csv_file_cell_by_cell(model, tmp_path):
+    out = tmp_path / "result.csv"
+    assert main(["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "-f", str(model.graph),
+                 "-o", str(out), "-csv", "--quiet"]) == 0
+    with open(out, newline="") as f:
+        table = list(csv.reader(f))
+    header = table[0]
+    assert header == ["Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "TensorIndex",
+                      "Shape", "CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError",
+                      "RelativeEuclideanDistance", "KullbackLeiblerDivergence", "StandardDeviation",
+                      "MeanAbsoluteError", "RootMeanSquareError", "MaxRelativeError", "MeanRelativeError",
+                      "CompareFailReason"]
+    rows = {r[7] or "*" + r[5]: r for r in table[1:]}
+    row = rows["fc1:output:0"]
+    ref, std = reference(model.fc16, model.truth["fc1"])
+    assert row[1:4] == ["MatMulV2", "fc1", "float16"] and row[5:7] == ["fc1", "float32"] and row[8] == "[1,10]"
+    assert row[9:19] == [reference_printed(i, ref[i], std) for i in range(10)]
+    assert row[19] == ""
+    orphan = rows["*orphan"]
+    assert orphan[2] == "*" and orphan[9:19] == ["NaN"] * 10
+    assert [int(r[0]) for r in table[1:]] == list(range(len(table) - 1))
+    # never overwritten without --force
+    assert main(["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "-o", str(out), "--quiet"]) == 2
+    assert main(["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "-o", str(out), "--quiet",
+                 "--force", "-alg", "0,7", "--extra"]) == 0
+    with open(out, newline="") as f:
+        header = next(csv.reader(f))
+    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.compare.EXTRA_COLUMNS,
+                           "CompareFailReason"]
+
+
+def test_without_graph_pairs_outputs_by_name(model):
+    result = compare(model.root / "dump", model.gt)
+    rows = rows_by_tensor(result)
+    assert rows["fc1:output:0"].status == "compared"
+    assert rows["prob:output:0"].status == "compared"
+    # the fused op's name is not an original name: nothing to pair it with
+    assert rows["conv1bn1relu1:output:0"].status == "unmatched"
+
+
+def test_thread_count_does_not_change_results(model):
+    one = compare(model.root / "dump", model.gt, fusion_json=model.graph, threads=1)
+    two = compare(model.root / "dump", model.gt, fusion_json=model.graph, threads=2)
+    assert one.table() == two.table()
+
+
+def test_device_vs_device(model, tmp_path, rng):
+    other = tmp_path / "other"
+    import shutil
+
+    shutil.copytree(model.root / "dump", other)
+    result = compare(model.root / "dump", other)
+    compared = [r for r in result.rows if r.status == "compared"]
+    assert compared and all(r.result.format(0) == "1.000000" and r.result.value(1) == 0.0 for r in compared)
+    assert "Address" in result.header() and result.header().count("Address") == 2
+
+
+def test_bad_inputs(tmp_path, model):
+    assert main(["compare", "-l", str(tmp_path / "nothing"), "-r", str(model.gt), "--quiet"]) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["compare", "-l", str(empty), "-r", str(model.gt), "--quiet"]) == 2
+    assert main(["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "-alg", "12", "--quiet"]) == 2
+    bad_graph = G.write(tmp_path / "bad.json", "{not json")
+    assert main(["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "-f", str(bad_graph),
+                 "--quiet"]) == 2
+
+
+def test_shape_mismatch_is_a_row_not_a_crash(model):
+    np.save(model.gt / f"prob.0.{ts(99)}.npy", np.zeros((1, 11), np.float32))  # newest wins: a wrong shape
+    rows = rows_by_tensor(compare(model.root / "dump", model.gt, fusion_json=model.graph))
+    assert "shape mismatch" in rows["prob:output:0"].fail_reason
+    assert rows["fc1:output:0"].status == "compared"
+
+
+def test_nan_in_device_output_is_flagged(tmp_path):
+    dev = tmp_path / "d"
+    gt = tmp_path / "g"
+    dev.mkdir()
+    gt.mkdir()
+    y = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 4, 4, 4)
+    x = y.astype(np.float16)
+    x[0, 1, 2, 3] = np.inf
+    write_dump(dev / f"Relu.r.1.{TS}", op_name="r", outputs=[TensorData(x, format="NCHW")])
+    np.save(gt / f"r.0.{TS}.npy", y)
+    result = compare(dev, gt)
+    row = rows_by_tensor(result)["r:output:0"]
+    assert row.overflow and result.first_below(0.99) is row
+    assert result.table(overflow=True)[1][9] == "YES"
+    assert math.isinf(row.value(1)) and row.result.format(1) == "NaN"
+
+
+def test_compare_runs_reports_each_run(model, tmp_path):
+    import shutil
+
+    shutil.copytree(model.dev, model.dev.parent / "1")  # a second iteration
+    results = compare_runs(model.root / "dump", model.gt, fusion_json=model.graph)
+    assert [r.run.endswith("iteration 0") for r in results] == [True, False]
+    with pytest.raises(dumpcmp.DumpcmpError, match="holds 2 runs"):
+        compare(model.root / "dump", model.gt)
+    one = compare(model.root / "dump", model.gt, data_index=1, fusion_json=model.graph)
+    assert one.run.endswith("iteration 1")

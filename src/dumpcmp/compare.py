@@ -473,6 +473,9 @@ def compare_runs(
             pairs = pair_device_to_device(_device_ops(group), _device_ops(match[0]))
         else:
             pairs = pair_with_ground_truth(_device_ops(group), dict(right_index.ground_truth.files), graph)
+            if graph is None:
+                # without the graph an input's producer is unknown: such rows would only say so, one per input
+                pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
         rows = _compare_pairs(pairs, sides, algos, device_vs_device, threads, quiet, group.key.describe())
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), group.key.describe(),
                                         ground_truth_has_address=device_vs_device))

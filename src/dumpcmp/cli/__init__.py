@@ -16,9 +16,12 @@ from ..errors import DumpcmpError
 # sub-command name -> module; each module keeps its heavy imports inside run() so `dumpcmp --help` stays fast
 COMMANDS = {
     "acl-json": "dumpcmp.cli.acl_json",
+    "convert": "dumpcmp.cli.convert",
     "golden": "dumpcmp.cli.golden",
     "info": "dumpcmp.cli.info",
     "sample": "dumpcmp.cli.sample",
+    "shape": "dumpcmp.cli.shape",
+    "view": "dumpcmp.cli.view",
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2

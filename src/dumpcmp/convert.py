@@ -254,22 +254,22 @@ def _fits(src: str, src_shape: tuple[int, ...], dst: str, plain: tuple[int, ...]
 def _decode_shape(tensor: Tensor, src: str, dst: str, src_shape: tuple[int, ...], target: tuple[int, ...] | None,
                   groups: int, padded: bool, where: str) -> tuple[tuple[int, ...], str]:
     """The plain shape to decode a device tensor into, and a note when the dump's original shape was unusable."""
-    def infer(original: Sequence[int] | None, original_format: str | None) -> tuple[int, ...]:
+    def infer(original: Sequence[int] | None, original_format: str | None, pad: bool = False) -> tuple[int, ...]:
         return tuple(layout.plain_shape(src, src_shape, dst, original_shape=original,
-                                        original_format=original_format, groups=groups, padded=padded))
+                                        original_format=original_format, groups=groups, padded=pad))
 
     if target is not None:
         try:
             plain = infer(target, dst)
         except layout.LayoutError as error:
             raise layout.LayoutError(f"{where}: -shape {list(target)} does not fit: {error}") from None
-        if not padded and not _fits(src, src_shape, dst, plain, groups):
+        if not _fits(src, src_shape, dst, plain, groups):
             raise layout.LayoutError(f"{where}: -shape {list(target)} does not fit the {src} shape "
                                      f"{list(src_shape)} as {dst}")
         return plain, ""
     note = ""
     original = tensor.original_shape
-    if original and not padded:
+    if original:
         for candidate in _candidate_formats(tensor, dst):
             try:
                 plain = infer(original, candidate)
@@ -280,7 +280,7 @@ def _decode_shape(tensor: Tensor, src: str, dst: str, src_shape: tuple[int, ...]
         note = (f"original shape {list(original)} does not fit the {src} shape {list(src_shape)} in any axis "
                 "order; ignored")
     try:
-        return infer(None, None), note
+        return infer(None, None, padded), note
     except layout.LayoutError as error:
         hint = f" ({note})" if note else ""
         raise layout.LayoutError(f"{where}: {error}{hint}; pass -shape with the {dst} shape"

@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-type", "--type", required=True, choices=TYPES, help="whose files: quantized Caffe, TensorFlow, "
                    "Caffe, offline model (NPU), functional simulation (NPU)")
-    p.add_argument("-target", "--target", required=True, choices=TARGETS, help="numpy: dump -> .npy; dump: .npy -> dump")
+    p.add_argument("-target", "--target", required=True, choices=TARGETS,
+                   help="numpy: dump -> .npy; dump: .npy -> dump")
     p.add_argument("-i", "--input", required=True, metavar="FILE_OR_DIR", help="a file or a folder (recursive)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created)")
     p.add_argument("--op-type", default="Npy", help="op type in the names of offline/sim dumps made from .npy "

@@ -17,9 +17,12 @@ from ..errors import DumpcmpError
 COMMANDS = {
     "acl-json": "dumpcmp.cli.acl_json",
     "compare": "dumpcmp.cli.compare",
+    "convert": "dumpcmp.cli.convert",
     "golden": "dumpcmp.cli.golden",
     "info": "dumpcmp.cli.info",
     "sample": "dumpcmp.cli.sample",
+    "shape": "dumpcmp.cli.shape",
+    "view": "dumpcmp.cli.view",
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2

@@ -1,0 +1,691 @@
+"""Conversions between dump files and NumPy files: the Python API behind `dumpcmp shape`, `convert` and `view`.
+
+    >>> from dumpcmp import convert as C
+    >>> C.shape_convert("Conv2D.conv1.3.1700000000000000", "NCHW", "out")        # device layout -> NCHW
+    [Output(path='out/Conv2D.conv1.3.1700000000000000.output.0.1x3x224x224.npy', ...)]
+    >>> C.dump_to_npy("dump_tree", "npy", type="offline").summary()              # every tensor, stored layout
+    >>> C.npy_to_dump("caffe_npy", "caffe_dump", type="caffe").summary()         # ground truth -> .pb dumps
+    >>> C.view("Conv2D.conv1.3.1700000000000000", "out", txt=True)               # .npy and one value a line
+
+What is written (names from `dumpcmp.naming`; a name of 255 characters or more is replaced by its hash, listed in
+``mapping.csv`` of the output folder):
+
+=======================  ==========================================================================================
+`shape_convert`          ``{dump_file_name}.{output|input}.{index}.{1x3x224x224}.npy`` per tensor, in the target
+                         format (the original tool's shape_conversion). A 0-d tensor gets no shape part.
+`dump_to_npy`            offline/sim: ``{dump_file_name}.output.{i}.npy`` and ``.input.{i}.npy`` per tensor, in the
+                         stored layout and shape. quant/tf/caffe: ``{op}.{idx}.{ts}.npy`` per framework dump
+                         ``{op}.{idx}.{ts}.quant`` (quant) or ``.pb`` (tf, caffe), from its single output (or its
+                         output ``idx`` when it has several).
+`npy_to_dump`            from ``{op_name}.{output_index}.{timestamp}.npy`` files. caffe/tf: one dump
+                         ``{op}.{idx}.{ts}.pb`` per file, quant: ``.quant``; op name ``op``, one output, dump time
+                         ``ts``. offline/sim: one device-style dump per op name and folder,
+                         ``{op_type}.{op}.0.{ts}`` (op type ``Npy`` unless given, task id 0, ``ts`` the newest
+                         timestamp of its files) holding the op's outputs in index order; indices must run from 0
+                         without a gap, and of several files of one output the newest timestamp wins (the others
+                         are skipped). Format: NCHW/NCDHW for 4-/5-D arrays (NHWC/NDHWC for tf), ND otherwise;
+                         original shape = shape.
+`view`                   like `dump_to_npy` for one dump (outputs, then inputs), plus with ``txt=True``
+                         ``{dump_file_name}.{kind}.{i}.txt``, one value a line: ``%.5g`` for float16, ``%.9g`` for
+                         float32, ``%.17g`` for float64 (each reads back to the same value), integers and bools
+                         as integers, complex as ``(re+imj)``.
+=======================  ==========================================================================================
+
+Values are the dump's as `Tensor.array()` gives them: float16 stays float16, bf16/fp8/fp6/fp4 become float32,
+packed int4/int2/uint2/uint1 one int8/uint8 per element.
+
+Folders. An input folder is walked recursively (sorted, the output folder excluded); the output mirrors its
+subfolders, so dumps of several iterations with equal names do not collide. ``mapping.csv`` and
+``convert_failed_file_list.txt`` are bookkeeping and ignored; a digits-only file name is resolved through its
+folder's ``mapping.csv``. A file whose name does not fit the expected scheme is *skipped* with the reason; a file
+that fits but cannot be converted (corrupt, unsupported dtype) *failed*, and the others go on. Failed files are
+listed, one ``{path}\\t{reason}`` a line, in ``convert_failed_file_list.txt`` in the output folder (replaced on each
+run that has failures).
+
+Overwriting. Every output name is worked out before anything is written; if any of them exists, nothing is written
+and ConfigError lists them, unless ``force=True``. Each file is written beside its final name and renamed, so a file
+appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union
+
+import numpy as np
+
+from . import layout, naming
+from .dump import FORMATS, Tensor, TensorData, data_type_of, open_dump, write_dump
+from .errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
+
+__all__ = [
+    "FAILED_LIST", "KINDS", "TARGETS", "TYPES", "ConversionReport", "Output", "Problem", "convert",
+    "convert_tensor", "dump_to_npy", "npy_to_dump", "parse_shape", "shape_convert", "tensor_text_format",
+    "view", "write_txt",
+]
+
+#: -type values: framework dumps (quant, tf, caffe) and device dumps (offline model, functional simulation)
+TYPES = ("quant", "tf", "caffe", "offline", "sim")
+TARGETS = ("numpy", "dump")
+KINDS = ("output", "input")
+FAILED_LIST = "convert_failed_file_list.txt"
+
+_DEVICE_TYPES = ("offline", "sim")
+_EXTENSION = {"quant": naming.QUANT, "tf": naming.PB, "caffe": naming.PB}
+_FAMILY_4D = ("NCHW", "NHWC", "HWCN", "CHWN")
+_FAMILY_5D = ("NCDHW", "NDHWC", "DHWCN")
+_EXPECTED = {
+    naming.DEVICE: "NPU dumps {op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}",
+    naming.PB: "framework dumps {op_name}.{output_index}.{timestamp}.pb",
+    naming.QUANT: "quantized Caffe dumps {op_name}.{output_index}.{timestamp}.quant",
+    naming.NPY: "{op_name}.{output_index}.{timestamp}.npy",
+}
+_FORMAT_BY_NUMBER = {number: name for name, number in FORMATS.items()}
+_FORMAT_BY_UPPER = {name.upper(): name for name in FORMATS}
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Output:
+    """A file written: where, which tensor (kind, index), its array's shape and dtype, and a note (e.g. why the
+    dump's original shape was not used)."""
+
+    path: str
+    kind: str
+    index: int
+    shape: tuple[int, ...]
+    dtype: str
+    source: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An input file that was skipped (its name does not fit) or failed (it fits but could not be converted)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class ConversionReport:
+    """What a folder (or file) conversion did. `ok` is False when a file failed or nothing was converted."""
+
+    source: str
+    out_dir: str
+    converted: list[str] = field(default_factory=list)     # input files converted
+    written: list[Output] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+    failed: list[Problem] = field(default_factory=list)
+    failed_list: str | None = None                          # path of convert_failed_file_list.txt, if written
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and bool(self.converted)
+
+    def summary(self) -> str:
+        s = "" if len(self.converted) == 1 else "s"
+        w = "" if len(self.written) == 1 else "s"
+        text = (f"{len(self.converted)} file{s} converted into {len(self.written)} file{w} in {self.out_dir}, "
+                f"{len(self.skipped)} skipped, {len(self.failed)} failed")
+        if self.failed_list:
+            text += f" (listed in {self.failed_list})"
+        return text
+
+
+# --- small helpers -------------------------------------------------------------------------------------------------
+
+def parse_shape(text: str | Sequence[int] | None) -> tuple[int, ...] | None:
+    """``1,3,224,224`` (the original tool's ``-shape``) -> (1, 3, 224, 224); every dim must be > 0."""
+    if text is None:
+        return None
+    if isinstance(text, str):
+        parts = text.replace(" ", "").split(",")
+        if not all(p.isascii() and p.isdigit() for p in parts):
+            raise ConfigError(f"-shape {text!r}: expected positive integers separated by commas, like 1,3,224,224")
+        dims = tuple(int(p) for p in parts)
+    else:
+        try:
+            dims = tuple(int(d) for d in text)
+        except (TypeError, ValueError):
+            raise ConfigError(f"shape {text!r}: expected a sequence of positive integers") from None
+    if not dims or any(d <= 0 for d in dims):
+        raise ConfigError(f"shape {text!r}: every dimension must be greater than 0")
+    return dims
+
+
+def _format_name(fmt: str) -> str:
+    name = _FORMAT_BY_UPPER.get(str(fmt).upper())
+    if name is None:
+        raise ConfigError(f"unknown format {fmt!r}; formats are the dump's names: NCHW, NHWC, ND, NC1HWC0, "
+                          "FRACTAL_Z, FRACTAL_NZ, ...")
+    return name
+
+
+def _is_long(name: str) -> bool:
+    return len(name) >= naming.MAX_FILE_NAME or len(name.encode("utf-8", "surrogateescape")) >= naming.MAX_FILE_NAME
+
+
+def _planned_name(name: str, suffix: str) -> str:
+    """The name `naming.safe_file_name` will give, without writing the mapping row yet."""
+    return naming.hashed_name(name) + suffix if _is_long(name) else name
+
+
+def _save_atomic(path: str, write: Callable[[str], Any], force: bool) -> None:
+    """Write through `write(tmp_path)` beside `path`, then rename: the file appears whole or not at all."""
+    folder, base = os.path.split(path)
+    tmp = os.path.join(folder, f".{base[:200]}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        if not force and os.path.lexists(path):
+            raise ConfigError(f"{path}: exists; not overwritten (use --force)")
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+
+
+def _write_npy(path: str, array: np.ndarray, force: bool) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as handle:
+            np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+    _save_atomic(path, write, force)
+
+
+def _check_free(paths: Iterable[str], force: bool) -> None:
+    if force:
+        return
+    taken = [p for p in paths if os.path.lexists(p)]
+    if taken:
+        shown = ", ".join(taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3 else "")
+        if len(taken) == 1:
+            raise ConfigError(f"{taken[0]}: exists; nothing was written (choose a new folder or use --force)")
+        raise ConfigError(f"{len(taken)} output files already exist: {shown}; nothing was written (choose a new "
+                          "folder or use --force)")
+
+
+def _make_dir(out_dir: PathLike) -> str:
+    out = os.fspath(out_dir)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ConfigError(f"{out}: exists and is not a folder")
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
+def _resolved_name(path: str) -> str:
+    """The file's name, resolved through its folder's mapping.csv when it is a hashed (digits-only) name."""
+    base = os.path.basename(path)
+    if naming.is_hashed_name(base):
+        return naming.read_mapping(os.path.dirname(path) or ".", problems=[]).get(base, base)
+    return base
+
+
+# --- one tensor to a format ----------------------------------------------------------------------------------------
+
+def _candidate_formats(tensor: Tensor, dst: str) -> list[str]:
+    """Orders the original shape may be written in, most likely first: the original op's format, the target's,
+    then NCHW/NCDHW and the rest of the family. A candidate is used only if it fits the device shape."""
+    rank = len(tensor.original_shape or ())
+    family = _FAMILY_4D if rank == 4 else _FAMILY_5D if rank == 5 else ()
+    out: list[str] = []
+    op = tensor.original_op
+    if isinstance(op, dict) and op.get("format") is not None:
+        name = _FORMAT_BY_NUMBER.get(int(op["format"]))
+        if name in family:
+            out.append(name)
+    if dst in family:
+        out.append(dst)
+    out.extend(family)
+    out.append("ND")  # FRACTAL_NZ's original shape is the matrix's own, in no particular axis order
+    return list(dict.fromkeys(out))
+
+
+def _fits(src: str, src_shape: tuple[int, ...], dst: str, plain: tuple[int, ...], groups: int) -> bool:
+    """True if encoding `plain` (in `dst`'s order) gives back exactly the dumped device shape."""
+    try:
+        return tuple(layout.device_shape(src, dst, plain, c0=src_shape[-1], groups=groups)) == src_shape
+    except DumpcmpError:
+        return False
+
+
+def _decode_shape(tensor: Tensor, src: str, dst: str, src_shape: tuple[int, ...], target: tuple[int, ...] | None,
+                  groups: int, padded: bool, where: str) -> tuple[tuple[int, ...], str]:
+    """The plain shape to decode a device tensor into, and a note when the dump's original shape was unusable."""
+    def infer(original: Sequence[int] | None, original_format: str | None, pad: bool = False) -> tuple[int, ...]:
+        return tuple(layout.plain_shape(src, src_shape, dst, original_shape=original,
+                                        original_format=original_format, groups=groups, padded=pad))
+
+    if target is not None:
+        try:
+            plain = infer(target, dst)
+        except layout.LayoutError as error:
+            raise layout.LayoutError(f"{where}: -shape {list(target)} does not fit: {error}") from None
+        if not _fits(src, src_shape, dst, plain, groups):
+            raise layout.LayoutError(f"{where}: -shape {list(target)} does not fit the {src} shape "
+                                     f"{list(src_shape)} as {dst}")
+        return plain, ""
+    note = ""
+    original = tensor.original_shape
+    if original:
+        for candidate in _candidate_formats(tensor, dst):
+            try:
+                plain = infer(original, candidate)
+            except layout.LayoutError:
+                continue
+            if _fits(src, src_shape, dst, plain, groups):
+                return plain, ""
+        note = (f"original shape {list(original)} does not fit the {src} shape {list(src_shape)} in any axis "
+                "order; ignored")
+    try:
+        return infer(None, None, padded), note
+    except layout.LayoutError as error:
+        hint = f" ({note})" if note else ""
+        raise layout.LayoutError(f"{where}: {error}{hint}; pass -shape with the {dst} shape"
+                                 + ("" if src.startswith("FRACTAL_Z") else " or --padded")) from None
+
+
+def convert_tensor(tensor: Tensor, fmt: str, *, shape: Sequence[int] | str | None = None,
+                   custom: Union[None, PathLike, layout.Converters] = None, padded: bool = False,
+                   threads: int = 0) -> tuple[np.ndarray, str]:
+    """One dump tensor in format `fmt`, and a note (empty unless the dump's original shape had to be ignored).
+
+    shape: the target shape in `fmt`'s axis order (the original tool's ``-shape``): fixes the crop of FRACTAL_NZ
+        and FRACTAL_Z's H and W when the dump has no usable original shape. Otherwise the dump's original shape is
+        used when it fits the device shape in some axis order (the original op's format, `fmt`, NCHW, ...).
+    custom: a folder with ``format_convert/convert_{FROM}_to_{TO}.py`` (or `layout.Converters`); a converter for
+        this pair runs instead of the built-in one and gets `shape` (or the built-in's target shape, or the dump's
+        original shape) as ``shape_to``.
+    padded: keep the device padding when the crop is unknown (NC1HWC0's channels, FRACTAL_NZ's M and N).
+    """
+    where = f"{tensor.path}: {tensor.kind} {tensor.index}"
+    src, dst = _format_name(tensor.format), _format_name(fmt)
+    target = parse_shape(shape)
+    try:
+        array = tensor.array()
+    except DumpcmpError as error:
+        raise DumpError(f"{where}: {error}") from None
+    src_shape = tuple(int(d) for d in array.shape)
+    groups = max(int(tensor.sub_format), 1) if src == "FRACTAL_Z" else 1
+    converters = layout.Converters(custom) if custom is not None and not isinstance(custom, layout.Converters) \
+        else custom
+
+    src_device = src in layout.DEVICE_FORMATS
+    if converters is not None and (src, dst) in converters:
+        shape_to: Sequence[int] | None = target
+        note = ""
+        if shape_to is None and src_device and dst in layout.PLAIN_FORMATS:
+            try:
+                shape_to, note = _decode_shape(tensor, src, dst, src_shape, None, groups, padded, where)
+            except layout.LayoutError:
+                shape_to = tensor.original_shape
+        elif shape_to is None:
+            shape_to = tensor.original_shape
+        return converters.apply(src, dst, array, src_shape, shape_to), note
+
+    if src == dst:
+        return np.array(array, copy=True, order="C"), ""
+    try:
+        if dst in layout.DEVICE_FORMATS or not src_device:
+            # encoding needs no crop; a plain permutation keeps every element
+            out = layout.convert(array, src, dst, groups=groups, threads=threads)
+            if target is not None and tuple(out.shape) != target:
+                raise layout.LayoutError(f"{where}: the {dst} result has shape {list(out.shape)}, not the "
+                                         f"-shape {list(target)}")
+            return out, ""
+        plain, note = _decode_shape(tensor, src, dst, src_shape, target, groups, padded, where)
+        plan = layout.make_plan(src, src_shape, dst, plain, itemsize=array.dtype.itemsize, groups=groups)
+        out = np.empty(plain, dtype=array.dtype)
+        plan.run(np.ascontiguousarray(array), out, int(threads))
+        return out, note
+    except layout.LayoutError as error:
+        message = str(error)
+        raise layout.LayoutError(message if message.startswith(tensor.path) else f"{where}: {message}") from None
+    except ValueError as error:  # the core's plan: a shape that does not fit
+        raise layout.LayoutError(f"{where}: {error}") from None
+
+
+def _select(dump: Any, kind: str, index: int | None) -> list[Tensor]:
+    if kind not in KINDS:
+        raise ConfigError(f"tensor kind must be 'input' or 'output', not {kind!r}")
+    tensors = dump.tensors(kind)
+    if index is None:
+        if not tensors:
+            raise NotFoundError(f"{dump.path}: the dump has no {kind} tensor")
+        return list(tensors)
+    if not 0 <= index < len(tensors):
+        raise NotFoundError(f"{dump.path}: no {kind} {index} (the dump has {len(tensors)} {kind}"
+                            f"{'s' * (len(tensors) != 1)})")
+    return [tensors[index]]
+
+
+def shape_convert(dump_path: PathLike, fmt: str, out_dir: PathLike, *, shape: Sequence[int] | str | None = None,
+                  tensor: str = "output", index: int | None = None,
+                  custom: Union[None, PathLike, layout.Converters] = None, padded: bool = False,
+                  force: bool = False, threads: int = 0) -> list[Output]:
+    """The original tool's shape_conversion: the dump's `tensor` tensors (all, or the one at `index`) in format
+    `fmt`, each written as ``{dump_file_name}.{tensor}.{index}.{1x3x224x224}.npy`` in `out_dir` (created if
+    missing). See `convert_tensor` for `shape`, `custom` and `padded`. Every tensor is converted before anything
+    is written; existing files are refused unless `force`.
+    """
+    path = os.fspath(dump_path)
+    _format_name(fmt)
+    dump = open_dump(path)
+    chosen = _select(dump, tensor, index)
+    converters = layout.Converters(custom) if custom is not None and not isinstance(custom, layout.Converters) \
+        else custom
+    out = _make_dir(out_dir)
+    original = os.path.basename(path)
+    results: list[tuple[str, np.ndarray, Tensor, str]] = []
+    for t in chosen:
+        array, note = convert_tensor(t, fmt, shape=shape, custom=converters, padded=padded, threads=threads)
+        name = naming.build_converted_name(original, t.kind, t.index, array.shape if array.ndim else None)
+        results.append((name, array, t, note))
+    targets = [os.path.join(out, _planned_name(name, ".npy")) for name, *_ in results]
+    _check_free(targets, force)
+    written = []
+    for name, array, t, note in results:
+        target = os.path.join(out, naming.safe_file_name(name, out, ".npy"))
+        _write_npy(target, array, force)
+        written.append(Output(target, t.kind, t.index, tuple(array.shape), str(array.dtype), path, note))
+    return written
+
+
+# --- folders -------------------------------------------------------------------------------------------------------
+
+def _walk(source: str, out_dir: str) -> Iterator[tuple[str, str]]:
+    """(file path, its folder relative to `source`) for every file, sorted, not descending into `out_dir`."""
+    if os.path.isfile(source):
+        yield source, ""
+        return
+    if not os.path.isdir(source):
+        raise NotFoundError(f"{source}: no such file or folder")
+    skip = os.path.realpath(out_dir)
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if os.path.realpath(os.path.join(folder, d)) != skip)
+        rel = os.path.relpath(folder, source)
+        for f in sorted(files):
+            if f in naming.BOOKKEEPING_FILES:
+                continue
+            yield os.path.join(folder, f), "" if rel == "." else rel
+
+
+@dataclass
+class _Job:
+    """One unit of work: the input files it consumes and what it writes."""
+
+    sources: list[str]
+    folder: str                                 # output folder
+    names: list[str]                            # output file names (unhashed)
+    run: Callable[[list[str]], list[Output]]    # gets the final paths
+
+
+def _check_type(type: str) -> str:
+    if type not in TYPES:
+        raise ConfigError(f"-type must be one of {', '.join(TYPES)}, not {type!r}")
+    return type
+
+
+def _execute(source: str, out: str, jobs: list[_Job], report: ConversionReport, force: bool,
+             suffix: str) -> ConversionReport:
+    planned = [os.path.join(job.folder, _planned_name(n, suffix)) for job in jobs for n in job.names]
+    seen: set[str] = set()
+    for p in planned:
+        if p in seen:  # two inputs naming one output: refuse rather than silently keep one
+            raise ConfigError(f"{p}: two input files would both be written to this file")
+        seen.add(p)
+    _check_free(planned, force)
+    for job in jobs:
+        try:
+            os.makedirs(job.folder, exist_ok=True)
+            paths = [os.path.join(job.folder, naming.safe_file_name(n, job.folder, suffix)) for n in job.names]
+            report.written.extend(job.run(paths))
+            report.converted.extend(job.sources)
+        except (DumpcmpError, OSError) as error:
+            reason = str(error) if isinstance(error, DumpcmpError) else f"{error.strerror or error}"
+            report.failed.extend(Problem(s, reason) for s in job.sources)
+    report.failed.sort(key=lambda p: p.path)
+    if report.failed:
+        report.failed_list = os.path.join(out, FAILED_LIST)
+        with open(report.failed_list, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            for p in report.failed:
+                handle.write(f"{p.path}\t{' '.join(p.reason.split())}\n")
+    return report
+
+
+def _tensor_names(dump: Any, original: str) -> list[tuple[str, str, int]]:
+    """(converted file name, kind, index) of every output, then every input."""
+    return [(naming.build_converted_name(original, t.kind, t.index), t.kind, t.index)
+            for kind in KINDS for t in dump.tensors(kind)]
+
+
+def _save_tensors(source: str, tensors: list[tuple[str, str, int]],
+                  force: bool) -> Callable[[list[str]], list[Output]]:
+    # the dump is opened again here rather than kept from planning: a folder may hold more dumps than the
+    # process may keep open
+    def run(paths: list[str]) -> list[Output]:
+        dump = open_dump(source)
+        written = []
+        for path, (_, kind, index) in zip(paths, tensors):
+            array = dump.tensor(kind, index).array()
+            _write_npy(path, array, force)
+            written.append(Output(path, kind, index, tuple(array.shape), str(array.dtype), source))
+        return written
+    return run
+
+
+def dump_to_npy(source: PathLike, out_dir: PathLike, *, type: str = "offline", force: bool = False) -> ConversionReport:
+    """``-target numpy``: dumps (a file, or every file of a folder tree) to ``.npy`` files; see the module doc."""
+    type = _check_type(type)
+    src, out = os.fspath(source), _make_dir(out_dir)
+    report = ConversionReport(src, out)
+    jobs: list[_Job] = []
+    for path, rel in _walk(src, out):
+        name = _resolved_name(path)
+        scheme = naming.classify(name)
+        want = naming.DEVICE if type in _DEVICE_TYPES else _EXTENSION[type]
+        if scheme != want:
+            what = "fits no naming scheme" if scheme is None else f"is a {scheme} file name"
+            report.skipped.append(Problem(path, f"{name!r} {what}; -type {type} converts {_EXPECTED[want]}"))
+            continue
+        parsed = naming.parse_name(name)
+        folder = os.path.join(out, rel)
+        if type in _DEVICE_TYPES:
+            try:
+                tensors = _tensor_names(open_dump(path), name)
+            except DumpcmpError as error:
+                report.failed.append(Problem(path, str(error)))
+                continue
+            if not tensors:
+                report.skipped.append(Problem(path, "the dump has no input or output tensor"))
+                continue
+            jobs.append(_Job([path], folder, [n for n, _, _ in tensors], _save_tensors(path, tensors, force)))
+            continue
+        index = parsed.output_index  # type: ignore[union-attr]
+        npy = naming.FrameworkDumpName(parsed.op_name, index, parsed.timestamp).build()  # type: ignore[union-attr]
+        jobs.append(_Job([path], folder, [npy], _save_framework_output(path, index, force)))
+    return _execute(src, out, jobs, report, force, ".npy")
+
+
+def _save_framework_output(source: str, index: int, force: bool) -> Callable[[list[str]], list[Output]]:
+    def run(paths: list[str]) -> list[Output]:
+        outputs = open_dump(source).outputs
+        # a framework dump holds the one output its name gives; take that index if it holds several
+        if len(outputs) == 1:
+            t = outputs[0]
+        elif index < len(outputs):
+            t = outputs[index]
+        else:
+            raise DumpError(f"{source}: has {len(outputs)} outputs, none for output index {index}")
+        array = t.array()
+        _write_npy(paths[0], array, force)
+        return [Output(paths[0], t.kind, t.index, tuple(array.shape), str(array.dtype), source)]
+    return run
+
+
+def _plain_format(array: np.ndarray, type: str) -> str:
+    if array.ndim == 4:
+        return "NHWC" if type == "tf" else "NCHW"
+    if array.ndim == 5:
+        return "NDHWC" if type == "tf" else "NCDHW"
+    return "ND"
+
+
+def _load_npy(path: str) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as error:
+        raise DumpError(f"{path}: cannot read the .npy file: {error}") from None
+    if not isinstance(array, np.ndarray):
+        raise DumpError(f"{path}: holds several arrays (.npz), not one")
+    try:
+        data_type_of(array)
+    except DumpError:
+        raise DumpError(f"{path}: arrays of dtype {array.dtype} cannot be written to a dump") from None
+    return array
+
+
+def _tensor(array: np.ndarray, type: str) -> TensorData:
+    return TensorData(array, format=_plain_format(array, type), original_shape=array.shape)
+
+
+def npy_to_dump(source: PathLike, out_dir: PathLike, *, type: str = "caffe", op_type: str = "Npy",
+                force: bool = False) -> ConversionReport:
+    """``-target dump``: ``{op_name}.{output_index}.{timestamp}.npy`` files (a file, or a folder tree) to dump
+    files; see the module doc for the names per `type`. `op_type` names the op type of offline/sim dumps."""
+    type = _check_type(type)
+    src, out = os.fspath(source), _make_dir(out_dir)
+    report = ConversionReport(src, out)
+    jobs: list[_Job] = []
+    by_folder: dict[tuple[str, str], list[tuple[naming.FrameworkDumpName, str]]] = {}
+    for path, rel in _walk(src, out):
+        name = _resolved_name(path)
+        try:
+            parsed = naming.parse_framework_dump_name(name, (naming.NPY,))
+        except NamingError:
+            report.skipped.append(Problem(path, f"{name!r} is not named {_EXPECTED[naming.NPY]}"))
+            continue
+        folder = os.path.join(out, rel)
+        if type in _DEVICE_TYPES:
+            by_folder.setdefault((folder, parsed.op_name), []).append((parsed, path))
+            continue
+        dump_name = naming.FrameworkDumpName(parsed.op_name, parsed.output_index, parsed.timestamp,
+                                             _EXTENSION[type]).build()
+
+        def run(paths: list[str], path: str = path, parsed: naming.FrameworkDumpName = parsed) -> list[Output]:
+            array = _load_npy(path)
+            _save_atomic(paths[0], lambda tmp: write_dump(tmp, op_name=parsed.op_name, outputs=[_tensor(array, type)],
+                                                          dump_time=parsed.timestamp), force)
+            return [Output(paths[0], "output", 0, tuple(array.shape), str(array.dtype), path)]
+        jobs.append(_Job([path], folder, [dump_name], run))
+
+    for (folder, op), files in by_folder.items():
+        newest = naming.newest_by_key(files, key=lambda f: f[0].output_index, timestamp=lambda f: f[0].timestamp,
+                                      tie=lambda f: f[1])
+        kept = {id(f) for f in newest.values()}
+        for f in files:
+            if id(f) not in kept:
+                winner = newest[f[0].output_index][1]
+                report.skipped.append(Problem(f[1], f"output {f[0].output_index} of {op} has a newer file: {winner}"))
+        indices = sorted(newest)
+        chosen = [newest[i] for i in indices]
+        sources = [p for _, p in chosen]
+        if indices != list(range(len(indices))):
+            missing = sorted(set(range(indices[-1] + 1)) - set(indices))
+            report.failed.extend(Problem(p, f"op {op} has files for outputs {indices} but none for output "
+                                            f"{missing[0]}: a dump holds outputs 0..n-1") for p in sources)
+            continue
+        timestamp = max(parsed.timestamp for parsed, _ in chosen)
+        try:
+            dump_name = naming.build_device_dump_name(op_type, op, 0, timestamp)
+        except NamingError as error:
+            raise ConfigError(f"op type {op_type!r}: {error}") from None
+
+        def run_op(paths: list[str], chosen: list[tuple[naming.FrameworkDumpName, str]] = chosen,
+                   op: str = op, timestamp: int = timestamp) -> list[Output]:
+            arrays = [_load_npy(p) for _, p in chosen]
+            _save_atomic(paths[0], lambda tmp: write_dump(tmp, op_name=op, dump_time=timestamp,
+                                                          outputs=[_tensor(a, type) for a in arrays]), force)
+            return [Output(paths[0], "output", i, tuple(a.shape), str(a.dtype), p)
+                    for i, (a, (_, p)) in enumerate(zip(arrays, chosen))]
+        jobs.append(_Job(sources, folder, [dump_name], run_op))
+    report.skipped.sort(key=lambda p: p.path)
+    return _execute(src, out, jobs, report, force, "")
+
+
+def convert(type: str, target: str, source: PathLike, out_dir: PathLike, *, force: bool = False,
+            op_type: str = "Npy") -> ConversionReport:
+    """The original tool's dump_data_conversion: `target` ``numpy`` (`dump_to_npy`) or ``dump`` (`npy_to_dump`)."""
+    if target not in TARGETS:
+        raise ConfigError(f"-target must be numpy or dump, not {target!r}")
+    if target == "numpy":
+        return dump_to_npy(source, out_dir, type=type, force=force)
+    return npy_to_dump(source, out_dir, type=type, op_type=op_type, force=force)
+
+
+# --- text ----------------------------------------------------------------------------------------------------------
+
+def tensor_text_format(dtype: Any) -> str:
+    """The %-format that writes one value of `dtype` so that it reads back exactly."""
+    dt = np.dtype(dtype)
+    if dt.kind in "biu":
+        return "%d"
+    if dt.kind in "fc":
+        digits = {2: 5, 4: 9, 8: 17}.get(dt.itemsize if dt.kind == "f" else dt.itemsize // 2)
+        if digits is None:
+            raise DumpError(f"no exact text form for dtype {dt}")
+        return f"%.{digits}g"
+    raise DumpError(f"no text form for dtype {dt}")
+
+
+def write_txt(path: PathLike, array: np.ndarray, *, force: bool = False, chunk: int = 1 << 20) -> str:
+    """Write `array`'s values in C order, one a line (see `tensor_text_format`); complex as ``(re+imj)``."""
+    fmt = tensor_text_format(array.dtype)
+    flat = np.asarray(array).reshape(-1)
+    complex_values = flat.dtype.kind == "c"
+    imag_fmt = fmt.replace("%", "%+")
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="ascii") as handle:
+            for start in range(0, flat.size, chunk):
+                values = flat[start:start + chunk].tolist()
+                if complex_values:
+                    lines = [f"({fmt % v.real}{imag_fmt % v.imag}j)" for v in values]
+                else:
+                    lines = [fmt % v for v in values]
+                handle.write("\n".join(lines))
+                handle.write("\n")
+    path = os.fspath(path)
+    _save_atomic(path, write, force)
+    return path
+
+
+def view(dump_path: PathLike, out_dir: PathLike, *, txt: bool = False, force: bool = False) -> list[Output]:
+    """Every output and input of one dump as ``{dump_file_name}.{kind}.{i}.npy`` (stored layout and shape) and,
+    with `txt`, ``.txt`` beside it, one value a line. Existing files are refused unless `force`."""
+    path = os.fspath(dump_path)
+    dump = open_dump(path)
+    out = _make_dir(out_dir)
+    tensors = _tensor_names(dump, os.path.basename(path))
+    if not tensors:
+        raise NotFoundError(f"{path}: the dump has no input or output tensor")
+    files = [(name, name[:-len(".npy")] + ".txt") for name, _, _ in tensors]
+    planned = [os.path.join(out, _planned_name(npy, ".npy")) for npy, _ in files]
+    if txt:
+        planned += [os.path.join(out, _planned_name(text, ".txt")) for _, text in files]
+    _check_free(planned, force)
+    written = []
+    for (npy, text), (_, kind, index) in zip(files, tensors):
+        try:
+            array = dump.tensor(kind, index).array()
+        except DumpcmpError as error:
+            raise DumpError(f"{path}: {kind} {index}: {error}") from None
+        target = os.path.join(out, naming.safe_file_name(npy, out, ".npy"))
+        _write_npy(target, array, force)
+        written.append(Output(target, kind, index, tuple(array.shape), str(array.dtype), path))
+        if txt:
+            target = os.path.join(out, naming.safe_file_name(text, out, ".txt"))
+            write_txt(target, array, force=force)
+            written.append(Output(target, kind, index, tuple(array.shape), str(array.dtype), path))
+    return written

@@ -13,7 +13,7 @@ import dumpcmp
 from dumpcmp import TensorData, write_dump
 from dumpcmp import layout as L
 from dumpcmp.cli import main
-from dumpcmp.compare import compare, compare_runs
+from dumpcmp.comparison import compare, compare_runs
 
 import graphjson as G
 from test_metrics import reference, reference_printed
@@ -166,7 +166,7 @@ def test_csv_file_cell_by_cell(model, tmp_path):
                  "--force", "-alg", "0,7", "--extra"]) == 0
     with open(out, newline="") as f:
         header = next(csv.reader(f))
-    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.compare.EXTRA_COLUMNS,
+    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.comparison.EXTRA_COLUMNS,
                            "CompareFailReason"]
 
 

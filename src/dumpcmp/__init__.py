@@ -7,12 +7,17 @@ of Huawei's compare tool, from a C++ core that maps the files and streams throug
 from __future__ import annotations
 
 from ._native import core as _core
+from .comparison import ComparisonResult, Row, compare, compare_runs
 from .dump import Dump, Tensor, TensorData, open_dump, open_dumps, write_dump
 from .errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
 
 __version__ = _core.__version__
 
 __all__ = [
+    "ComparisonResult",
+    "Row",
+    "compare",
+    "compare_runs",
     "ConfigError",
     "Dump",
     "DumpError",

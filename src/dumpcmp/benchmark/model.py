@@ -111,7 +111,7 @@ class ModelBenchmark:
 
 
 def run_model_benchmark(dump: Path, gt: Path, *, repeat: int = 2, numpy_ops: int = 8) -> ModelBenchmark:
-    from ..compare import compare
+    from ..comparison import compare
     from ..dump import open_dump
 
     files = sorted(p for p in Path(dump).rglob("*") if p.is_file())

@@ -65,7 +65,7 @@ def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compare import compare_runs
+    from ..comparison import compare_runs, text_table
 
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
                      data_index=args.data_index)
@@ -83,9 +83,7 @@ def run(args: argparse.Namespace) -> int:
             result.write(path, csv_format=csv_format, extra=args.extra, overflow=args.overflow, force=args.force)
         elif not args.quiet:
             table = result.table(extra=args.extra, overflow=args.overflow)
-            from ..compare import _text_table
-
-            sys.stdout.write(_text_table(table))
+            sys.stdout.write(text_table(table))
         if not args.quiet:
             print(result.summary(args.threshold), file=sys.stderr if path is None else sys.stdout)
             if path is not None:

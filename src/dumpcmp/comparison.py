@@ -36,7 +36,7 @@ from .pairing import DeviceOp, Relation, TensorPair, pair_device_to_device, pair
 from .progress import Progress
 from .scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, scan
 
-__all__ = ["ComparisonResult", "Row", "compare", "compare_runs", "EXTRA_COLUMNS"]
+__all__ = ["ComparisonResult", "Row", "compare", "compare_runs", "text_table", "EXTRA_COLUMNS"]
 
 #: columns added by ``extra=True`` (CLI ``--extra``), after the metric columns
 EXTRA_COLUMNS = ("MeanSquaredError", "SQNR(dB)", "NPUNaN", "NPUInf", "GroundTruthNaN", "GroundTruthInf")
@@ -205,7 +205,7 @@ class ComparisonResult:
         if path.exists() and not force:
             raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace it")
         text = _csv_text(self.table(extra=extra, overflow=overflow)) if csv_format else \
-            _text_table(self.table(extra=extra, overflow=overflow))
+            text_table(self.table(extra=extra, overflow=overflow))
         _atomic_write(path, text)
         return path
 
@@ -262,7 +262,7 @@ class ComparisonResult:
                 for r in bad:
                     rows.append([str(r.index), r.tensor_index, r.op_type, r.result.format(0),
                                  _fmt(r.result.value(1)), _fmt(r.result.value(7))])
-                lines += ["    " + line for line in _text_table(rows).splitlines()]
+                lines += ["    " + line for line in text_table(rows).splitlines()]
         failed = [r for r in self.rows if r.status == "failed"]
         for r in failed[:5]:
             lines.append(f"  failed #{r.index} {r.tensor_index or r.ground_truth}: {r.fail_reason}")
@@ -290,7 +290,7 @@ def _csv_text(table: list[list[str]]) -> str:
     return buf.getvalue()
 
 
-def _text_table(table: list[list[str]]) -> str:
+def text_table(table: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n" for row in table)
 

@@ -36,7 +36,8 @@ from .pairing import DeviceOp, Relation, TensorPair, pair_device_to_device, pair
 from .progress import Progress
 from .scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, scan
 
-__all__ = ["ComparisonResult", "Row", "compare", "compare_runs", "text_table", "EXTRA_COLUMNS"]
+__all__ = ["ComparisonResult", "PairedRun", "Row", "compare", "compare_runs", "paired_runs", "text_table",
+           "EXTRA_COLUMNS"]
 
 #: columns added by ``extra=True`` (CLI ``--extra``), after the metric columns
 EXTRA_COLUMNS = ("MeanSquaredError", "SQNR(dB)", "NPUNaN", "NPUInf", "GroundTruthNaN", "GroundTruthInf")
@@ -426,6 +427,65 @@ def _select_group(index: DumpIndex, selection: dict[str, Any], side: str) -> lis
     return groups
 
 
+@dataclass
+class PairedRun:
+    """One run of the left tree with its tensors paired: what a model-level or a single-operator comparison
+    starts from."""
+
+    run: str
+    pairs: list[TensorPair]
+    device_vs_device: bool
+
+
+def paired_runs(
+    left: str | os.PathLike[str],
+    right: str | os.PathLike[str],
+    *,
+    fusion_json: str | os.PathLike[str] | None = None,
+    quant_json: str | os.PathLike[str] | None = None,
+    time: str | None = None,
+    device_id: int | None = None,
+    model_name: str | None = None,
+    model_id: int | None = None,
+    data_index: int | None = None,
+) -> list[PairedRun]:
+    """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
+    `quant_json`; by name without; by file name against another device dump)."""
+    left_index = scan(left)
+    if left_index.dump_count == 0:
+        raise NotFoundError(f"{left}: no device dump files found"
+                            + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
+    right_index = scan(right)
+    graph: Graph | None = None
+    if fusion_json is not None or quant_json is not None:
+        main = fusion_json if fusion_json is not None else quant_json
+        graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
+    selection = {"time": time, "device_id": device_id, "model_name": model_name, "model_id": model_id,
+                 "data_index": data_index}
+    groups = _select_group(left_index, selection, "left")
+    device_vs_device = len(right_index.ground_truth) == 0
+    if device_vs_device and right_index.dump_count == 0:
+        raise NotFoundError(f"{right}: no ground-truth files ({{op}}.{{index}}.{{timestamp}}.npy) and no dumps found")
+    runs = []
+    for group in groups:
+        if device_vs_device:
+            right_groups = right_index.find(**{k: v for k, v in selection.items() if k != "time"}) or list(right_index)
+            match = [g for g in right_groups if (g.key.device_id, g.key.model_name, g.key.data_index) ==
+                     (group.key.device_id, group.key.model_name, group.key.data_index)] or right_groups
+            if len(match) != 1:
+                names = ", ".join(g.key.describe() for g in match)
+                raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
+                                    f"select one with the run options")
+            pairs = pair_device_to_device(_device_ops(group), _device_ops(match[0]))
+        else:
+            pairs = pair_with_ground_truth(_device_ops(group), dict(right_index.ground_truth.files), graph)
+            if graph is None:
+                # without the graph an input's producer is unknown: such rows would only say so, one per input
+                pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
+        runs.append(PairedRun(group.key.describe(), pairs, device_vs_device))
+    return runs
+
+
 def compare_runs(
     left: str | os.PathLike[str],
     right: str | os.PathLike[str],
@@ -442,43 +502,21 @@ def compare_runs(
     threads: int = 0,
     quiet: bool = True,
 ) -> list[ComparisonResult]:
-    """Compare every run of the left tree that matches the selection; one ComparisonResult per run."""
+    """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
+
+    algorithms: `-alg` indices or names (default all ten); custom: a folder of user layout converters;
+    time/device_id/model_name/model_id/data_index: select runs of the left tree; threads: 0 = all cores;
+    quiet: no progress bar.
+    """
     algos = parse_algorithms(algorithms)
-    left_index = scan(left)
-    if left_index.dump_count == 0:
-        raise NotFoundError(f"{left}: no device dump files found"
-                            + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
-    right_index = scan(right)
-    graph: Graph | None = None
-    if fusion_json is not None or quant_json is not None:
-        main = fusion_json if fusion_json is not None else quant_json
-        graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
-    selection = {"time": time, "device_id": device_id, "model_name": model_name, "model_id": model_id,
-                 "data_index": data_index}
-    groups = _select_group(left_index, selection, "left")
-    device_vs_device = len(right_index.ground_truth) == 0
-    if device_vs_device and right_index.dump_count == 0:
-        raise NotFoundError(f"{right}: no ground-truth files ({{op}}.{{index}}.{{timestamp}}.npy) and no dumps found")
+    runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
+                       model_name=model_name, model_id=model_id, data_index=data_index)
     sides = _Sides(custom)
     results = []
-    for group in groups:
-        if device_vs_device:
-            right_groups = right_index.find(**{k: v for k, v in selection.items() if k != "time"}) or list(right_index)
-            match = [g for g in right_groups if (g.key.device_id, g.key.model_name, g.key.data_index) ==
-                     (group.key.device_id, group.key.model_name, group.key.data_index)] or right_groups
-            if len(match) != 1:
-                runs = ", ".join(g.key.describe() for g in match)
-                raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({runs}); "
-                                    f"select one with the run options")
-            pairs = pair_device_to_device(_device_ops(group), _device_ops(match[0]))
-        else:
-            pairs = pair_with_ground_truth(_device_ops(group), dict(right_index.ground_truth.files), graph)
-            if graph is None:
-                # without the graph an input's producer is unknown: such rows would only say so, one per input
-                pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
-        rows = _compare_pairs(pairs, sides, algos, device_vs_device, threads, quiet, group.key.describe())
-        results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), group.key.describe(),
-                                        ground_truth_has_address=device_vs_device))
+    for run in runs:
+        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run)
+        results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
+                                        ground_truth_has_address=run.device_vs_device))
     return results
 
 

@@ -246,7 +246,8 @@ public:
     }
     // Cheap pre-check for the hot loop: could an entry with this error and index get in?
     bool wants(double err, std::uint64_t index) const noexcept {
-        if (heap_.size() < n_) return n_ != 0;
+        if (n_ == 0) return false;
+        if (heap_.size() < n_) return true;
         const DetailEntry& w = heap_.front();
         return ranks_before(err, index, before_.key(w), w.index);
     }
@@ -411,6 +412,18 @@ struct Worker {
     Range abs_range, rel_range;
     TopHeap top_abs, top_rel;
 };
+
+// Beyond float32's range the cast is undefined behaviour; the column holds inf there, as NumPy's cast does.
+inline float to_float32(double v) noexcept {
+    constexpr double top = std::numeric_limits<float>::max();
+    if (v > top || v < -top) {
+        // values that round to FLT_MAX under round-to-nearest still do
+        const double limit = 3.4028235677973366e+38;  // FLT_MAX + half an ulp
+        if (v < limit && v > -limit) return v > 0 ? std::numeric_limits<float>::max() : -std::numeric_limits<float>::max();
+        return v > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    }
+    return static_cast<float>(v);
+}
 
 // Whether the relative error of an element is defined: a finite, non-zero ground truth.
 inline bool rel_defined(float y) noexcept { return y != 0.0f && std::isfinite(y); }
@@ -712,9 +725,9 @@ DetailResult export_detail(const TensorSource& x, const TensorSource& y, const D
             files[2].pwrite_all(xs, rows * 4, base[2] + first * 4);
             files[3].pwrite_all(ys, rows * 4, base[3] + first * 4);
             w.f32.resize(rows);
-            for (std::size_t i = 0; i < rows; ++i) w.f32[i] = static_cast<float>(w.abs_err[i]);
+            for (std::size_t i = 0; i < rows; ++i) w.f32[i] = to_float32(w.abs_err[i]);
             files[4].pwrite_all(w.f32.data(), rows * 4, base[4] + first * 4);
-            for (std::size_t i = 0; i < rows; ++i) w.f32[i] = static_cast<float>(w.rel_err[i]);
+            for (std::size_t i = 0; i < rows; ++i) w.f32[i] = to_float32(w.rel_err[i]);
             files[5].pwrite_all(w.f32.data(), rows * 4, base[5] + first * 4);
         });
         for (auto& f : files) f.close();

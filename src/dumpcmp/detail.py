@@ -185,12 +185,12 @@ def export_detail(
     header = coordinate_header(dims, layout_name)
 
     folder = os.fspath(out_dir)
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise ConfigError(f"output folder {folder} is not a folder")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot create the output folder {folder}: {e.strerror or e}") from None
-    if not os.path.isdir(folder):
-        raise ConfigError(f"output folder {folder} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"output folder {folder} is not writable")
 

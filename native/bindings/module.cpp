@@ -45,4 +45,5 @@ PYBIND11_MODULE(_core, m) {
     bind_metrics(m);
     bind_layout(m);
     bind_compare(m);
+    bind_detail(m);
 }

@@ -1,0 +1,277 @@
+"""Single-operator detail: every element of one compared tensor pair, as the original tool's CSV files or .npy columns.
+
+`export_detail` takes the two resolved sides (TensorSources in the compared order: the plain NCHW/NCDHW order, a
+device layout decoded through the source's plan) and writes, in `out_dir`, for the tensor ``{op}_{kind}_{index}``:
+
+- ``{op}_{kind}_{index}_{file_index}.csv`` from file index 0, at most `max_lines` data rows each, header
+  ``Index,N C H W,NPUDump,GroundTruth,AbsoluteError,RelativeError``: the flat index in the compared order, the
+  coordinates space-separated (padded to 4-D with trailing 1s, so the padded axes read 0; a shape of more than 4
+  axes gets one coordinate per axis and a header naming them, ``N C D H W`` for NCDHW, else ``D0 D1 ...``), the
+  float32 values both sides were decoded to, |x - y| and |x - y| / |y| (``-`` where the ground truth is 0, NaN or
+  inf). Numbers print like ``%.6f``; NaN as ``NaN`` and infinities as ``inf``/``-inf``, as the metrics do. Both
+  errors are evaluated in double from the float32 values.
+- ``{op}_{kind}_{index}_summary.txt`` with exactly the spec's eight lines. Min/max absolute error are over all
+  elements, min/max relative error over the elements where it is defined; both NaN-propagating like ``np.max``
+  (one NaN error makes them ``NaN``), ``NaN`` when there is no element to take them over.
+- ``{op}_{kind}_{index}_top.csv`` (when `top_n` > 0): the `top_n` largest absolute errors, then the `top_n`
+  largest relative errors, with columns ``TopBy,Rank,Index,<coordinates>,NPUDump,GroundTruth,AbsoluteError,
+  RelativeError``. NaN ranks above every number (an element that became NaN is the worst error); equal errors go
+  to the lower flat index. Only elements with a defined relative error enter the relative list.
+- with ``fmt="npy"``, instead of the CSV files, one .npy file per column, all of n rows:
+  ``_index.npy`` int64, ``_coordinates.npy`` int32 (n, axes) (int64 if an axis exceeds 2**31 - 1; axes padded to 4
+  as in CSV), ``_npu.npy``, ``_ground_truth.npy``, ``_abs_error.npy``, ``_rel_error.npy`` float32, the relative
+  error NaN where undefined.
+
+Op names have ``/`` replaced by ``_``; a file name of 255 characters (or UTF-8 bytes) or more becomes a digits-only
+hash plus its extension, with a ``{hash},{original file name}`` row in the folder's mapping.csv (dumpcmp.naming).
+Existing files are not replaced unless ``force=True``. Files are written under temporary names and renamed when all
+are complete: an error or Ctrl-C leaves none behind. The C++ core formats the rows, several blocks in parallel,
+a block of rows per thread in memory at a time.
+
+    >>> x = core.source_from_dump(dump._file, "output", 0, dst_format="NCHW", dst_shape=shape)
+    >>> result = export_detail(x, y, shape, "out", op_name="conv1", ground_truth_name="conv1")
+    >>> print(format_top_table(result))
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from . import naming
+from ._native import core
+from .errors import ConfigError, DumpcmpError
+
+__all__ = [
+    "DEFAULT_MAX_LINES", "DEFAULT_TOP_N", "NPY_COLUMNS", "DetailResult", "TopError", "coordinate_header",
+    "detail_prefix", "export_detail", "format_top_table", "padded_shape",
+]
+
+#: Data rows per CSV file, as the original tool writes them.
+DEFAULT_MAX_LINES = 1_000_000
+#: Entries of each top list.
+DEFAULT_TOP_N = 20
+#: The .npy columns, in file-name form, in the order the core writes them.
+NPY_COLUMNS = ("index", "coordinates", "npu", "ground_truth", "abs_error", "rel_error")
+_KINDS = ("input", "output")
+
+
+@dataclass(frozen=True)
+class TopError:
+    """One element of a top list."""
+
+    index: int                      # flat index in the compared order
+    coordinates: tuple[int, ...]    # over the padded shape, as in the detail files
+    npu: float
+    ground_truth: float
+    abs_error: float
+    rel_error: float | None         # None where undefined (ground truth 0, NaN or inf)
+
+
+@dataclass(frozen=True)
+class DetailResult:
+    """What `export_detail` found and wrote."""
+
+    total_count: int
+    min_abs_error: float
+    max_abs_error: float
+    min_rel_error: float
+    max_rel_error: float
+    rel_count: int                  # elements with a defined relative error
+    top_abs: tuple[TopError, ...]
+    top_rel: tuple[TopError, ...]
+    detail_files: tuple[str, ...]   # CSV files in row order, or the .npy columns in NPY_COLUMNS order
+    summary_path: str
+    top_path: str | None
+    coordinate_header: str
+    format: str
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every file written."""
+        return self.detail_files + (self.summary_path,) + ((self.top_path,) if self.top_path else ())
+
+
+def detail_prefix(op_name: str, kind: str = "output", index: int = 0) -> str:
+    """``{op}_{input|output}_{index}`` with ``/`` in the op name replaced by ``_`` (the spec's file-name rule)."""
+    if kind not in _KINDS:
+        raise ConfigError(f"a detail tensor is an input or an output, not {kind!r}")
+    if "\0" in op_name or op_name == "":
+        raise ConfigError(f"op name {op_name!r} cannot name a file")
+    if int(index) < 0:
+        raise ConfigError(f"tensor index {index} is negative")
+    return f"{op_name.replace('/', '_')}_{kind}_{int(index)}"
+
+
+def padded_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape the coordinates run over: padded with trailing 1s to 4 axes."""
+    dims = tuple(int(d) for d in shape)
+    return dims + (1,) * (4 - len(dims)) if len(dims) < 4 else dims
+
+
+def coordinate_header(shape: Sequence[int], layout_name: str = "NCHW") -> str:
+    """The coordinate column's title: ``N C H W`` up to 4 axes; beyond, the layout's letters when it names one per
+    axis (``N C D H W``), else ``D0 D1 ...``."""
+    rank = len(shape)
+    if rank <= 4:
+        return "N C H W"
+    if len(layout_name) == rank and layout_name.isalpha() and len(set(layout_name)) == rank:
+        return " ".join(layout_name)
+    return " ".join(f"D{a}" for a in range(rank))
+
+
+def _too_long(name: str) -> bool:
+    return len(name) >= naming.MAX_FILE_NAME or len(name.encode("utf-8", "surrogateescape")) >= naming.MAX_FILE_NAME
+
+
+def _file_name(name: str, ext: str) -> str:
+    return naming.hashed_name(name) + ext if _too_long(name) else name
+
+
+def _planned_names(prefix: str, count: int, max_lines: int, fmt: str, top_n: int) -> tuple[list[str], str, str | None]:
+    """Original (unhashed) names: detail files, summary, top list."""
+    if fmt == "csv":
+        files = int(core.detail_file_count(count, max_lines))
+        detail = [f"{prefix}_{k}.csv" for k in range(files)]
+    else:
+        detail = [f"{prefix}_{column}.npy" for column in NPY_COLUMNS]
+    return detail, f"{prefix}_summary.txt", (f"{prefix}_top.csv" if top_n > 0 else None)
+
+
+def _ext(name: str) -> str:
+    return os.path.splitext(name)[1]
+
+
+def export_detail(
+    x: core.TensorSource,
+    y: core.TensorSource,
+    shape: Sequence[int],
+    out_dir: str | os.PathLike[str],
+    *,
+    op_name: str,
+    ground_truth_name: str | Sequence[str],
+    kind: str = "output",
+    index: int = 0,
+    layout_name: str = "NCHW",
+    max_lines: int = DEFAULT_MAX_LINES,
+    top_n: int = DEFAULT_TOP_N,
+    fmt: str = "csv",
+    threads: int = 0,
+    force: bool = False,
+) -> DetailResult:
+    """Write the detail of x (NPU dump) against y (ground truth) for op `op_name`'s `kind` tensor `index`.
+
+    `shape` is the compared shape (the coordinates' axes; its product is both sides' element count), `layout_name`
+    the summary's Format line. `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``.
+    Raises ConfigError for bad options, an unusable folder or files that exist (without `force`), DumpcmpError for
+    a write failure, ValueError for sides that do not match `shape`; nothing is left behind in any of those cases.
+    """
+    if fmt not in ("csv", "npy"):
+        raise ConfigError(f"detail format is 'csv' or 'npy', not {fmt!r}")
+    if int(max_lines) < 1:
+        raise ConfigError(f"--max-lines must be at least 1, not {max_lines}")
+    if int(top_n) < 0:
+        raise ConfigError(f"--top-n must be 0 or more, not {top_n}")
+    dims = [int(d) for d in shape]
+    if x.count != y.count:
+        raise ValueError(f"{op_name} {kind} {index}: the NPU dump has {x.count} elements, the ground truth {y.count}")
+    if math.prod(dims) != x.count:
+        raise ValueError(f"{op_name} {kind} {index}: shape {dims} has {math.prod(dims)} elements, "
+                         f"the tensors {x.count}")
+    prefix = detail_prefix(op_name, kind, index)
+    gt_name = ground_truth_name if isinstance(ground_truth_name, str) else ",".join(ground_truth_name)
+    header = coordinate_header(dims, layout_name)
+
+    folder = os.fspath(out_dir)
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise ConfigError(f"output folder {folder} is not a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the output folder {folder}: {e.strerror or e}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"output folder {folder} is not writable")
+
+    detail_names, summary_name, top_name = _planned_names(prefix, x.count, int(max_lines), fmt, int(top_n))
+    originals = detail_names + [summary_name] + ([top_name] if top_name else [])
+    on_disk = [_file_name(name, _ext(name)) for name in originals]
+    paths = [os.path.join(folder, name) for name in on_disk]
+    if not force:
+        existing = [p for p in paths if os.path.lexists(p)]
+        if existing:
+            more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
+            raise ConfigError(f"{existing[0]} already exists{more}; pass force to replace the detail files")
+
+    n_detail = len(detail_names)
+    try:
+        raw = core.export_detail(
+            x, y, shape=dims, format=fmt,
+            csv_paths=paths[:n_detail] if fmt == "csv" else [],
+            npy_paths=paths[:n_detail] if fmt == "npy" else None,
+            max_rows=int(max_lines), coordinate_header=header,
+            summary_path=paths[n_detail], top_path=paths[n_detail + 1] if top_name else "",
+            top_n=int(top_n), npu_name=op_name, ground_truth_name=gt_name, layout_name=layout_name,
+            threads=int(threads))
+    except core.OutputError as e:
+        raise DumpcmpError(f"detail of {op_name} {kind} {index}: {e}") from None
+
+    for original, name in zip(originals, on_disk):
+        if name != original:
+            naming.safe_file_name(original, folder, suffix=_ext(original))
+    if force and fmt == "csv":
+        _remove_stale(folder, prefix, n_detail)
+
+    padded = padded_shape(dims)
+
+    def entries(rows: list[tuple[int, float, float, float, float | None]]) -> tuple[TopError, ...]:
+        return tuple(TopError(i, _unravel(i, padded), npu, gt, ae, re) for i, npu, gt, ae, re in rows)
+
+    return DetailResult(
+        total_count=raw["total_count"], min_abs_error=raw["min_abs_error"], max_abs_error=raw["max_abs_error"],
+        min_rel_error=raw["min_rel_error"], max_rel_error=raw["max_rel_error"], rel_count=raw["rel_count"],
+        top_abs=entries(raw["top_abs"]), top_rel=entries(raw["top_rel"]),
+        detail_files=tuple(paths[:n_detail]), summary_path=paths[n_detail],
+        top_path=paths[n_detail + 1] if top_name else None, coordinate_header=header, format=fmt)
+
+
+def _remove_stale(folder: str, prefix: str, first_unused: int) -> None:
+    """Detail files of an earlier, longer export of the same tensor, so that the folder holds one consistent set."""
+    k = first_unused
+    while True:
+        name = f"{prefix}_{k}.csv"
+        path = os.path.join(folder, _file_name(name, ".csv"))
+        if not os.path.isfile(path):
+            return
+        os.remove(path)
+        k += 1
+
+
+def _unravel(flat: int, dims: tuple[int, ...]) -> tuple[int, ...]:
+    coords = []
+    for d in reversed(dims):
+        flat, c = divmod(flat, d) if d else (0, 0)
+        coords.append(c)
+    return tuple(reversed(coords))
+
+
+def format_top_table(result: DetailResult, n: int | None = None) -> str:
+    """The top lists as plain aligned text tables for the terminal (at most `n` rows each; None = all)."""
+    columns = ("Rank", "Index", result.coordinate_header, "NPUDump", "GroundTruth", "AbsoluteError", "RelativeError")
+    blocks = []
+    for title, entries in (("absolute", result.top_abs), ("relative", result.top_rel)):
+        shown = entries if n is None else entries[:n]
+        rows = [columns] + [
+            (str(rank), str(e.index), " ".join(map(str, e.coordinates)), core.format_fixed6(e.npu),
+             core.format_fixed6(e.ground_truth), core.format_fixed6(e.abs_error),
+             "-" if e.rel_error is None else core.format_fixed6(e.rel_error))
+            for rank, e in enumerate(shown, 1)]
+        widths = [max(len(row[c]) for row in rows) for c in range(len(columns))]
+        lines = [f"Top {len(shown)} {title} errors"]
+        for r, row in enumerate(rows):
+            lines.append("  ".join(cell.rjust(w) for cell, w in zip(row, widths)).rstrip())
+            if r == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

@@ -74,7 +74,7 @@ void bind_compare(py::module_& m) {
             type = numpy_data_type(a.dtype(), "array");
         }
         return std::make_shared<TensorSource>(static_cast<const std::uint8_t*>(a.data()), type, count);
-    }, py::arg("array"), py::arg("data_type") = py::none(), py::keep_alive<0, 1>(),
+    }, py::arg("array").noconvert(), py::arg("data_type") = py::none(), py::keep_alive<0, 1>(),
        "A NumPy array (e.g. a memory-mapped .npy) as a comparison side, in its own row-major order.");
 
     m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,

@@ -359,9 +359,10 @@ class _Sides:
             custom, _layout.Converters) else custom
 
     def device(self, ref: _DeviceRef, kind: str, index: int, pair: TensorPair,
-               target_shape: tuple[int, ...] | None) -> tuple[Any, Any]:
-        """(source, tensor) of a device dump tensor in the compared order: decoded from its device layout and
-        cropped to `target_shape` (the ground truth's) when it has one."""
+               target_shape: tuple[int, ...] | None, target_format: str | None = None) -> tuple[Any, Any]:
+        """(source, tensor) of a device dump tensor in the compared order: decoded from its device layout into
+        `target_format` (default: the ground truth's, from the graph, else NCHW/NCDHW/ND) and cropped to
+        `target_shape` (the ground truth's) when it has one."""
         if ref.dump is None:
             raise DumpcmpError(ref.error)
         tensors = ref.dump.inputs if kind == "input" else ref.dump.outputs
@@ -376,7 +377,7 @@ class _Sides:
             return core.source_from_dump(ref.dump._file, kind, index), t
         if target_shape is None:
             raise DumpcmpError(f"{fmt} tensor without a plain counterpart to decode into")
-        dst = _plain_target(fmt, pair, len(target_shape))
+        dst = target_format or _plain_target(fmt, pair, len(target_shape))
         groups = max(1, int(t.sub_format))
         if len(target_shape) != (5 if fmt in _FIVE_D else 4) and fmt != "FRACTAL_NZ":
             # the ground truth is not 4-D/5-D (an FC layer's (N, C)): decode by the dump's original shape

@@ -70,9 +70,7 @@ def run(args: argparse.Namespace) -> int:
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
                      data_index=args.data_index)
     if args.op is not None:
-        from ..detail_cli import run_detail  # single-operator mode
-
-        return run_detail(args, selection)
+        return _run_single_op(args, selection)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, **selection)
@@ -88,4 +86,25 @@ def run(args: argparse.Namespace) -> int:
             print(result.summary(args.threshold), file=sys.stderr if path is None else sys.stdout)
             if path is not None:
                 print(f"  result: {path}")
+    return 0
+
+
+def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
+    from ..detail import format_top_table
+    from ..errors import DumpcmpError
+    from ..single_op import compare_op
+
+    if args.output is None:
+        raise DumpcmpError("-d (single-operator mode) needs -o OUTPUT_FOLDER for the detail files")
+    result = compare_op(args.left, args.right, args.op, args.output, kind=args.tensor, index=args.index,
+                        fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule, custom=args.custom,
+                        max_lines=args.max_lines, top_n=args.top_n, fmt=args.detail_format, threads=args.threads,
+                        force=args.force, **selection)
+    if not args.quiet:
+        print(f"{result.total_count} elements compared; summary: {result.summary_path}")
+        print(f"  absolute error {result.min_abs_error:.6f} .. {result.max_abs_error:.6f}, "
+              f"relative error {result.min_rel_error:.6f} .. {result.max_rel_error:.6f}")
+        print(f"  {len(result.detail_files)} detail file(s) in {args.output}")
+        if args.top_n > 0:
+            print(format_top_table(result, args.top_n))
     return 0

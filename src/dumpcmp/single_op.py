@@ -1,0 +1,120 @@
+"""Single-operator comparison (`dumpcmp compare -d OP`): one tensor of one operator, element by element.
+
+Pairing, layout decoding and cropping are the model-level comparison's (`dumpcmp.comparison`); the device tensor is
+decoded to NCHW (NCDHW when it has a depth axis) as the spec says, the ground truth brought to the same layout, and
+`dumpcmp.detail.export_detail` writes the summary, the detail files and the top errors.
+
+    >>> r = compare_op("dumps/", "gt/", "conv1", "out/", fusion_json="model.json")
+    >>> print(format_top_table(r))
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+import numpy as np
+
+from . import layout as _layout
+from ._native import core
+from .comparison import _FIVE_D, _Sides, _ground_truth_array, paired_runs
+from .detail import DetailResult, export_detail
+from .errors import DumpcmpError, NotFoundError
+from .naming import sanitize
+from .pairing import TensorPair
+
+__all__ = ["compare_op", "find_pair"]
+
+
+def find_pair(pairs: list[TensorPair], op_name: str, kind: str, index: int) -> TensorPair:
+    """The row of `op_name`'s `kind` `index`; NotFoundError with the closest names or the tensors the op has."""
+    names = {p.npu_op for p in pairs if p.npu_op is not None}
+    wanted = op_name if op_name in names else next((n for n in names if sanitize(n) == sanitize(op_name)), None)
+    if wanted is None:
+        close = difflib.get_close_matches(op_name, sorted(names), n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(names)} device ops were dumped)"
+        raise NotFoundError(f"no device op named {op_name!r}{hint}")
+    mine = [p for p in pairs if p.npu_op == wanted]
+    for p in mine:
+        if p.kind == kind and p.index == index:
+            return p
+    have = sorted(f"{p.kind} {p.index}" for p in mine if p.index is not None)
+    raise NotFoundError(f"op {wanted!r} has no {kind} {index}; it has: {', '.join(have) or 'nothing comparable'}")
+
+
+def compare_op(
+    left: str | os.PathLike[str],
+    right: str | os.PathLike[str],
+    op_name: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    kind: str = "output",
+    index: int = 0,
+    fusion_json: str | os.PathLike[str] | None = None,
+    quant_json: str | os.PathLike[str] | None = None,
+    custom: str | os.PathLike[str] | None = None,
+    max_lines: int = 1_000_000,
+    top_n: int = 20,
+    fmt: str = "csv",
+    threads: int = 0,
+    force: bool = False,
+    **selection: Any,
+) -> DetailResult:
+    """Compare one tensor of one device op with its ground truth, every element; see `dumpcmp.detail`."""
+    if kind not in ("input", "output"):
+        raise DumpcmpError(f"the tensor kind is input or output, not {kind!r}")
+    runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, **selection)
+    if len(runs) > 1:
+        names = "\n  ".join(r.run for r in runs)
+        raise DumpcmpError(f"{left} holds {len(runs)} runs; select one with --device/--model/--iteration:\n  {names}")
+    run = runs[0]
+    pair = find_pair(run.pairs, op_name, kind, index)
+    if pair.skip_reason:
+        raise DumpcmpError(f"{pair.tensor_index}: not compared: {pair.skip_reason}")
+    if pair.npu_ref is not None and pair.npu_ref.dump is None:
+        raise DumpcmpError(pair.npu_ref.error)
+    if not pair.comparable:
+        raise NotFoundError(f"{pair.tensor_index}: {pair.note or 'no ground truth to compare with'}")
+
+    sides = _Sides(custom)
+    if run.device_vs_device:
+        gt_ref = pair.ground_truth_ref
+        y, gt_t = sides.device(gt_ref, kind, index, pair, None)
+        x, t = sides.device(pair.npu_ref, kind, index, pair, None)
+        if (t.format, tuple(t.shape)) != (gt_t.format, tuple(gt_t.shape)):
+            raise DumpcmpError(f"{pair.tensor_index}: format/shape differ: {t.format} {list(t.shape)} vs "
+                               f"{gt_t.format} {list(gt_t.shape)}")
+        shape, layout_name = tuple(t.shape), t.format
+    else:
+        y, gt_shape, _ = _ground_truth_array(pair.ground_truth_ref)
+        gt_format = (pair.origin_format or "").upper()
+        tensors = pair.npu_ref.dump.inputs if kind == "input" else pair.npu_ref.dump.outputs
+        device_format = tensors[index].format
+        family5 = device_format in _FIVE_D or len(gt_shape) == 5
+        target = "NCDHW" if family5 else "NCHW"
+        if device_format in _layout.DEVICE_FORMATS and device_format != "FRACTAL_NZ" and len(gt_shape) in (4, 5):
+            if gt_format in _layout.PLAIN_FORMATS and gt_format not in ("ND", target):
+                # a ground truth in another layout (TensorFlow's NHWC): brought to NCHW for the coordinates
+                data = _ground_truth_array_data(pair)
+                plain = _layout.convert(data, gt_format, target)
+                y, gt_shape = core.source_from_array(plain), plain.shape
+            x, t = sides.device(pair.npu_ref, kind, index, pair, tuple(gt_shape), target)
+            layout_name = target
+        else:
+            x, t = sides.device(pair.npu_ref, kind, index, pair, tuple(gt_shape))
+            layout_name = target if len(gt_shape) in (4, 5) else "NCHW"
+        shape = tuple(gt_shape)
+        if x.count != y.count:
+            raise DumpcmpError(f"{pair.tensor_index}: shape mismatch: NPU {t.format} {list(t.shape)} gives "
+                               f"{x.count} elements, ground truth {list(gt_shape)} has {y.count}")
+    return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=pair.ground_truth_column,
+                         kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
+                         threads=threads, force=force)
+
+
+def _ground_truth_array_data(pair: TensorPair) -> np.ndarray:
+    data = pair.ground_truth_ref.open()
+    if not isinstance(data, np.ndarray):
+        raise DumpcmpError(f"{pair.ground_truth_ref.path}: a layout change needs a .npy ground truth")
+    return np.asarray(data)

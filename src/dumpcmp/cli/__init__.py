@@ -19,6 +19,7 @@ COMMANDS = {
     "golden": "dumpcmp.cli.golden",
     "info": "dumpcmp.cli.info",
     "sample": "dumpcmp.cli.sample",
+    "simulate": "dumpcmp.cli.simulate",
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2

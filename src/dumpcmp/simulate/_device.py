@@ -143,6 +143,7 @@ class SimOp:
     id: int = 0
     task_id: int | None = None
     onnx_type: str = ""
+    attrs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def dumped(self) -> bool:
@@ -407,7 +408,13 @@ class DeviceGraph:
                 name = self._unique(node.name)
                 op_type, originals = DEVICE_TYPES.get(node.op_type, node.op_type), [node.name]
             kind = "const" if node.op_type == "Constant" else "exec"
-            inputs = [self.resolve(t) if t else None for t in first.input]
+            attrs: list[dict[str, Any]] = []
+            data_inputs = list(first.input)
+            if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+                # AscendQuant/AscendDequant take the scale and offset as attributes, not as inputs
+                data_inputs = data_inputs[:1]
+                attrs = self._quant_attrs(node)
+            inputs = [self.resolve(t) if t else None for t in data_inputs]
             rule = "matmul" if first.op_type in ("MatMul", "Gemm") else "activation"
             outputs = []
             for k, t in enumerate(node.output):
@@ -421,7 +428,8 @@ class DeviceGraph:
                     origin = (node.name, k)
                 outputs.append(Output(Value("run", value), dtype, shape, "plain" if kind == "const" else rule,
                                       origin, self._origin_dtype(origin)))
-            op = self._add(SimOp(name, op_type, kind, originals, inputs, outputs, onnx_type=first.op_type))
+            op = self._add(SimOp(name, op_type, kind, originals, inputs, outputs, onnx_type=first.op_type,
+                                 attrs=attrs))
             for m in chain or [node.name]:
                 self._node_op[m] = op
             if first.op_type == "Conv" and len(inputs) > 1 and inputs[1] is not None:
@@ -432,6 +440,23 @@ class DeviceGraph:
                     out.groups = next((int(a.i) for a in first.attribute if a.name == "group"), 1)
                     out.layout = None
         self._outputs()
+
+    def _quant_attrs(self, node: Any) -> list[dict[str, Any]]:
+        from onnx import numpy_helper
+
+        values = []
+        for t in node.input[1:3]:
+            init = self._inits.get(t)
+            values.append(None if init is None else numpy_helper.to_array(init))
+        attrs = []
+        scale = values[0] if values else None
+        offset = values[1] if len(values) > 1 else None
+        if scale is not None and scale.size == 1:
+            key = "scale" if node.op_type == "QuantizeLinear" else "deq_scale"
+            attrs.append({"key": key, "value": {"f": float(scale.reshape(-1)[0])}})
+        if offset is not None and offset.size == 1:
+            attrs.append(_attr_i("offset", int(offset.reshape(-1)[0])))
+        return attrs
 
     def _dequantized_origin(self, node: Any) -> tuple[str, int] | None:
         producer = self._producer.get(node.input[0])
@@ -488,6 +513,7 @@ class DeviceGraph:
             attrs.append(_attr_list_s(ATTR_ORIGINAL_OP_NAMES, op.originals))
         if op.onnx_type:
             attrs.append(_attr_s("_onnx_op_type", op.onnx_type))
+        attrs.extend(op.attrs)
         if op.kind == "data":
             inputs = [""]
             input_desc = [_desc(op.outputs[0], origin=False)]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -390,11 +391,16 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
 
     files: list[Path] = []
     sample_dirs: list[Path] = []
-    for k, sample in enumerate(feeds):
-        folder = model_dir / str(k)
-        folder.mkdir(parents=True, exist_ok=False)
-        sample_dirs.append(folder)
-        files += writer.run_sample(ops, sample, folder, next_stamp, sizes)
+    try:
+        for k, sample in enumerate(feeds):
+            folder = model_dir / str(k)
+            folder.mkdir(parents=True, exist_ok=False)
+            sample_dirs.append(folder)
+            files += writer.run_sample(ops, sample, folder, next_stamp, sizes)
+    except BaseException:
+        # the time folder is this run's own: a failed run leaves no half-written dumps behind
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
 
     json_path = Path(json_out) if json_out is not None else config.dump_path / DEFAULT_JSON_NAME
     graph.write_json(json_path, precision)

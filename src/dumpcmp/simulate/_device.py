@@ -25,7 +25,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -577,5 +577,3 @@ def _desc(out: Output, origin: bool = True) -> dict[str, Any]:
     desc["attr"] = attrs
     return desc
 
-
-Resolver = Callable[[Value], np.ndarray]

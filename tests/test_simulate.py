@@ -264,6 +264,9 @@ def test_every_run_gets_its_own_time_folder(tmp_path):
     assert int(second.run_dir.name) == int(first.run_dir.name) + 1  # 1_800_000_000 is a whole minute
     assert first.model_dir.parent.name == "my_model_v2"
     assert len(list(first.sample_dirs[0].iterdir())) == len(list(second.sample_dirs[0].iterdir())) > 0
+    # the unnamed Sigmoid is named after its output, as the ground truth names it
+    assert {n.split(".")[1] for n in os.listdir(first.sample_dirs[0])} == {"relu", "y", "trans_Cast_0",
+                                                                           "trans_Cast_1"}
 
 
 def build_tiny(path: Path) -> Path:

@@ -214,8 +214,7 @@ def quantize_int8(model: Any, samples: Sequence[Mapping[str, np.ndarray]], where
     import onnx
 
     try:
-        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,  # noqa: F401
-                                              quantize_static)
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     except ImportError as error:  # pragma: no cover - onnxruntime always ships it
         raise DumpcmpError(f"int8 simulation needs onnxruntime.quantization: {error}") from error
 

@@ -22,6 +22,7 @@ COMMANDS = {
     "info": "dumpcmp.cli.info",
     "sample": "dumpcmp.cli.sample",
     "shape": "dumpcmp.cli.shape",
+    "simulate": "dumpcmp.cli.simulate",
     "view": "dumpcmp.cli.view",
 }
 

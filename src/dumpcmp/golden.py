@@ -174,7 +174,7 @@ def _iter_tensors(graph: Any) -> Iterator[Any]:
                 yield from _iter_tensors(g)
 
 
-def _load_model(path: Path) -> Any:
+def load_model(path: Path) -> Any:
     onnx, _ = _require_onnx()
     if not path.is_file():
         raise NotFoundError(f"{path}: no such model file")
@@ -184,7 +184,7 @@ def _load_model(path: Path) -> Any:
         raise ConfigError(f"{path}: not a readable ONNX model: {error}") from error
 
 
-def _external_files(model: Any, model_dir: Path, model_path: Path) -> list[str]:
+def external_files(model: Any, model_dir: Path, model_path: Path) -> list[str]:
     onnx, _ = _require_onnx()
     locations: list[str] = []
     for tensor in _iter_tensors(model.graph):
@@ -281,7 +281,7 @@ def execution_order(graph: Any, model_path: Path | str = "model") -> list[Any]:
     return [nodes[i] for i in order]
 
 
-def _value_types(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def value_types(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """name -> TypeProto from ONNX shape inference run with the actual input shapes. Large weights are left out
     of the copy that is inferred (shape inference needs their shapes, not their values)."""
     onnx, _ = _require_onnx()
@@ -323,7 +323,7 @@ def _value_types(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
     return types
 
 
-def _tensor_nbytes(type_proto: Any) -> int | None:
+def tensor_nbytes(type_proto: Any) -> int | None:
     onnx, _ = _require_onnx()
     if type_proto is None or not type_proto.HasField("tensor_type"):
         return None
@@ -357,7 +357,7 @@ def _ort_version(ort: Any) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", ort.__version__)[:2])
 
 
-class _Runner:
+class Runner:
     """Creates onnxruntime sessions for the model with a chosen set of extra graph outputs."""
 
     def __init__(self, model: Any, model_path: Path, external: bool, strategy: str | None = None) -> None:
@@ -643,7 +643,7 @@ def plan_inputs(model_path: str | os.PathLike[str], sources: Sequence[str] = (),
     comma-separated lists are split, SigmaStar-style. Inputs without a source get random data when `seed` is given.
     Every input with several files must have the same number; one file is reused for every sample.
     """
-    model = _load_model(Path(model_path))
+    model = load_model(Path(model_path))
     inputs = model_inputs(model)
     names = [mi.name for mi in inputs]
     plans = {mi.name: InputPlan(mi) for mi in inputs}
@@ -775,8 +775,8 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     """
     onnx, ort = _require_onnx()
     path = Path(model_path)
-    model = _load_model(path)
-    external = bool(_external_files(model, path.parent, path))
+    model = load_model(path)
+    external = bool(external_files(model, path.parent, path))
     declared = model_inputs(model)
     by_name = {mi.name: mi for mi in declared}
     given = dict(inputs or {})
@@ -807,8 +807,8 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     out.mkdir(parents=True, exist_ok=True)
 
     nodes = execution_order(model.graph, path)
-    types = _value_types(model, feeds)
-    runner = _Runner(model, path, external, _external_strategy)
+    types = value_types(model, feeds)
+    runner = Runner(model, path, external, _external_strategy)
 
     plain: dict[str, np.ndarray] = {}
     if check:
@@ -841,7 +841,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
             if kind:
                 rec.note = _join_note(rec.note, f"{kind} output: not a tensor, not written")
                 continue
-            pending.append((rec, _tensor_nbytes(types.get(tensor))))
+            pending.append((rec, tensor_nbytes(types.get(tensor))))
 
     # Inputs are written first: they are what the run starts from.
     for rec in records[: len(declared)]:

@@ -152,10 +152,10 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
 
 # -- lowering ------------------------------------------------------------------------------------------------------
 def _load(path: Path) -> Any:
-    from ..golden import _external_files, _load_model
+    from ..golden import external_files, load_model
 
-    model = _load_model(path)
-    if _external_files(model, path.parent, path):
+    model = load_model(path)
+    if external_files(model, path.parent, path):
         import onnx.external_data_helper as ext
 
         ext.load_external_data_for_model(model, str(path.parent))
@@ -168,7 +168,7 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
                 where: str = "model") -> Lowered:
     """The runnable lower-precision model (`precision` fp16 or int8; int8 calibrates on `samples`). `model` must
     have its nodes named (`_lower.name_nodes`)."""
-    from ..golden import _value_types
+    from ..golden import value_types
 
     if precision not in PRECISIONS:
         raise ConfigError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
@@ -176,7 +176,7 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
     if precision == "int8":
         source = quantize_int8(model, samples, where)
     try:
-        return lower_fp16(source, _value_types(source, samples[0]), precision)
+        return lower_fp16(source, value_types(source, samples[0]), precision)
     except DumpcmpError:
         raise
     except Exception as error:
@@ -224,11 +224,11 @@ def _select(graph: DeviceGraph, layers: list[str] | None, notes: list[str], wher
 
 class _Writer:
     def __init__(self, graph: DeviceGraph, lowered: Lowered, mode: str, where: Path, batch_bytes: int) -> None:
-        from ..golden import _Runner
+        from ..golden import Runner
 
         self.graph = graph
         self.mode = mode
-        self.runner = _Runner(lowered.model, where, False)
+        self.runner = Runner(lowered.model, where, False)
         self.batch_bytes = batch_bytes
         self.inits: dict[str, np.ndarray] = {}
         self.low_inits = {t.name: t for t in lowered.model.graph.initializer}
@@ -371,10 +371,10 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     name = config.model_name or candidates[0]
     feeds = _check_samples(model, samples, seed, str(path))
 
-    from ..golden import _tensor_nbytes, _value_types
+    from ..golden import tensor_nbytes, value_types
 
     lowered = lower_model(model, precision, feeds, str(path))
-    low_types = _value_types(lowered.model, feeds[0])
+    low_types = value_types(lowered.model, feeds[0])
     graph = DeviceGraph(model, lowered, low_types, feeds[0], name)
     notes = list(config.notes)
     ops = _select(graph, config.layers, notes, str(acl_json or path))
@@ -382,7 +382,7 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     run_dir, _ = _time_folder(config.dump_path, now)
     model_dir = run_dir / str(int(device_id)) / sanitize(name) / str(int(model_id))
     writer = _Writer(graph, lowered, config.mode, path, batch_bytes)
-    sizes = {n: _tensor_nbytes(low_types.get(n)) for op in ops for n in writer._needs(op)}
+    sizes = {n: tensor_nbytes(low_types.get(n)) for op in ops for n in writer._needs(op)}
     counter = [max(int(time.time() * 1_000_000), 10**15)]
 
     def next_stamp() -> int:

@@ -18,6 +18,7 @@ COMMANDS = {
     "acl-json": "dumpcmp.cli.acl_json",
     "compare": "dumpcmp.cli.compare",
     "convert": "dumpcmp.cli.convert",
+    "demo": "dumpcmp.cli.demo",
     "golden": "dumpcmp.cli.golden",
     "info": "dumpcmp.cli.info",
     "sample": "dumpcmp.cli.sample",

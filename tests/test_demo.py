@@ -1,0 +1,39 @@
+"""The demo end to end: the README's first command must work and find the layer it was built to break."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+from dumpcmp.cli import main  # noqa: E402
+from dumpcmp.demo import run_demo  # noqa: E402
+
+
+def test_demo_finds_the_quantization_victim(tmp_path, capsys):
+    result = run_demo(tmp_path / "demo", quiet=True)
+    assert result.worst == "fc:output:0"
+    with open(result.result_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    by_tensor = {r["TensorIndex"]: r for r in rows}
+    assert float(by_tensor["fc:output:0"]["CosineSimilarity"]) < 0.99
+    assert float(by_tensor["conv1bn1relu1:output:0"]["CosineSimilarity"]) > 0.999
+    assert by_tensor["conv1bn1relu1:output:0"]["GroundTruth"] == "relu1"  # the fused chain's last op
+    assert (result.detail_dir / "fc_output_0_summary.txt").read_text().startswith("TotalCount:10\n")
+    assert result.seconds < 60
+
+
+def test_demo_cli_never_overwrites(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "first below cosine 0.99" in text and "dumpcmp compare -l" in text
+    assert main(["demo", "-o", str(out)]) == 2
+    assert "--force" in capsys.readouterr().err
+    (out / "mine.txt").write_text("user data")
+    assert main(["demo", "-o", str(out), "--force"]) == 2
+    assert (out / "mine.txt").read_text() == "user data"
+    (out / "mine.txt").unlink()
+    assert main(["demo", "-o", str(out), "--force", "--precision", "fp16"]) == 0

@@ -59,9 +59,29 @@ constexpr std::size_t kWide = 16;  // elements per step: one VF16, two VD
 inline VD splat(double v) noexcept { return VD{v, v, v, v, v, v, v, v}; }
 inline VD vabs(const VD& v) noexcept { return (VD)((VU)v & (VU{} + 0x7FFFFFFFFFFFFFFFull)); }
 inline VD select(const VM& mask, const VD& a, const VD& b) noexcept { return (VD)(((VU)mask & (VU)a) | (~(VU)mask & (VU)b)); }
+inline VF16 select16(const VI16& mask, const VF16& a, const VF16& b) noexcept {
+    return (VF16)(((VW16)mask & (VW16)a) | (~(VW16)mask & (VW16)b));
+}
+
+// Selections are written two ways with the same result: vector ?: becomes single min/max/masked instructions with
+// AVX-512 but is split into scalar code for 64-byte vectors on narrower targets, where and/or masks lower well.
+// Wide is true in the AVX-512 instantiation only.
+template <bool Wide>
+__attribute__((always_inline)) inline VD pick(const VM& mask, const VD& a, const VD& b) noexcept {
+    if constexpr (Wide) return mask ? a : b;
+    else return select(mask, a, b);
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VF16 pick16(const VI16& mask, const VF16& a, const VF16& b) noexcept {
+    if constexpr (Wide) return mask ? a : b;
+    else return select16(mask, a, b);
+}
 // NaN-propagating max for values that are >= 0 or NaN with the sign bit clear (|.| results): their bit patterns
-// order as integers the way the values do, and NaN patterns sit above +inf. One integer max instruction.
-inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept { return (VD)((VM)v > (VM)m ? (VM)v : (VM)m); }
+// order as integers the way the values do, and NaN patterns sit above +inf.
+template <bool Wide>
+__attribute__((always_inline)) inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept {
+    return pick<Wide>((VM)v > (VM)m, v, m);
+}
 __attribute__((always_inline)) inline VD low_half(const VF16& f) noexcept {
     return __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), VD);
 }
@@ -153,6 +173,7 @@ struct StepConstants {
 };
 
 // The sums of eight elements (one per lane).
+template <bool Wide>
 __attribute__((always_inline)) inline void step8(Lanes& a, const VD& x, const VD& y, const StepConstants& c) noexcept {
     // Sums of deviations from the block's first finite value: the variance from them loses at most about
     // log2(block) bits, unlike sum(x^2) - n*mean^2 (which fails on large constant data).
@@ -167,28 +188,30 @@ __attribute__((always_inline)) inline void step8(Lanes& a, const VD& x, const VD
     const VD d = vabs(x - y);
     a.sad += d;
     a.ssd += d * d;
-    a.mad = vsticky_max_nonneg(a.mad, d);
+    a.mad = vsticky_max_nonneg<Wide>(a.mad, d);
     // Every lane divides, unconditionally (no branch); lanes with |y| <= EPS are then replaced by 0, whatever
     // inf or NaN their division gave.
     const VM counted = vabs(y) > c.eps;
-    const VD r = counted ? vabs(x / y - c.one) : VD{};
+    const VD r = pick<Wide>(counted, vabs(x / y - c.one), VD{});
     a.srel += r;
-    a.mrel = vsticky_max_nonneg(a.mrel, r);
+    a.mrel = vsticky_max_nonneg<Wide>(a.mrel, r);
 }
 
 // Min and max stay in float32 (exact, 16 lanes); NaN never enters them: the counts report it.
+template <bool Wide>
 __attribute__((always_inline)) inline void minmax16(Lanes& a, const VF16& x, const VF16& y) noexcept {
-    a.minx = x < a.minx ? x : a.minx;
-    a.maxx = x > a.maxx ? x : a.maxx;
-    a.miny = y < a.miny ? y : a.miny;
-    a.maxy = y > a.maxy ? y : a.maxy;
+    a.minx = pick16<Wide>(x < a.minx, x, a.minx);
+    a.maxx = pick16<Wide>(x > a.maxx, x, a.maxx);
+    a.miny = pick16<Wide>(y < a.miny, y, a.miny);
+    a.maxy = pick16<Wide>(y > a.maxy, y, a.maxy);
 }
 
 // The last rest (< 8) elements of eight lanes: a step on a copy, keeping only the lanes that saw real elements.
+template <bool Wide>
 __attribute__((always_inline)) inline void step8_partial(Lanes& a, const VD& x, const VD& y, const StepConstants& c,
                                                          std::size_t rest) noexcept {
     Lanes b = a;
-    step8(b, x, y, c);
+    step8<Wide>(b, x, y, c);
     VM keep{};
     for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < rest ? -1 : 0;
     auto take = [&keep](VD& to, const VD& from) { to = select(keep, from, to); };
@@ -198,7 +221,7 @@ __attribute__((always_inline)) inline void step8_partial(Lanes& a, const VD& x, 
     take(a.mrel, b.mrel);
 }
 
-template <class SX, class SY>
+template <bool Wide, class SX, class SY>
 __attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {
     // A local copy stays in registers; through the reference every step would store all lanes.
     Lanes a = out;
@@ -206,9 +229,9 @@ __attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n,
     std::size_t i = 0;
     for (; i + kWide <= n; i += kWide) {
         const VF16 fx = x.load16(i), fy = y.load16(i);
-        minmax16(a, fx, fy);
-        step8(a, low_half(fx), low_half(fy), c);
-        step8(a, high_half(fx), high_half(fy), c);
+        minmax16<Wide>(a, fx, fy);
+        step8<Wide>(a, low_half(fx), low_half(fy), c);
+        step8<Wide>(a, high_half(fx), high_half(fy), c);
     }
     if (i < n) {
         // Padding repeats the tail's first element, which leaves min and max as they are.
@@ -218,12 +241,12 @@ __attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n,
             fx[j] = x.at(i + (j < rest ? j : 0));
             fy[j] = y.at(i + (j < rest ? j : 0));
         }
-        minmax16(a, fx, fy);
+        minmax16<Wide>(a, fx, fy);
         if (rest >= kLanes) {
-            step8(a, low_half(fx), low_half(fy), c);
-            if (rest > kLanes) step8_partial(a, high_half(fx), high_half(fy), c, rest - kLanes);
+            step8<Wide>(a, low_half(fx), low_half(fy), c);
+            if (rest > kLanes) step8_partial<Wide>(a, high_half(fx), high_half(fy), c, rest - kLanes);
         } else {
-            step8_partial(a, low_half(fx), low_half(fy), c, rest);
+            step8_partial<Wide>(a, low_half(fx), low_half(fy), c, rest);
         }
     }
     out = a;
@@ -241,6 +264,7 @@ __attribute__((always_inline)) inline VD exponent_of(const VU& bits) noexcept {
 __attribute__((always_inline)) inline VD mantissa_of(const VU& bits) noexcept {
     return (VD)((bits & (VU{} + 0x000FFFFFFFFFFFFFull)) | (VU{} + 0x3FF0000000000000ull));
 }
+template <bool Wide>
 __attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noexcept {
     const VU pb = (VU)p, qb = (VU)q;
     VD e = exponent_of(pb) - exponent_of(qb);
@@ -248,8 +272,8 @@ __attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noe
     const VD mq = mantissa_of(qb);
     const VM high = mp > mq * 1.4142135623730951;
     const VM low = mp * 1.4142135623730951 < mq;
-    mp = select(high, mp * 0.5, select(low, mp * 2.0, mp));
-    e = select(high, e + 1.0, select(low, e - 1.0, e));
+    mp = pick<Wide>(high, mp * 0.5, pick<Wide>(low, mp * 2.0, mp));
+    e = pick<Wide>(high, e + 1.0, pick<Wide>(low, e - 1.0, e));
     const VD s = (mp - mq) / (mp + mq);
     const VD z = s * s;
     VD poly = splat(1.0 / 21);
@@ -274,17 +298,18 @@ struct KldConstants {
     VD ox, ix, oy, iy, floor;
 };
 
+template <bool Wide>
 __attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, const VD& y, const KldConstants& c) noexcept {
     VD p = (x - c.ox) * c.ix;
     VD q = (y - c.oy) * c.iy;
-    p = p < c.floor ? c.floor : p;
-    q = q < c.floor ? c.floor : q;
+    p = pick<Wide>(p < c.floor, c.floor, p);
+    q = pick<Wide>(q < c.floor, c.floor, q);
     a.sp += p;
     a.sq += q;
-    a.sa += p * log_ratio(p, q);
+    a.sa += p * log_ratio<Wide>(p, q);
 }
 
-template <class SX, class SY>
+template <bool Wide, class SX, class SY>
 __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, const KldParams& k, KldLanes& out) {
     KldLanes a = out;  // a local: stays in registers
     // Multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
@@ -293,8 +318,8 @@ __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, c
     std::size_t i = 0;
     for (; i + kWide <= n; i += kWide) {
         const VF16 fx = x.load16(i), fy = y.load16(i);
-        kld_step(a, low_half(fx), low_half(fy), c);
-        kld_step(a, high_half(fx), high_half(fy), c);
+        kld_step<Wide>(a, low_half(fx), low_half(fy), c);
+        kld_step<Wide>(a, high_half(fx), high_half(fy), c);
     }
     if (i < n) {
         const std::size_t rest = n - i;
@@ -305,7 +330,7 @@ __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, c
         }
         auto partial = [&](const VD& vx, const VD& vy, std::size_t r) {
             KldLanes b = a;
-            kld_step(b, vx, vy, c);
+            kld_step<Wide>(b, vx, vy, c);
             VM keep{};
             for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < r ? -1 : 0;
             a.sp = select(keep, b.sp, a.sp);
@@ -313,7 +338,7 @@ __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, c
             a.sa = select(keep, b.sa, a.sa);
         };
         if (rest >= kLanes) {
-            kld_step(a, low_half(fx), low_half(fy), c);
+            kld_step<Wide>(a, low_half(fx), low_half(fy), c);
             if (rest > kLanes) partial(high_half(fx), high_half(fy), rest - kLanes);
         } else {
             partial(low_half(fx), low_half(fy), rest);
@@ -323,19 +348,19 @@ __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, c
 }
 
 // One compiled copy of each kernel per instruction-set level and source pair; simd_level() picks one.
-#define DUMPCMP_KERNEL_LEVEL(suffix, attributes)                                                                   \
+#define DUMPCMP_KERNEL_LEVEL(suffix, wide, attributes)                                                                \
     template <class SX, class SY>                                                                                  \
     attributes void lanes_##suffix(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {                 \
-        lanes_body(x, y, n, kx, ky, out);                                                                          \
+        lanes_body<wide>(x, y, n, kx, ky, out);                                                                       \
     }                                                                                                              \
     template <class SX, class SY>                                                                                  \
     attributes void kld_##suffix(SX x, SY y, std::size_t n, const KldParams& k, KldLanes& out) {                  \
-        kld_body(x, y, n, k, out);                                                                                 \
+        kld_body<wide>(x, y, n, k, out);                                                                              \
     }
-DUMPCMP_KERNEL_LEVEL(scalar, )
+DUMPCMP_KERNEL_LEVEL(scalar, false, )
 #if DUMPCMP_HAVE_X86_LEVELS
-DUMPCMP_KERNEL_LEVEL(avx2, DUMPCMP_TARGET_AVX2)
-DUMPCMP_KERNEL_LEVEL(avx512, DUMPCMP_TARGET_AVX512)
+DUMPCMP_KERNEL_LEVEL(avx2, false, DUMPCMP_TARGET_AVX2)
+DUMPCMP_KERNEL_LEVEL(avx512, true, DUMPCMP_TARGET_AVX512)
 #endif
 #undef DUMPCMP_KERNEL_LEVEL
 

@@ -68,6 +68,62 @@ constexpr std::size_t kPrefetchAhead = 1024;
 inline VD splat(double v) noexcept { return v - VD{}; }
 inline VD vabs(const VD& v) noexcept { return (VD)((VU)v & (VU{} + 0x7FFFFFFFFFFFFFFFull)); }
 inline VD select(const VM& mask, const VD& a, const VD& b) noexcept { return (VD)(((VU)mask & (VU)a) | (~(VU)mask & (VU)b)); }
+// Comparisons. GCC 12 lowers a comparison of 64-byte vectors element by element (scalar code) when the target has
+// no 64-byte registers, but compares 32-byte halves natively; so below AVX-512 the halves are compared and the
+// masks joined (the join is free: a 64-byte vector lives in two registers there).
+typedef double VD4 __attribute__((vector_size(32)));
+typedef long long VM4 __attribute__((vector_size(32)));
+typedef float VF8h __attribute__((vector_size(32)));
+typedef std::int32_t VI8h __attribute__((vector_size(32)));
+typedef std::uint32_t VW8h __attribute__((vector_size(32)));
+
+template <bool Wide>
+__attribute__((always_inline)) inline VM less(const VD& a, const VD& b) noexcept {
+    if constexpr (Wide) {
+        return a < b;
+    } else {
+        const VD4 al = __builtin_shufflevector(a, a, 0, 1, 2, 3), ah = __builtin_shufflevector(a, a, 4, 5, 6, 7);
+        const VD4 bl = __builtin_shufflevector(b, b, 0, 1, 2, 3), bh = __builtin_shufflevector(b, b, 4, 5, 6, 7);
+        const VM4 lo = al < bl, hi = ah < bh;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    }
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VM less(const VM& a, const VM& b) noexcept {
+    if constexpr (Wide) {
+        return a < b;
+    } else {
+        const VM4 al = __builtin_shufflevector(a, a, 0, 1, 2, 3), ah = __builtin_shufflevector(a, a, 4, 5, 6, 7);
+        const VM4 bl = __builtin_shufflevector(b, b, 0, 1, 2, 3), bh = __builtin_shufflevector(b, b, 4, 5, 6, 7);
+        const VM4 lo = al < bl, hi = ah < bh;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    }
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VI16 less(const VF16& a, const VF16& b) noexcept {
+    if constexpr (Wide) {
+        return a < b;
+    } else {
+        const VF8h al = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+        const VF8h ah = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
+        const VF8h bl = __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7);
+        const VF8h bh = __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15);
+        const VI8h lo = al < bl, hi = ah < bh;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VI16 equal(const VW16& a, std::uint32_t b) noexcept {
+    if constexpr (Wide) {
+        return a == b;
+    } else {
+        const VW8h al = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+        const VW8h ah = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
+        const VI8h lo = al == b, hi = ah == b;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+}
+
 inline VF16 select16(const VI16& mask, const VF16& a, const VF16& b) noexcept {
     return (VF16)(((VW16)mask & (VW16)a) | (~(VW16)mask & (VW16)b));
 }
@@ -89,7 +145,7 @@ __attribute__((always_inline)) inline VF16 pick16(const VI16& mask, const VF16& 
 // order as integers the way the values do, and NaN patterns sit above +inf.
 template <bool Wide>
 __attribute__((always_inline)) inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept {
-    return pick<Wide>((VM)v > (VM)m, v, m);
+    return pick<Wide>(less<Wide>((VM)m, (VM)v), v, m);
 }
 __attribute__((always_inline)) inline VD low_half(const VF16& f) noexcept {
     return __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), VD);
@@ -110,7 +166,9 @@ __attribute__((always_inline)) inline VF16 halves_to_floats(const VH16& raw) noe
     // Subnormals: mant * 2^-24, exact in float32 (an integer below 2^10 times a power of two).
     const VF16 sub_value = __builtin_convertvector((VI16)mant, VF16) * 5.9604644775390625e-08f;
     const VW16 sub = (VW16)sub_value;
-    const VW16 bits = exp == 0u ? sub : (exp == 0x7C00u ? special : normal);
+    // Only the narrow levels decode this way (AVX-512 has F16C below): and/or masks, compared by halves.
+    const VW16 is_sub = (VW16)equal<false>(exp, 0u), is_special = (VW16)equal<false>(exp, 0x7C00u);
+    const VW16 bits = (is_sub & sub) | (~is_sub & ((is_special & special) | (~is_special & normal)));
     return (VF16)(bits | sign);
 }
 
@@ -227,7 +285,7 @@ __attribute__((always_inline)) inline void step8(Lanes& a, const VD& x, const VD
     a.mad = vsticky_max_nonneg<Wide>(a.mad, d);
     // Every lane divides, unconditionally (no branch); lanes with |y| <= EPS are then replaced by 0, whatever
     // inf or NaN their division gave.
-    const VM counted = vabs(y) > c.eps;
+    const VM counted = less<Wide>(c.eps, vabs(y));
     const VD r = pick<Wide>(counted, vabs(x / y - c.one), VD{});
     a.srel += r;
     a.mrel = vsticky_max_nonneg<Wide>(a.mrel, r);
@@ -236,10 +294,10 @@ __attribute__((always_inline)) inline void step8(Lanes& a, const VD& x, const VD
 // Min and max stay in float32 (exact, 16 lanes); NaN never enters them: the counts report it.
 template <bool Wide>
 __attribute__((always_inline)) inline void minmax16(Lanes& a, const VF16& x, const VF16& y) noexcept {
-    a.minx = pick16<Wide>(x < a.minx, x, a.minx);
-    a.maxx = pick16<Wide>(x > a.maxx, x, a.maxx);
-    a.miny = pick16<Wide>(y < a.miny, y, a.miny);
-    a.maxy = pick16<Wide>(y > a.maxy, y, a.maxy);
+    a.minx = pick16<Wide>(less<Wide>(x, a.minx), x, a.minx);
+    a.maxx = pick16<Wide>(less<Wide>(a.maxx, x), x, a.maxx);
+    a.miny = pick16<Wide>(less<Wide>(y, a.miny), y, a.miny);
+    a.maxy = pick16<Wide>(less<Wide>(a.maxy, y), y, a.maxy);
 }
 
 // The last rest (< 8) elements of eight lanes: a step on a copy, keeping only the lanes that saw real elements.
@@ -309,8 +367,8 @@ __attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noe
     VD e = exponent_of(pb) - exponent_of(qb);
     VD mp = mantissa_of(pb);
     const VD mq = mantissa_of(qb);
-    const VM high = mp > mq * 1.4142135623730951;
-    const VM low = mp * 1.4142135623730951 < mq;
+    const VM high = less<Wide>(mq * 1.4142135623730951, mp);
+    const VM low = less<Wide>(mp * 1.4142135623730951, mq);
     mp = pick<Wide>(high, mp * 0.5, pick<Wide>(low, mp * 2.0, mp));
     e = pick<Wide>(high, e + 1.0, pick<Wide>(low, e - 1.0, e));
     const VD s = (mp - mq) / (mp + mq);
@@ -339,8 +397,8 @@ template <bool Wide>
 __attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, const VD& y, const KldConstants& c) noexcept {
     VD p = (x - c.ox) * c.ix;
     VD q = (y - c.oy) * c.iy;
-    p = pick<Wide>(p < c.floor, c.floor, p);
-    q = pick<Wide>(q < c.floor, c.floor, q);
+    p = pick<Wide>(less<Wide>(p, c.floor), c.floor, p);
+    q = pick<Wide>(less<Wide>(q, c.floor), c.floor, q);
     a.sp += p;
     a.sq += q;
     a.sa += p * log_ratio<Wide>(p, q);

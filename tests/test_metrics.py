@@ -503,7 +503,10 @@ finite = codes[np.isfinite(codes)]
 y = (rng.standard_normal(100_003) * 3).astype(np.float32)
 x = (y + rng.standard_normal(y.size).astype(np.float32) * 0.05).astype(np.float32)
 onehot = np.zeros(37, np.float32); onehot[5] = 1
+# differences and deviations that are not exact in double: contracting a*b+c into an FMA would change the bits
+wide = (10.0 ** rng.uniform(-30, 3, 50_001) * rng.choice([-1.0, 1.0], 50_001)).astype(np.float32)
 cases = [
+    (wide, (wide * np.float32(1.001) + np.float32(1e-3)).astype(np.float32), {}),
     (x, y, {}),
     (x, y, {"chunk_elements": 1000, "threads": 2}),
     (x.astype(np.float16), y, {}),

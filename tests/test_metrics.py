@@ -610,3 +610,14 @@ def test_thirty_million_constant_pairs_sum_like_exact_arithmetic():
     assert r.format(1) == "0.500000" and r.format(6) == "0.500000" and r.format(7) == "0.500000"
     assert r.format(8) == "%.6f" % term and r.format(0) == "1.000000"
     assert r.format(5) == "(1000.500;0.000),(1000.000;0.000)"
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_unaligned_device_bytes_give_the_same_bits(offset):
+    # dump payloads sit at any byte offset of the mapped file; the vector loads must not care
+    x, y = _random_pair(70_001, 45)
+    for name, typed in (("FLOAT16", x.astype(np.float16)), ("FLOAT", x)):
+        raw = np.zeros(typed.nbytes + offset, np.uint8)
+        raw[offset:] = typed.view(np.uint8)
+        shifted = compare_arrays(raw[offset:], y, x_data_type=name)
+        assert _fingerprint(shifted) == _fingerprint(compare_arrays(typed, y)), name

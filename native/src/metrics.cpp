@@ -147,10 +147,33 @@ template <bool Wide>
 __attribute__((always_inline)) inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept {
     return pick<Wide>(less<Wide>((VM)m, (VM)v), v, m);
 }
+#if DUMPCMP_HAVE_X86_LEVELS
+// AVX-512 forms of a few steps, the same values bit for bit; GCC 12 makes several instructions of each generic
+// form. Not always_inline (their callers are generic templates) but inlined into the AVX-512 kernels all the same.
+// The zero-masked intrinsics: the plain ones start from an undefined register, which GCC 12 warns about.
+DUMPCMP_TARGET_AVX512 inline VD low_half_avx512(const VF16& f) noexcept {
+    return (VD)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7));
+}
+DUMPCMP_TARGET_AVX512 inline VD high_half_avx512(const VF16& f) noexcept {
+    return (VD)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+// floor(log2 v) of a positive normal v, exact: the biased exponent less 1023.
+DUMPCMP_TARGET_AVX512 inline VD exponent_avx512(const VD& v) noexcept {
+    return (VD)_mm512_maskz_getexp_pd(0xFF, (__m512d)v);
+}
+#endif
+template <bool Wide>
 __attribute__((always_inline)) inline VD low_half(const VF16& f) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (Wide) return low_half_avx512(f);
+#endif
     return __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), VD);
 }
+template <bool Wide>
 __attribute__((always_inline)) inline VD high_half(const VF16& f) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (Wide) return high_half_avx512(f);
+#endif
     return __builtin_convertvector(__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15), VD);
 }
 
@@ -326,8 +349,8 @@ __attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n,
         y.prefetch(i + kPrefetchAhead);
         const VF16 fx = x.load16(i), fy = y.load16(i);
         minmax16<Wide>(a, fx, fy);
-        step8<Wide>(a, low_half(fx), low_half(fy), c);
-        step8<Wide>(a, high_half(fx), high_half(fy), c);
+        step8<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+        step8<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c);
     }
     if (i < n) {
         // Padding repeats the tail's first element, which leaves min and max as they are.
@@ -339,10 +362,10 @@ __attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n,
         }
         minmax16<Wide>(a, fx, fy);
         if (rest >= kLanes) {
-            step8<Wide>(a, low_half(fx), low_half(fy), c);
-            if (rest > kLanes) step8_partial<Wide>(a, high_half(fx), high_half(fy), c, rest - kLanes);
+            step8<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+            if (rest > kLanes) step8_partial<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c, rest - kLanes);
         } else {
-            step8_partial<Wide>(a, low_half(fx), low_half(fy), c, rest);
+            step8_partial<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c, rest);
         }
     }
     out = a;
@@ -364,7 +387,12 @@ __attribute__((always_inline)) inline VD mantissa_of(const VU& bits) noexcept {
 template <bool Wide>
 __attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noexcept {
     const VU pb = (VU)p, qb = (VU)q;
-    VD e = exponent_of(pb) - exponent_of(qb);
+    VD e;
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (Wide) e = exponent_avx512(p) - exponent_avx512(q);  // both exact: the same difference
+    else
+#endif
+        e = exponent_of(pb) - exponent_of(qb);
     VD mp = mantissa_of(pb);
     const VD mq = mantissa_of(qb);
     const VM high = less<Wide>(mq * 1.4142135623730951, mp);
@@ -415,8 +443,8 @@ __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, c
         x.prefetch(i + kPrefetchAhead);
         y.prefetch(i + kPrefetchAhead);
         const VF16 fx = x.load16(i), fy = y.load16(i);
-        kld_step<Wide>(a, low_half(fx), low_half(fy), c);
-        kld_step<Wide>(a, high_half(fx), high_half(fy), c);
+        kld_step<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+        kld_step<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c);
     }
     if (i < n) {
         const std::size_t rest = n - i;
@@ -435,10 +463,10 @@ __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, c
             a.sa = select(keep, b.sa, a.sa);
         };
         if (rest >= kLanes) {
-            kld_step<Wide>(a, low_half(fx), low_half(fy), c);
-            if (rest > kLanes) partial(high_half(fx), high_half(fy), rest - kLanes);
+            kld_step<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+            if (rest > kLanes) partial(high_half<Wide>(fx), high_half<Wide>(fy), rest - kLanes);
         } else {
-            partial(low_half(fx), low_half(fy), rest);
+            partial(low_half<Wide>(fx), low_half<Wide>(fy), rest);
         }
     }
     out = a;

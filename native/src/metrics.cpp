@@ -18,8 +18,9 @@
 // The vector helpers below pass 64-byte vectors by value between functions of one translation unit, all inlined;
 // GCC's note that this ABI differs with and without AVX-512 concerns no interface.
 #pragma GCC diagnostic ignored "-Wpsabi"
-// One rounding per operation everywhere: with contraction, the AVX-512 clone would fuse multiply-adds the baseline
-// build cannot, and the same data would give different last bits on different CPUs.
+// One rounding per operation everywhere: with contraction, the AVX2 and AVX-512 instantiations (simd.hpp) would
+// fuse multiply-adds the baseline one cannot, and the same data would give different last bits on different CPUs.
+// The tests compare the levels bit for bit.
 #pragma GCC optimize("fp-contract=off")
 
 namespace dumpcmp {

@@ -1,6 +1,6 @@
 """Throughput of the metrics kernel on one big tensor pair, with its baselines measured in the same run.
 
-    python bench/bench_metrics.py --size 512MB [--threads 1,2] [--json out.json]
+    python bench/bench_metrics.py --size 512MB [--threads 1,2] [--simd avx2] [--json out.json]
 
 fp16 device vs fp32 ground truth and fp32 vs fp32; GB/s of both sides' bytes, against a C++ memory-read probe over
 the same bytes and a plain NumPy implementation of the ten metrics; peak RSS beyond the inputs.
@@ -9,9 +9,8 @@ the same bytes and a plain NumPy implementation of the ten metrics; peak RSS bey
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-
-from dumpcmp.benchmark.compare import parse_size, run_compare_benchmark, summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-elements", type=int, default=1 << 24,
                         help="elements the NumPy reference is timed on (default 16Mi)")
     parser.add_argument("--json", help="also write the results as JSON here")
+    parser.add_argument("--simd", choices=("scalar", "avx2", "avx512"),
+                        help="cap the kernels' instruction set (sets DUMPCMP_SIMD; default: the best the CPU has)")
     args = parser.parse_args(argv)
+    if args.simd:
+        os.environ["DUMPCMP_SIMD"] = args.simd  # read by the kernels at their first use, so before importing them
+    from dumpcmp.benchmark.compare import parse_size, run_compare_benchmark, summary
+
     threads = tuple(int(t) for t in args.threads.split(","))
     bench = run_compare_benchmark(parse_size(args.size), threads=threads, repeat=args.repeat,
                                   reference_elements=args.reference_elements)

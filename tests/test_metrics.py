@@ -465,3 +465,159 @@ def test_benchmark_baseline_matches_kernel():
     bench = run_compare_benchmark(1 << 16, threads=(1,), repeat=1, reference_elements=1 << 12)
     assert {m.name for m in bench.results} >= {"memory-read probe (C++)", "kernel fp16 vs fp32, 10 metrics"}
     assert all(m.gb_per_s > 0 for m in bench.results)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The vectorised kernel: instruction-set levels, float16 decoded in registers, adversarial data
+
+
+def _hexes(v):
+    return [_hexes(e) for e in v] if isinstance(v, (tuple, list)) else float(v).hex()
+
+
+def _fingerprint(r):
+    """Every number a result holds, bit for bit, and its printed form."""
+    numbers = list(r.values()) + [r.mean_x, r.std_x, r.mean_y, r.std_y, r.mse, r.sqnr_db,
+                                  r.min_x, r.max_x, r.min_y, r.max_y]
+    return (_hexes(numbers), r.count, r.nan_x, r.inf_x, r.nan_y, r.inf_y, list(r.formatted()))
+
+
+# Run in a fresh interpreter per level: DUMPCMP_SIMD is read once per process.
+_LEVEL_SCRIPT = r"""
+import json
+import ml_dtypes
+import numpy as np
+from dumpcmp.metrics import compare_arrays
+
+def hexes(v):
+    return [hexes(e) for e in v] if isinstance(v, (tuple, list)) else float(v).hex()
+
+def fingerprint(r):
+    numbers = list(r.values()) + [r.mean_x, r.std_x, r.mean_y, r.std_y, r.mse, r.sqnr_db,
+                                  r.min_x, r.max_x, r.min_y, r.max_y]
+    return (hexes(numbers), r.count, r.nan_x, r.inf_x, r.nan_y, r.inf_y, list(r.formatted()))
+
+rng = np.random.default_rng(40)
+codes = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+finite = codes[np.isfinite(codes)]
+y = (rng.standard_normal(100_003) * 3).astype(np.float32)
+x = (y + rng.standard_normal(y.size).astype(np.float32) * 0.05).astype(np.float32)
+onehot = np.zeros(37, np.float32); onehot[5] = 1
+# differences and deviations that are not exact in double: contracting a*b+c into an FMA would change the bits
+wide = (10.0 ** rng.uniform(-30, 3, 50_001) * rng.choice([-1.0, 1.0], 50_001)).astype(np.float32)
+cases = [
+    (wide, (wide * np.float32(1.001) + np.float32(1e-3)).astype(np.float32), {}),
+    (x, y, {}),
+    (x, y, {"chunk_elements": 1000, "threads": 2}),
+    (x.astype(np.float16), y, {}),
+    (x, x.astype(np.float16), {"chunk_elements": 4099}),
+    (x.astype(ml_dtypes.bfloat16), y, {}),
+    (codes, (rng.standard_normal(codes.size) * 100).astype(np.float32), {}),
+    (finite, (rng.standard_normal(finite.size) * 100).astype(np.float32), {}),
+    ((y + 1e4).astype(np.float32), (x + 1e4).astype(np.float32), {}),
+    (x[:13], y[:13], {}),
+    (onehot, np.full(37, 0.5, np.float32), {}),
+]
+print(json.dumps([fingerprint(compare_arrays(a, b, **kw)) for a, b, kw in cases]))
+"""
+
+
+def test_instruction_set_levels_give_the_same_bits():
+    import os
+    import subprocess
+    import sys
+
+    outputs = {}
+    for level in ("scalar", "avx2", "avx512"):
+        env = dict(os.environ, DUMPCMP_SIMD=level)
+        done = subprocess.run([sys.executable, "-c", _LEVEL_SCRIPT], env=env, capture_output=True, text=True,
+                              check=True)
+        outputs[level] = done.stdout
+    assert outputs["scalar"].startswith("[[")
+    assert outputs["scalar"] == outputs["avx2"] == outputs["avx512"]
+
+
+def test_float16_in_registers_matches_the_float32_path():
+    # every float16 code, NaN and inf included, on either side; the float32 copy goes through the plain loads
+    rng = np.random.default_rng(41)
+    codes = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    other = (rng.standard_normal(codes.size) * 100).astype(np.float32)
+    for chunk in (1000, 65536):
+        a = compare_arrays(codes, other, chunk_elements=chunk)
+        b = compare_arrays(codes.astype(np.float32), other, chunk_elements=chunk)
+        assert _fingerprint(a) == _fingerprint(b)
+        a = compare_arrays(other, codes, chunk_elements=chunk)
+        b = compare_arrays(other, codes.astype(np.float32), chunk_elements=chunk)
+        assert _fingerprint(a) == _fingerprint(b)
+    assert a.nan_y == 2 * 1023 and a.inf_y == 2
+
+
+def test_wide_dynamic_range_against_reference():
+    rng = np.random.default_rng(42)
+    n = 50_001
+    y = (10.0 ** rng.uniform(-30, 3, n) * rng.choice([-1.0, 1.0], n)).astype(np.float32)
+    x = (y * (1 + 1e-3 * rng.standard_normal(n))).astype(np.float32)
+    check_against_reference(x, y, compare_arrays(x, y, chunk_elements=4096))
+
+
+def test_large_offset_small_spread_against_reference():
+    rng = np.random.default_rng(43)
+    y = (1e6 + rng.standard_normal(200_001) * 0.01).astype(np.float32)
+    x = (y + rng.standard_normal(y.size).astype(np.float32) * 0.125).astype(np.float32)
+    check_against_reference(x, y, compare_arrays(x, y))
+
+
+def _kld_shapes(rng, n):
+    yield np.eye(1, n, int(rng.integers(n)), dtype=np.float32)[0], np.full(n, 0.5, np.float32)
+    yield np.full(n, 0.5, np.float32), np.eye(1, n, int(rng.integers(n)), dtype=np.float32)[0]
+    yield rng.exponential(1, n).astype(np.float32), rng.exponential(1, n).astype(np.float32)
+    heavy = rng.pareto(0.7, n).astype(np.float32)
+    yield heavy, np.flip(heavy).copy()
+    yield (rng.standard_normal(n) * 1e-3).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    base = rng.standard_normal(n).astype(np.float32)
+    yield base, (base + np.float32(1e-4) * rng.standard_normal(n).astype(np.float32)).astype(np.float32)
+
+
+def test_kld_on_adversarial_distributions_prints_like_numpy():
+    rng = np.random.default_rng(44)
+    for n in (2, 3, 5, 16, 17, 40, 1000, 65537):
+        for x, y in _kld_shapes(rng, n):
+            r = compare_arrays(x, y)
+            ref = reference_kld(x.astype(np.float64), y.astype(np.float64))
+            assert r.format(4) == reference_printed(4, ref), (n, r.format(4), ref)
+            np.testing.assert_allclose(r.value(4), ref, rtol=1e-9, atol=1e-12)
+
+
+def test_hundred_million_constant_elements():
+    x = np.full(100_000_000, 1234.5, np.float32)
+    r = compare_arrays(x, x)
+    assert r.count == x.size and r.mean_x == 1234.5 and r.std_x == 0.0
+    assert list(r.formatted()) == ["1.000000", "0.000000", "0.000000", "0.000000", "0.000000",
+                                   "(1234.500;0.000),(1234.500;0.000)", "0.000000", "0.000000", "0.000000",
+                                   "0.000000"]
+
+
+def test_thirty_million_constant_pairs_sum_like_exact_arithmetic():
+    from fractions import Fraction
+
+    n = 30_000_001
+    x = np.full(n, 1000.5, np.float32)
+    y = np.full(n, 1000.0, np.float32)
+    r = compare_arrays(x, y)
+    term = abs(1000.5 / 1000.0 - 1.0)  # the double the reference sums n times
+    exact = Fraction(term) * n
+    assert r.format(2) == "%.6f" % float(exact)
+    assert r.format(1) == "0.500000" and r.format(6) == "0.500000" and r.format(7) == "0.500000"
+    assert r.format(8) == "%.6f" % term and r.format(0) == "1.000000"
+    assert r.format(5) == "(1000.500;0.000),(1000.000;0.000)"
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_unaligned_device_bytes_give_the_same_bits(offset):
+    # dump payloads sit at any byte offset of the mapped file; the vector loads must not care
+    x, y = _random_pair(70_001, 45)
+    for name, typed in (("FLOAT16", x.astype(np.float16)), ("FLOAT", x)):
+        raw = np.zeros(typed.nbytes + offset, np.uint8)
+        raw[offset:] = typed.view(np.uint8)
+        shifted = compare_arrays(raw[offset:], y, x_data_type=name)
+        assert _fingerprint(shifted) == _fingerprint(compare_arrays(typed, y)), name

@@ -9,12 +9,18 @@
 #include <vector>
 
 #include "dumpcmp/parallel.hpp"
+#include "simd.hpp"
+
+#if DUMPCMP_HAVE_X86_LEVELS
+#include <immintrin.h>
+#endif
 
 // The vector helpers below pass 64-byte vectors by value between functions of one translation unit, all inlined;
 // GCC's note that this ABI differs with and without AVX-512 concerns no interface.
 #pragma GCC diagnostic ignored "-Wpsabi"
-// One rounding per operation everywhere: with contraction, the AVX-512 clone would fuse multiply-adds the baseline
-// build cannot, and the same data would give different last bits on different CPUs.
+// One rounding per operation everywhere: with contraction, the AVX2 and AVX-512 instantiations (simd.hpp) would
+// fuse multiply-adds the baseline one cannot, and the same data would give different last bits on different CPUs.
+// The tests compare the levels bit for bit.
 #pragma GCC optimize("fp-contract=off")
 
 namespace dumpcmp {
@@ -41,34 +47,223 @@ const char* const kMetricNames[kMetricCount] = {
 inline double sticky_max(double m, double v) noexcept { return (v > m || v != v) ? v : m; }
 
 // Eight lanes of doubles as a GCC/Clang vector: one zmm with AVX-512, two ymm with AVX2, four xmm on baseline
-// x86-64. The lane structure, not the instruction set, fixes the summation order, so every build and every CPU
-// gives the same bits (no FMA contraction: see the pragma at the top).
+// x86-64. The lane structure, not the instruction set, fixes the summation order, so every level of simd.hpp
+// gives the same bits (no FMA contraction: see the pragma at the top). Element i of a block always lands in lane
+// i % 8, in element order.
 typedef double VD __attribute__((vector_size(64)));
-typedef float VF __attribute__((vector_size(32)));
-typedef long long VM __attribute__((vector_size(64)));          // comparison masks
+typedef float VF16 __attribute__((vector_size(64)));            // 16 float32: min/max need no promotion
+typedef float VF8 __attribute__((vector_size(32)));
+typedef std::uint32_t VW16 __attribute__((vector_size(64)));    // bit patterns of VF16
+typedef std::int32_t VI16 __attribute__((vector_size(64)));     // comparison masks of VF16
+typedef std::uint16_t VH16 __attribute__((vector_size(32)));    // 16 raw float16 patterns
+typedef long long VM __attribute__((vector_size(64)));          // comparison masks of VD
 typedef unsigned long long VU __attribute__((vector_size(64)));
 static_assert(sizeof(VD) / sizeof(double) == kLanes, "one vector per lane set");
+constexpr std::size_t kWide = 16;  // elements per step: one VF16, two VD
+// Software prefetch distance in elements. The loops are compute-heavy enough that the hardware prefetcher alone
+// falls behind on data from DRAM; a prefetch past the end of a block is harmless (prefetches never fault).
+constexpr std::size_t kPrefetchAhead = 1024;
 
-inline VD splat(double v) noexcept { return VD{v, v, v, v, v, v, v, v}; }
-inline VD load8(const float* p) noexcept {
-    VF f;
-    std::memcpy(&f, p, sizeof f);
-    return __builtin_convertvector(f, VD);
-}
+// Scalar minus vector broadcasts; subtracting +0 is exact for every v (-0 included), so it folds to a broadcast.
+// (An initialiser list is built lane by lane, every time, inside the loops.)
+inline VD splat(double v) noexcept { return v - VD{}; }
 inline VD vabs(const VD& v) noexcept { return (VD)((VU)v & (VU{} + 0x7FFFFFFFFFFFFFFFull)); }
 inline VD select(const VM& mask, const VD& a, const VD& b) noexcept { return (VD)(((VU)mask & (VU)a) | (~(VU)mask & (VU)b)); }
+// Comparisons. GCC 12 lowers a comparison of 64-byte vectors element by element (scalar code) when the target has
+// no 64-byte registers, but compares 32-byte halves natively; so below AVX-512 the halves are compared and the
+// masks joined (the join is free: a 64-byte vector lives in two registers there).
+typedef double VD4 __attribute__((vector_size(32)));
+typedef long long VM4 __attribute__((vector_size(32)));
+typedef float VF8h __attribute__((vector_size(32)));
+typedef std::int32_t VI8h __attribute__((vector_size(32)));
+typedef std::uint32_t VW8h __attribute__((vector_size(32)));
+
+template <bool Wide>
+__attribute__((always_inline)) inline VM less(const VD& a, const VD& b) noexcept {
+    if constexpr (Wide) {
+        return a < b;
+    } else {
+        const VD4 al = __builtin_shufflevector(a, a, 0, 1, 2, 3), ah = __builtin_shufflevector(a, a, 4, 5, 6, 7);
+        const VD4 bl = __builtin_shufflevector(b, b, 0, 1, 2, 3), bh = __builtin_shufflevector(b, b, 4, 5, 6, 7);
+        const VM4 lo = al < bl, hi = ah < bh;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    }
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VM less(const VM& a, const VM& b) noexcept {
+    if constexpr (Wide) {
+        return a < b;
+    } else {
+        const VM4 al = __builtin_shufflevector(a, a, 0, 1, 2, 3), ah = __builtin_shufflevector(a, a, 4, 5, 6, 7);
+        const VM4 bl = __builtin_shufflevector(b, b, 0, 1, 2, 3), bh = __builtin_shufflevector(b, b, 4, 5, 6, 7);
+        const VM4 lo = al < bl, hi = ah < bh;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    }
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VI16 less(const VF16& a, const VF16& b) noexcept {
+    if constexpr (Wide) {
+        return a < b;
+    } else {
+        const VF8h al = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+        const VF8h ah = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
+        const VF8h bl = __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7);
+        const VF8h bh = __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15);
+        const VI8h lo = al < bl, hi = ah < bh;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VI16 equal(const VW16& a, std::uint32_t b) noexcept {
+    if constexpr (Wide) {
+        return a == b;
+    } else {
+        const VW8h al = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+        const VW8h ah = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
+        const VI8h lo = al == b, hi = ah == b;
+        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+}
+
+inline VF16 select16(const VI16& mask, const VF16& a, const VF16& b) noexcept {
+    return (VF16)(((VW16)mask & (VW16)a) | (~(VW16)mask & (VW16)b));
+}
+
+// Selections are written two ways with the same result: vector ?: becomes single min/max/masked instructions with
+// AVX-512 but is split into scalar code for 64-byte vectors on narrower targets, where and/or masks lower well.
+// Wide is true in the AVX-512 instantiation only.
+template <bool Wide>
+__attribute__((always_inline)) inline VD pick(const VM& mask, const VD& a, const VD& b) noexcept {
+    if constexpr (Wide) return mask ? a : b;
+    else return select(mask, a, b);
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VF16 pick16(const VI16& mask, const VF16& a, const VF16& b) noexcept {
+    if constexpr (Wide) return mask ? a : b;
+    else return select16(mask, a, b);
+}
 // NaN-propagating max for values that are >= 0 or NaN with the sign bit clear (|.| results): their bit patterns
 // order as integers the way the values do, and NaN patterns sit above +inf.
-inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept { return select((VM)v > (VM)m, v, m); }
+template <bool Wide>
+__attribute__((always_inline)) inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept {
+    return pick<Wide>(less<Wide>((VM)m, (VM)v), v, m);
+}
+#if DUMPCMP_HAVE_X86_LEVELS
+// AVX-512 forms of a few steps, the same values bit for bit; GCC 12 makes several instructions of each generic
+// form. Not always_inline (their callers are generic templates) but inlined into the AVX-512 kernels all the same.
+// The zero-masked intrinsics: the plain ones start from an undefined register, which GCC 12 warns about.
+DUMPCMP_TARGET_AVX512 inline VD low_half_avx512(const VF16& f) noexcept {
+    return (VD)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7));
+}
+DUMPCMP_TARGET_AVX512 inline VD high_half_avx512(const VF16& f) noexcept {
+    return (VD)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+// floor(log2 v) of a positive normal v, exact: the biased exponent less 1023.
+DUMPCMP_TARGET_AVX512 inline VD exponent_avx512(const VD& v) noexcept {
+    return (VD)_mm512_maskz_getexp_pd(0xFF, (__m512d)v);
+}
+#endif
+template <bool Wide>
+__attribute__((always_inline)) inline VD low_half(const VF16& f) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (Wide) return low_half_avx512(f);
+#endif
+    return __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), VD);
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VD high_half(const VF16& f) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (Wide) return high_half_avx512(f);
+#endif
+    return __builtin_convertvector(__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15), VD);
+}
+
+// IEEE binary16 -> binary32 on 16 lanes with integer operations only: exact, the same bits as half_to_float
+// (NaN payloads kept) on every level, and independent of the MXCSR denormal modes.
+__attribute__((always_inline)) inline VF16 halves_to_floats(const VH16& raw) noexcept {
+    const VW16 h = __builtin_convertvector(raw, VW16);
+    const VW16 sign = (h & 0x8000u) << 16;
+    const VW16 exp = h & 0x7C00u;
+    const VW16 mant = h & 0x3FFu;
+    const VW16 normal = ((h & 0x7FFFu) << 13) + (112u << 23);
+    const VW16 special = (mant << 13) | 0x7F800000u;
+    // Subnormals: mant * 2^-24, exact in float32 (an integer below 2^10 times a power of two).
+    const VF16 sub_value = __builtin_convertvector((VI16)mant, VF16) * 5.9604644775390625e-08f;
+    const VW16 sub = (VW16)sub_value;
+    // Only the narrow levels decode this way (AVX-512 has F16C below): and/or masks, compared by halves.
+    const VW16 is_sub = (VW16)equal<false>(exp, 0u), is_special = (VW16)equal<false>(exp, 0x7C00u);
+    const VW16 bits = (is_sub & sub) | (~is_sub & ((is_special & special) | (~is_special & normal)));
+    return (VF16)(bits | sign);
+}
+
+// Where a block's values come from: float32 storage read in place, or float16 storage decoded in registers (no
+// buffer round trip). Both read through memcpy: any alignment.
+struct F32Source {
+    const std::uint8_t* base;
+    __attribute__((always_inline)) VF16 load16(std::size_t i) const noexcept {
+        VF16 v;
+        std::memcpy(&v, base + 4 * i, sizeof v);
+        return v;
+    }
+    float at(std::size_t i) const noexcept {
+        float f;
+        std::memcpy(&f, base + 4 * i, sizeof f);
+        return f;
+    }
+    F32Source offset(std::size_t i) const noexcept { return {base + 4 * i}; }
+    F32Source wide() const noexcept { return *this; }
+    __attribute__((always_inline)) void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 4 * i); }
+};
+// Wide sources are only used inside the AVX-512 kernels (their load16 carries that target).
+struct F16Source;
+#if DUMPCMP_HAVE_X86_LEVELS
+// The AVX-512 conversion, one instruction for 16 elements. It equals halves_to_floats on every non-NaN input
+// (denormal modes do not apply to it; the tests compare the paths) and quiets signalling NaNs, which the metrics
+// only count.
+struct F16WideSource {
+    const std::uint8_t* base;
+    DUMPCMP_TARGET_AVX512 VF16 load16(std::size_t i) const noexcept {
+        // The zero-masked form: the plain one starts from an undefined register, which GCC 12 warns about.
+        return (VF16)_mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2 * i)));
+    }
+    float at(std::size_t i) const noexcept {
+        std::uint16_t h;
+        std::memcpy(&h, base + 2 * i, sizeof h);
+        return half_to_float(h);
+    }
+    void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 2 * i); }
+};
+#endif
+
+struct F16Source {
+    const std::uint8_t* base;
+    __attribute__((always_inline)) VF16 load16(std::size_t i) const noexcept {
+        VH16 h;
+        std::memcpy(&h, base + 2 * i, sizeof h);
+        return halves_to_floats(h);
+    }
+    float at(std::size_t i) const noexcept {
+        std::uint16_t h;
+        std::memcpy(&h, base + 2 * i, sizeof h);
+        return half_to_float(h);
+    }
+    F16Source offset(std::size_t i) const noexcept { return {base + 2 * i}; }
+    __attribute__((always_inline)) void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 2 * i); }
+#if DUMPCMP_HAVE_X86_LEVELS
+    F16WideSource wide() const noexcept { return {base}; }
+#endif
+};
 
 struct Lanes {
-    VD sx, sxx_c, sxx, minx, maxx;
-    VD sy, syy_c, syy, miny, maxy;
+    VD sx, sxx_c, sxx;
+    VD sy, syy_c, syy;
     VD sxy, sad, ssd, mad, srel, mrel;
+    VF16 minx, maxx, miny, maxy;
 
     Lanes() noexcept
-        : sx{}, sxx_c{}, sxx{}, minx(splat(kInf)), maxx(splat(-kInf)), sy{}, syy_c{}, syy{}, miny(splat(kInf)),
-          maxy(splat(-kInf)), sxy{}, sad{}, ssd{}, mad{}, srel{}, mrel{} {}
+        : sx{}, sxx_c{}, sxx{}, sy{}, syy_c{}, syy{}, sxy{}, sad{}, ssd{}, mad{}, srel{}, mrel{},
+          minx(VF16{} + std::numeric_limits<float>::infinity()), maxx(VF16{} - std::numeric_limits<float>::infinity()),
+          miny(minx), maxy(maxx) {}
 };
 
 // Pairwise over the lanes, in a fixed order.
@@ -80,22 +275,27 @@ inline double lane_max(const VD& v) noexcept {
     for (std::size_t j = 1; j < kLanes; ++j) m = sticky_max(m, v[j]);
     return m;
 }
-inline double lane_min_plain(const VD& v) noexcept {
-    double m = v[0];
-    for (std::size_t j = 1; j < kLanes; ++j) m = v[j] < m ? v[j] : m;
+inline double lane_min_plain(const VF16& v) noexcept {
+    float m = v[0];
+    for (std::size_t j = 1; j < kWide; ++j) m = v[j] < m ? v[j] : m;
     return m;
 }
-inline double lane_max_plain(const VD& v) noexcept {
-    double m = v[0];
-    for (std::size_t j = 1; j < kLanes; ++j) m = v[j] > m ? v[j] : m;
+inline double lane_max_plain(const VF16& v) noexcept {
+    float m = v[0];
+    for (std::size_t j = 1; j < kWide; ++j) m = v[j] > m ? v[j] : m;
     return m;
 }
 
-__attribute__((always_inline)) inline void step(Lanes& a, const VD& x, const VD& y, const VD& kx, const VD& ky, const VD& eps,
-                                                 const VD& one) noexcept {
+struct StepConstants {
+    VD kx, ky, eps, one;
+};
+
+// The sums of eight elements (one per lane).
+template <bool Wide>
+__attribute__((always_inline)) inline void step8(Lanes& a, const VD& x, const VD& y, const StepConstants& c) noexcept {
     // Sums of deviations from the block's first finite value: the variance from them loses at most about
     // log2(block) bits, unlike sum(x^2) - n*mean^2 (which fails on large constant data).
-    const VD dx = x - kx, dy = y - ky;
+    const VD dx = x - c.kx, dy = y - c.ky;
     a.sx += dx;
     a.sxx_c += dx * dx;
     a.sy += dy;
@@ -103,30 +303,236 @@ __attribute__((always_inline)) inline void step(Lanes& a, const VD& x, const VD&
     a.sxx += x * x;
     a.syy += y * y;
     a.sxy += x * y;
-    a.minx = select(x < a.minx, x, a.minx);  // NaN never enters: the counts report it
-    a.maxx = select(x > a.maxx, x, a.maxx);
-    a.miny = select(y < a.miny, y, a.miny);
-    a.maxy = select(y > a.maxy, y, a.maxy);
     const VD d = vabs(x - y);
     a.sad += d;
     a.ssd += d * d;
-    a.mad = vsticky_max_nonneg(a.mad, d);
-    // Every lane divides (by 1 where the term is 0): no branch, and no division by zero.
-    const VM counted = vabs(y) > eps;
-    const VD r = select(counted, vabs(x / select(counted, y, one) - one), VD{});
+    a.mad = vsticky_max_nonneg<Wide>(a.mad, d);
+    // Every lane divides, unconditionally (no branch); lanes with |y| <= EPS are then replaced by 0, whatever
+    // inf or NaN their division gave.
+    const VM counted = less<Wide>(c.eps, vabs(y));
+    const VD r = pick<Wide>(counted, vabs(x / y - c.one), VD{});
     a.srel += r;
-    a.mrel = vsticky_max_nonneg(a.mrel, r);
+    a.mrel = vsticky_max_nonneg<Wide>(a.mrel, r);
 }
 
-inline double first_finite(const float* v, std::size_t n) noexcept {
-    for (std::size_t i = 0; i < n; ++i)
-        if (std::isfinite(v[i])) return v[i];
+// Min and max stay in float32 (exact, 16 lanes); NaN never enters them: the counts report it.
+template <bool Wide>
+__attribute__((always_inline)) inline void minmax16(Lanes& a, const VF16& x, const VF16& y) noexcept {
+    a.minx = pick16<Wide>(less<Wide>(x, a.minx), x, a.minx);
+    a.maxx = pick16<Wide>(less<Wide>(a.maxx, x), x, a.maxx);
+    a.miny = pick16<Wide>(less<Wide>(y, a.miny), y, a.miny);
+    a.maxy = pick16<Wide>(less<Wide>(a.maxy, y), y, a.maxy);
+}
+
+// The last rest (< 8) elements of eight lanes: a step on a copy, keeping only the lanes that saw real elements.
+template <bool Wide>
+__attribute__((always_inline)) inline void step8_partial(Lanes& a, const VD& x, const VD& y, const StepConstants& c,
+                                                         std::size_t rest) noexcept {
+    Lanes b = a;
+    step8<Wide>(b, x, y, c);
+    VM keep{};
+    for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < rest ? -1 : 0;
+    auto take = [&keep](VD& to, const VD& from) { to = select(keep, from, to); };
+    take(a.sx, b.sx); take(a.sxx_c, b.sxx_c); take(a.sxx, b.sxx);
+    take(a.sy, b.sy); take(a.syy_c, b.syy_c); take(a.syy, b.syy);
+    take(a.sxy, b.sxy); take(a.sad, b.sad); take(a.ssd, b.ssd); take(a.mad, b.mad); take(a.srel, b.srel);
+    take(a.mrel, b.mrel);
+}
+
+template <bool Wide, class SX, class SY>
+__attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {
+    // A local copy stays in registers; through the reference every step would store all lanes.
+    Lanes a = out;
+    const StepConstants c{splat(kx), splat(ky), splat(kMetricEps), splat(1.0)};
+    std::size_t i = 0;
+    for (; i + kWide <= n; i += kWide) {
+        x.prefetch(i + kPrefetchAhead);
+        y.prefetch(i + kPrefetchAhead);
+        const VF16 fx = x.load16(i), fy = y.load16(i);
+        minmax16<Wide>(a, fx, fy);
+        step8<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+        step8<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c);
+    }
+    if (i < n) {
+        // Padding repeats the tail's first element, which leaves min and max as they are.
+        const std::size_t rest = n - i;
+        VF16 fx, fy;
+        for (std::size_t j = 0; j < kWide; ++j) {
+            fx[j] = x.at(i + (j < rest ? j : 0));
+            fy[j] = y.at(i + (j < rest ? j : 0));
+        }
+        minmax16<Wide>(a, fx, fy);
+        if (rest >= kLanes) {
+            step8<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+            if (rest > kLanes) step8_partial<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c, rest - kLanes);
+        } else {
+            step8_partial<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c, rest);
+        }
+    }
+    out = a;
+}
+
+// log(p / q) on vectors for the KLD pass (std::log does not vectorise without -ffast-math), with one division:
+// p = 2^ep mp, q = 2^eq mq with mantissas in [1, 2); mp is halved or doubled until m = mp/mq is in about
+// [sqrt(1/2), sqrt(2)], then log(p/q) = (ep - eq) ln 2 + 2 atanh(s) with s = (mp - mq)/(mp + mq) = (m - 1)/(m + 1).
+// |s| <= 0.1716 (s^2 <= 0.0295), so the atanh series to s^15 is within 0.0295^8/17 = 3.3e-14 relative: a log error
+// below 1.2e-14, eight orders under the printed digits. Valid for positive normal finite p and q,
+// which is all the KLD pass produces (values in [2^-23, 1]).
+__attribute__((always_inline)) inline VD exponent_of(const VU& bits) noexcept {
+    // The biased exponent as a double without an int64 -> double conversion (absent before AVX-512DQ).
+    return (VD)((bits >> 52) | (VU{} + 0x4330000000000000ull)) - splat(4503599627370496.0);
+}
+__attribute__((always_inline)) inline VD mantissa_of(const VU& bits) noexcept {
+    return (VD)((bits & (VU{} + 0x000FFFFFFFFFFFFFull)) | (VU{} + 0x3FF0000000000000ull));
+}
+template <bool Wide>
+__attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noexcept {
+    const VU pb = (VU)p, qb = (VU)q;
+    VD e;
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (Wide) e = exponent_avx512(p) - exponent_avx512(q);  // both exact: the same difference
+    else
+#endif
+        e = exponent_of(pb) - exponent_of(qb);
+    VD mp = mantissa_of(pb);
+    const VD mq = mantissa_of(qb);
+    const VM high = less<Wide>(mq * 1.4142135623730951, mp);
+    const VM low = less<Wide>(mp * 1.4142135623730951, mq);
+    mp = pick<Wide>(high, mp * 0.5, pick<Wide>(low, mp * 2.0, mp));
+    e = pick<Wide>(high, e + 1.0, pick<Wide>(low, e - 1.0, e));
+    const VD s = (mp - mq) / (mp + mq);
+    const VD z = s * s;
+    // Estrin's scheme: the same number of operations as Horner's, a third of its dependency chain, which is
+    // what bounds this loop.
+    const VD z2 = z * z;
+    const VD z4 = z2 * z2;
+    const VD c01 = z * (1.0 / 3) + 1.0;
+    const VD c23 = z * (1.0 / 7) + 1.0 / 5;
+    const VD c45 = z * (1.0 / 11) + 1.0 / 9;
+    const VD c67 = z * (1.0 / 15) + 1.0 / 13;
+    const VD poly = (c23 * z2 + c01) + (c67 * z2 + c45) * z4;
+    return e * 0.6931471805599453 + 2.0 * s * poly;
+}
+
+struct KldLanes {
+    VD sp{}, sq{}, sa{};
+};
+
+struct KldConstants {
+    VD ox, ix, oy, iy, floor;
+};
+
+template <bool Wide>
+__attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, const VD& y, const KldConstants& c) noexcept {
+    VD p = (x - c.ox) * c.ix;
+    VD q = (y - c.oy) * c.iy;
+    p = pick<Wide>(less<Wide>(p, c.floor), c.floor, p);
+    q = pick<Wide>(less<Wide>(q, c.floor), c.floor, q);
+    a.sp += p;
+    a.sq += q;
+    a.sa += p * log_ratio<Wide>(p, q);
+}
+
+template <bool Wide, class SX, class SY>
+__attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, const KldParams& k, KldLanes& out) {
+    KldLanes a = out;  // a local: stays in registers
+    // Multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
+    const KldConstants c{splat(k.offset_x), splat(1.0 / k.divisor_x), splat(k.offset_y), splat(1.0 / k.divisor_y),
+                         splat(kKldFloorEps)};
+    std::size_t i = 0;
+    for (; i + kWide <= n; i += kWide) {
+        x.prefetch(i + kPrefetchAhead);
+        y.prefetch(i + kPrefetchAhead);
+        const VF16 fx = x.load16(i), fy = y.load16(i);
+        kld_step<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+        kld_step<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c);
+    }
+    if (i < n) {
+        const std::size_t rest = n - i;
+        VF16 fx, fy;
+        for (std::size_t j = 0; j < kWide; ++j) {
+            fx[j] = x.at(i + (j < rest ? j : 0));
+            fy[j] = y.at(i + (j < rest ? j : 0));
+        }
+        auto partial = [&](const VD& vx, const VD& vy, std::size_t r) {
+            KldLanes b = a;
+            kld_step<Wide>(b, vx, vy, c);
+            VM keep{};
+            for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < r ? -1 : 0;
+            a.sp = select(keep, b.sp, a.sp);
+            a.sq = select(keep, b.sq, a.sq);
+            a.sa = select(keep, b.sa, a.sa);
+        };
+        if (rest >= kLanes) {
+            kld_step<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
+            if (rest > kLanes) partial(high_half<Wide>(fx), high_half<Wide>(fy), rest - kLanes);
+        } else {
+            partial(low_half<Wide>(fx), low_half<Wide>(fy), rest);
+        }
+    }
+    out = a;
+}
+
+// One compiled copy of each kernel per instruction-set level and source pair; simd_level() picks one.
+#define DUMPCMP_KERNEL_LEVEL(suffix, is_wide, attributes)                                                              \
+    template <class SX, class SY>                                                                                      \
+    attributes void lanes_##suffix(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {                      \
+        if constexpr (is_wide) lanes_body<is_wide>(x.wide(), y.wide(), n, kx, ky, out);                                \
+        else lanes_body<is_wide>(x, y, n, kx, ky, out);                                                                \
+    }                                                                                                                  \
+    template <class SX, class SY>                                                                                      \
+    attributes void kld_##suffix(SX x, SY y, std::size_t n, const KldParams& k, KldLanes& out) {                       \
+        if constexpr (is_wide) kld_body<is_wide>(x.wide(), y.wide(), n, k, out);                                       \
+        else kld_body<is_wide>(x, y, n, k, out);                                                                       \
+    }
+DUMPCMP_KERNEL_LEVEL(scalar, false, )
+#if DUMPCMP_HAVE_X86_LEVELS
+DUMPCMP_KERNEL_LEVEL(avx2, false, DUMPCMP_TARGET_AVX2)
+DUMPCMP_KERNEL_LEVEL(avx512, true, DUMPCMP_TARGET_AVX512)
+#endif
+#undef DUMPCMP_KERNEL_LEVEL
+
+template <class SX, class SY>
+void block_lanes(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {
+    switch (detail::simd_level()) {
+#if DUMPCMP_HAVE_X86_LEVELS
+        case detail::SimdLevel::avx512: return lanes_avx512(x, y, n, kx, ky, out);
+        case detail::SimdLevel::avx2: return lanes_avx2(x, y, n, kx, ky, out);
+#endif
+        default: return lanes_scalar(x, y, n, kx, ky, out);
+    }
+}
+
+template <class SX, class SY>
+void kld_block(SX x, SY y, std::size_t n, const KldParams& k, KldPartial& into) {
+    KldLanes a;
+    switch (detail::simd_level()) {
+#if DUMPCMP_HAVE_X86_LEVELS
+        case detail::SimdLevel::avx512: kld_avx512(x, y, n, k, a); break;
+        case detail::SimdLevel::avx2: kld_avx2(x, y, n, k, a); break;
+#endif
+        default: kld_scalar(x, y, n, k, a); break;
+    }
+    KldPartial part;
+    part.sum_p = lane_sum(a.sp);
+    part.sum_q = lane_sum(a.sq);
+    part.sum_p_log_pq = lane_sum(a.sa);
+    merge(into, part);
+}
+
+template <class S>
+double first_finite(S v, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        const float f = v.at(i);
+        if (std::isfinite(f)) return f;
+    }
     return 0.0;
 }
 
-void count_non_finite(const float* v, std::size_t n, SidePartial& s) noexcept {
+template <class S>
+void count_non_finite(S v, std::size_t n, SidePartial& s) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
-        const float f = v[i];
+        const float f = v.at(i);
         if (std::isnan(f)) ++s.nan;
         else if (f == std::numeric_limits<float>::infinity()) ++s.pos_inf;
         else if (f == -std::numeric_limits<float>::infinity()) ++s.neg_inf;
@@ -147,43 +553,16 @@ void merge_side(SidePartial& a, const SidePartial& b, double na, double nb) noex
     a.neg_inf += b.neg_inf;
 }
 
-// Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time; same results on each (see VD).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void block_lanes(const float* x, const float* y, std::size_t n, double kx, double ky, Lanes& out) {
-    // A local copy stays in registers; through the reference every step would store all lanes.
-    Lanes a = out;
-    const VD vkx = splat(kx), vky = splat(ky), eps = splat(kMetricEps), one = splat(1.0);
-    std::size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) step(a, load8(x + i), load8(y + i), vkx, vky, eps, one);
-    if (i < n) {
-        // The tail: one step on a zero-padded copy of the lanes, keeping only the lanes that saw real elements.
-        float px[kLanes], py[kLanes];
-        const std::size_t rest = n - i;
-        for (std::size_t j = 0; j < kLanes; ++j) {
-            px[j] = j < rest ? x[i + j] : 0.0f;
-            py[j] = j < rest ? y[i + j] : 0.0f;
-        }
-        Lanes b = a;
-        step(b, load8(px), load8(py), vkx, vky, eps, one);
-        VM keep{};
-        for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < rest ? -1 : 0;
-        auto take = [&keep](VD& to, const VD& from) { to = select(keep, from, to); };
-        take(a.sx, b.sx); take(a.sxx_c, b.sxx_c); take(a.sxx, b.sxx); take(a.minx, b.minx); take(a.maxx, b.maxx);
-        take(a.sy, b.sy); take(a.syy_c, b.syy_c); take(a.syy, b.syy); take(a.miny, b.miny); take(a.maxy, b.maxy);
-        take(a.sxy, b.sxy); take(a.sad, b.sad); take(a.ssd, b.ssd); take(a.mad, b.mad); take(a.srel, b.srel);
-        take(a.mrel, b.mrel);
-    }
-    out = a;
-}
-
-void block_partial(const float* x, const float* y, std::size_t n, MetricPartial& p) {
+template <class SX, class SY>
+void block_partial(SX x, SY y, std::size_t n, MetricPartial& p) {
     const double kx = first_finite(x, n), ky = first_finite(y, n);
     Lanes a;
     block_lanes(x, y, n, kx, ky, a);
 
     const double dn = static_cast<double>(n);
     p.count = n;
-    auto side = [dn](SidePartial& s, double k, const VD& s1v, const VD& s2v, const VD& sqv, const VD& mnv, const VD& mxv) {
+    auto side = [dn](SidePartial& s, double k, const VD& s1v, const VD& s2v, const VD& sqv, const VF16& mnv,
+                     const VF16& mxv) {
         const double s1 = lane_sum(s1v), s2 = lane_sum(s2v);
         s.mean = k + s1 / dn;
         const double m2 = s2 - s1 * (s1 / dn);
@@ -205,86 +584,21 @@ void block_partial(const float* x, const float* y, std::size_t n, MetricPartial&
     p.max_rel = lane_max(a.mrel);
 }
 
-// log(p / q) on vectors for the KLD pass (std::log does not vectorise without -ffast-math), with one division:
-// p = 2^ep mp, q = 2^eq mq with mantissas in [1, 2); mp is halved or doubled until m = mp/mq is in about
-// [sqrt(1/2), sqrt(2)], then log(p/q) = (ep - eq) ln 2 + 2 atanh(s) with s = (mp - mq)/(mp + mq) = (m - 1)/(m + 1).
-// |s| <= 0.1716, so the atanh series to s^21 is within 1e-16 relative. Valid for positive normal finite p and q,
-// which is all the KLD pass produces (values in [2^-23, 1]).
-__attribute__((always_inline)) inline VD exponent_of(const VU& bits) noexcept {
-    // The biased exponent as a double without an int64 -> double conversion (absent before AVX-512DQ).
-    return (VD)((bits >> 52) | (VU{} + 0x4330000000000000ull)) - splat(4503599627370496.0);
-}
-__attribute__((always_inline)) inline VD mantissa_of(const VU& bits) noexcept {
-    return (VD)((bits & (VU{} + 0x000FFFFFFFFFFFFFull)) | (VU{} + 0x3FF0000000000000ull));
-}
-__attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noexcept {
-    const VU pb = (VU)p, qb = (VU)q;
-    VD e = exponent_of(pb) - exponent_of(qb);
-    VD mp = mantissa_of(pb);
-    const VD mq = mantissa_of(qb);
-    const VM high = mp > mq * 1.4142135623730951;
-    const VM low = mp * 1.4142135623730951 < mq;
-    mp = select(high, mp * 0.5, select(low, mp * 2.0, mp));
-    e = select(high, e + 1.0, select(low, e - 1.0, e));
-    const VD s = (mp - mq) / (mp + mq);
-    const VD z = s * s;
-    VD poly = splat(1.0 / 21);
-    poly = poly * z + 1.0 / 19;
-    poly = poly * z + 1.0 / 17;
-    poly = poly * z + 1.0 / 15;
-    poly = poly * z + 1.0 / 13;
-    poly = poly * z + 1.0 / 11;
-    poly = poly * z + 1.0 / 9;
-    poly = poly * z + 1.0 / 7;
-    poly = poly * z + 1.0 / 5;
-    poly = poly * z + 1.0 / 3;
-    poly = poly * z + 1.0;
-    return e * 0.6931471805599453 + 2.0 * s * poly;
-}
-
-struct KldLanes {
-    VD sp{}, sq{}, sa{};
-};
-
-__attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, const VD& y, const VD& ox, const VD& ix,
-                                                     const VD& oy, const VD& iy, const VD& floor) noexcept {
-    VD p = (x - ox) * ix;
-    VD q = (y - oy) * iy;
-    p = select(p < floor, floor, p);
-    q = select(q < floor, floor, q);
-    a.sp += p;
-    a.sq += q;
-    a.sa += p * log_ratio(p, q);
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void kld_block(const float* x, const float* y, std::size_t n, const KldParams& k, KldPartial& into) {
-    KldLanes a;  // a local: stays in registers
-    const VD ox = splat(k.offset_x), oy = splat(k.offset_y), floor = splat(kKldFloorEps);
-    // Multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
-    const VD ix = splat(1.0 / k.divisor_x), iy = splat(1.0 / k.divisor_y);
-    std::size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) kld_step(a, load8(x + i), load8(y + i), ox, ix, oy, iy, floor);
-    if (i < n) {
-        float px[kLanes], py[kLanes];
-        const std::size_t rest = n - i;
-        for (std::size_t j = 0; j < kLanes; ++j) {
-            px[j] = j < rest ? x[i + j] : 0.0f;
-            py[j] = j < rest ? y[i + j] : 0.0f;
-        }
-        KldLanes b = a;
-        kld_step(b, load8(px), load8(py), ox, ix, oy, iy, floor);
-        VM keep{};
-        for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < rest ? -1 : 0;
-        a.sp = select(keep, b.sp, a.sp);
-        a.sq = select(keep, b.sq, a.sq);
-        a.sa = select(keep, b.sa, a.sa);
+// Blocks of at most kBlock elements, merged in order: what accumulate() does for float32 arrays, for any sources.
+template <class SX, class SY>
+void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into) {
+    for (std::size_t first = 0; first < n; first += kBlock) {
+        MetricPartial block;
+        block_partial(x.offset(first), y.offset(first), std::min(kBlock, n - first), block);
+        merge(into, block);
     }
-    KldPartial part;
-    part.sum_p = lane_sum(a.sp);
-    part.sum_q = lane_sum(a.sq);
-    part.sum_p_log_pq = lane_sum(a.sa);
-    merge(into, part);
+}
+
+template <class SX, class SY>
+void accumulate_kld_sources(SX x, SY y, std::size_t n, const KldParams& params, KldPartial& into) {
+    if (!params.needed) return;
+    for (std::size_t first = 0; first < n; first += kBlock)
+        kld_block(x.offset(first), y.offset(first), std::min(kBlock, n - first), params, into);
 }
 
 std::string fixed(double v, int decimals) {
@@ -300,11 +614,8 @@ const char* metric_name(int index) noexcept {
 }
 
 void accumulate(const float* x, const float* y, std::size_t n, MetricPartial& into) {
-    for (std::size_t first = 0; first < n; first += kBlock) {
-        MetricPartial block;
-        block_partial(x + first, y + first, std::min(kBlock, n - first), block);
-        merge(into, block);
-    }
+    accumulate_sources(F32Source{reinterpret_cast<const std::uint8_t*>(x)},
+                       F32Source{reinterpret_cast<const std::uint8_t*>(y)}, n, into);
 }
 
 void merge(MetricPartial& into, const MetricPartial& next) {
@@ -345,9 +656,8 @@ KldParams kld_params(const MetricPartial& t) noexcept {
 }
 
 void accumulate_kld(const float* x, const float* y, std::size_t n, const KldParams& params, KldPartial& into) {
-    if (!params.needed) return;
-    for (std::size_t first = 0; first < n; first += kBlock)
-        kld_block(x + first, y + first, std::min(kBlock, n - first), params, into);
+    accumulate_kld_sources(F32Source{reinterpret_cast<const std::uint8_t*>(x)},
+                           F32Source{reinterpret_cast<const std::uint8_t*>(y)}, n, params, into);
 }
 
 void merge(KldPartial& into, const KldPartial& next) noexcept {
@@ -470,12 +780,20 @@ namespace {
 
 // A chunk of one side as float32: straight from storage when it already is aligned float32, else decoded into
 // the calling thread's buffer.
-const float* side_chunk(const std::uint8_t* base, DataType t, bool direct, std::uint64_t first, std::size_t count,
-                        std::vector<float>& buffer) {
-    if (direct) return reinterpret_cast<const float*>(base) + first;
-    if (buffer.size() < count) buffer.resize(count);
-    decode_to_float32(t, base, first, count, buffer.data());
-    return buffer.data();
+// Calls fn(source_x, source_y) for elements [first, first + count): float32 and float16 storage are read in place
+// (float16 decoded in registers); other types are decoded into the calling thread's buffer, whose size is one chunk.
+template <class Fn>
+void with_sources(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t first,
+                  std::size_t count, Fn&& fn) {
+    thread_local std::vector<float> bx, by;
+    auto side = [first, count](const std::uint8_t* base, DataType t, std::vector<float>& buffer, auto&& next) {
+        if (t == DataType::FLOAT) return next(F32Source{base + 4 * first});
+        if (t == DataType::FLOAT16) return next(F16Source{base + 2 * first});
+        if (buffer.size() < count) buffer.resize(count);
+        decode_to_float32(t, base, first, count, buffer.data());
+        return next(F32Source{reinterpret_cast<const std::uint8_t*>(buffer.data())});
+    };
+    side(x, tx, bx, [&](auto sx) { side(y, ty, by, [&](auto sy) { fn(sx, sy); }); });
 }
 
 // Chunks per round of parallel work: partials of one round are merged in order before the next starts, so the
@@ -507,24 +825,15 @@ MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, 
     }
     if (options.chunk_elements == 0) throw std::invalid_argument("chunk size must be at least one element");
     const std::size_t chunk = options.chunk_elements;
-    const bool direct_x = tx == DataType::FLOAT && reinterpret_cast<std::uintptr_t>(x) % alignof(float) == 0;
-    const bool direct_y = ty == DataType::FLOAT && reinterpret_cast<std::uintptr_t>(y) % alignof(float) == 0;
     const MetricOptions mopt{options.metrics, options.scalar, tx == DataType::BOOL && ty == DataType::BOOL};
-
-    auto buffers = []() -> std::pair<std::vector<float>&, std::vector<float>&> {
-        thread_local std::vector<float> bx, by;
-        return {bx, by};
-    };
 
     std::vector<MetricPartial> partials(kChunksPerRound);
     MetricPartial total;
     run_chunks(n, chunk, options.threads,
         [&](std::size_t k, std::uint64_t first, std::size_t count) {
-            auto [bx, by] = buffers();
-            const float* xs = side_chunk(x, tx, direct_x, first, count, bx);
-            const float* ys = side_chunk(y, ty, direct_y, first, count, by);
             partials[k] = MetricPartial{};
-            accumulate(xs, ys, count, partials[k]);
+            with_sources(x, tx, y, ty, first, count,
+                         [&](auto sx, auto sy) { accumulate_sources(sx, sy, count, partials[k]); });
         },
         [&](std::size_t k) { merge(total, partials[k]); });
 
@@ -535,11 +844,9 @@ MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, 
         std::vector<KldPartial> kparts(kChunksPerRound);
         run_chunks(n, chunk, options.threads,
             [&](std::size_t k, std::uint64_t first, std::size_t count) {
-                auto [bx, by] = buffers();
-                const float* xs = side_chunk(x, tx, direct_x, first, count, bx);
-                const float* ys = side_chunk(y, ty, direct_y, first, count, by);
                 kparts[k] = KldPartial{};
-                accumulate_kld(xs, ys, count, params, kparts[k]);
+                with_sources(x, tx, y, ty, first, count,
+                             [&](auto sx, auto sy) { accumulate_kld_sources(sx, sy, count, params, kparts[k]); });
             },
             [&](std::size_t k) { merge(kld_total, kparts[k]); });
     }

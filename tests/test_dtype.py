@@ -144,3 +144,18 @@ def test_float16_decode_every_code_bit_for_bit_on_each_level(level):
     codes = np.arange(1 << 16, dtype=np.uint16)
     expected = np.concatenate([_float16_bits_reference(codes[k:]) for k in range(9)])
     np.testing.assert_array_equal(np.frombuffer(out, np.uint32), expected)
+
+
+def test_simd_level_can_be_lowered_not_raised():
+    import os
+    import subprocess
+    import sys
+
+    order = ["scalar", "avx2", "avx512"]
+    best = core.simd_level()
+    assert best in order
+    for wanted in order:
+        env = dict(os.environ, DUMPCMP_SIMD=wanted)
+        got = subprocess.run([sys.executable, "-c", "from dumpcmp._native import core; print(core.simd_level())"],
+                             env=env, capture_output=True, text=True, check=True).stdout.split()[-1]
+        assert got == order[min(order.index(wanted), order.index(best))]

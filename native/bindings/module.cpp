@@ -40,6 +40,8 @@ PYBIND11_MODULE(_core, m) {
     m.def("num_threads", &dumpcmp::num_threads, "Threads the core uses for one big job.");
     m.def("set_num_threads", &dumpcmp::set_num_threads, py::arg("n"),
           "Set the thread count (0 = DUMPCMP_NUM_THREADS or the hardware's).");
+    m.def("simd_level", &dumpcmp::simd_level_name,
+          "The instruction set the hot loops run with here: scalar, avx2 or avx512 (DUMPCMP_SIMD lowers it).");
     bind_dtype(m);
     bind_dump(m);
     bind_metrics(m);

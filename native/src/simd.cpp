@@ -1,5 +1,7 @@
 #include "simd.hpp"
 
+#include "dumpcmp/parallel.hpp"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -50,3 +52,7 @@ const char* simd_level_name(SimdLevel level) noexcept {
 }
 
 }  // namespace dumpcmp::detail
+
+namespace dumpcmp {
+const char* simd_level_name() noexcept { return detail::simd_level_name(detail::simd_level()); }
+}  // namespace dumpcmp

@@ -51,3 +51,8 @@ void parallel_for(std::size_t chunks, Fn&& fn, unsigned threads = 0) {
 }
 
 }  // namespace dumpcmp
+
+namespace dumpcmp {
+// The instruction set the hot loops run with on this CPU ("scalar", "avx2", "avx512"), capped by DUMPCMP_SIMD.
+const char* simd_level_name() noexcept;
+}  // namespace dumpcmp

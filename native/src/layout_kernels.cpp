@@ -175,8 +175,25 @@ struct Walker {
             Byte* pl0 = plain + static_cast<std::size_t>(t + (r0 - ra) * dq) * E;
             if (contiguous && affine_cols) {
                 // the common case (5HD <-> NCHW, FRACTAL_Z <-> NCHW, NCHW <-> NHWC): constant strides both sides
-                const auto col = static_cast<std::size_t>(p.strides[q]) * E;
-                Byte* ot0 = other + static_cast<std::size_t>(base + o0) * E;
+                tile_core(pl0, other + static_cast<std::size_t>(base + o0) * E,
+                          static_cast<std::size_t>(p.strides[q]) * E, n, dq);
+                r0 = r1;
+                continue;
+            }
+            for (std::int64_t j = 0; j < dq; ++j) {
+                Byte* ot = other + static_cast<std::size_t>(base + off(p, q, j) + o0) * E;
+                Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
+                for (std::int64_t r = r0; r < r1; ++r, pl += row_bytes)
+                    move(pl, ot + static_cast<std::size_t>(off(p, a, r) - o0) * E);
+            }
+            r0 = r1;
+        }
+    }
+
+    // n rows x dq columns: plain (r, j) at pl0 + (r * dq + j) * E, other at ot0 + j * col + r * E.
+    static void tile_core(Byte* pl0, Byte* ot0, std::size_t col, std::int64_t n, std::int64_t dq) {
+                constexpr std::int64_t Q = E <= 2 ? 256 : E == 4 ? 128 : 64;
+                const auto row_bytes = static_cast<std::size_t>(dq) * E;
                 for (std::int64_t j0 = 0; j0 < dq; j0 += Q) {
                     const std::int64_t w = std::min(Q, dq - j0);
                     Byte* pl = pl0 + static_cast<std::size_t>(j0) * E;
@@ -195,17 +212,42 @@ struct Walker {
                     copy_cols(pl, ot, col, row_bytes, wv, w, 0, n);
                     copy_cols(pl, ot, col, row_bytes, 0, wv, nv, n);
                 }
-                r0 = r1;
-                continue;
-            }
-            for (std::int64_t j = 0; j < dq; ++j) {
-                Byte* ot = other + static_cast<std::size_t>(base + off(p, q, j) + o0) * E;
-                Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
-                for (std::int64_t r = r0; r < r1; ++r, pl += row_bytes)
-                    move(pl, ot + static_cast<std::size_t>(off(p, a, r) - o0) * E);
-            }
-            r0 = r1;
+    }
+
+    // FRACTAL_Z <-> NCHW: nb slabs of the axis before the tile (N, C0 apart on the other side), rows r0 .. r1 of
+    // each (one C0 block of channels), every column (H*W, a whole fractal row apart). When the slabs' rows are
+    // back to back on the other side, every column is ONE contiguous stretch of nb * n elements there: it is moved
+    // through a small staging buffer so that the other side is read or written in long sequential runs (scattered
+    // 32-byte pieces a fractal row apart stall the stores), and the transposes work between the plain side and L1.
+    bool staged(std::int64_t t, std::int64_t other0, std::int64_t slab, std::int64_t nb, std::int64_t r0,
+                std::int64_t r1, std::vector<Byte>& stage) const {
+        const std::size_t q = p.dims.size() - 1, a = q - 1, b = q - 2;
+        const std::int64_t n = r1 - r0, dq = p.dims[q];
+        if (!p.tables[q].empty() || p.strides[b] != n || n > 64 || off(p, a, r1 - 1) - off(p, a, r0) != n - 1)
+            return false;
+        const auto run = static_cast<std::size_t>(nb * n) * E;  // one column's stretch on the other side
+        if (run * static_cast<std::size_t>(dq) > (std::size_t{1} << 17)) return false;  // stay within L2
+        if (stage.size() < run * static_cast<std::size_t>(dq)) stage.resize(run * static_cast<std::size_t>(dq));
+        const auto col = static_cast<std::size_t>(p.strides[q]) * E;
+        Byte* ot = other + static_cast<std::size_t>(other0 + off(p, a, r0)) * E;
+        Byte* st = stage.data();
+        if constexpr (!Scatter)
+            for (std::int64_t j = 0; j < dq; ++j)
+                std::memcpy(st + static_cast<std::size_t>(j) * run, ot + static_cast<std::size_t>(j) * col, run);
+        // The nb plain pieces lie a whole slab apart, too many streams for the hardware prefetcher: ask for the
+        // pieces of the next row block ahead of time (they are the next bytes of the same slabs).
+        const auto piece = static_cast<std::size_t>(n * dq) * E;
+        const bool ahead = r1 + 2 * n <= p.dims[a];
+        for (std::int64_t s = 0; s < nb; ++s) {
+            Byte* pl = plain + static_cast<std::size_t>(t + s * slab + r0 * dq) * E;
+            if (ahead)
+                for (std::size_t o = 0; o < piece; o += 64) __builtin_prefetch(pl + 2 * piece + o, Scatter ? 0 : 1);
+            tile_core(pl, st + static_cast<std::size_t>(s * n) * E, run, n, dq);
         }
+        if constexpr (Scatter)
+            for (std::int64_t j = 0; j < dq; ++j)
+                std::memcpy(ot + static_cast<std::size_t>(j) * col, st + static_cast<std::size_t>(j) * run, run);
+        return true;
     }
 
     // Kernel 1 with tile_rows set: rows ra .. rb of the second-last axis (step L on the other side), the last axis
@@ -294,6 +336,7 @@ struct Walker {
         const bool interleave = p.kernel == 2 && k >= 3 && p.tables[q - 2].empty() &&
                                 p.strides[q - 2] * static_cast<std::int64_t>(E) < 4096;
         const bool blocks = p.kernel == 2 || (p.kernel == 1 && p.tile_rows > 0);
+        std::vector<Byte> stage;
         while (t < total) {
             if (interleave && idx[q] == 0 && idx[q - 1] == 0) {
                 const std::size_t a = q - 1, b = q - 2;
@@ -303,8 +346,9 @@ struct Walker {
                     const std::int64_t base0 = base_upto(b);
                     for (std::int64_t r0 = 0; r0 < p.dims[a];) {
                         const std::int64_t r1 = std::min(p.dims[a], (r0 / p.tile_rows + 1) * p.tile_rows);
-                        for (std::int64_t s = 0; s < nb; ++s)
-                            tile(t + s * slab + r0 * dq, base0 + off(p, b, idx[b] + s), r0, r1);
+                        if (!staged(t, base0 + off(p, b, idx[b]), slab, nb, r0, r1, stage))
+                            for (std::int64_t s = 0; s < nb; ++s)
+                                tile(t + s * slab + r0 * dq, base0 + off(p, b, idx[b] + s), r0, r1);
                         r0 = r1;
                     }
                     t += nb * slab;

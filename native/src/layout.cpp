@@ -559,6 +559,21 @@ std::vector<std::int64_t> infer_plain_shape(Format src_format, const std::vector
             logical.resize(original_shape.size());
             for (std::size_t i = 0; i < pin.size(); ++i) logical[static_cast<std::size_t>(pin[i])] = original_shape[i];
         }
+        // The original shape must be one this device shape can hold (H and W are kept as they are, C and N fit
+        // their blocks); a mismatch means a wrong original format or shape, not a tensor to guess at.
+        {
+            const std::int64_t g = groups <= 1 ? 1 : groups;
+            const std::vector<std::int64_t> want = device_from_logical(src_format, logical, c0, g);
+            bool ok = want == src_shape;
+            if (!ok && src_format == Format::FRACTAL_NZ && want.size() >= 4 && src_shape.size() >= 4)
+                ok = std::equal(want.end() - 4, want.end(), src_shape.end() - 4) &&
+                     product(want, 0, want.size() - 4) == product(src_shape, 0, src_shape.size() - 4);
+            if (!ok)
+                fail(fmt_name(src_format) + " shape " + shape_str(src_shape) + " does not hold " +
+                     fmt_name(original_format) + " " + shape_str(original_shape) +
+                     ": the original shape does not fit the device shape (with C0 = " + std::to_string(c0) +
+                     " that tensor has the " + fmt_name(src_format) + " shape " + shape_str(want) + ")");
+        }
         if (padded) {
             if (groups > 1) fail("padded output is not defined for grouped FRACTAL_Z (groups are packed)");
             switch (src_format) {

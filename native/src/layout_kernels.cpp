@@ -164,7 +164,6 @@ struct Walker {
         const std::size_t q = p.dims.size() - 1, a = q - 1;
         const std::int64_t dq = p.dims[q];
         const std::int64_t R = p.tile_rows;
-        constexpr std::int64_t Q = E <= 2 ? 256 : E == 4 ? 128 : 64;
         const auto row_bytes = static_cast<std::size_t>(dq) * E;
         const bool affine_cols = p.tables[q].empty();
         for (std::int64_t r0 = ra; r0 < rb;) {
@@ -192,26 +191,26 @@ struct Walker {
 
     // n rows x dq columns: plain (r, j) at pl0 + (r * dq + j) * E, other at ot0 + j * col + r * E.
     static void tile_core(Byte* pl0, Byte* ot0, std::size_t col, std::int64_t n, std::int64_t dq) {
-                constexpr std::int64_t Q = E <= 2 ? 256 : E == 4 ? 128 : 64;
-                const auto row_bytes = static_cast<std::size_t>(dq) * E;
-                for (std::int64_t j0 = 0; j0 < dq; j0 += Q) {
-                    const std::int64_t w = std::min(Q, dq - j0);
-                    Byte* pl = pl0 + static_cast<std::size_t>(j0) * E;
-                    Byte* ot = ot0 + static_cast<std::size_t>(j0) * col;
-                    std::int64_t wv = 0, nv = 0;
+        constexpr std::int64_t Q = E <= 2 ? 256 : E == 4 ? 128 : 64;
+        const auto row_bytes = static_cast<std::size_t>(dq) * E;
+        for (std::int64_t j0 = 0; j0 < dq; j0 += Q) {
+            const std::int64_t w = std::min(Q, dq - j0);
+            Byte* pl = pl0 + static_cast<std::size_t>(j0) * E;
+            Byte* ot = ot0 + static_cast<std::size_t>(j0) * col;
+            std::int64_t wv = 0, nv = 0;
 #if DUMPCMP_LAYOUT_SSE2
-                    if constexpr (E >= 2) {
-                        constexpr std::int64_t V = 16 / E;
-                        wv = w / V * V;
-                        nv = n / V * V;
-                        if constexpr (Scatter) transpose_blocks<E>(pl, row_bytes, ot, col, nv, wv);
-                        else transpose_blocks<E>(ot, col, pl, row_bytes, wv, nv);
-                    }
+            if constexpr (E >= 2) {
+                constexpr std::int64_t V = 16 / E;
+                wv = w / V * V;
+                nv = n / V * V;
+                if constexpr (Scatter) transpose_blocks<E>(pl, row_bytes, ot, col, nv, wv);
+                else transpose_blocks<E>(ot, col, pl, row_bytes, wv, nv);
+            }
 #endif
-                    // what the register blocks did not cover: the last columns (all rows), the last rows
-                    copy_cols(pl, ot, col, row_bytes, wv, w, 0, n);
-                    copy_cols(pl, ot, col, row_bytes, 0, wv, nv, n);
-                }
+            // what the register blocks did not cover: the last columns (all rows), the last rows
+            copy_cols(pl, ot, col, row_bytes, wv, w, 0, n);
+            copy_cols(pl, ot, col, row_bytes, 0, wv, nv, n);
+        }
     }
 
     // FRACTAL_Z <-> NCHW: nb slabs of the axis before the tile (N, C0 apart on the other side), rows r0 .. r1 of

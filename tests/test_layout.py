@@ -393,3 +393,120 @@ def test_supported_pairs_cover_the_original_tool():
     assert set(original) <= pairs
     for device in L.DEVICE_FORMATS:
         assert (device, "ND") in pairs and ("ND", device) in pairs
+
+
+# ---- the fast paths: padding written in place, blocked runs, staged FRACTAL_Z, original shapes checked -------------
+
+
+def encode_into_garbage(x, plain, device, c0, threads, groups=1):
+    """Encode through a plan into a destination full of 0xFF bytes, so padding that is not written shows."""
+    shape = L.device_shape(device, plain, x.shape, c0=c0, groups=groups)
+    plan = L.make_plan(plain, x.shape, device, shape, itemsize=x.dtype.itemsize, groups=groups)
+    out = np.empty(shape, x.dtype)
+    out.view(np.uint8)[...] = 0xFF
+    plan.run(x, out, threads)
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_encode_writes_the_padding_itself(dtype, threads, rng):
+    # channels and kernels not multiples of C0 or 16, so every device format has padding boxes (some overlapping)
+    cases = [
+        ((3, 21, 4, 5), "NCHW", "NC1HWC0", 16), ((2, 5, 3, 3), "NHWC", "NC1HWC0_C04", 4),
+        ((19, 21, 3, 2), "NCHW", "FRACTAL_Z", 16), ((5, 3, 2, 2), "HWCN", "FRACTAL_Z_C04", 4),
+        ((3, 20, 2, 3, 2), "NCDHW", "NDC1HWC0", 8), ((17, 5, 3, 2, 2), "NCDHW", "FRACTAL_Z_3D", 4),
+        ((2, 3, 19, 37), "ND", "FRACTAL_NZ", 16), ((37,), "ND", "FRACTAL_NZ", 8), ((5, 16), "ND", "FRACTAL_NZ", 16),
+        ((16, 32, 3, 3), "NCHW", "FRACTAL_Z", 16),  # no padding at all: no box
+    ]
+    for shape, plain, device, c0 in cases:
+        x = values(shape, dtype, rng)
+        np.testing.assert_array_equal(encode_into_garbage(x, plain, device, c0, threads),
+                                      ref.recipe_encode(x, device, plain, c0))
+    # grouped FRACTAL_Z interleaves padding with data: cleared as a whole first
+    x = values((12, 3, 2, 2), dtype, rng)
+    np.testing.assert_array_equal(encode_into_garbage(x, "NCHW", "FRACTAL_Z", 16, threads, groups=3),
+                                  ref.loops_fractal_z_grouped(x, 3, 16))
+
+
+def test_encode_padding_of_large_tensors_in_several_tasks(rng):
+    # > 2 MB with most of the device tensor padding (C = 3 of C0 = 16), so zeroing is split over tasks and threads
+    x = rng.standard_normal((40, 3, 67, 71)).astype(np.float32)
+    for device in ["NC1HWC0", "FRACTAL_Z"]:
+        for threads in (1, 2):
+            np.testing.assert_array_equal(encode_into_garbage(x, "NCHW", device, 16, threads),
+                                          ref.recipe_encode(x, device, "NCHW", 16))
+    m = rng.standard_normal((5, 333, 1001)).astype(np.float16)
+    np.testing.assert_array_equal(encode_into_garbage(m, "ND", "FRACTAL_NZ", 16, 2), ref.loops_fractal_nz(m, 16))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("c0", [4, 16, 32])
+def test_blocked_runs(dtype, c0, rng):
+    # NZ <-> ND and 5HD <-> NHWC run blocks of rows; chunk sizes of 4..256 bytes (fixed and not) and a partial last
+    # chunk; more rows than one block and a row count that does not fill the last block
+    for shape in [(3, 70, 5 * c0), (2, 45, 3 * c0 + 5), (1, 33, c0 + 1)]:
+        x = values(shape, dtype, rng)
+        plan = L.make_plan("ND", shape, "FRACTAL_NZ", L.device_shape("FRACTAL_NZ", "ND", shape, c0=c0),
+                           itemsize=x.dtype.itemsize)
+        assert plan.kernel == "runs"
+        dev = L.convert(x, "ND", "FRACTAL_NZ", c0=c0)
+        np.testing.assert_array_equal(dev, ref.loops_fractal_nz(x, c0))
+        for threads in (1, 2):
+            np.testing.assert_array_equal(L.convert(dev, "FRACTAL_NZ", "ND", original_shape=shape, threads=threads), x)
+        # windows that start and end inside rows and blocks
+        plan = L.make_plan("FRACTAL_NZ", dev.shape, "ND", shape, itemsize=x.dtype.itemsize)
+        flat = x.reshape(-1)
+        for first, count in [(0, flat.size), (7, 3 * shape[-1] + 2), (shape[-1] * 17 + 3, shape[-1] * 40)]:
+            count = min(count, flat.size - first)
+            np.testing.assert_array_equal(plan.decode_range(dev, first, count), flat[first:first + count])
+    nchw = values((2, 2 * c0 + 3, 7, 9), dtype, rng)
+    nhwc = ref.permute(nchw, "NCHW", "NHWC")
+    dev = L.convert(nhwc, "NHWC", "NC1HWC0", c0=c0)
+    np.testing.assert_array_equal(dev, ref.loops_nc1hwc0(nchw, c0))
+    np.testing.assert_array_equal(L.convert(dev, "NC1HWC0", "NHWC", original_shape=nhwc.shape), nhwc)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("hw", [(1, 1), (3, 3), (7, 7), (2, 5)])
+def test_fractal_z_staged_tiles(dtype, hw, rng):
+    # many kernels (slabs staged together), channels that are whole C0 blocks except, in the second shape, the last
+    for n, c in [(80, 48), (70, 37)]:
+        x = values((n, c) + hw, dtype, rng)
+        want = ref.loops_fractal_z(x, 16)
+        for threads in (1, 2):
+            np.testing.assert_array_equal(encode_into_garbage(x, "NCHW", "FRACTAL_Z", 16, threads), want)
+            np.testing.assert_array_equal(
+                L.convert(want, "FRACTAL_Z", "NCHW", original_shape=x.shape, threads=threads), x)
+        plan = L.make_plan("FRACTAL_Z", want.shape, "NCHW", x.shape, itemsize=x.dtype.itemsize)
+        flat = x.reshape(-1)
+        first = c * hw[0] * hw[1] * 3 + 5  # inside the fourth kernel
+        np.testing.assert_array_equal(plan.decode_range(want, first, flat.size - first), flat[first:])
+
+
+def test_large_fractal_z_threads_agree(rng):
+    x = rng.standard_normal((256, 160, 3, 3)).astype(np.float16)  # 700 KB; and one above the threading threshold
+    y = rng.standard_normal((512, 320, 3, 3)).astype(np.float32)
+    for t in (x, y):
+        want = ref.recipe_encode(t, "FRACTAL_Z", "NCHW", 16)
+        for threads in (1, 2):
+            np.testing.assert_array_equal(encode_into_garbage(t, "NCHW", "FRACTAL_Z", 16, threads), want)
+            np.testing.assert_array_equal(L.convert(want, "FRACTAL_Z", "NCHW", original_shape=t.shape,
+                                                    threads=threads), t)
+
+
+def test_original_shape_must_fit_the_device_shape():
+    # NHWC (1, 20, 5, 6) is N=1, H=20, W=5, C=6: stored as (1, 1, 20, 5, 16), not (1, 2, 5, 6, 16)
+    with pytest.raises(L.LayoutError, match=r"original shape does not fit the device shape.*\(1, 1, 20, 5, 16\)"):
+        L.plain_shape("NC1HWC0", (1, 2, 5, 6, 16), "NCHW", original_shape=(1, 20, 5, 6), original_format="NHWC")
+    # the same tensor described correctly
+    assert L.plain_shape("NC1HWC0", (1, 2, 5, 6, 16), "NCHW", original_shape=(1, 5, 6, 20),
+                         original_format="NHWC") == (1, 20, 5, 6)
+    with pytest.raises(L.LayoutError, match="does not fit"):  # H*W of 3x3 against a 5x5 kernel's 2*25 rows
+        L.plain_shape("FRACTAL_Z", (50, 2, 16, 16), "NCHW", original_shape=(20, 20, 3, 3))
+    assert L.plain_shape("FRACTAL_Z", (50, 2, 16, 16), "NCHW", original_shape=(20, 20, 5, 5)) == (20, 20, 5, 5)
+    with pytest.raises(L.LayoutError, match="does not fit"):  # N = 40 needs 3 blocks of C0 = 16
+        L.plain_shape("FRACTAL_NZ", (2, 2, 16, 16), "ND", original_shape=(20, 40))
+    with pytest.raises(L.LayoutError, match="does not fit"):
+        L.plain_shape("FRACTAL_NZ", (2, 2, 2, 16, 16), "ND", original_shape=(3, 20, 30))  # batch 3, not 2
+    assert L.plain_shape("FRACTAL_NZ", (2, 3, 2, 2, 16, 16), "ND", original_shape=(6, 20, 30)) == (6, 20, 30)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dumpcmp/layout.hpp"
+#include "layout_internal.hpp"
 
 namespace dumpcmp {
 
@@ -358,6 +359,18 @@ void compile(Plan& p, std::vector<std::int64_t> dims, std::vector<std::int64_t> 
     p.run_length = run_length_of(p.dims[q], p.strides[q], p.tables[q]);
     if (p.run_length >= 2) {
         p.kernel = 1;
+        // FRACTAL_NZ <-> ND, NC1HWC0 <-> NHWC: the last axis is runs of L spaced S apart (the table is
+        // (j / L) * S + j % L) and the axis before it steps by L, so a block of rows is a transpose of L-element
+        // chunks whose device side is contiguous per chunk: copied block by block (tile_rows rows at a time).
+        const std::int64_t L = p.run_length, dq = p.dims[q];
+        const auto& tq = p.tables[q];
+        if (k >= 2 && p.pair_a < 0 && !tq.empty() && dq > L && p.tables[q - 1].empty() && p.strides[q - 1] == L) {
+            const std::int64_t S = tq[static_cast<std::size_t>(L)];
+            bool affine = tq[0] == 0;
+            for (std::int64_t j = 0; j < dq && affine; ++j)
+                affine = tq[static_cast<std::size_t>(j)] == (j / L) * S + j % L;
+            if (affine) p.tile_rows = 32;
+        }
         return;
     }
     if (k >= 2 && p.pair_a < 0) {
@@ -371,6 +384,88 @@ void compile(Plan& p, std::vector<std::int64_t> dims, std::vector<std::int64_t> 
 }
 
 }  // namespace
+
+namespace layout_detail {
+
+Padding padding_of(const Plan& p) {
+    Padding out;
+    if (!p.encode) return out;
+    const std::vector<std::int64_t>& ds = p.dst_shape;
+    const Format dev = p.dst_format;
+    const std::size_t r = ds.size();
+    auto whole = [&] {
+        ZeroBox b;
+        b.lo.assign(r, 0);
+        b.hi = ds;
+        out.boxes.push_back(std::move(b));
+    };
+    if (p.groups > 1) {
+        whole();
+        out.whole_tensor = true;
+        return out;
+    }
+    const Family fam = family(dev);
+    std::vector<std::int64_t> logical;
+    if (fam == Family::matrix) {
+        logical = p.src_shape;
+    } else {
+        const std::vector<int> perm = plain_perm(p.src_format, fam, p.src_shape.size(), dev);
+        logical.resize(perm.size());
+        for (std::size_t i = 0; i < perm.size(); ++i) logical[static_cast<std::size_t>(perm[i])] = p.src_shape[i];
+    }
+    const std::int64_t c0 = ds.back();
+    // Indices hi_axis = last and lo_axis >= extent % size are padding when a dim is split into (hi, lo) device axes.
+    // `lead` restricts axis `lead_axis` to [lead_lo, lead_hi) (a device axis that fuses several plain ones).
+    auto split = [&](std::size_t hi_axis, std::size_t lo_axis, std::int64_t extent, std::int64_t lead_lo = -1,
+                     std::int64_t lead_hi = -1, std::size_t lead_axis = 0) {
+        const std::int64_t size = ds[lo_axis], rem = extent % size;
+        if (rem == 0 || ds[hi_axis] == 0) return;
+        ZeroBox b;
+        b.lo.assign(r, 0);
+        b.hi = ds;
+        if (lead_lo >= 0) {
+            b.lo[lead_axis] = lead_lo;
+            b.hi[lead_axis] = lead_hi;
+        } else {
+            b.lo[hi_axis] = ds[hi_axis] - 1;
+        }
+        b.lo[lo_axis] = rem;
+        out.boxes.push_back(std::move(b));
+    };
+    switch (dev) {
+        case Format::NC1HWC0: case Format::NC1HWC0_C04:
+            split(1, 4, logical[1]);
+            break;
+        case Format::NDC1HWC0:
+            split(2, 5, logical[1]);
+            break;
+        case Format::FRACTAL_Z: case Format::FRACTAL_Z_C04: {
+            // axis 0 is (c1, h, w) fused: the last channel block is its last H*W entries
+            const std::int64_t hw = logical[2] * logical[3], c1 = ceil_div(logical[1], c0);
+            split(0, 3, logical[1], (c1 - 1) * hw, c1 * hw, 0);
+            split(1, 2, logical[0]);
+            break;
+        }
+        case Format::FRACTAL_Z_3D: {
+            // axis 0 is (d, c1, h, w) fused: one box per d for the last channel block
+            const std::int64_t hw = logical[3] * logical[4], c1 = ceil_div(logical[1], c0);
+            for (std::int64_t d = 0; d < logical[2]; ++d)
+                split(0, 3, logical[1], (d * c1 + c1 - 1) * hw, (d * c1 + c1) * hw, 0);
+            split(1, 2, logical[0]);
+            break;
+        }
+        case Format::FRACTAL_NZ:
+            split(r - 4, r - 1, logical.back());
+            split(r - 3, r - 2, logical.size() >= 2 ? logical[logical.size() - 2] : 1);
+            break;
+        default:
+            whole();
+            out.whole_tensor = true;
+    }
+    return out;
+}
+
+}  // namespace layout_detail
 
 bool is_device_format(Format f) noexcept {
     switch (f) {
@@ -463,6 +558,21 @@ std::vector<std::int64_t> infer_plain_shape(Format src_format, const std::vector
             const std::vector<int> pin = plain_perm(original_format, fam, original_shape.size(), src_format);
             logical.resize(original_shape.size());
             for (std::size_t i = 0; i < pin.size(); ++i) logical[static_cast<std::size_t>(pin[i])] = original_shape[i];
+        }
+        // The original shape must be one this device shape can hold (H and W are kept as they are, C and N fit
+        // their blocks); a mismatch means a wrong original format or shape, not a tensor to guess at.
+        {
+            const std::int64_t g = groups <= 1 ? 1 : groups;
+            const std::vector<std::int64_t> want = device_from_logical(src_format, logical, c0, g);
+            bool ok = want == src_shape;
+            if (!ok && src_format == Format::FRACTAL_NZ && want.size() >= 4 && src_shape.size() >= 4)
+                ok = std::equal(want.end() - 4, want.end(), src_shape.end() - 4) &&
+                     product(want, 0, want.size() - 4) == product(src_shape, 0, src_shape.size() - 4);
+            if (!ok)
+                fail(fmt_name(src_format) + " shape " + shape_str(src_shape) + " does not hold " +
+                     fmt_name(original_format) + " " + shape_str(original_shape) +
+                     ": the original shape does not fit the device shape (with C0 = " + std::to_string(c0) +
+                     " that tensor has the " + fmt_name(src_format) + " shape " + shape_str(want) + ")");
         }
         if (padded) {
             if (groups > 1) fail("padded output is not defined for grouped FRACTAL_Z (groups are packed)");

@@ -13,6 +13,7 @@
 
 #include "dumpcmp/layout.hpp"
 #include "dumpcmp/parallel.hpp"
+#include "layout_internal.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -43,10 +44,10 @@ inline void copy_bytes(Byte* dst, const Byte* src, std::size_t n) {
 }
 
 #if DUMPCMP_LAYOUT_SSE2
-// Square transposes in registers (SSE2 is part of x86-64, so no dispatch is needed): `in[v]` points at V elements
-// that become column v of the output rows `out + r * out_stride`. The same code serves both directions.
-inline void transpose8x8_16(Byte* const* in, Byte* out, std::size_t out_stride) {
-    auto ld = [&](int v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in[v])); };
+// Square transposes in registers (SSE2 is part of x86-64, so no dispatch is needed): input row v (V elements at
+// in + v * in_stride) becomes column v of the output rows at out + r * out_stride. Both directions use them.
+inline void transpose8x8_16(const Byte* in, std::size_t in_stride, Byte* out, std::size_t out_stride) {
+    auto ld = [&](std::size_t v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + v * in_stride)); };
     const __m128i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3), a4 = ld(4), a5 = ld(5), a6 = ld(6), a7 = ld(7);
     const __m128i t0 = _mm_unpacklo_epi16(a0, a1), t1 = _mm_unpackhi_epi16(a0, a1);
     const __m128i t2 = _mm_unpacklo_epi16(a2, a3), t3 = _mm_unpackhi_epi16(a2, a3);
@@ -67,8 +68,8 @@ inline void transpose8x8_16(Byte* const* in, Byte* out, std::size_t out_stride) 
     st(7, _mm_unpackhi_epi64(u3, u7));
 }
 
-inline void transpose4x4_32(Byte* const* in, Byte* out, std::size_t out_stride) {
-    auto ld = [&](int v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in[v])); };
+inline void transpose4x4_32(const Byte* in, std::size_t in_stride, Byte* out, std::size_t out_stride) {
+    auto ld = [&](std::size_t v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + v * in_stride)); };
     const __m128i a0 = ld(0), a1 = ld(1), a2 = ld(2), a3 = ld(3);
     const __m128i t0 = _mm_unpacklo_epi32(a0, a1), t1 = _mm_unpacklo_epi32(a2, a3);
     const __m128i t2 = _mm_unpackhi_epi32(a0, a1), t3 = _mm_unpackhi_epi32(a2, a3);
@@ -77,6 +78,27 @@ inline void transpose4x4_32(Byte* const* in, Byte* out, std::size_t out_stride) 
     st(1, _mm_unpackhi_epi64(t0, t1));
     st(2, _mm_unpacklo_epi64(t2, t3));
     st(3, _mm_unpackhi_epi64(t2, t3));
+}
+
+inline void transpose2x2_64(const Byte* in, std::size_t in_stride, Byte* out, std::size_t out_stride) {
+    const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+    const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + in_stride));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi64(a0, a1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + out_stride), _mm_unpackhi_epi64(a0, a1));
+}
+
+// Full V x V blocks of an I x K region (src row i = K elements at src + i * ss; dst row k at dst + k * ds).
+template <std::size_t E>
+void transpose_blocks(const Byte* src, std::size_t ss, Byte* dst, std::size_t ds, std::int64_t I, std::int64_t K) {
+    constexpr std::int64_t V = 16 / E;
+    for (std::int64_t i = 0; i + V <= I; i += V)
+        for (std::int64_t k = 0; k + V <= K; k += V) {
+            const Byte* in = src + static_cast<std::size_t>(i) * ss + static_cast<std::size_t>(k) * E;
+            Byte* out = dst + static_cast<std::size_t>(k) * ds + static_cast<std::size_t>(i) * E;
+            if constexpr (E == 2) transpose8x8_16(in, ss, out, ds);
+            else if constexpr (E == 4) transpose4x4_32(in, ss, out, ds);
+            else transpose2x2_64(in, ss, out, ds);
+        }
 }
 #endif
 
@@ -125,83 +147,155 @@ struct Walker {
         }
     }
 
+    // Columns [j_from, j_to) x rows [r_from, r_to) of a tile whose rows are contiguous on the other side and whose
+    // columns step by `col` bytes there: plain (r, j) at pl + r * row_bytes + j * E, other at ot + j * col + r * E.
+    static void copy_cols(Byte* pl, Byte* ot, std::size_t col, std::size_t row_bytes, std::int64_t j_from,
+                          std::int64_t j_to, std::int64_t r_from, std::int64_t r_to) {
+        for (std::int64_t j = j_from; j < j_to; ++j) {
+            Byte* o = ot + static_cast<std::size_t>(j) * col;
+            Byte* q = pl + static_cast<std::size_t>(j) * E;
+            for (std::int64_t r = r_from; r < r_to; ++r)
+                move(q + static_cast<std::size_t>(r) * row_bytes, o + static_cast<std::size_t>(r) * E);
+        }
+    }
+
     // Whole rows ra .. rb of the second-last axis (all of the last axis), the first at plain element t.
     void tile(std::int64_t t, std::int64_t base, std::int64_t ra, std::int64_t rb) const {
         const std::size_t q = p.dims.size() - 1, a = q - 1;
         const std::int64_t dq = p.dims[q];
         const std::int64_t R = p.tile_rows;
-        constexpr std::int64_t Q = E <= 2 ? 256 : E == 4 ? 128 : 64;
         const auto row_bytes = static_cast<std::size_t>(dq) * E;
-        Byte buf[64 * E];
+        const bool affine_cols = p.tables[q].empty();
         for (std::int64_t r0 = ra; r0 < rb;) {
             const std::int64_t r1 = std::min(rb, (r0 / R + 1) * R);
             const std::int64_t n = r1 - r0;
             const std::int64_t o0 = off(p, a, r0);
             const bool contiguous = n <= 64 && off(p, a, r1 - 1) - o0 == n - 1;
             Byte* pl0 = plain + static_cast<std::size_t>(t + (r0 - ra) * dq) * E;
-            for (std::int64_t j0 = 0; j0 < dq; j0 += Q) {
-                const std::int64_t j1 = std::min(dq, j0 + Q);
-                std::int64_t j = j0;
+            if (contiguous && affine_cols) {
+                // the common case (5HD <-> NCHW, FRACTAL_Z <-> NCHW, NCHW <-> NHWC): constant strides both sides
+                tile_core(pl0, other + static_cast<std::size_t>(base + o0) * E,
+                          static_cast<std::size_t>(p.strides[q]) * E, n, dq);
+                r0 = r1;
+                continue;
+            }
+            for (std::int64_t j = 0; j < dq; ++j) {
+                Byte* ot = other + static_cast<std::size_t>(base + off(p, q, j) + o0) * E;
+                Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
+                for (std::int64_t r = r0; r < r1; ++r, pl += row_bytes)
+                    move(pl, ot + static_cast<std::size_t>(off(p, a, r) - o0) * E);
+            }
+            r0 = r1;
+        }
+    }
+
+    // n rows x dq columns: plain (r, j) at pl0 + (r * dq + j) * E, other at ot0 + j * col + r * E.
+    static void tile_core(Byte* pl0, Byte* ot0, std::size_t col, std::int64_t n, std::int64_t dq) {
+        constexpr std::int64_t Q = E <= 2 ? 256 : E == 4 ? 128 : 64;
+        const auto row_bytes = static_cast<std::size_t>(dq) * E;
+        for (std::int64_t j0 = 0; j0 < dq; j0 += Q) {
+            const std::int64_t w = std::min(Q, dq - j0);
+            Byte* pl = pl0 + static_cast<std::size_t>(j0) * E;
+            Byte* ot = ot0 + static_cast<std::size_t>(j0) * col;
+            std::int64_t wv = 0, nv = 0;
 #if DUMPCMP_LAYOUT_SSE2
-                if constexpr (E == 2 || E == 4) {
-                    // V x V blocks through registers; what does not fill a block goes the scalar way below
-                    constexpr std::int64_t V = 16 / E;
-                    if (contiguous && n >= V) {
-                        for (; j + V <= j1; j += V) {
-                            Byte* dev[V];
-                            for (std::int64_t v = 0; v < V; ++v)
-                                dev[v] = other + static_cast<std::size_t>(base + off(p, q, j + v) + o0) * E;
-                            Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
-                            std::int64_t r = 0;
-                            for (; r + V <= n; r += V) {
-                                Byte* pls[V];
-                                Byte* devr[V];
-                                for (std::int64_t v = 0; v < V; ++v) devr[v] = dev[v] + static_cast<std::size_t>(r) * E;
-                                Byte* plr = pl + static_cast<std::size_t>(r) * row_bytes;
-                                if constexpr (Scatter) {
-                                    for (std::int64_t v = 0; v < V; ++v)
-                                        pls[v] = plr + static_cast<std::size_t>(v) * row_bytes;
-                                    // plain rows r..r+V, columns j..j+V -> device columns: out stride is the
-                                    // distance between consecutive j on the device side, which varies, so
-                                    // transpose into a local block first
-                                    alignas(16) Byte blk[16 * V];
-                                    if constexpr (E == 2) transpose8x8_16(pls, blk, 16);
-                                    else transpose4x4_32(pls, blk, 16);
-                                    for (std::int64_t v = 0; v < V; ++v)
-                                        std::memcpy(devr[v], blk + 16 * v, 16);
-                                } else {
-                                    if constexpr (E == 2) transpose8x8_16(devr, plr, row_bytes);
-                                    else transpose4x4_32(devr, plr, row_bytes);
-                                }
-                            }
-                            for (; r < n; ++r)
-                                for (std::int64_t v = 0; v < V; ++v)
-                                    move(pl + static_cast<std::size_t>(r) * row_bytes + static_cast<std::size_t>(v) * E,
-                                         dev[v] + static_cast<std::size_t>(r) * E);
-                        }
-                    }
-                }
+            if constexpr (E >= 2) {
+                constexpr std::int64_t V = 16 / E;
+                wv = w / V * V;
+                nv = n / V * V;
+                if constexpr (Scatter) transpose_blocks<E>(pl, row_bytes, ot, col, nv, wv);
+                else transpose_blocks<E>(ot, col, pl, row_bytes, wv, nv);
+            }
 #endif
-                for (; j < j1; ++j) {
-                    Byte* ot = other + static_cast<std::size_t>(base + off(p, q, j) + o0) * E;
-                    Byte* pl = pl0 + static_cast<std::size_t>(j) * E;
-                    if (contiguous) {
-                        if constexpr (Scatter) {
-                            for (std::int64_t r = 0; r < n; ++r, pl += row_bytes)
-                                std::memcpy(buf + static_cast<std::size_t>(r) * E, pl, E);
-                            std::memcpy(ot, buf, static_cast<std::size_t>(n) * E);
-                        } else {
-                            std::memcpy(buf, ot, static_cast<std::size_t>(n) * E);
-                            for (std::int64_t r = 0; r < n; ++r, pl += row_bytes)
-                                std::memcpy(pl, buf + static_cast<std::size_t>(r) * E, E);
-                        }
+            // what the register blocks did not cover: the last columns (all rows), the last rows
+            copy_cols(pl, ot, col, row_bytes, wv, w, 0, n);
+            copy_cols(pl, ot, col, row_bytes, 0, wv, nv, n);
+        }
+    }
+
+    // FRACTAL_Z <-> NCHW: nb slabs of the axis before the tile (N, C0 apart on the other side), rows r0 .. r1 of
+    // each (one C0 block of channels), every column (H*W, a whole fractal row apart). When the slabs' rows are
+    // back to back on the other side, every column is ONE contiguous stretch of nb * n elements there: it is moved
+    // through a small staging buffer so that the other side is read or written in long sequential runs (scattered
+    // 32-byte pieces a fractal row apart stall the stores), and the transposes work between the plain side and L1.
+    bool staged(std::int64_t t, std::int64_t other0, std::int64_t slab, std::int64_t nb, std::int64_t r0,
+                std::int64_t r1, std::vector<Byte>& stage) const {
+        const std::size_t q = p.dims.size() - 1, a = q - 1, b = q - 2;
+        const std::int64_t n = r1 - r0, dq = p.dims[q];
+        if (!p.tables[q].empty() || p.strides[b] != n || n > 64 || off(p, a, r1 - 1) - off(p, a, r0) != n - 1)
+            return false;
+        const auto run = static_cast<std::size_t>(nb * n) * E;  // one column's stretch on the other side
+        if (run * static_cast<std::size_t>(dq) > (std::size_t{1} << 17)) return false;  // stay within L2
+        if (stage.size() < run * static_cast<std::size_t>(dq)) stage.resize(run * static_cast<std::size_t>(dq));
+        const auto col = static_cast<std::size_t>(p.strides[q]) * E;
+        Byte* ot = other + static_cast<std::size_t>(other0 + off(p, a, r0)) * E;
+        Byte* st = stage.data();
+        if constexpr (!Scatter)
+            for (std::int64_t j = 0; j < dq; ++j)
+                std::memcpy(st + static_cast<std::size_t>(j) * run, ot + static_cast<std::size_t>(j) * col, run);
+        // The nb plain pieces lie a whole slab apart, too many streams for the hardware prefetcher: ask for the
+        // pieces of the next row block ahead of time (they are the next bytes of the same slabs).
+        const auto piece = static_cast<std::size_t>(n * dq) * E;
+        const bool ahead = r1 + 2 * n <= p.dims[a];
+        for (std::int64_t s = 0; s < nb; ++s) {
+            Byte* pl = plain + static_cast<std::size_t>(t + s * slab + r0 * dq) * E;
+            if (ahead)
+                for (std::size_t o = 0; o < piece; o += 64) __builtin_prefetch(pl + 2 * piece + o, Scatter ? 0 : 1);
+            tile_core(pl, st + static_cast<std::size_t>(s * n) * E, run, n, dq);
+        }
+        if constexpr (Scatter)
+            for (std::int64_t j = 0; j < dq; ++j)
+                std::memcpy(ot + static_cast<std::size_t>(j) * col, st + static_cast<std::size_t>(j) * run, run);
+        return true;
+    }
+
+    // Kernel 1 with tile_rows set: rows ra .. rb of the second-last axis (step L on the other side), the last axis
+    // in chunks of L elements spaced S apart there. Per chunk, the rows' pieces are one contiguous stretch of the
+    // other side, so both sides move in long runs; CB (the chunk's bytes, 0 = not fixed) lets memcpy become moves.
+    template <std::size_t CB>
+    void run_block_fixed(std::int64_t t, std::int64_t base, std::int64_t ra, std::int64_t rb) const {
+        const std::size_t q = p.dims.size() - 1;
+        const std::int64_t L = p.run_length, dq = p.dims[q];
+        const std::int64_t S = p.tables[q][static_cast<std::size_t>(L)];
+        const std::int64_t chunks = dq / L, tail = dq % L;
+        const auto cb = static_cast<std::size_t>(L) * E, row_bytes = static_cast<std::size_t>(dq) * E;
+        const auto sb = static_cast<std::size_t>(S) * E;
+        for (std::int64_t r0 = ra; r0 < rb; r0 += p.tile_rows) {
+            const auto n = static_cast<std::size_t>(std::min(p.tile_rows, rb - r0));
+            Byte* pl = plain + static_cast<std::size_t>(t + (r0 - ra) * dq) * E;
+            Byte* ot = other + static_cast<std::size_t>(base + r0 * L) * E;
+            for (std::int64_t c = 0; c < chunks; ++c, pl += cb, ot += sb) {
+                Byte* pr = pl;
+                Byte* orow = ot;
+                for (std::size_t r = 0; r < n; ++r, pr += row_bytes, orow += cb) {
+                    if constexpr (CB != 0) {
+                        if constexpr (Scatter) std::memcpy(orow, pr, CB);
+                        else std::memcpy(pr, orow, CB);
                     } else {
-                        for (std::int64_t r = r0; r < r1; ++r, pl += row_bytes)
-                            move(pl, ot + static_cast<std::size_t>(off(p, a, r) - o0) * E);
+                        if constexpr (Scatter) std::memcpy(orow, pr, cb);
+                        else std::memcpy(pr, orow, cb);
                     }
                 }
             }
-            r0 = r1;
+            if (tail != 0) {
+                const auto tb = static_cast<std::size_t>(tail) * E;
+                for (std::size_t r = 0; r < n; ++r) {
+                    Byte* pr = pl + r * row_bytes;
+                    Byte* orow = ot + r * cb;  // rows still step by L elements on the other side
+                    if constexpr (Scatter) std::memcpy(orow, pr, tb);
+                    else std::memcpy(pr, orow, tb);
+                }
+            }
+        }
+    }
+
+    void run_block(std::int64_t t, std::int64_t base, std::int64_t ra, std::int64_t rb) const {
+        switch (static_cast<std::size_t>(p.run_length) * E) {
+            case 16: run_block_fixed<16>(t, base, ra, rb); break;
+            case 32: run_block_fixed<32>(t, base, ra, rb); break;
+            case 64: run_block_fixed<64>(t, base, ra, rb); break;
+            case 128: run_block_fixed<128>(t, base, ra, rb); break;
+            default: run_block_fixed<0>(t, base, ra, rb);
         }
     }
 
@@ -240,6 +334,8 @@ struct Walker {
         // other side in long runs instead of touching a new page per element.
         const bool interleave = p.kernel == 2 && k >= 3 && p.tables[q - 2].empty() &&
                                 p.strides[q - 2] * static_cast<std::int64_t>(E) < 4096;
+        const bool blocks = p.kernel == 2 || (p.kernel == 1 && p.tile_rows > 0);
+        std::vector<Byte> stage;
         while (t < total) {
             if (interleave && idx[q] == 0 && idx[q - 1] == 0) {
                 const std::size_t a = q - 1, b = q - 2;
@@ -249,8 +345,9 @@ struct Walker {
                     const std::int64_t base0 = base_upto(b);
                     for (std::int64_t r0 = 0; r0 < p.dims[a];) {
                         const std::int64_t r1 = std::min(p.dims[a], (r0 / p.tile_rows + 1) * p.tile_rows);
-                        for (std::int64_t s = 0; s < nb; ++s)
-                            tile(t + s * slab + r0 * dq, base0 + off(p, b, idx[b] + s), r0, r1);
+                        if (!staged(t, base0 + off(p, b, idx[b]), slab, nb, r0, r1, stage))
+                            for (std::int64_t s = 0; s < nb; ++s)
+                                tile(t + s * slab + r0 * dq, base0 + off(p, b, idx[b] + s), r0, r1);
                         r0 = r1;
                     }
                     t += nb * slab;
@@ -259,11 +356,12 @@ struct Walker {
                     continue;
                 }
             }
-            if (p.kernel == 2 && idx[q] == 0) {
+            if (blocks && idx[q] == 0) {
                 const std::size_t a = q - 1;
                 const std::int64_t rows = std::min(p.dims[a] - idx[a], (total - t) / dq);
                 if (rows > 0) {
-                    tile(t, base_upto(a), idx[a], idx[a] + rows);
+                    if (p.kernel == 2) tile(t, base_upto(a), idx[a], idx[a] + rows);
+                    else run_block(t, base_upto(a), idx[a], idx[a] + rows);
                     t += rows * dq;
                     idx[a] += rows;
                     if (idx[a] == p.dims[a]) carry(a);
@@ -313,9 +411,84 @@ std::uint64_t chunk_elements(const Plan& p) {
     std::uint64_t unit = 1;
     if (!p.dims.empty()) {
         unit = static_cast<std::uint64_t>(p.dims.back());
-        if (p.kernel == 2) unit *= static_cast<std::uint64_t>(p.tile_rows);
+        if (p.tile_rows > 0) unit *= static_cast<std::uint64_t>(p.tile_rows);
     }
     return std::max<std::uint64_t>(1, target / unit) * unit;
+}
+
+// One slice of a padding box: `runs` contiguous stretches starting at stretch `first` of box `box`.
+struct ZeroTask {
+    std::size_t box;
+    std::uint64_t first, runs;
+};
+
+// A box as stretches: axes after `inner` span their whole dim, so each stretch is contiguous in the device buffer.
+struct BoxRuns {
+    std::size_t inner = 0;        // the deepest axis that is not whole; the stretch is [lo, hi) of it times the rest
+    std::uint64_t stretch = 0;    // elements per stretch
+    std::uint64_t count = 0;      // stretches in the box
+};
+
+BoxRuns box_runs(const layout_detail::ZeroBox& b, const std::vector<std::int64_t>& ds) {
+    BoxRuns r;
+    const std::size_t k = ds.size();
+    std::uint64_t inner = 1;
+    std::size_t a = k;
+    while (a > 0 && b.lo[a - 1] == 0 && b.hi[a - 1] == ds[a - 1]) {
+        --a;
+        inner *= static_cast<std::uint64_t>(ds[a]);
+    }
+    if (a == 0) {  // the whole tensor
+        r.inner = 0;
+        r.stretch = inner;
+        r.count = 1;
+        return r;
+    }
+    r.inner = a - 1;
+    r.stretch = inner * static_cast<std::uint64_t>(std::max<std::int64_t>(0, b.hi[a - 1] - b.lo[a - 1]));
+    r.count = 1;
+    for (std::size_t o = 0; o + 1 < a; ++o) r.count *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, b.hi[o] - b.lo[o]));
+    if (r.stretch == 0) r.count = 0;
+    return r;
+}
+
+std::vector<ZeroTask> zero_tasks(const layout_detail::Padding& pad, const std::vector<std::int64_t>& ds,
+                                 std::size_t elem) {
+    std::vector<ZeroTask> out;
+    const std::uint64_t target = (std::uint64_t{1} << 20) / elem;
+    for (std::size_t i = 0; i < pad.boxes.size(); ++i) {
+        const BoxRuns r = box_runs(pad.boxes[i], ds);
+        const std::uint64_t per = std::max<std::uint64_t>(1, target / std::max<std::uint64_t>(1, r.stretch));
+        for (std::uint64_t f = 0; f < r.count; f += per) out.push_back({i, f, std::min(per, r.count - f)});
+    }
+    return out;
+}
+
+void run_zero(const ZeroTask& task, const layout_detail::Padding& pad, const std::vector<std::int64_t>& ds, Byte* d,
+              std::size_t elem) {
+    const layout_detail::ZeroBox& b = pad.boxes[task.box];
+    const BoxRuns r = box_runs(b, ds);
+    const std::size_t k = ds.size();
+    std::vector<std::uint64_t> st(k);  // row-major strides of the device shape
+    std::uint64_t m = 1;
+    for (std::size_t a = k; a-- > 0;) {
+        st[a] = m;
+        m *= static_cast<std::uint64_t>(ds[a]);
+    }
+    if (r.count == 1 && r.inner == 0 && b.lo[0] == 0 && b.hi[0] == ds[0]) {
+        std::memset(d, 0, static_cast<std::size_t>(r.stretch * elem));
+        return;
+    }
+    for (std::uint64_t s = task.first; s < task.first + task.runs; ++s) {
+        // stretch s: outer axes 0 .. inner-1 of the box, in row-major order
+        std::uint64_t rest = s, offset = static_cast<std::uint64_t>(b.lo[r.inner]) * st[r.inner];
+        for (std::size_t a = r.inner; a-- > 0;) {
+            const auto ext = static_cast<std::uint64_t>(b.hi[a] - b.lo[a]);
+            offset += (static_cast<std::uint64_t>(b.lo[a]) + rest % ext) * st[a];
+            rest /= ext;
+        }
+        std::memset(d + offset * elem, 0, static_cast<std::size_t>(r.stretch * elem));
+    }
 }
 
 }  // namespace
@@ -328,23 +501,30 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
     const std::uint64_t chunks = (total + chunk - 1) / chunk;
     if (threads == 0) threads = num_threads();
     if (total * p.elem_size < (std::uint64_t{1} << 21)) threads = 1;  // thread start-up costs more than the copy
-    if (p.encode) {
-        // Padding must read back as zeros; a first pass clears everything, the scatter fills the data.
+    if (!p.encode) {
+        parallel_for(static_cast<std::size_t>(chunks), [&](std::size_t c) {
+            const std::uint64_t first = c * chunk, n = std::min(chunk, total - first);
+            walk<false>(p, d + first * p.elem_size, s, first, n);
+        }, threads);
+        return;
+    }
+    // Padding must read back as zeros. Only the padding is cleared, in the same pass as the scatter (the boxes
+    // and the data never share an element), instead of a whole extra write pass over the destination.
+    const layout_detail::Padding pad = layout_detail::padding_of(p);
+    if (pad.whole_tensor) {
         const std::uint64_t bytes = p.dst_count * p.elem_size;
         const std::uint64_t zchunk = std::uint64_t{1} << 22;
         parallel_for(static_cast<std::size_t>((bytes + zchunk - 1) / zchunk), [&](std::size_t c) {
             const std::uint64_t b0 = c * zchunk, n = std::min(zchunk, bytes - b0);
             std::memset(d + b0, 0, static_cast<std::size_t>(n));
         }, threads);
-        parallel_for(static_cast<std::size_t>(chunks), [&](std::size_t c) {
-            const std::uint64_t first = c * chunk, n = std::min(chunk, total - first);
-            walk<true>(p, s + first * p.elem_size, d, first, n);
-        }, threads);
-        return;
     }
-    parallel_for(static_cast<std::size_t>(chunks), [&](std::size_t c) {
+    std::vector<ZeroTask> zero;
+    if (!pad.whole_tensor) zero = zero_tasks(pad, p.dst_shape, p.elem_size);
+    parallel_for(static_cast<std::size_t>(chunks) + zero.size(), [&](std::size_t c) {
+        if (c >= chunks) return run_zero(zero[c - chunks], pad, p.dst_shape, d, p.elem_size);
         const std::uint64_t first = c * chunk, n = std::min(chunk, total - first);
-        walk<false>(p, d + first * p.elem_size, s, first, n);
+        walk<true>(p, s + first * p.elem_size, d, first, n);
     }, threads);
 }
 

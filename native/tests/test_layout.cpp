@@ -165,6 +165,11 @@ int main() {
     check_4d<std::uint32_t>(Format::FRACTAL_Z, {5, 70, 2, 1}, 64, fz_offset);
     check_4d<std::uint8_t>(Format::FRACTAL_Z_C04, {17, 3, 5, 5}, 4, fz_offset);
     check_4d<std::uint64_t>(Format::FRACTAL_Z, {16, 16, 1, 1}, 16, fz_offset);
+    // staged FRACTAL_Z tiles (many kernels, whole and partial C0 blocks), and one large enough for two threads
+    check_4d<std::uint16_t>(Format::FRACTAL_Z, {80, 48, 3, 3}, 16, fz_offset);
+    check_4d<std::uint32_t>(Format::FRACTAL_Z, {70, 37, 2, 5}, 16, fz_offset);
+    check_4d<std::uint8_t>(Format::FRACTAL_Z, {64, 32, 7, 7}, 16, fz_offset);
+    check_4d<std::uint32_t>(Format::FRACTAL_Z, {512, 160, 3, 3}, 16, fz_offset);
     check_nz();
     check_errors();
     if (failures != 0) {

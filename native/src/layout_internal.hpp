@@ -22,8 +22,4 @@ struct Padding {
 };
 Padding padding_of(const Plan& plan);
 
-// Tests: 1 forces the SSE2/scalar loops even where the CPU has AVX2 (also DUMPCMP_LAYOUT_NO_AVX2=1 in the
-// environment at the first conversion). Returns the previous setting.
-bool force_portable(bool on) noexcept;
-
 }  // namespace dumpcmp::layout_detail

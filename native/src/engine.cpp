@@ -82,6 +82,8 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
     std::vector<JobOutcome> out(jobs.size());
     auto run_one = [&](std::size_t i, unsigned inner_threads) {
         try {
+            jobs[i].x->prefault();
+            jobs[i].y->prefault();
             CompareOptions o = jobs[i].options;
             o.threads = inner_threads;
             out[i].result = compare_sources(*jobs[i].x, *jobs[i].y, o);

@@ -48,4 +48,15 @@ void MappedFile::will_need(std::size_t offset, std::size_t length) const noexcep
     ::madvise(const_cast<std::uint8_t*>(data_) + start, end - start, MADV_WILLNEED);
 }
 
+void prefault(const void* p, std::size_t n) noexcept {
+    if (p == nullptr || n == 0) return;
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto start = reinterpret_cast<std::uintptr_t>(p) / page * page;
+    const auto end = reinterpret_cast<std::uintptr_t>(p) + n;
+#ifdef MADV_POPULATE_READ
+    if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_READ) == 0) return;
+#endif
+    ::madvise(reinterpret_cast<void*>(start), end - start, MADV_WILLNEED);
+}
+
 }  // namespace dumpcmp

@@ -13,6 +13,7 @@ TensorSource::TensorSource(const std::uint8_t* data, DataType type, std::uint64_
     if (info.repr == Repr::none)
         throw std::invalid_argument(std::string("data type ") + info.name + " has no numeric value to compare");
     elem_bytes_ = info.bits % 8 == 0 ? static_cast<std::size_t>(info.bits / 8) : 0;
+    stored_bytes_ = storage_bytes(info, stored_count);
     if (plan_) {
         if (plan_->encode) throw std::invalid_argument("a comparison reads through a decode plan, not an encode plan");
         if (plan_->src_count != stored_count)
@@ -43,6 +44,8 @@ const float* TensorSource::read_float32(std::uint64_t first, std::size_t n, Sour
     }
     return out;
 }
+
+void TensorSource::prefault() const noexcept { dumpcmp::prefault(data_, static_cast<std::size_t>(stored_bytes_)); }
 
 void TensorSource::source_indices(std::uint64_t first, std::size_t n, std::uint64_t* out) const {
     if (plan_) {

@@ -33,4 +33,9 @@ private:
 
 using MappedFilePtr = std::shared_ptr<const MappedFile>;
 
+// Fault in the pages of [p, p + n) of any mapping in one call (MADV_POPULATE_READ where the kernel has it), instead of
+// one page fault per 4 KiB inside the hot loop: faults take the address-space lock and do not scale across threads.
+// A hint only: failures are ignored.
+void prefault(const void* p, std::size_t n) noexcept;
+
 }  // namespace dumpcmp

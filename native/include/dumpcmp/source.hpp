@@ -37,6 +37,9 @@ public:
     // when they already are aligned float32 in order, else into scratch.values.
     const float* read_float32(std::uint64_t first, std::size_t n, SourceScratch& scratch) const;
 
+    // Fault in the stored bytes (one call, see prefault() in mapped_file.hpp) before a pass over them.
+    void prefault() const noexcept;
+
     // The source index of each element (for coordinates in the stored layout).
     void source_indices(std::uint64_t first, std::size_t n, std::uint64_t* out) const;
 
@@ -47,6 +50,7 @@ private:
     std::shared_ptr<const Plan> plan_;
     MappedFilePtr keep_alive_;
     std::size_t elem_bytes_;  // 0 for packed sub-byte types
+    std::uint64_t stored_bytes_;
     bool direct_float_;
 };
 

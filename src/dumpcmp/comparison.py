@@ -32,7 +32,7 @@ from ._native import core
 from .errors import DumpcmpError, NotFoundError
 from .graph import Graph, load_graph
 from .metrics import METRICS, MetricResult, parse_algorithms
-from .pairing import DeviceOp, Relation, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_skip_reason
+from .pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_skip_reason
 from .progress import Progress
 from .scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, scan
 

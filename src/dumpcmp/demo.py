@@ -156,7 +156,7 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
     say("")
     say(f"Done in {seconds:.1f} s. The same on your own data:")
     say(f"  dumpcmp golden {model} -i input={out_dir / 'input.npy'} -o {gt}")
-    say(f"  dumpcmp acl-json new --model demo_net --path /your/dump/path --mode all -o acl.json  # then run on the NPU")
+    say("  dumpcmp acl-json new --model demo_net --path /your/dump/path --mode all -o acl.json  # then run on the NPU")
     say(f"  dumpcmp simulate {model} --precision {precision} -i input={out_dir / 'input.npy'} -o {out_dir / 'dump'}"
         "   # without an NPU")
     say(f"  dumpcmp compare -l {out_dir / 'dump'} -r {gt} -f {sim.json_path} -o result.csv")

@@ -302,6 +302,25 @@ def test_dumps_times_a_tree_leaves_it_untouched_and_checks_rows(tmp_path, privat
     assert "index by name" in text
 
 
+def test_dumps_device_vs_device_without_ground_truth(tmp_path, capsys):
+    """Without -r the tree is compared with itself: plain tensors give exact agreement, checked against NumPy."""
+    from dumpcmp.dump import TensorData, write_dump
+
+    run = tmp_path / "dump" / "20260101000000" / "0" / "net" / "1" / "0"
+    run.mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    for k in range(3):
+        a = rng.standard_normal((4, 50)).astype(np.float16)
+        write_dump(run / f"MatMul.mm{k}.{k + 1}.{1700000000000000 + k}", op_name=f"mm{k}",
+                   outputs=[TensorData(a, format="ND")])
+    before = snapshot(tmp_path / "dump")
+    result = dumps.run_dumps_benchmark(tmp_path / "dump", threads=(1,), repeat=1)
+    assert snapshot(tmp_path / "dump") == before
+    assert result["parameters"]["device_vs_device"] and result["rows"] == {"compared": 3}
+    assert result["checked"] and result["checked_rows"] == 3
+    assert "itself (device vs device)" in dumps.format_table(result)
+
+
 def test_dumps_a_wrong_comparison_is_caught(tmp_path, monkeypatch, capsys):
     dump, gt = generate_model(tmp_path / "model", ops=2, bytes_per_side=1 << 16)
     real = dumps.reference_for_row

@@ -15,7 +15,8 @@ Measured, median of `repeat` runs after a warm-up (so on a warm page cache, like
                     tensor GB/s of those rows
 
 The tree is only read: nothing is written anywhere. The comparison's rows are checked against the NumPy reference
-(as printed, `%.6f`), up to `check_rows` of them (rows the recipes do not cover are counted, not checked).
+(as printed, `%.6f`): every row by default, or the first `check_rows` (rows the recipes do not cover are counted
+as not checked, with the reason).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def reference_for_row(row: Any, device_vs_device: bool, chunk: int = 1 << 20) ->
 
 def run_dumps_benchmark(dump_dir: str | os.PathLike[str], ground_truth: str | os.PathLike[str] | None = None, *,
                         fusion_json: str | os.PathLike[str] | None = None, threads: Any = None, repeat: int = 3,
-                        check_rows: int | None = 16, quiet: bool = True) -> dict:
+                        check_rows: int | None = None, quiet: bool = True) -> dict:
     """Index, probe and compare the tree (against `ground_truth`, or itself), each thread count; check up to
     `check_rows` compared rows against NumPy (None = every row). Returns the JSON-ready dict."""
     from ..comparison import compare_runs
@@ -167,6 +168,7 @@ def run_dumps_benchmark(dump_dir: str | os.PathLike[str], ground_truth: str | os
             return compare_runs(root, right, fusion_json=fusion_json, threads=t)
 
         references: dict[int, tuple[dict | None, str]] = {}
+        failed_reasons: dict[str, int] = {}
         reference_seconds = 0.0
         reference_bytes = 0
         counts: dict[str, int] = {}
@@ -184,8 +186,11 @@ def run_dumps_benchmark(dump_dir: str | os.PathLike[str], ground_truth: str | os
             peak_extra = max(peak_extra, peak.peak - peak.base)
             rows = [row for run in runs for row in run.rows]
             counts = {}
+            failed_reasons: dict[str, int] = {}
             for row in rows:
                 counts[row.status] = counts.get(row.status, 0) + 1
+                if row.status == "failed":
+                    failed_reasons[row.fail_reason] = failed_reasons.get(row.fail_reason, 0) + 1
             compared = [row for row in rows if row.result is not None]
             compared_bytes = sum(row_bytes(row) for row in compared)
             checked = 0
@@ -227,7 +232,8 @@ def run_dumps_benchmark(dump_dir: str | os.PathLike[str], ground_truth: str | os
                        "check_rows": check_rows},
         "unit": "GB/s of the files' bytes (dump tree + ground truth, 1 GB = 1e9 bytes), median of the timed runs",
         "files": len(files), "dumps": dumps, "ground_truth_files": len(gt_files), "file_bytes": file_bytes,
-        "rows": counts, "compared_bytes": compared_bytes, "anon_peak_extra_bytes": max(peak_extra, 0),
+        "rows": counts, "failed_reasons": failed_reasons, "compared_bytes": compared_bytes,
+        "anon_peak_extra_bytes": max(peak_extra, 0),
         "checked": bool(references) and all(r[0] is not None for r in references.values()),
         "checked_rows": sum(1 for r in references.values() if r[0] is not None), "unchecked": unchecked,
         "results": results,
@@ -255,7 +261,11 @@ def format_table(result: dict) -> str:
              f"extra anonymous memory at peak {format_bytes(result['anon_peak_extra_bytes'])}"]
     for reason, n in result["unchecked"].items():
         lines.append(f"not checked: {n} row(s): {reason}")
+    if not result["rows"].get("compared"):
+        lines.append("warning: no tensor was compared, so the compare figures time pairing and opening only")
     if result["rows"].get("failed"):
-        lines.append("note: failed rows are not compared, so they are not in the figures (see `dumpcmp compare`)")
+        lines.append("note: failed rows are not compared, so they are not in the figures; most common reasons:")
+        for reason, n in sorted(result["failed_reasons"].items(), key=lambda kv: -kv[1])[:3]:
+            lines.append(f"  {n} row(s): {reason}")
     return "\n".join(lines)
 

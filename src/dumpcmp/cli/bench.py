@@ -31,7 +31,8 @@ JSON (--json FILE), schema "dumpcmp-bench/1", one object:
                files, seconds, files_per_s, gbps {median, min, max} (of the files' bytes) or null,
                [tensors, tensors_per_s, tensor_gbps, check]
   plus per benchmark: notes (layouts, compare), measurements and peak_extra_rss_bytes (compare), files, dumps,
-  ground_truth_files, file_bytes, rows (count per status), compared_bytes, checked_rows, unchecked (dumps).
+  ground_truth_files, file_bytes, rows (count per status), failed_reasons, compared_bytes, anon_peak_extra_bytes,
+  checked_rows, unchecked (reason -> rows) (dumps).
 GB/s is 1e9 bytes per second; min and max are the slowest and the fastest timed run.
 """
 
@@ -90,8 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("-r", "--ground-truth", metavar="GT_DIR", default=None,
                    help="ground truth folder (default: compare the tree with itself, device vs device)")
     q.add_argument("-f", "--fusion-json", metavar="FILE", default=None, help="the model's graph JSON")
-    q.add_argument("--check-rows", default="16",
-                   help="compared rows checked against NumPy, or 'all' (default 16)")
+    q.add_argument("--check-rows", default="all",
+                   help="compared rows checked against NumPy: a number (the first ones) or 'all' (default all)")
     common(q)
     q.set_defaults(repeats=3)
 

@@ -3,7 +3,8 @@
     python bench/bench_model.py --size 1GB --ops 200 [--json out.json] [--keep DIR]
 
 Baselines in the same run: a C++ read of every byte of the same files (the memory-speed limit for page-cached data)
-and a NumPy implementation (reshape/transpose layout decode + the ten metrics) on a sample of the ops.
+and a NumPy implementation (reshape/transpose layout decode + the ten metrics) on a sample of the ops, which also
+checks those rows. The timing is dumpcmp.benchmark.dumps (`dumpcmp bench dumps` on a tree of your own).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import json
 import tempfile
 
-from dumpcmp.benchmark.compare import parse_size
+from dumpcmp.benchmark.common import parse_size
 from dumpcmp.benchmark.model import format_model, generate_model, run_model_benchmark
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 import time
 
@@ -23,23 +22,11 @@ import numpy as np
 import dumpcmp
 from dumpcmp import TensorData
 from dumpcmp._native import core
-
-
-def parse_size(text: str) -> int:
-    units = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
-    for suffix, factor in units.items():
-        if text.upper().endswith(suffix):
-            return int(float(text[: -len(suffix)]) * factor)
-    return int(text)
+from dumpcmp.benchmark.common import machine_info, parse_size, time_runs
 
 
 def best_of(fn, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    return time_runs(fn, repeat, warmup=False).best
 
 
 def main() -> None:
@@ -49,8 +36,7 @@ def main() -> None:
     args = ap.parse_args()
     nbytes = parse_size(args.size) // 8 * 8
     results: dict[str, object] = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                    "python": platform.python_version(), "numpy": np.__version__, "dumpcmp": dumpcmp.__version__},
+        "machine": machine_info(),
         "bytes": nbytes,
     }
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import sys
 import tempfile
 import time
 
@@ -23,6 +21,7 @@ import numpy as np
 
 import dumpcmp
 from dumpcmp._native import core
+from dumpcmp.benchmark.common import machine_info
 from dumpcmp.scan import scan
 
 T0 = 1700000000000000
@@ -92,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     base = args.keep or tempfile.mkdtemp(prefix="dumpcmp-bench-scan-")
     results: dict[str, object] = {
-        "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
-                    "cpus": os.cpu_count(), "dumpcmp": dumpcmp.__version__, "numpy": np.__version__},
+        "machine": machine_info(),
         "dumps": args.dumps, "names": args.names, "threads": args.threads, "repeat": args.repeat,
     }
     rows = []

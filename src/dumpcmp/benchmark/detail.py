@@ -22,7 +22,7 @@ from .._native import core
 from ..detail import export_detail, padded_shape
 from ..dump import TensorData, open_dump, write_dump
 from ..layout import convert
-from .compare import current_rss_bytes, machine_info, peak_rss_bytes, reset_peak_rss
+from .common import current_rss_bytes, machine_info, peak_rss_bytes, reset_peak_rss
 
 #: plain NCHW shape per image; the batch grows with the element count
 IMAGE = (64, 56, 56)

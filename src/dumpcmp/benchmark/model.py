@@ -1,60 +1,25 @@
 """Measuring a whole model comparison: a generated dump tree of many operators (fp16 device dumps in fractal
-layouts, fp32 ground truth) compared end to end, against a memory-read probe over the same files and a faithful
-NumPy implementation (layout decode by reshape/transpose + the ten metrics), in the same run.
+layouts, fp32 ground truth) compared end to end, against a memory-read probe over the same files and a NumPy
+implementation (layout decode by reshape/transpose + the ten metrics) on a sample of the ops, in the same run.
 
-Reused by bench/bench_model.py and `dumpcmp bench dumps`.
+The timing itself is `dumpcmp.benchmark.dumps` (what `dumpcmp bench dumps` runs on a user's tree); this module
+generates the tree. Reused by bench/bench_model.py.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .._native import core
 from ..dump import TensorData, write_dump
 from ..layout import convert
-from .compare import machine_info, numpy_metrics
+from .common import machine_info
+from .dumps import run_dumps_benchmark
 
 TS = 1700000000000000
-
-
-def _anon_rss() -> int:
-    """Anonymous resident memory (heap, stacks): what the process holds beyond page-cache-backed file mappings."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-class AnonPeak:
-    """Samples RssAnon every few milliseconds in a thread while a block runs; `.peak` is the largest seen."""
-
-    def __init__(self, interval: float = 0.005) -> None:
-        self.interval = interval
-        self.peak = 0
-        self._stop = threading.Event()
-
-    def __enter__(self) -> "AnonPeak":
-        self.base = _anon_rss()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, _anon_rss())
-            time.sleep(self.interval)
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _anon_rss())
 
 
 def generate_model(root: str | os.PathLike[str], *, ops: int, bytes_per_side: int, seed: int = 0) -> tuple[Path, Path]:
@@ -85,16 +50,6 @@ def generate_model(root: str | os.PathLike[str], *, ops: int, bytes_per_side: in
     return root / "dump", gt
 
 
-def _read_everything(paths: list[Path]) -> int:
-    """The probe: every byte of the files read once through mappings, summed in C++ on all threads."""
-    total = 0
-    for p in paths:
-        a = np.memmap(p, dtype=np.uint8, mode="r")
-        total += core.read_probe(a, 0)
-        del a
-    return total
-
-
 @dataclass
 class ModelBenchmark:
     ops: int
@@ -105,68 +60,42 @@ class ModelBenchmark:
     gb_per_s: dict = field(default_factory=dict)
     anon_peak_extra_bytes: int = 0
     numpy_sample_ops: int = 0
+    checked_rows: int = 0
+    details: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def run_model_benchmark(dump: Path, gt: Path, *, repeat: int = 2, numpy_ops: int = 8) -> ModelBenchmark:
-    from ..comparison import compare
-    from ..dump import open_dump
-
-    files = sorted(p for p in Path(dump).rglob("*") if p.is_file())
-    gts = sorted(Path(gt).glob("*.npy"))
-    dev_bytes = sum(p.stat().st_size for p in files)
-    gt_bytes = sum(p.stat().st_size for p in gts)
-    total = dev_bytes + gt_bytes
-    bench = ModelBenchmark(len(files), dev_bytes, gt_bytes, machine_info())
-    _read_everything(files + gts)  # page cache warm: these figures are for data already in memory
-
-    def timed(label: str, fn) -> None:
-        best = float("inf")
-        for _ in range(repeat):
-            t = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - t)
-        bench.seconds[label] = best
-        bench.gb_per_s[label] = total / best / 1e9
-
-    timed("memory_read_probe", lambda: _read_everything(files + gts))
-    for threads in (1, 2):
-        timed(f"dumpcmp_compare_{threads}_threads", lambda: compare(dump, gt, threads=threads))
-    with AnonPeak() as peak:
-        compare(dump, gt)
-    bench.anon_peak_extra_bytes = max(0, peak.peak - peak.base)
-
-    # NumPy: decode by the spec's reshape/transpose recipe, then the ten metrics, on the first few ops
-    sample = files[:numpy_ops]
-    sample_bytes = 0
-    t = time.perf_counter()
-    for p in sample:
-        d = open_dump(p)
-        out = d.outputs[0]
-        name = d.op_name
-        truth = np.load(next(Path(gt).glob(f"{name}.0.*.npy")))
-        a = np.asarray(out.array(), dtype=np.float32)
-        if out.format == "NC1HWC0":
-            n, c1, h, w, c0 = a.shape
-            plain = a.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)[:, : truth.shape[1]]
-        else:
-            n1, m1, m0, n0 = a.shape
-            plain = a.transpose(1, 2, 0, 3).reshape(m1 * m0, n1 * n0)[: truth.shape[0], : truth.shape[1]]
-        numpy_metrics(plain, truth)
-        sample_bytes += p.stat().st_size + truth.nbytes
-    bench.numpy_sample_ops = len(sample)
-    elapsed = time.perf_counter() - t
-    bench.seconds["numpy_reference_sample"] = elapsed
-    bench.gb_per_s["numpy_reference"] = sample_bytes / elapsed / 1e9
+def run_model_benchmark(dump: Path, gt: Path, *, repeat: int = 2, numpy_ops: int = 8,
+                        threads: tuple[int, ...] = (1, 2)) -> ModelBenchmark:
+    """The dump tree compared with its ground truth at each thread count; the NumPy reference (and the check) on
+    the first `numpy_ops` rows."""
+    result = run_dumps_benchmark(dump, gt, threads=threads, repeat=repeat, check_rows=numpy_ops)
+    files = [p for p in Path(dump).rglob("*") if p.is_file()]
+    gts = [p for p in Path(gt).rglob("*") if p.is_file()]
+    bench = ModelBenchmark(len(files), sum(p.stat().st_size for p in files), sum(p.stat().st_size for p in gts),
+                           machine_info(), anon_peak_extra_bytes=result["anon_peak_extra_bytes"],
+                           numpy_sample_ops=result["checked_rows"], checked_rows=result["checked_rows"],
+                           details=result)
+    for r in result["results"]:
+        if r["step"] == "read probe" and r["threads"] == max(threads):
+            bench.seconds["memory_read_probe"] = r["seconds"]
+            bench.gb_per_s["memory_read_probe"] = r["gbps"]["median"]
+        elif r["step"] == "compare":
+            bench.seconds[f"dumpcmp_compare_{r['threads']}_threads"] = r["seconds"]
+            bench.gb_per_s[f"dumpcmp_compare_{r['threads']}_threads"] = r["gbps"]["median"]
+        elif r["step"] == "numpy reference":
+            bench.seconds["numpy_reference_sample"] = r["seconds"]
+            bench.gb_per_s["numpy_reference"] = r["tensor_gbps"]
     return bench
 
 
 def format_model(bench: ModelBenchmark) -> str:
     probe = bench.gb_per_s["memory_read_probe"]
     lines = [f"{bench.ops} ops, device {bench.device_bytes / 2**20:.0f} MiB + ground truth "
-             f"{bench.ground_truth_bytes / 2**20:.0f} MiB (page-cached)"]
+             f"{bench.ground_truth_bytes / 2**20:.0f} MiB (page-cached); {bench.checked_rows} rows checked "
+             f"against NumPy"]
     for label, v in bench.gb_per_s.items():
         lines.append(f"  {label:32s} {v:8.2f} GB/s  ({100 * v / probe:5.1f}% of the probe)")
     lines.append(f"  extra anonymous memory at peak      {bench.anon_peak_extra_bytes / 2**20:8.1f} MiB")

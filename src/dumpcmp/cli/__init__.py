@@ -16,6 +16,7 @@ from ..errors import DumpcmpError
 # sub-command name -> module; each module keeps its heavy imports inside run() so `dumpcmp --help` stays fast
 COMMANDS = {
     "acl-json": "dumpcmp.cli.acl_json",
+    "bench": "dumpcmp.cli.bench",
     "compare": "dumpcmp.cli.compare",
     "convert": "dumpcmp.cli.convert",
     "demo": "dumpcmp.cli.demo",

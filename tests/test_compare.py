@@ -191,9 +191,22 @@ def test_device_vs_device(model, tmp_path, rng):
 
     shutil.copytree(model.root / "dump", other)
     result = compare(model.root / "dump", other)
+    rows = rows_by_tensor(result)
     compared = [r for r in result.rows if r.status == "compared"]
-    assert compared and all(r.result.format(0) == "1.000000" and r.result.value(1) == 0.0 for r in compared)
+    # fractal layouts included: same layout on both sides, compared in stored order
+    assert {"conv1bn1relu1:output:0", "conv1bn1relu1:input:1", "fc1:output:0"} <= {r.tensor_index for r in compared}
+    assert all(r.result.format(0) == "1.000000" and r.result.value(1) == 0.0 for r in compared)
+    assert "truncated" in rows["broken:output:0"].fail_reason
     assert "Address" in result.header() and result.header().count("Address") == 2
+    # a changed value on the right shows up, in the stored (fractal) order
+    right = next(other.rglob("MatMulV2.fc1.*"))
+    d = dumpcmp.open_dump(right)
+    nz = d.outputs[0].array().copy()
+    nz[0, 0, 0, 3] += np.float16(1.0)
+    write_dump(right, op_name="fc1", inputs=[TensorData(d.inputs[0].array(), format="ND")],
+               outputs=[TensorData(nz, format="FRACTAL_NZ", original_shape=(1, 10))])
+    row = rows_by_tensor(compare(model.root / "dump", other))["fc1:output:0"]
+    assert abs(row.result.value(1) - 1.0) < 0.01 and row.result.count == 256  # stored NZ block, padding included
 
 
 def test_bad_inputs(tmp_path, model):

@@ -373,10 +373,9 @@ class _Sides:
         if problem:
             raise DumpcmpError(f"{ref.entry.path}: {problem}")
         fmt = t.format
-        if fmt not in _layout.DEVICE_FORMATS:
+        if fmt not in _layout.DEVICE_FORMATS or target_shape is None:
+            # plain layouts, and device vs device (same layout on both sides): the stored order is the compared one
             return core.source_from_dump(ref.dump._file, kind, index), t
-        if target_shape is None:
-            raise DumpcmpError(f"{fmt} tensor without a plain counterpart to decode into")
         dst = target_format or _plain_target(fmt, pair, len(target_shape))
         groups = max(1, int(t.sub_format))
         if len(target_shape) != (5 if fmt in _FIVE_D else 4) and fmt != "FRACTAL_NZ":

@@ -254,3 +254,12 @@ def test_compare_runs_reports_each_run(model, tmp_path):
         compare(model.root / "dump", model.gt)
     one = compare(model.root / "dump", model.gt, data_index=1, fusion_json=model.graph)
     assert one.run.endswith("iteration 1")
+
+
+def test_worst_distinct_skips_the_same_tensor_dumped_twice(tmp_path, rng):
+    m = Model(tmp_path, rng, fc_error=0.5)
+    result = compare(m.root / "dump", m.gt, fusion_json=m.graph)
+    plain = [r.tensor_index for r in result.worst(2)]
+    assert plain == ["fc1:output:0", "prob:input:0"]  # the same values: fc1's output is prob's input
+    assert [r.tensor_index for r in result.worst(2, distinct=True)][0] == "fc1:output:0"
+    assert "prob:input:0" not in [r.tensor_index for r in result.worst(10, distinct=True)]

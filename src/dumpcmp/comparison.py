@@ -149,13 +149,25 @@ class ComparisonResult:
                 return r
         return None
 
-    def worst(self, n: int = 10) -> list[Row]:
+    def worst(self, n: int = 10, *, distinct: bool = False) -> list[Row]:
         """The `n` compared rows with the lowest cosine similarity (rows whose cosine is NaN because a side is all
-        zero come last)."""
+        zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
+        op's input (the same values, dumped twice) take one place."""
         compared = [r for r in self.rows if r.result is not None]
-        return sorted(compared, key=lambda r: (math.isnan(r.cosine) and not r.overflow,
-                                               -math.inf if r.overflow and math.isnan(r.cosine) else r.cosine,
-                                               r.index))[:n]
+        ranked = sorted(compared, key=lambda r: (math.isnan(r.cosine) and not r.overflow,
+                                                 -math.inf if r.overflow and math.isnan(r.cosine) else r.cosine,
+                                                 r.index))
+        if distinct:
+            seen: set[tuple[Any, ...]] = set()
+            unique = []
+            for r in ranked:
+                key = (r.pair.ground_truth_key if r.pair else r.ground_truth,
+                       tuple(r.result.format(i) for i in self.algorithms))
+                if key not in seen:
+                    seen.add(key)
+                    unique.append(r)
+            ranked = unique
+        return ranked[:n]
 
     # ---- output ------------------------------------------------------------------------------------------------
 
@@ -256,9 +268,10 @@ class ComparisonResult:
             else:
                 lines.append(f"  first below cosine {threshold}: #{first.index} {first.tensor_index} "
                              f"({first.op_type}) vs {first.ground_truth}: CosineSimilarity {first.result.format(0)}")
-            bad = self.worst(worst)
+            bad = self.worst(worst, distinct=True)
             if bad:
-                lines.append(f"  worst {len(bad)} by cosine similarity:")
+                lines.append(f"  worst {len(bad)} by cosine similarity (one row per tensor; the same values dumped "
+                             f"again as the next op's input are left out):")
                 rows = [["#", "TensorIndex", "OpType", "Cosine", "MaxAbsErr", "RMSE"]]
                 for r in bad:
                     rows.append([str(r.index), r.tensor_index, r.op_type, r.result.format(0),

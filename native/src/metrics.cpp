@@ -426,7 +426,7 @@ struct KldLanes {
 };
 
 struct KldConstants {
-    VD ox, ix, oy, iy, floor;
+    VD ox, ix, oy, iy, floor, close_limit;
 };
 
 template <bool Wide>
@@ -447,20 +447,22 @@ __attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, co
     a.sa += p * log_ratio<Wide>(p, q);
 }
 
-// The fast form of log(p / q) for p and q within about 6.5% of each other (|s| <= 1/32 below), which is what
-// comparing a tensor with a close copy of itself gives nearly everywhere. log(p/q) = 2 atanh(s) with
-// s = (p - q)/(p + q) = num/den, without a double division (the divider is what bounds log_ratio):
-// a float32 reciprocal r of den (relative error <= 2u + u^2, u = 2^-24), s0 = num*r, then one Newton correction
-// s = s0 + (num - s0*den)*r. The product s0*den is num within 2u, so the subtraction is exact (Sterbenz) and the
-// error of s is the square of the seed's plus three double roundings: |s - num/den| <= |s| (4u^2 + 3*2^-53),
-// about 1.5e-14 relative. z = s^2 <= 2^-10, so the atanh series to z^4 is within z^5/11 < 1e-16 relative.
-// log_ratio's own error is of the same order (its series stops at 3.3e-14), so both forms agree to about 5e-14
-// relative, eight orders below the printed digits; the tests check both against float64 NumPy and each other.
-__attribute__((always_inline)) inline VD log_ratio_close(const VD& num, const VD& den, const VD& r) noexcept {
-    const VD s0 = num * r;
+// The fast form of log(p / q) for p and q within about 3% of each other, which is what comparing a tensor with
+// a close copy of itself gives nearly everywhere. log(p/q) = 2 atanh(s) with s = (p - q)/(p + q) = num/den,
+// without a double division (the divider is what bounds log_ratio): a float32 reciprocal r of den (relative error
+// <= 2u + u^2, u = 2^-24), s0 = num*r, then one Newton correction s = s0 + (num - s0*den)*r. The product s0*den is
+// num within 2u, so the subtraction is exact (Sterbenz) and the error of s is the square of the seed's plus three
+// double roundings: |s - num/den| <= |s| (4u^2 + 3*2^-53), about 1.5e-14 relative. The form is taken when
+// |s0| <= 1/64 in all sixteen lanes, so z = s^2 <= 2^-12 (1 + 5u) and the atanh series to z^3 is within
+// z^4/9 < 4e-16 relative. log_ratio's own error is of the same order (its series stops at 3.3e-14), so both forms
+// agree to about 5e-14 relative, eight orders below the printed digits; the tests check both against float64
+// NumPy and each other.
+constexpr double kCloseLimit = 1.0 / 64;
+__attribute__((always_inline)) inline VD log_ratio_close(const VD& num, const VD& den, const VD& r,
+                                                         const VD& s0) noexcept {
     const VD s = s0 + (num - s0 * den) * r;
     const VD z = s * s;
-    const VD poly = (((z * (2.0 / 9) + 2.0 / 7) * z + 2.0 / 5) * z + 2.0 / 3) * z + 2.0;
+    const VD poly = ((z * (2.0 / 7) + 2.0 / 5) * z + 2.0 / 3) * z + 2.0;
     return s * poly;
 }
 
@@ -496,18 +498,20 @@ __attribute__((always_inline)) inline void kld_step16(KldLanes& a, const VF16& f
     a.sp += ph;
     a.sq += qh;
     const VD numl = pl - ql, denl = pl + ql, numh = ph - qh, denh = ph + qh;
-    if (general_only || any_above<Wide>(vabs(numl), denl * 0.03125, vabs(numh), denh * 0.03125)) {
+    // den is in [2^-22, 2], a normal float32 after rounding: the reciprocal seeds of all sixteen in one division.
+    const VF16 den_f = __builtin_shufflevector(__builtin_convertvector(denl, VF8), __builtin_convertvector(denh, VF8),
+                                               0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const VF16 r = (VF16{} + 1.0f) / den_f;
+    const VD rl = low_half<Wide>(r), rh = high_half<Wide>(r);
+    const VD s0l = numl * rl, s0h = numh * rh;
+    if (general_only || any_above<Wide>(vabs(s0l), c.close_limit, vabs(s0h), c.close_limit)) {
         a.sa += pl * log_ratio<Wide>(pl, ql);
         a.sa += ph * log_ratio<Wide>(ph, qh);
         ++a.general;
         return;
     }
-    // den is in [2^-22, 2], a normal float32 after rounding: the reciprocal seed of all sixteen in one division.
-    const VF16 den_f = __builtin_shufflevector(__builtin_convertvector(denl, VF8), __builtin_convertvector(denh, VF8),
-                                               0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const VF16 r = (VF16{} + 1.0f) / den_f;
-    a.sa += pl * log_ratio_close(numl, denl, low_half<Wide>(r));
-    a.sa += ph * log_ratio_close(numh, denh, high_half<Wide>(r));
+    a.sa += pl * log_ratio_close(numl, denl, rl, s0l);
+    a.sa += ph * log_ratio_close(numh, denh, rh, s0h);
 }
 
 template <bool Wide, class SX, class SY>
@@ -515,7 +519,7 @@ __attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, c
     KldLanes a = out;  // a local: stays in registers
     // Multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
     const KldConstants c{splat(k.offset_x), splat(1.0 / k.divisor_x), splat(k.offset_y), splat(1.0 / k.divisor_y),
-                         splat(kKldFloorEps)};
+                         splat(kKldFloorEps), splat(kCloseLimit)};
     const bool general_only = detail::kld_general_only();
     std::size_t i = 0;
     for (; i + kWide <= n; i += kWide) {

@@ -621,3 +621,118 @@ def test_unaligned_device_bytes_give_the_same_bits(offset):
         raw[offset:] = typed.view(np.uint8)
         shifted = compare_arrays(raw[offset:], y, x_data_type=name)
         assert _fingerprint(shifted) == _fingerprint(compare_arrays(typed, y)), name
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The KLD pass's two forms of log(p/q): the division-free one for groups of 16 whose values are within ~3% of each
+# other, the general one elsewhere. Which one runs depends on the values only; both must print like NumPy.
+
+_KLD_SCRIPT = r"""
+import json
+import numpy as np
+from dumpcmp._native import core
+from dumpcmp.metrics import compare_arrays
+
+rng = np.random.default_rng(46)
+base = rng.standard_normal(200_003).astype(np.float32)
+cases = [
+    (base, (base + np.float32(1e-3) * rng.standard_normal(base.size).astype(np.float32)).astype(np.float32), {}),
+    (base, base.astype(np.float16), {"chunk_elements": 4099}),
+    (base, base, {}),
+    (base, (base * np.float32(1.0001) + np.float32(2e-3)).astype(np.float32), {"threads": 2, "chunk_elements": 1000}),
+    (base, rng.standard_normal(base.size).astype(np.float32), {}),
+    (np.abs(base) ** 3, (np.abs(base) ** 3 * np.float32(1.01)).astype(np.float32), {}),
+]
+out = []
+for x, y, kw in cases:
+    r = compare_arrays(x, y, **kw)
+    out.append([float(r.value(4)).hex(), r.format(4)])
+print(json.dumps([out, core._kld_general_only()]))
+"""
+
+
+def _run_kld_script(**env_extra):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, **env_extra)
+    done = subprocess.run([sys.executable, "-c", _KLD_SCRIPT], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_kld_forms_agree_and_every_level_gives_the_same_bits():
+    fast = {level: _run_kld_script(DUMPCMP_SIMD=level) for level in ("scalar", "avx2", "avx512")}
+    general = _run_kld_script(DUMPCMP_KLD="general")
+    assert general[1] is True and fast["avx512"][1] is False
+    assert fast["scalar"] == fast["avx2"] == fast["avx512"]
+    for (fast_hex, fast_text), (general_hex, general_text) in zip(fast["avx512"][0], general[0]):
+        assert fast_text == general_text
+        a, b = float.fromhex(fast_hex), float.fromhex(general_hex)
+        assert abs(a - b) <= 1e-12 * abs(b) + 1e-15, (a, b)
+
+
+def _kld_counts(x, y, **kw):
+    from dumpcmp._native import core
+
+    core._reset_kld_group_counts()
+    r = compare_arrays(x, y, **kw)
+    close, general = core._kld_group_counts()
+    return r, close, general
+
+
+def test_kld_close_form_is_taken_on_close_data_and_prints_like_numpy():
+    rng = np.random.default_rng(47)
+    for n in (16, 17, 1000, 65536, 65537, 300_001):
+        y = rng.standard_normal(n).astype(np.float32)
+        for x in ((y + np.float32(1e-3) * rng.standard_normal(n).astype(np.float32)).astype(np.float32),
+                  y.astype(np.float16).astype(np.float32), y.copy()):
+            r, close, general = _kld_counts(x, y)
+            assert close + general == -(-n // 16) * 1  # one count per group of 16 (the last may be partial)
+            # only each block's partial tail and the groups around each side's minimum leave the close form
+            assert general <= 2 + 2 * (-(-n // 65536)) + n // 2000, (n, close, general)
+            ref = reference_kld(x.astype(np.float64), y.astype(np.float64))
+            assert r.format(4) == reference_printed(4, ref), (n, r.format(4), ref)
+            np.testing.assert_allclose(r.value(4), ref, rtol=1e-9, atol=1e-13)
+
+
+def test_kld_exact_copy_is_zero_through_the_close_form():
+    x = np.random.default_rng(48).standard_normal(100_000).astype(np.float32)
+    r, close, general = _kld_counts(x, x.copy())
+    assert general <= 2 and r.value(4) == 0.0 and r.format(4) == "0.000000"
+
+
+def test_kld_general_form_is_taken_on_unrelated_data():
+    rng = np.random.default_rng(49)
+    x = rng.standard_normal(100_000).astype(np.float32)
+    y = rng.standard_normal(100_000).astype(np.float32)
+    r, close, general = _kld_counts(x, y)
+    assert general > 0.99 * (close + general)
+    ref = reference_kld(x.astype(np.float64), y.astype(np.float64))
+    assert r.format(4) == reference_printed(4, ref)
+
+
+def test_kld_near_the_close_limit_and_the_floor_prints_like_numpy():
+    # ratios p/q straddling the form's limit (|s| = 1/64, p/q ~ 1.032), values at the eps floor, heavy tails
+    rng = np.random.default_rng(50)
+    n = 65_536 * 3 + 5
+    y = rng.uniform(1.0, 2.0, n).astype(np.float32)
+    y[0], y[1] = 0.0, 4.0  # fixes min and max of both sides
+    # s = (ratio - 1)/(ratio + 1): 1.0312 and 0.9694 are inside the limit, 1.0318 and 0.9691 outside
+    for ratio, close_form in ((1.0312, True), (1.0318, False), (1.033, False), (0.9694, True), (0.9691, False)):
+        x = (y * np.float32(ratio)).astype(np.float32)
+        x[0], x[1] = 0.0, 4.0  # the same min and max: p/q = ratio away from the first group
+        ref = reference_kld(x.astype(np.float64), y.astype(np.float64))
+        r, close, general = _kld_counts(x, y)
+        assert (general <= 4) == close_form, (ratio, close, general)
+        assert r.format(4) == reference_printed(4, ref), (ratio, r.format(4), ref)
+        np.testing.assert_allclose(r.value(4), ref, rtol=1e-9, atol=1e-13)
+    tiny = np.full(n, 1e-9, np.float32)
+    tiny[::7] = 1.0
+    other = tiny.copy()
+    other[::11] = 2e-9
+    ref = reference_kld(tiny.astype(np.float64), other.astype(np.float64))
+    r = compare_arrays(tiny, other)
+    assert r.format(4) == reference_printed(4, ref)
+    np.testing.assert_allclose(r.value(4), ref, rtol=1e-9, atol=1e-13)

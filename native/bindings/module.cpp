@@ -48,4 +48,5 @@ PYBIND11_MODULE(_core, m) {
     bind_layout(m);
     bind_compare(m);
     bind_detail(m);
+    bind_kld_hooks(m);
 }

@@ -49,12 +49,19 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
 
     std::vector<MetricPartial> partials(kWindowsPerRound);
     MetricPartial total;
+    // Both sides in stored order: the metrics read fp32/fp16 storage in place; through a layout plan, windows are
+    // gathered and decoded to float32 first.
+    const bool stored = x.plan() == nullptr && y.plan() == nullptr;
     run_windows(n, window, options.threads,
         [&](std::size_t k, std::uint64_t first, std::size_t count) {
+            partials[k] = MetricPartial{};
+            if (stored) {
+                accumulate_stored(x.data(), x.type(), y.data(), y.type(), first, count, partials[k]);
+                return;
+            }
             ThreadScratch& s = scratch();
             const float* xs = x.read_float32(first, count, s.x);
             const float* ys = y.read_float32(first, count, s.y);
-            partials[k] = MetricPartial{};
             accumulate(xs, ys, count, partials[k]);
         },
         [&](std::size_t k) { merge(total, partials[k]); });
@@ -67,15 +74,24 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
         std::vector<KldPartial> kparts(kWindowsPerRound);
         run_windows(n, window, options.threads,
             [&](std::size_t k, std::uint64_t first, std::size_t count) {
+                kparts[k] = KldPartial{};
+                if (stored) {
+                    accumulate_kld_stored(x.data(), x.type(), y.data(), y.type(), first, count, params, kparts[k]);
+                    return;
+                }
                 ThreadScratch& s = scratch();
                 const float* xs = x.read_float32(first, count, s.x);
                 const float* ys = y.read_float32(first, count, s.y);
-                kparts[k] = KldPartial{};
                 accumulate_kld(xs, ys, count, params, kparts[k]);
             },
             [&](std::size_t k) { merge(kld_total, kparts[k]); });
     }
     return finalize(total, kld_wanted ? &kld_total : nullptr, mopt);
+}
+
+MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t n,
+                     const CompareOptions& options) {
+    return compare_sources(TensorSource(x, tx, n), TensorSource(y, ty, n), options);
 }
 
 std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsigned threads) {

@@ -883,8 +883,6 @@ std::string format_metric(int index, const MetricResult& r) {
 
 namespace {
 
-// A chunk of one side as float32: straight from storage when it already is aligned float32, else decoded into
-// the calling thread's buffer.
 // Calls fn(source_x, source_y) for elements [first, first + count): float32 and float16 storage are read in place
 // (float16 decoded in registers); other types are decoded into the calling thread's buffer, whose size is one chunk.
 template <class Fn>
@@ -901,61 +899,17 @@ void with_sources(const std::uint8_t* x, DataType tx, const std::uint8_t* y, Dat
     side(x, tx, bx, [&](auto sx) { side(y, ty, by, [&](auto sy) { fn(sx, sy); }); });
 }
 
-// Chunks per round of parallel work: partials of one round are merged in order before the next starts, so the
-// memory for partials stays fixed however large the tensor is.
-constexpr std::size_t kChunksPerRound = 256;
-
-template <class PerChunk, class MergeInOrder>
-void run_chunks(std::uint64_t n, std::size_t chunk, unsigned threads, PerChunk&& per_chunk, MergeInOrder&& merge_k) {
-    const std::uint64_t chunks = (n + chunk - 1) / chunk;
-    for (std::uint64_t round = 0; round < chunks; round += kChunksPerRound) {
-        const auto in_round = static_cast<std::size_t>(std::min<std::uint64_t>(kChunksPerRound, chunks - round));
-        parallel_for(in_round, [&](std::size_t k) {
-            const std::uint64_t first = (round + k) * chunk;
-            const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, n - first));
-            per_chunk(k, first, count);
-        }, threads);
-        for (std::size_t k = 0; k < in_round; ++k) merge_k(k);
-    }
-}
-
 }  // namespace
 
-MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t n,
-                     const CompareOptions& options) {
-    for (DataType t : {tx, ty}) {
-        const DataTypeInfo& info = data_type_info(t);
-        if (info.repr == Repr::none)
-            throw std::invalid_argument(std::string("data type ") + info.name + " has no numeric value to compare");
-    }
-    if (options.chunk_elements == 0) throw std::invalid_argument("chunk size must be at least one element");
-    const std::size_t chunk = options.chunk_elements;
-    const MetricOptions mopt{options.metrics, options.scalar, tx == DataType::BOOL && ty == DataType::BOOL};
+void accumulate_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t first,
+                       std::size_t n, MetricPartial& into) {
+    with_sources(x, tx, y, ty, first, n, [&](auto sx, auto sy) { accumulate_sources(sx, sy, n, into); });
+}
 
-    std::vector<MetricPartial> partials(kChunksPerRound);
-    MetricPartial total;
-    run_chunks(n, chunk, options.threads,
-        [&](std::size_t k, std::uint64_t first, std::size_t count) {
-            partials[k] = MetricPartial{};
-            with_sources(x, tx, y, ty, first, count,
-                         [&](auto sx, auto sy) { accumulate_sources(sx, sy, count, partials[k]); });
-        },
-        [&](std::size_t k) { merge(total, partials[k]); });
-
-    KldPartial kld_total;
-    const bool kld_wanted = (options.metrics & metric_bit(Metric::KullbackLeiblerDivergence)) && !mopt.both_bool;
-    const KldParams params = kld_params(total);
-    if (kld_wanted && params.needed) {
-        std::vector<KldPartial> kparts(kChunksPerRound);
-        run_chunks(n, chunk, options.threads,
-            [&](std::size_t k, std::uint64_t first, std::size_t count) {
-                kparts[k] = KldPartial{};
-                with_sources(x, tx, y, ty, first, count,
-                             [&](auto sx, auto sy) { accumulate_kld_sources(sx, sy, count, params, kparts[k]); });
-            },
-            [&](std::size_t k) { merge(kld_total, kparts[k]); });
-    }
-    return finalize(total, kld_wanted ? &kld_total : nullptr, mopt);
+void accumulate_kld_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty,
+                           std::uint64_t first, std::size_t n, const KldParams& params, KldPartial& into) {
+    with_sources(x, tx, y, ty, first, n,
+                 [&](auto sx, auto sy) { accumulate_kld_sources(sx, sy, n, params, into); });
 }
 
 std::uint64_t read_probe(const std::uint8_t* data, std::uint64_t bytes, unsigned threads) {

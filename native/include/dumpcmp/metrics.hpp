@@ -132,8 +132,16 @@ struct CompareOptions {
     std::size_t chunk_elements = kDefaultChunkElements;  // results depend on it (rounding), never on threads
 };
 
+// Pass 1 and pass 2 over elements [first, first + n) of two tensors in storage (any alignment): float32 and
+// float16 are read in place (float16 decoded in registers), other types decoded through a per-thread buffer.
+void accumulate_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t first,
+                       std::size_t n, MetricPartial& into);
+void accumulate_kld_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty,
+                           std::uint64_t first, std::size_t n, const KldParams& params, KldPartial& into);
+
 // `x`/`y` point at n elements of their data types in device storage (any alignment). Both sides BOOL switches
 // to the bool rules. Throws std::invalid_argument for a type without numeric value or a zero chunk size.
+// (Defined with the streaming engine, engine.cpp: it is the engine over two plain sources.)
 MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t n,
                      const CompareOptions& options = {});
 

@@ -127,54 +127,60 @@ void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* ds
     i64 rest = item / it.nparts;
     const i64 sbk = rest % it.sblocks;
     rest /= it.sblocks;
-    const i64 k = rest % g.c1, d = rest / g.c1;
+    const i64 kg = rest % it.kitems, d = rest / it.kitems;
     const i64 s0 = sbk * it.sb, b = std::min(it.sb, g.hw - s0);
+    const i64 k0 = kg * it.kgroup, k1 = std::min(g.c1, k0 + it.kgroup);
     const i64 n0 = np_part * it.nb, n1 = std::min(g.np, n0 + it.nb), ne = std::min(n1, g.n);
-    const i64 cv = std::min(g.c0, g.c - k * g.c0);  // channels of this block that exist
     const std::size_t piece = uz(g.c0) * E, row_bytes = uz(g.np) * piece;
-    Byte* row0 = dst + uz((d * g.c1 + k) * g.hw + s0) * row_bytes;
     const std::size_t snb = uz(g.sn) * E, scb = uz(g.sc) * E;
-    const Byte* in0 = src + uz(d * g.sd + k * g.c0 * g.sc + s0) * E;
+    const Byte* in0 = src + uz(d * g.sd + k0 * g.c0 * g.sc + s0) * E;
     constexpr i64 V = Tile::V;
-    const bool regs = V > 0 && cv == g.c0 && g.c0 % V == 0 && b >= V;
-    // The plain block of one kernel: cv rows of b elements, sc apart. Fetched `ahead` kernels early (about 4 KiB
-    // of reads in flight); rows closer than two lines are fetched as one span.
+    const bool tiles = V > 0 && g.c0 % V == 0 && b >= V;
+    // The plain block of one kernel: cv rows of b elements, sc apart, for each channel block of the group. Fetched
+    // `ahead` kernels early (about 8 KiB of reads in flight: the pieces lie a kernel apart, beyond the hardware
+    // prefetchers); rows closer than two lines are fetched as one span.
+    const i64 cvall = std::min(g.c - k0 * g.c0, (k1 - k0) * g.c0);  // channels of the group that exist
     const std::size_t rowb = uz(b) * E;
     const bool span = scb <= 128;
-    const std::size_t span_bytes = uz(cv - 1) * scb + rowb;
-    const i64 per_n = static_cast<i64>(span ? span_bytes : uz(cv) * rowb);
-    const i64 ahead = std::clamp<i64>(4096 / std::max<i64>(1, per_n), 2, 16);
+    const std::size_t span_bytes = uz(cvall - 1) * scb + rowb;
+    const i64 per_n = static_cast<i64>(span ? span_bytes : uz(cvall) * rowb);
+    const i64 ahead = std::clamp<i64>(8192 / std::max<i64>(1, per_n), 2, 64);
     for (i64 n = n0; n < ne; ++n) {
         const Byte* in = in0 + uz(n) * snb;
-        Byte* out = row0 + uz(n) * piece;
         if (n + ahead < ne) {
             const Byte* pf = in + uz(ahead) * snb;
             if (span) {
                 for (std::size_t o = 0; o < span_bytes; o += 64) __builtin_prefetch(pf + o);
                 __builtin_prefetch(pf + span_bytes - 1);
             } else {
-                for (i64 j = 0; j < cv; ++j) {
+                for (i64 j = 0; j < cvall; ++j) {
                     __builtin_prefetch(pf + uz(j) * scb);
                     __builtin_prefetch(pf + uz(j) * scb + rowb - 1);
                 }
             }
         }
-        if (regs) {
-            for (i64 j = 0; j < g.c0; j += V)
-                for (i64 s = 0; s < b; s += V) {
-                    const i64 sv = std::min(s, b - V);  // the last tile overlaps the one before: same values
-                    Tile::t(in + uz(j) * scb + uz(sv) * E, scb, out + uz(sv) * row_bytes + uz(j) * E, row_bytes);
-                }
-            continue;
-        }
-        for (i64 s = 0; s < b; ++s) {
-            Byte* o = out + uz(s) * row_bytes;
-            const Byte* ic = in + uz(s) * E;
-            for (i64 j = 0; j < cv; ++j) std::memcpy(o + uz(j) * E, ic + uz(j) * scb, E);
-            if (cv < g.c0) std::memset(o + uz(cv) * E, 0, uz(g.c0 - cv) * E);
+        for (i64 k = k0; k < k1; ++k) {
+            const i64 cv = std::min(g.c0, g.c - k * g.c0);  // channels of this block that exist
+            const Byte* ik = in + uz((k - k0) * g.c0) * scb;
+            Byte* out = dst + uz((d * g.c1 + k) * g.hw + s0) * row_bytes + uz(n) * piece;
+            if (tiles && cv == g.c0) {
+                for (i64 j = 0; j < g.c0; j += V)
+                    for (i64 s = 0; s < b; s += V) {
+                        const i64 sv = std::min(s, b - V);  // the last tile overlaps the one before: same values
+                        Tile::t(ik + uz(j) * scb + uz(sv) * E, scb, out + uz(sv) * row_bytes + uz(j) * E, row_bytes);
+                    }
+                continue;
+            }
+            for (i64 s = 0; s < b; ++s) {
+                Byte* o = out + uz(s) * row_bytes;
+                const Byte* ic = ik + uz(s) * E;
+                for (i64 j = 0; j < cv; ++j) std::memcpy(o + uz(j) * E, ic + uz(j) * scb, E);
+                if (cv < g.c0) std::memset(o + uz(cv) * E, 0, uz(g.c0 - cv) * E);
+            }
         }
     }
-    zero_kernels(row0, row_bytes, b, std::max(n0, ne), n1, piece);
+    for (i64 k = k0; k < k1; ++k)
+        zero_kernels(dst + uz((d * g.c1 + k) * g.hw + s0) * row_bytes, row_bytes, b, std::max(n0, ne), n1, piece);
 }
 
 // Runs: item (d, group of channel blocks, s-block, n-range). Kernel n, block k, position s: C0 contiguous
@@ -193,7 +199,7 @@ void runs_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* dst,
     const std::size_t snb = uz(g.sn) * E, ssb = uz(g.ss) * E;
     const std::size_t kbytes = uz(std::min(g.c - k0 * g.c0, (k1 - k0) * g.c0)) * E;  // one s's channels here
     const Byte* in0 = src + uz(d * g.sd + s0 * g.ss + k0 * g.c0) * E;
-    const i64 ahead = std::clamp<i64>(4096 / std::max<i64>(1, b * static_cast<i64>(kbytes)), 2, 16);
+    const i64 ahead = std::clamp<i64>(8192 / std::max<i64>(1, b * static_cast<i64>(kbytes)), 2, 64);
     for (i64 n = n0; n < ne; ++n) {
         const Byte* in = in0 + uz(n) * snb;
         if (n + ahead < ne) {
@@ -242,7 +248,12 @@ void run_runs(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads)
 
 template <std::size_t E, class Tile>
 void run_planes(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
-    const Items it = plan_items(g, E, 32, 1);
+    // Several channel blocks per item when one block's plain piece per kernel is short (3x3: 288 bytes of fp16),
+    // so each kernel's read is one longer stretch of memory instead of many scattered short ones; but at most
+    // about 24 destination rows at a time: more write streams than that measured slower (63 streams: a third).
+    const i64 per_block = g.c0 * g.hw * static_cast<i64>(E);
+    const i64 kgroup = g.hw <= 24 ? std::clamp<i64>(std::min(2048 / per_block, 24 / g.hw), 1, 8) : 1;
+    const Items it = plan_items(g, E, 32, kgroup);
     parallel_for(uz(it.count), [&](std::size_t c) { planes_item<E, Tile>(g, it, src, dst, static_cast<i64>(c)); },
                  threads);
 }

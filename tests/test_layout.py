@@ -568,11 +568,14 @@ def test_fractal_z_encode_on_every_simd_level(rng):
         "import layout_reference as ref\n"
         "from dumpcmp import layout as L\n"
         "rng = np.random.default_rng(5)\n"
-        "for dt in (np.float16, np.float32, np.float64):\n"
+        "for dt, c0 in ((np.float16, 16), (np.float32, 8), (np.float64, 4)):\n"
         "    for shape in [(40, 35, 5, 7), (18, 64, 3, 3)]:\n"
         "        x = rng.standard_normal(shape).astype(dt)\n"
-        "        got = L.convert(x, 'NCHW', 'FRACTAL_Z', c0=16, threads=1)\n"
-        "        assert np.array_equal(got, ref.recipe_encode(x, 'FRACTAL_Z', 'NCHW', 16)), (dt, shape)\n"
+        "        got = L.convert(x, 'NCHW', 'FRACTAL_Z', c0=c0, threads=1)\n"
+        "        assert np.array_equal(got, ref.recipe_encode(x, 'FRACTAL_Z', 'NCHW', c0)), (dt, shape)\n"
+        "    x = rng.standard_normal((20, 33, 2, 3, 3)).astype(dt)\n"
+        "    got = L.convert(x, 'NCDHW', 'FRACTAL_Z_3D', c0=16, threads=1)\n"
+        "    assert np.array_equal(got, ref.recipe_encode(x, 'FRACTAL_Z_3D', 'NCDHW', 16)), dt\n"
         "print('ok')\n"
     )
     here = os.path.dirname(os.path.abspath(__file__))

@@ -510,3 +510,77 @@ def test_original_shape_must_fit_the_device_shape():
     with pytest.raises(L.LayoutError, match="does not fit"):
         L.plain_shape("FRACTAL_NZ", (2, 2, 2, 16, 16), "ND", original_shape=(3, 20, 30))  # batch 3, not 2
     assert L.plain_shape("FRACTAL_NZ", (2, 3, 2, 2, 16, 16), "ND", original_shape=(6, 20, 30)) == (6, 20, 30)
+
+
+# ---- FRACTAL_Z-family encodes written in device order (planes: NCHW/NCDHW, runs: NHWC/NDHWC) ------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("c0", [4, 8, 16, 32])
+@pytest.mark.parametrize("plain", ["NCHW", "NHWC", "HWCN"])
+def test_fractal_z_encode_in_device_order(plain, c0, dtype, rng):
+    # odd N (kernel padding), C not a multiple of C0 (channel padding in the last block only), H*W below, equal to
+    # and above the register tile and not a multiple of the 32-position block (49 -> 25 + 24, 70 -> 24 + 23 + 23)
+    for n, c, hw in [(19, 2 * c0 + 3, (3, 3)), (33, 3 * c0, (7, 7)), (5, c0 - 1, (1, 1)), (17, c0 + 1, (7, 10)),
+                     (3, 2, (1, 5)), (16, 1, (2, 4))]:
+        nchw = values((n, c) + hw, dtype, rng)
+        want = ref.loops_fractal_z(nchw, c0)
+        x = ref.permute(nchw, "NCHW", plain)
+        np.testing.assert_array_equal(encode_into_garbage(x, plain, "FRACTAL_Z", c0, 1), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("plain", ["NCDHW", "NDHWC", "DHWCN"])
+def test_fractal_z_3d_and_c04_encode_in_device_order(plain, dtype, rng):
+    for shape, c0 in [((17, 5, 3, 2, 2), 4), ((33, 19, 2, 3, 5), 16), ((2, 40, 1, 6, 6), 32)]:
+        ncdhw = values(shape, dtype, rng)
+        x = ref.permute(ncdhw, "NCDHW", plain)
+        np.testing.assert_array_equal(encode_into_garbage(x, plain, "FRACTAL_Z_3D", c0, 1),
+                                      ref.loops_fractal_z_3d(ncdhw, c0))
+    nchw = values((21, 3, 5, 9), dtype, rng)
+    plain4 = plain.replace("D", "")  # NCHW, NHWC, HWCN
+    x = ref.permute(nchw, "NCHW", plain4)
+    np.testing.assert_array_equal(encode_into_garbage(x, plain4, "FRACTAL_Z_C04", 4, 1),
+                                  ref.loops_fractal_z(nchw, 4))
+
+
+@pytest.mark.parametrize("plain", ["NCHW", "NHWC", "HWCN", "NCDHW", "NDHWC"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_large_fractal_z_encodes_split_over_threads(plain, dtype, rng):
+    # above the threading threshold, with kernel ranges split into several work items per fractal row
+    shape = (1000, 37, 5, 5) if len(plain) == 4 else (1000, 21, 2, 3, 3)
+    x = ref.permute(rng.standard_normal(shape).astype(dtype), "NCHW" if len(plain) == 4 else "NCDHW", plain)
+    device = "FRACTAL_Z" if len(plain) == 4 else "FRACTAL_Z_3D"
+    want = ref.recipe_encode(x, device, plain, 16)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(encode_into_garbage(x, plain, device, 16, threads), want)
+
+
+def test_fractal_z_encode_on_every_simd_level(rng):
+    # the register transposes differ per level (AVX2 8 x 8 fp32 tiles, SSE2 otherwise); DUMPCMP_SIMD lowers the
+    # level for a child process, which checks its own result against the reference recipe
+    import os
+    import subprocess
+    import sys
+    script = (
+        "import sys, numpy as np\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import layout_reference as ref\n"
+        "from dumpcmp import layout as L\n"
+        "rng = np.random.default_rng(5)\n"
+        "for dt, c0 in ((np.float16, 16), (np.float32, 8), (np.float64, 4)):\n"
+        "    for shape in [(40, 35, 5, 7), (18, 64, 3, 3)]:\n"
+        "        x = rng.standard_normal(shape).astype(dt)\n"
+        "        got = L.convert(x, 'NCHW', 'FRACTAL_Z', c0=c0, threads=1)\n"
+        "        assert np.array_equal(got, ref.recipe_encode(x, 'FRACTAL_Z', 'NCHW', c0)), (dt, shape)\n"
+        "    x = rng.standard_normal((20, 33, 2, 3, 3)).astype(dt)\n"
+        "    got = L.convert(x, 'NCDHW', 'FRACTAL_Z_3D', c0=16, threads=1)\n"
+        "    assert np.array_equal(got, ref.recipe_encode(x, 'FRACTAL_Z_3D', 'NCDHW', 16)), dt\n"
+        "print('ok')\n"
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    for level in ("scalar", "avx2"):
+        env = dict(os.environ, DUMPCMP_SIMD=level)
+        done = subprocess.run([sys.executable, "-c", script, here], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

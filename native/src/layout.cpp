@@ -465,6 +465,36 @@ Padding padding_of(const Plan& p) {
     return out;
 }
 
+bool fz_geometry(const Plan& p, FzGeometry& g) {
+    const Format dev = p.dst_format;
+    if (!p.encode || p.groups > 1 || (dev != Format::FRACTAL_Z && dev != Format::FRACTAL_Z_C04 && dev != Format::FRACTAL_Z_3D))
+        return false;
+    const Family fam = family(dev);
+    const std::vector<int> perm = plain_perm(p.src_format, fam, p.src_shape.size(), dev);
+    const std::vector<std::int64_t> st = row_major_strides(p.src_shape);
+    std::vector<std::int64_t> l(perm.size()), ls(perm.size());  // canonical order: N C [D] H W
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+        l[static_cast<std::size_t>(perm[i])] = p.src_shape[i];
+        ls[static_cast<std::size_t>(perm[i])] = st[i];
+    }
+    const std::size_t r = l.size();
+    // H and W are one axis s on both sides only when W's stride times W is H's stride, true of every plain order
+    // but checked here rather than assumed (size-1 axes give any stride).
+    if (l[r - 1] > 1 && l[r - 2] > 1 && ls[r - 2] != ls[r - 1] * l[r - 1]) return false;
+    g.n = l[0];
+    g.c = l[1];
+    g.d = r == 5 ? l[2] : 1;
+    g.hw = l[r - 2] * l[r - 1];
+    g.c0 = p.dst_shape[3];
+    g.c1 = ceil_div(g.c, g.c0);
+    g.np = p.dst_shape[1] * p.dst_shape[2];
+    g.sn = ls[0];
+    g.sc = ls[1];
+    g.sd = r == 5 ? ls[2] : 0;
+    g.ss = l[r - 1] > 1 ? ls[r - 1] : ls[r - 2];
+    return true;
+}
+
 }  // namespace layout_detail
 
 bool is_device_format(Format f) noexcept {

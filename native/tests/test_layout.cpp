@@ -109,6 +109,54 @@ static void check_4d(Format dev, const Shape& nchw, std::int64_t c0,
     CHECK(throws([&] { dumpcmp::decode_range(enc, plain.p, 0, 1, back.p); }));
 }
 
+// FRACTAL_Z from NHWC and FRACTAL_Z_3D from NCDHW / NDHWC (the device-order encodes' other plain orders): every
+// element against the spec's formula from unaligned, exactly sized buffers, padding overwritten with zeros.
+template <class T>
+static void check_fz_orders(const Shape& ncdhw, std::int64_t c0, unsigned threads) {
+    const std::int64_t N = ncdhw[0], C = ncdhw[1], D = ncdhw[2], H = ncdhw[3], W = ncdhw[4];
+    const std::int64_t C1 = cdiv(C, c0), N1 = cdiv(N, 16);
+    const auto np = static_cast<std::size_t>(count(ncdhw));
+    for (Format plain : {Format::NCDHW, Format::NDHWC, Format::NHWC}) {
+        const bool is4 = plain == Format::NHWC;
+        if (is4 && D != 1) continue;
+        const Shape ps = plain == Format::NCDHW ? ncdhw : is4 ? Shape{N, H, W, C} : Shape{N, D, H, W, C};
+        const Format dev = is4 ? Format::FRACTAL_Z : Format::FRACTAL_Z_3D;
+        const Shape ds = dumpcmp::device_shape(dev, plain, ps, c0, 1);
+        const auto nd = static_cast<std::size_t>(count(ds));
+        Buf src(np * sizeof(T)), out(nd * sizeof(T));
+        // value of (n, c, d, h, w) = its NCDHW index + 1, stored at its place in the plain order
+        auto plain_at = [&](std::int64_t n, std::int64_t c, std::int64_t d, std::int64_t h, std::int64_t w) {
+            if (plain == Format::NCDHW) return (((n * C + c) * D + d) * H + h) * W + w;
+            return (((n * D + d) * H + h) * W + w) * C + c;
+        };
+        for (std::int64_t n = 0, i = 0; n < N; ++n)
+            for (std::int64_t c = 0; c < C; ++c)
+                for (std::int64_t d = 0; d < D; ++d)
+                    for (std::int64_t h = 0; h < H; ++h)
+                        for (std::int64_t w = 0; w < W; ++w, ++i) {
+                            const T v = static_cast<T>(i % 250 + 1);
+                            std::memcpy(src.p + static_cast<std::size_t>(plain_at(n, c, d, h, w)) * sizeof(T), &v,
+                                        sizeof(T));
+                        }
+        std::memset(out.p, 0xFF, nd * sizeof(T));
+        dumpcmp::convert(dumpcmp::make_plan(plain, ps, dev, ds, 1, sizeof(T)), src.p, out.p, threads);
+        std::size_t bad = 0;
+        for (std::int64_t row = 0; row < D * C1 * H * W; ++row)
+            for (std::int64_t n = 0; n < N1 * 16; ++n)
+                for (std::int64_t j = 0; j < c0; ++j) {
+                    const std::int64_t d = row / (C1 * H * W), k = row / (H * W) % C1, s = row % (H * W);
+                    const std::int64_t c = k * c0 + j;
+                    T want = 0;
+                    if (n < N && c < C) want = static_cast<T>(((((n * C + c) * D + d) * H * W + s) % 250) + 1);
+                    T got;
+                    std::memcpy(&got, out.p + static_cast<std::size_t>((row * N1 * 16 + n) * c0 + j) * sizeof(T),
+                                sizeof(T));
+                    bad += got != want;
+                }
+        CHECK(bad == 0);
+    }
+}
+
 static void check_nz() {
     const Shape nd{3, 37, 21};
     const std::int64_t c0 = 8;
@@ -170,6 +218,18 @@ int main() {
     check_4d<std::uint32_t>(Format::FRACTAL_Z, {70, 37, 2, 5}, 16, fz_offset);
     check_4d<std::uint8_t>(Format::FRACTAL_Z, {64, 32, 7, 7}, 16, fz_offset);
     check_4d<std::uint32_t>(Format::FRACTAL_Z, {512, 160, 3, 3}, 16, fz_offset);
+    // device-order encodes: register tiles whose last one overlaps (H*W = 9, 35), partial channel blocks, odd N,
+    // H*W split into blocks (49 -> 25 + 24), below one tile (2), C0 = 8 and 32; two threads over several items
+    check_4d<std::uint32_t>(Format::FRACTAL_Z, {19, 32, 3, 3}, 16, fz_offset);
+    check_4d<std::uint16_t>(Format::FRACTAL_Z, {40, 35, 5, 7}, 16, fz_offset);
+    check_4d<std::uint64_t>(Format::FRACTAL_Z, {21, 19, 7, 7}, 8, fz_offset);
+    check_4d<std::uint16_t>(Format::FRACTAL_Z, {7, 70, 1, 2}, 32, fz_offset);
+    check_4d<std::uint32_t>(Format::FRACTAL_Z, {700, 40, 5, 5}, 16, fz_offset);
+    check_fz_orders<std::uint16_t>({19, 37, 1, 3, 3}, 16, 1);
+    check_fz_orders<std::uint32_t>({33, 5, 2, 3, 5}, 4, 1);
+    check_fz_orders<std::uint8_t>({17, 40, 1, 7, 7}, 32, 2);
+    check_fz_orders<std::uint64_t>({3, 9, 3, 2, 2}, 8, 2);
+    check_fz_orders<std::uint32_t>({600, 40, 1, 5, 5}, 16, 2);
     check_nz();
     check_errors();
     if (failures != 0) {

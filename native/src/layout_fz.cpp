@@ -212,11 +212,6 @@ bool run(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
 
 bool fz_encode(const Plan& p, const FzGeometry& g, const unsigned char* src, unsigned char* dst, unsigned threads) {
     if (g.n == 0 || g.c == 0 || g.hw == 0 || g.d == 0) return false;  // nothing to move: the generic path zeroes
-    // FRACTAL_Z pieces of a whole cache line (fp32 with C0 = 16) of small kernels (3x3) are scattered well enough
-    // by the generic staged tiles, which measured faster than this loop there (40% against 33% of memcpy on one
-    // core, 128 MB); at 7x7 they fall to 16% and this loop gives 42%.
-    if (p.dst_format == Format::FRACTAL_Z && g.c0 >= 16 && g.c0 * static_cast<i64>(p.elem_size) >= 64 && g.hw <= 16)
-        return false;
     switch (p.elem_size) {
         case 1: return run<1>(g, src, dst, threads);
         case 2: return run<2>(g, src, dst, threads);

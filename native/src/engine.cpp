@@ -49,20 +49,15 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
 
     std::vector<MetricPartial> partials(kWindowsPerRound);
     MetricPartial total;
-    // Both sides in stored order: the metrics read fp32/fp16 storage in place; through a layout plan, windows are
-    // gathered and decoded to float32 first.
-    const bool stored = x.plan() == nullptr && y.plan() == nullptr;
+    // Windows reach the metrics in their stored data type (fp32/fp16 read in place, fp16 decoded in registers);
+    // a layout plan first gathers a window's bytes into compared order.
     run_windows(n, window, options.threads,
         [&](std::size_t k, std::uint64_t first, std::size_t count) {
             partials[k] = MetricPartial{};
-            if (stored) {
-                accumulate_stored(x.data(), x.type(), y.data(), y.type(), first, count, partials[k]);
-                return;
-            }
             ThreadScratch& s = scratch();
-            const float* xs = x.read_float32(first, count, s.x);
-            const float* ys = y.read_float32(first, count, s.y);
-            accumulate(xs, ys, count, partials[k]);
+            const TensorSource::Window wx = x.read_window(first, count, s.x);
+            const TensorSource::Window wy = y.read_window(first, count, s.y);
+            accumulate_stored(wx.data, wx.type, wy.data, wy.type, 0, count, partials[k]);
         },
         [&](std::size_t k) { merge(total, partials[k]); });
 
@@ -75,14 +70,10 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
         run_windows(n, window, options.threads,
             [&](std::size_t k, std::uint64_t first, std::size_t count) {
                 kparts[k] = KldPartial{};
-                if (stored) {
-                    accumulate_kld_stored(x.data(), x.type(), y.data(), y.type(), first, count, params, kparts[k]);
-                    return;
-                }
                 ThreadScratch& s = scratch();
-                const float* xs = x.read_float32(first, count, s.x);
-                const float* ys = y.read_float32(first, count, s.y);
-                accumulate_kld(xs, ys, count, params, kparts[k]);
+                const TensorSource::Window wx = x.read_window(first, count, s.x);
+                const TensorSource::Window wy = y.read_window(first, count, s.y);
+                accumulate_kld_stored(wx.data, wx.type, wy.data, wy.type, 0, count, params, kparts[k]);
             },
             [&](std::size_t k) { merge(kld_total, kparts[k]); });
     }

@@ -47,6 +47,16 @@ const float* TensorSource::read_float32(std::uint64_t first, std::size_t n, Sour
 
 void TensorSource::prefault() const noexcept { dumpcmp::prefault(data_, static_cast<std::size_t>(stored_bytes_)); }
 
+TensorSource::Window TensorSource::read_window(std::uint64_t first, std::size_t n, SourceScratch& s) const {
+    if (elem_bytes_ == 0) {
+        return {reinterpret_cast<const std::uint8_t*>(read_float32(first, n, s)), DataType::FLOAT};
+    }
+    if (!plan_) return {data_ + first * elem_bytes_, type_};
+    if (s.bytes.size() < n * elem_bytes_) s.bytes.resize(n * elem_bytes_);
+    decode_range(*plan_, data_, first, n, s.bytes.data());
+    return {s.bytes.data(), type_};
+}
+
 void TensorSource::source_indices(std::uint64_t first, std::size_t n, std::uint64_t* out) const {
     if (plan_) {
         dumpcmp::source_indices(*plan_, first, n, out);

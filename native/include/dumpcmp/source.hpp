@@ -38,6 +38,16 @@ public:
     // when they already are aligned float32 in order, else into scratch.values.
     const float* read_float32(std::uint64_t first, std::size_t n, SourceScratch& scratch) const;
 
+    // Elements [first, first + n) of the compared order in a form the metrics read directly: a pointer to the
+    // window's first element and its data type. Stored bytes in place without a plan; gathered into scratch.bytes
+    // (still in the stored data type, so float16 is decoded in registers by the metrics) through a plan; decoded to
+    // FLOAT in scratch.values for packed sub-byte types.
+    struct Window {
+        const std::uint8_t* data;
+        DataType type;
+    };
+    Window read_window(std::uint64_t first, std::size_t n, SourceScratch& scratch) const;
+
     // Fault in the stored bytes (one call, see prefault() in mapped_file.hpp) before a pass over them.
     void prefault() const noexcept;
 

@@ -179,9 +179,16 @@ def test_without_graph_pairs_outputs_by_name(model):
     assert rows["conv1bn1relu1:output:0"].status == "unmatched"
 
 
-def test_thread_count_does_not_change_results(model):
-    one = compare(model.root / "dump", model.gt, fusion_json=model.graph, threads=1)
-    two = compare(model.root / "dump", model.gt, fusion_json=model.graph, threads=2)
+def test_thread_count_does_not_change_results(model, rng):
+    # one pair large enough to be split over threads (the engine gives pairs from 2**22 elements all threads)
+    big = rng.standard_normal((1, 17, 512, 512)).astype(np.float32)
+    np.save(model.gt / f"huge.0.{ts(50)}.npy", big)
+    write_dump(model.dev / f"Relu.huge.9.{ts(50)}", op_name="huge",
+               outputs=[TensorData(L.convert(big.astype(np.float16), "NCHW", "NC1HWC0"), format="NC1HWC0",
+                                   original_shape=big.shape)])
+    one = compare(model.root / "dump", model.gt, threads=1)
+    two = compare(model.root / "dump", model.gt, threads=2)
+    assert rows_by_tensor(one)["huge:output:0"].result.count == big.size >= 1 << 22
     assert one.table() == two.table()
 
 
@@ -206,7 +213,9 @@ def test_device_vs_device(model, tmp_path, rng):
     write_dump(right, op_name="fc1", inputs=[TensorData(d.inputs[0].array(), format="ND")],
                outputs=[TensorData(nz, format="FRACTAL_NZ", original_shape=(1, 10))])
     row = rows_by_tensor(compare(model.root / "dump", other))["fc1:output:0"]
-    assert abs(row.result.value(1) - 1.0) < 0.01 and row.result.count == 256  # stored NZ block, padding included
+    # both sides decoded by their original shape: the NZ block's padding stays out of the metrics
+    assert abs(row.result.value(1) - 1.0) < 0.01 and row.result.count == 10
+    assert row.result.format(6) == "%.6f" % (row.result.value(1) / 10)
 
 
 def test_bad_inputs(tmp_path, model):
@@ -263,3 +272,75 @@ def test_worst_distinct_skips_the_same_tensor_dumped_twice(tmp_path, rng):
     assert plain == ["fc1:output:0", "prob:input:0"]  # the same values: fc1's output is prob's input
     assert [r.tensor_index for r in result.worst(2, distinct=True)][0] == "fc1:output:0"
     assert "prob:input:0" not in [r.tensor_index for r in result.worst(10, distinct=True)]
+
+
+def test_plain_layout_permuted_to_the_ground_truths(tmp_path, rng):
+    dev, gt = tmp_path / "d", tmp_path / "g"
+    dev.mkdir()
+    gt.mkdir()
+    nchw = rng.standard_normal((1, 4, 3, 5)).astype(np.float32)
+    write_dump(dev / f"Conv2D.conv1.1.{TS}", op_name="conv1",
+               outputs=[TensorData(nchw.transpose(0, 2, 3, 1).copy(), format="NHWC", original_shape=(1, 3, 5, 4))])
+    np.save(gt / f"conv1.0.{TS}.npy", nchw)
+    row = rows_by_tensor(compare(dev, gt))["conv1:output:0"]
+    assert row.result.format(0) == "1.000000" and row.result.value(1) == 0.0
+
+
+def test_dead_layer_is_the_first_bad_one(tmp_path):
+    dev, gt = tmp_path / "d", tmp_path / "g"
+    dev.mkdir()
+    gt.mkdir()
+    write_dump(dev / f"Relu.dead.1.{TS}", op_name="dead", outputs=[np.zeros(8, np.float32)])
+    np.save(gt / f"dead.0.{TS}.npy", np.arange(1, 9, dtype=np.float32))
+    write_dump(dev / f"Relu.fine.2.{TS + 1}", op_name="fine", outputs=[np.ones(8, np.float32)])
+    np.save(gt / f"fine.0.{TS + 1}.npy", np.ones(8, np.float32))
+    result = compare(dev, gt)
+    first = result.first_below(0.99)
+    assert first is not None and first.tensor_index == "dead:output:0" and first.dead
+    assert result.worst(1)[0].tensor_index == "dead:output:0"
+
+
+def test_sub_format_is_a_group_count_only_for_fractal_z(tmp_path, rng):
+    dev, gt = tmp_path / "d", tmp_path / "g"
+    dev.mkdir()
+    gt.mkdir()
+    x = rng.standard_normal((1, 20, 3, 3)).astype(np.float32)
+    write_dump(dev / f"Relu.r.1.{TS}", op_name="r",
+               outputs=[TensorData(L.convert(x, "NCHW", "NC1HWC0"), format="NC1HWC0", sub_format=2,
+                                   original_shape=x.shape)])
+    np.save(gt / f"r.0.{TS}.npy", x)
+    row = rows_by_tensor(compare(dev, gt))["r:output:0"]
+    assert row.status == "compared" and row.result.value(1) == 0.0
+
+
+def test_device_vs_device_compares_int8_tensors(tmp_path):
+    left, right = tmp_path / "l", tmp_path / "r"
+    for side, delta in ((left, 0), (right, 1)):
+        side.mkdir()
+        q = np.arange(-8, 8, dtype=np.int8)
+        q[3] += delta
+        write_dump(side / f"AscendQuant.conv1_quant_layer.1.{TS}", op_name="conv1_quant_layer", outputs=[q])
+    row = rows_by_tensor(compare(left, right))["conv1_quant_layer:output:0"]
+    assert row.status == "compared" and row.result.value(1) == 1.0
+
+
+def test_cli_checks_the_output_before_comparing_and_bad_numbers(model, tmp_path, capsys, monkeypatch):
+    import dumpcmp.comparison as comparison
+
+    base = ["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "--quiet"]
+    called = []
+    monkeypatch.setattr(comparison, "compare_runs", lambda *a, **k: called.append(1) or [])
+    existing = tmp_path / "r.csv"
+    existing.write_text("mine")
+    assert main(base + ["-o", str(existing)]) == 2
+    assert main(base + ["-o", str(tmp_path / "missing" / "r.csv")]) == 2
+    assert called == [] and existing.read_text() == "mine"
+    with pytest.raises(SystemExit) as info:
+        main(base + ["--threads", "-1"])
+    assert info.value.code == 2 and "below 0" in capsys.readouterr().err
+
+
+def test_quiet_without_output_still_prints_the_table(model, capsys):
+    assert main(["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("Index") and "fc1:output:0" in out.out and out.err == ""

@@ -37,3 +37,9 @@ def test_demo_cli_never_overwrites(tmp_path, capsys):
     assert (out / "mine.txt").read_text() == "user data"
     (out / "mine.txt").unlink()
     assert main(["demo", "-o", str(out), "--force", "--precision", "fp16"]) == 0
+    # a folder of the user's that happens to hold names the demo uses is never cleared
+    mine = tmp_path / "project"
+    (mine / "dump").mkdir(parents=True)
+    (mine / "dump" / "precious.bin").write_bytes(b"x")
+    assert main(["demo", "-o", str(mine), "--force"]) == 2
+    assert (mine / "dump" / "precious.bin").read_bytes() == b"x"

@@ -109,6 +109,13 @@ class Row:
         return float(self.result.value(metric))
 
     @property
+    def dead(self) -> bool:
+        """The device side is all zero while the ground truth is not (a layer that stopped producing)."""
+        res = self.result
+        return res is not None and res.count > 0 and res.min_x == 0 and res.max_x == 0 and \
+            not (res.min_y == 0 and res.max_y == 0)
+
+    @property
     def overflow(self) -> bool:
         """The device side holds inf or NaN (the fp16 overflow an accelerator run shows)."""
         return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
@@ -145,7 +152,7 @@ class ComparisonResult:
             if r.result is None:
                 continue
             c = r.cosine
-            if c < threshold or (math.isnan(c) and r.overflow):
+            if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
                 return r
         return None
 
@@ -154,9 +161,11 @@ class ComparisonResult:
         zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
         op's input (the same values, dumped twice) take one place."""
         compared = [r for r in self.rows if r.result is not None]
-        ranked = sorted(compared, key=lambda r: (math.isnan(r.cosine) and not r.overflow,
-                                                 -math.inf if r.overflow and math.isnan(r.cosine) else r.cosine,
-                                                 r.index))
+        def broken(r: Row) -> bool:  # NaN cosine because the device side overflowed or went all zero
+            return math.isnan(r.cosine) and (r.overflow or r.dead)
+
+        ranked = sorted(compared, key=lambda r: (math.isnan(r.cosine) and not broken(r),
+                                                 -math.inf if broken(r) else r.cosine, r.index))
         if distinct:
             seen: set[tuple[Any, ...]] = set()
             unique = []
@@ -352,15 +361,18 @@ def _device_ops(group: DumpGroup) -> list[DeviceOp]:
     return ops
 
 
+_LETTERED = tuple(f for f in _layout.PLAIN_FORMATS if f != "ND")
+
+
 def _plain_target(device_format: str, pair: TensorPair, ndim: int) -> str:
-    """The plain layout a device tensor is decoded into: the ground truth's (graph origin format) when known."""
-    family5 = device_format in _FIVE_D
+    """The plain layout a device tensor is read in: the ground truth's (graph origin format) when known, else the
+    family's canonical NCHW/NCDHW (ND for matrices)."""
+    family5 = device_format in _FIVE_D or len(device_format) == 5 or ndim == 5
     origin = (pair.origin_format or "").upper()
     if device_format == "FRACTAL_NZ":
         return "ND"
-    if origin in _layout.PLAIN_FORMATS and origin != "ND":
-        if (len(origin) == 5) == family5:
-            return origin
+    if origin in _LETTERED and (len(origin) == 5) == family5:
+        return origin
     return "NCDHW" if family5 else "NCHW"
 
 
@@ -371,11 +383,9 @@ class _Sides:
         self.converters = _layout.Converters(custom) if custom is not None and not isinstance(
             custom, _layout.Converters) else custom
 
-    def device(self, ref: _DeviceRef, kind: str, index: int, pair: TensorPair,
-               target_shape: tuple[int, ...] | None, target_format: str | None = None) -> tuple[Any, Any]:
-        """(source, tensor) of a device dump tensor in the compared order: decoded from its device layout into
-        `target_format` (default: the ground truth's, from the graph, else NCHW/NCDHW/ND) and cropped to
-        `target_shape` (the ground truth's) when it has one."""
+    @staticmethod
+    def tensor(ref: _DeviceRef, kind: str, index: int) -> Any:
+        """The dump tensor of a pair side, checked; DumpcmpError naming the file otherwise."""
         if ref.dump is None:
             raise DumpcmpError(ref.error)
         tensors = ref.dump.inputs if kind == "input" else ref.dump.outputs
@@ -385,12 +395,47 @@ class _Sides:
         problem = t.problem()
         if problem:
             raise DumpcmpError(f"{ref.entry.path}: {problem}")
+        return t
+
+    @staticmethod
+    def own_plain(t: Any, pair: TensorPair, target_format: str | None = None) -> tuple[str | None, tuple[int, ...]]:
+        """How a device tensor is read with no ground truth to follow (device vs device): (plain format, shape)
+        decoded by its own original shape, or (None, stored shape) when it is plain or has no original shape."""
         fmt = t.format
-        if fmt not in _layout.DEVICE_FORMATS or target_shape is None:
-            # plain layouts, and device vs device (same layout on both sides): the stored order is the compared one
+        if fmt not in _layout.DEVICE_FORMATS or t.original_shape is None:
+            return None, tuple(t.shape)
+        dst = target_format or _plain_target(fmt, pair, len(t.original_shape))
+        original = t.original_shape if fmt == "FRACTAL_NZ" else _pad_original(t.original_shape, fmt)
+        return dst, tuple(_layout.plain_shape(fmt, t.shape, dst, original_shape=original,
+                                              groups=_layout.groups_of(t)))
+
+    def device(self, ref: _DeviceRef, kind: str, index: int, pair: TensorPair,
+               target_shape: tuple[int, ...] | None, target_format: str | None = None) -> tuple[Any, Any]:
+        """(source, tensor) of a device dump tensor in the compared order: read in `target_format` (default: the
+        ground truth's, from the graph, else NCHW/NCDHW/ND) and cropped to `target_shape` (the ground truth's).
+
+        A device layout is decoded through a layout plan; a plain layout other than the target's (NHWC against an
+        NCHW ground truth) is permuted; without a target shape (device vs device), a device layout is decoded by
+        the dump's original shape when it has one, else read in stored order."""
+        t = self.tensor(ref, kind, index)
+        fmt = t.format
+        groups = _layout.groups_of(t)
+        if target_shape is None:
+            dst, shape = self.own_plain(t, pair, target_format)
+            if dst is not None:
+                return core.source_from_dump(ref.dump._file, kind, index, dst, list(shape), groups), t
+            return core.source_from_dump(ref.dump._file, kind, index), t
+        if fmt not in _layout.DEVICE_FORMATS:
+            dst = target_format or _plain_target(fmt, pair, len(target_shape))
+            if fmt in _LETTERED and fmt != dst and tuple(t.shape) != tuple(target_shape) and \
+                    len(fmt) == len(dst) == len(target_shape):
+                # the same tensor in another axis order: permuted to the ground truth's
+                if self.converters is not None and (fmt, dst) in self.converters:
+                    plain = self.converters.apply(fmt, dst, t.array(), t.shape, target_shape)
+                    return core.source_from_array(np.ascontiguousarray(plain)), t
+                return core.source_from_dump(ref.dump._file, kind, index, dst, list(target_shape)), t
             return core.source_from_dump(ref.dump._file, kind, index), t
         dst = target_format or _plain_target(fmt, pair, len(target_shape))
-        groups = max(1, int(t.sub_format))
         if len(target_shape) != (5 if fmt in _FIVE_D else 4) and fmt != "FRACTAL_NZ":
             # the ground truth is not 4-D/5-D (an FC layer's (N, C)): decode by the dump's original shape
             original = t.original_shape or pair.origin_shape
@@ -578,7 +623,9 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     row.npu_data_type = _dtype_name(t.data_type)
                     row.npu_address = hex(t.address)
                     row.shape = _shape_text(t.original_shape or t.shape)
-                    if pair.skip_reason is None:
+                    if pair.skip_reason is None and not device_vs_device:
+                        # raw integers of quantize/dequantize ops have no float ground truth (two device dumps
+                        # hold the same integers and are compared)
                         reason = quant_skip_reason(pair.npu_op or "", pair.op_type or "", pair.kind, t.data_type)
                         if reason and t.data_type in ("INT8", "INT4", "UINT8"):
                             row.skipped, row.fail_reason = True, reason
@@ -595,13 +642,17 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
             try:
                 if device_vs_device:
                     gt_ref: _DeviceRef = pair.ground_truth_ref
-                    y_src, gt_t = sides.device(gt_ref, pair.kind, pair.index or 0, pair, None)
+                    t = sides.tensor(npu_ref, pair.kind, pair.index or 0)
+                    gt_t = sides.tensor(gt_ref, pair.kind, pair.index or 0)
                     row.ground_truth_data_type = _dtype_name(gt_t.data_type)
                     row.ground_truth_address = hex(gt_t.address)
-                    x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, None)
-                    if t.format != gt_t.format or tuple(t.shape) != tuple(gt_t.shape):
+                    if (t.format, tuple(t.shape), t.original_shape) != \
+                            (gt_t.format, tuple(gt_t.shape), gt_t.original_shape):
                         raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "
                                            f"{gt_t.format} {list(gt_t.shape)}")
+                    # both decoded the same way: padding of a device layout stays out of the metrics
+                    x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, None)
+                    y_src, gt_t = sides.device(gt_ref, pair.kind, pair.index or 0, pair, None)
                     scalar = len(t.shape) == 0
                 else:
                     y_src, gt_shape, gt_dtype = _ground_truth_array(pair.ground_truth_ref)

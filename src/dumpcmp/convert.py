@@ -307,7 +307,7 @@ def convert_tensor(tensor: Tensor, fmt: str, *, shape: Sequence[int] | str | Non
     except DumpcmpError as error:
         raise DumpError(f"{where}: {error}") from None
     src_shape = tuple(int(d) for d in array.shape)
-    groups = max(int(tensor.sub_format), 1) if src == "FRACTAL_Z" else 1
+    groups = layout.groups_of(tensor)
     converters = layout.Converters(custom) if custom is not None and not isinstance(custom, layout.Converters) \
         else custom
 

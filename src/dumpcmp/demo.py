@@ -119,6 +119,8 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
             raise DumpcmpError(f"{out_dir}: exists and is not empty; choose another folder or pass --force")
         _clear_demo_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / _MARKER).write_text("written by dumpcmp demo; `dumpcmp demo --force` may replace this folder's "
+                                   "contents\n")
     say = (lambda *a: None) if quiet else print  # noqa: E731
 
     model = build_model(out_dir / "demo_net.onnx")
@@ -167,11 +169,16 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
     return DemoResult(out_dir, model, gt, out_dir / "dump", sim.json_path, csv_path, detail_dir, worst, seconds)
 
 
-_DEMO_ITEMS = ("demo_net.onnx", "demo_net.json", "input.npy", "ground_truth", "dump", "result.csv", "detail")
+_MARKER = ".dumpcmp-demo"
+_DEMO_ITEMS = ("demo_net.onnx", "demo_net.json", "input.npy", "ground_truth", "dump", "result.csv", "detail",
+               _MARKER)
 
 
 def _clear_demo_folder(folder: Path) -> None:
-    """--force replaces what an earlier demo wrote; anything else in the folder is the user's and stays."""
+    """--force replaces what an earlier demo wrote, in a folder the demo marked as its own; nothing else."""
+    if not (folder / _MARKER).is_file():
+        raise ConfigError(f"{folder}: not a folder an earlier `dumpcmp demo` wrote (no {_MARKER} in it); "
+                          f"choose an empty folder")
     unknown = [p.name for p in folder.iterdir() if p.name not in _DEMO_ITEMS]
     if unknown:
         raise ConfigError(f"{folder}: holds files the demo did not write ({', '.join(sorted(unknown)[:5])}); "

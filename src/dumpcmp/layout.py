@@ -40,6 +40,7 @@ __all__ = [
     "PLAIN_FORMATS",
     "Converters",
     "LayoutError",
+    "groups_of",
     "convert",
     "default_c0",
     "device_shape",
@@ -90,6 +91,12 @@ def _core_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise
     except (ValueError, IndexError) as error:
         raise LayoutError(str(error)) from None
+
+
+def groups_of(tensor: Any) -> int:
+    """The convolution group count a dump tensor's layout needs: its sub_format, for FRACTAL_Z only (other formats
+    may carry a sub_format that means something else)."""
+    return max(1, int(tensor.sub_format)) if tensor.format == "FRACTAL_Z" else 1
 
 
 def default_c0(device_format: str, dtype: Any) -> int:

@@ -80,12 +80,17 @@ def compare_op(
     sides = _Sides(custom)
     if run.device_vs_device:
         gt_ref = pair.ground_truth_ref
-        y, gt_t = sides.device(gt_ref, kind, index, pair, None)
-        x, t = sides.device(pair.npu_ref, kind, index, pair, None)
-        if (t.format, tuple(t.shape)) != (gt_t.format, tuple(gt_t.shape)):
+        t = sides.tensor(pair.npu_ref, kind, index)
+        gt_t = sides.tensor(gt_ref, kind, index)
+        if (t.format, tuple(t.shape), t.original_shape) != (gt_t.format, tuple(gt_t.shape), gt_t.original_shape):
             raise DumpcmpError(f"{pair.tensor_index}: format/shape differ: {t.format} {list(t.shape)} vs "
                                f"{gt_t.format} {list(gt_t.shape)}")
-        shape, layout_name = tuple(t.shape), t.format
+        # both sides decoded by the same original shape, so the coordinates are the plain tensor's
+        target = "NCDHW" if t.format in _FIVE_D else ("ND" if t.format == "FRACTAL_NZ" else "NCHW")
+        dst, shape = sides.own_plain(t, pair, target)
+        x, _ = sides.device(pair.npu_ref, kind, index, pair, None, target)
+        y, _ = sides.device(gt_ref, kind, index, pair, None, target)
+        layout_name = dst if dst is not None and dst != "ND" else ("NCHW" if len(shape) <= 4 else t.format)
     else:
         y, gt_shape, _ = _ground_truth_array(pair.ground_truth_ref)
         gt_format = (pair.origin_format or "").upper()

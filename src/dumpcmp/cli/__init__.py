@@ -31,6 +31,25 @@ COMMANDS = {
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
+def count(text: str) -> int:
+    """argparse type for counts that may be 0 (threads: 0 = all cores): a clear usage error below 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below 0")
+    return value
+
+
+def positive(text: str) -> int:
+    """argparse type for counts of at least 1 (rows per file, ...)."""
+    value = count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import count, positive
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare device dumps with ground truth, operator by operator",
@@ -35,14 +37,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", dest="model_name", help="select the model name")
     p.add_argument("--model-id", type=int, help="select the model id")
     p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
-    p.add_argument("--threads", type=int, default=0, help="threads (default: all cores)")
+    p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
+                                                        "standard output when there is no -o)")
     p.add_argument("-d", "--op", dest="op", metavar="OP", help="single-operator mode: the device op to detail")
     p.add_argument("-t", "--tensor", choices=("input", "output"), default="output", help="with -d: input or output")
-    p.add_argument("-i", "--index", type=int, default=0, help="with -d: which input/output")
-    p.add_argument("--top-n", type=int, default=20, help="with -d: largest errors to list")
-    p.add_argument("--max-lines", type=int, default=1_000_000, help="with -d: data rows per detail CSV file")
+    p.add_argument("-i", "--index", type=count, default=0, help="with -d: which input/output")
+    p.add_argument("--top-n", type=count, default=20, help="with -d: largest errors to list")
+    p.add_argument("--max-lines", type=positive, default=1_000_000, help="with -d: data rows per detail CSV file")
     p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
                    help="with -d: detail as CSV files (default) or .npy columns")
     p.set_defaults(run=run)
@@ -64,24 +67,42 @@ def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) ->
     return path, csv_format
 
 
+def _check_output(args: argparse.Namespace) -> None:
+    from ..errors import DumpcmpError
+
+    if args.output is None or Path(args.output).is_dir():
+        return
+    path = Path(args.output)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise DumpcmpError(f"{path}: the folder {folder} does not exist")
+    if path.exists() and not args.force:
+        raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace it")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..comparison import compare_runs, text_table
+    from ..errors import DumpcmpError
 
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
                      data_index=args.data_index)
     if args.op is not None:
         return _run_single_op(args, selection)
+    _check_output(args)  # before a long run: an existing result file or a missing folder is found now
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, **selection)
     several = len(results) > 1
-    for result in results:
-        path, csv_format = _result_path(args.output, args.csv, result.run, several)
+    paths = [_result_path(args.output, args.csv, result.run, several) for result in results]
+    if not args.force:
+        for path, _ in paths:
+            if path is not None and path.exists():
+                raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace it")
+    for result, (path, csv_format) in zip(results, paths):
         if path is not None:
             result.write(path, csv_format=csv_format, extra=args.extra, overflow=args.overflow, force=args.force)
-        elif not args.quiet:
-            table = result.table(extra=args.extra, overflow=args.overflow)
-            sys.stdout.write(text_table(table))
+        else:
+            sys.stdout.write(text_table(result.table(extra=args.extra, overflow=args.overflow)))
         if not args.quiet:
             print(result.summary(args.threshold), file=sys.stderr if path is None else sys.stdout)
             if path is not None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ._io import atomic_write_text
 from .errors import ConfigError
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -562,13 +563,7 @@ def _write_new(path: Path, text: str, force: bool) -> None:
         raise ConfigError(f"{path}: already exists; choose another name or pass force=True (--force) to replace it")
     if path.is_dir():
         raise ConfigError(f"{path}: is a folder; give a file name")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    atomic_write_text(path, text, force=force)
 
 
 def write_acl_json(config: Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:

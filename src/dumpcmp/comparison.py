@@ -20,7 +20,6 @@ import csv
 import io
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -28,6 +27,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import layout as _layout
+from ._io import atomic_write_text
 from ._native import core
 from .errors import DumpcmpError, NotFoundError
 from .graph import Graph, load_graph
@@ -224,12 +224,9 @@ class ComparisonResult:
         path = Path(path)
         if csv_format is None:
             csv_format = path.suffix.lower() == ".csv"
-        if path.exists() and not force:
-            raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace it")
         text = _csv_text(self.table(extra=extra, overflow=overflow)) if csv_format else \
             text_table(self.table(extra=extra, overflow=overflow))
-        _atomic_write(path, text)
-        return path
+        return atomic_write_text(path, text, force=force, what="result file")
 
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per row with the columns and the raw metric values (floats, not strings)."""
@@ -316,23 +313,6 @@ def _csv_text(table: list[list[str]]) -> str:
 def text_table(table: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n" for row in table)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise DumpcmpError(f"{path}: the folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # ---- building the comparison ---------------------------------------------------------------------------------

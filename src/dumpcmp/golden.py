@@ -46,6 +46,7 @@ import hashlib
 import heapq
 import importlib.util
 import inspect
+import io
 import json
 import os
 import re
@@ -56,6 +57,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ._io import atomic_write, atomic_write_text
 from .errors import ConfigError, DumpcmpError, NotFoundError
 
 INDEX_NAME = "golden_index.csv"
@@ -747,10 +749,7 @@ class _Namer:
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        np.save(f, array, allow_pickle=False)
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: np.save(f, array, allow_pickle=False))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -897,13 +896,12 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
         plain = {n: outputs_seen[n] for n in runner.original_outputs}
 
     index_path = out / INDEX_NAME
-    tmp = out / f".{INDEX_NAME}.tmp"
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(INDEX_COLUMNS)
-        for rec in records:
-            w.writerow(rec.row())
-    os.replace(tmp, index_path)
+    text = io.StringIO()
+    w = csv.writer(text, lineterminator="\n")
+    w.writerow(INDEX_COLUMNS)
+    for rec in records:
+        w.writerow(rec.row())
+    atomic_write_text(index_path, text.getvalue())
     run_info = {
         "model": str(path.resolve()),
         "inputs": {n: source_notes.get(n, "") for n in feeds},

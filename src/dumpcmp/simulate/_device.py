@@ -22,13 +22,13 @@ What the compiler does that is imitated here (spec: fusion-json.md):
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .._io import atomic_write_text
 from .. import layout as L
 from ..graph import ATTR_ORIGIN_FORMAT, ATTR_ORIGIN_NAME, ATTR_ORIGIN_OUTPUT_INDEX, ATTR_ORIGINAL_OP_NAMES
 from ._lower import Lowered, is_weight_dequantize, node_name
@@ -526,10 +526,8 @@ class DeviceGraph:
 
     def write_json(self, path: Path, precision: str) -> None:
         text = json.dumps(self.to_json(precision), indent=1)
-        tmp = path.with_name(f".{path.name}.tmp")
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, text + "\n")
 
 
 def _attr_s(key: str, value: str) -> dict[str, Any]:

@@ -6,8 +6,9 @@ Needs the `onnx` extra (`pip install 'dumpcmp[onnx]'`: onnx, onnxruntime).
 What is written, and the decisions behind it:
 - Names: `.`, `/`, `\\` and spaces in an op name become `_` (the runtime's rule, so the names match the device
   side). A node without a name is named after its first output tensor. Two ops that sanitise to the same name get
-  `_1`, `_2`, ... (noted in the index); a name too long for a file (255 bytes) is shortened with a hash of the
-  original (noted). The index is the mapping table from original names to files.
+  `_1`, `_2`, ... (noted in the index); a file name too long for the file system (255 bytes) is written as a
+  digits-only hash with a `{hash},{name}` row in the folder's mapping.csv, as the Ascend tools do, so scans resolve
+  it (noted). The index is the mapping table from original names to files.
 - Model inputs are written as the output 0 of an "op" named after the input, op type `Input` (ATC turns each
   graph input into a Data op of that name, so a comparison finds them under `{input}.0`). Initializers (weights)
   are not written.
@@ -57,6 +58,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from . import naming
 from ._io import atomic_write, atomic_write_text
 from .errors import ConfigError, DumpcmpError, NotFoundError
 
@@ -67,14 +69,10 @@ INDEX_COLUMNS = ("order", "op_name", "file_op_name", "op_type", "output_index", 
 INPUT_OP_TYPE = "Input"
 DEFAULT_BATCH_BYTES = 512 * 1024 * 1024
 IMAGE_LIST_SUFFIXES = (".txt", ".list", ".lst")
-_MAX_FILE_NAME = 255
 _TIMESTAMP_RE = re.compile(r"\.\d+\.(\d{16})\.npy$")
-_SANITISE_RE = re.compile(r"[./\\ ]")
 
 
-def sanitize_name(name: str) -> str:
-    """The runtime's rule for names in dump file names: `.`, `/`, `\\` and spaces become `_`."""
-    return _SANITISE_RE.sub("_", name)
+sanitize_name = naming.sanitize  # the runtime's rule, one definition in dumpcmp.naming
 
 
 def _require_onnx() -> tuple[Any, Any]:
@@ -733,11 +731,6 @@ class _Namer:
     def __call__(self, op_name: str) -> tuple[str, str]:
         base = sanitize_name(op_name) or "_"
         note = ""
-        limit = _MAX_FILE_NAME - len(".99999.1234567890123456.npy") - 8
-        if len(base.encode("utf-8")) > limit:
-            digest = hashlib.sha1(op_name.encode("utf-8")).hexdigest()[:16]
-            base = base.encode("utf-8")[: limit - 17].decode("utf-8", "ignore") + "_" + digest
-            note = "name too long for a file: shortened with a hash"
         name, k = base, 0
         while name in self.used and self.used[name] != op_name:
             k += 1
@@ -923,7 +916,11 @@ def _join_note(a: str, b: str) -> str:
 
 def _write(out: Path, rec: GoldenRecord, array: np.ndarray, base: int) -> None:
     ts = base + rec.order
-    rec.file = f"{rec.file_op_name}.{rec.output_index}.{ts}.npy"
+    # a name too long for the file system becomes a digits-only hash with a mapping.csv row, as the Ascend tools
+    # do, so a scan of the folder resolves it back to its {op}.{output_index} key
+    rec.file = naming.safe_file_name(f"{rec.file_op_name}.{rec.output_index}.{ts}.npy", out)
+    if rec.file.isdigit():
+        rec.note = _join_note(rec.note, f"name too long for a file: written as {rec.file}, see mapping.csv")
     rec.shape = tuple(int(d) for d in array.shape)
     rec.dtype = str(array.dtype)
     _save_npy(out / rec.file, array)

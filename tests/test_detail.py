@@ -63,14 +63,14 @@ def reference_rows(x32: np.ndarray, y32: np.ndarray, shape: tuple[int, ...]) -> 
     return rows
 
 
-def read_rows(paths) -> list[list[str]]:
+def read_rows(paths, header: str = HEADER) -> list[list[str]]:
     """Each file's data lines (header checked and dropped)."""
     out = []
     for p in paths:
         with open(p, newline="") as f:
             lines = f.read().split("\n")
         assert lines[-1] == ""
-        assert lines[0] == HEADER or lines[0].startswith("Index,")
+        assert lines[0] == header
         out.append(lines[1:-1])
     return out
 

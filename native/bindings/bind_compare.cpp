@@ -69,7 +69,9 @@ void bind_compare(py::module_& m) {
             const DataTypeInfo* info = find_data_type(*data_type);
             if (info == nullptr) throw std::invalid_argument("unknown data type name '" + *data_type + "'");
             type = info->type;
-            if (info->bits % 8 == 0 && info->bits > 0) count = static_cast<std::uint64_t>(a.nbytes()) / (info->bits / 8);
+            if (info->bits <= 0) throw std::invalid_argument(std::string(info->name) + " has no element size");
+            // raw storage bytes: as many whole elements as they hold (two per byte for INT4, ...)
+            count = static_cast<std::uint64_t>(a.nbytes()) * 8u / static_cast<std::uint64_t>(info->bits);
         } else {
             type = numpy_data_type(a.dtype(), "array");
         }

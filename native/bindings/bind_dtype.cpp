@@ -68,7 +68,7 @@ void bind_dtype(py::module_& m) {
             decode_to_numpy_repr(info.type, src, 0, static_cast<std::size_t>(count), dst);
         }
         return out;
-    }, py::arg("data_type"), py::arg("raw"), py::arg("count"),
+    }, py::arg("data_type"), py::arg("raw").noconvert(), py::arg("count"),
        "Decode `count` elements of device storage into dumpcmp's NumPy representation of the type.");
 
     m.def("encode", [](const std::string& type_name, py::array values) {
@@ -105,7 +105,7 @@ void bind_dtype(py::module_& m) {
             decode_to_float32(info.type, src, 0, static_cast<std::size_t>(count), dst);
         }
         return out;
-    }, py::arg("data_type"), py::arg("raw"), py::arg("count"),
+    }, py::arg("data_type"), py::arg("raw").noconvert(), py::arg("count"),
        "Decode device storage to float32 values, as the metrics see them.");
 }
 

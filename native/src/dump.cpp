@@ -396,7 +396,7 @@ DumpHeader read_dump_header(const std::string& path) {
         }
     }
     // Not the current format (or broken): map it whole, which also gives the precise error.
-    MappedFile map(path, MappedFile::Access::sequential);
+    MappedFile map(path);
     return parse_dump(map.data(), map.size(), path);
 }
 
@@ -531,7 +531,7 @@ const TensorDesc& DumpFile::tensor(TensorKind kind, std::size_t index) const {
 MappedFilePtr DumpFile::mapping() const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!mapping_) {
-        auto m = std::make_shared<const MappedFile>(path_, MappedFile::Access::sequential);
+        auto m = std::make_shared<const MappedFile>(path_);
         if (m->size() != header_.file_size)
             throw DumpError(path_, "changed on disk since its header was read (" + std::to_string(header_.file_size) +
                                        " bytes then, " + std::to_string(m->size()) + " now)");

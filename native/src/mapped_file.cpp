@@ -21,7 +21,7 @@ struct Fd {
 };
 }  // namespace
 
-MappedFile::MappedFile(std::string path, Access access) : path_(std::move(path)) {
+MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
     Fd f{::open(path_.c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) throw DumpError(path_, std::string("cannot open: ") + std::strerror(errno));
     struct stat st {};
@@ -33,19 +33,10 @@ MappedFile::MappedFile(std::string path, Access access) : path_(std::move(path))
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
     if (p == MAP_FAILED) throw DumpError(path_, std::string("cannot map: ") + std::strerror(errno));
     data_ = static_cast<const std::uint8_t*>(p);
-    ::madvise(p, size_, access == Access::sequential ? MADV_NORMAL : MADV_RANDOM);
 }
 
 MappedFile::~MappedFile() {
     if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
-}
-
-void MappedFile::will_need(std::size_t offset, std::size_t length) const noexcept {
-    if (data_ == nullptr || offset >= size_) return;
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t start = offset / page * page;
-    const std::size_t end = std::min(size_, offset + length);
-    ::madvise(const_cast<std::uint8_t*>(data_) + start, end - start, MADV_WILLNEED);
 }
 
 void prefault(const void* p, std::size_t n) noexcept {

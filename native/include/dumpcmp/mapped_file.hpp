@@ -8,12 +8,12 @@
 
 namespace dumpcmp {
 
+// Access hints: not MADV_SEQUENTIAL, which lets the kernel drop pages right behind a pass (the KLD metric and the
+// detail writer read a tensor twice); instead each tensor's range is prefaulted in one call before it is read.
 class MappedFile {
 public:
-    enum class Access { sequential, random };
-
     // Throws DumpError naming the file when it cannot be opened or mapped (missing, a directory, no permission).
-    explicit MappedFile(std::string path, Access access = Access::sequential);
+    explicit MappedFile(std::string path);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -21,9 +21,6 @@ public:
     const std::uint8_t* data() const noexcept { return data_; }
     std::size_t size() const noexcept { return size_; }
     const std::string& path() const noexcept { return path_; }
-
-    // Hint that [offset, offset+length) is about to be read once, front to back.
-    void will_need(std::size_t offset, std::size_t length) const noexcept;
 
 private:
     std::string path_;

@@ -121,8 +121,9 @@ MetricResult finalize(const MetricPartial& pass1, const KldPartial* kld, const M
 // as 0. Throws std::out_of_range for an index outside 0..9.
 std::string format_metric(int index, const MetricResult& result);
 
-// Whole tensors: chunks of `chunk_elements` decoded to float32 into per-thread buffers (memory independent of n),
-// partials merged in chunk order, pass 2 only when KLD is selected and needed.
+// Whole tensors (the engine over two plain sources, engine.hpp): windows of `chunk_elements` read in place or
+// decoded into per-thread buffers (memory independent of n), partials merged in window order, pass 2 only when
+// KLD is selected and needed.
 inline constexpr std::size_t kDefaultChunkElements = std::size_t{1} << 16;
 
 struct CompareOptions {

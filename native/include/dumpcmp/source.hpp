@@ -2,7 +2,8 @@
 //
 // The compared order is the ground truth's: row-major over its (plain) shape. A device tensor in a fractal layout
 // gets a layout Plan (device -> plain, cropped), and every reader asks for windows [first, first + n) of that order
-// decoded to float32, so nothing ever holds more than a window of a tensor.
+// (in the stored data type for the metrics, decoded to float32 for the detail writer), so nothing ever holds more
+// than a window of a tensor.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -125,8 +125,23 @@ DUMPCMP_TARGET_AVX512 inline bool any_above_avx512(const VD8& a1, const VD8& b1,
     return (_mm512_cmp_pd_mask((__m512d)b1, (__m512d)a1, _CMP_LT_OQ) |
             _mm512_cmp_pd_mask((__m512d)b2, (__m512d)a2, _CMP_LT_OQ)) != 0;
 }
+// GCC 12 widens a float 4-vector to doubles through the stack (two xmm conversions and a reload).
+DUMPCMP_TARGET_AVX2 inline VD4 widen_avx2(const VF8& f, int high) noexcept {
+    return (VD4)_mm256_cvtps_pd(high ? _mm256_extractf128_ps((__m256)f, 1) : _mm256_castps256_ps128((__m256)f));
+}
+DUMPCMP_TARGET_AVX2 inline VF8 narrow_avx2(const VD4& lo, const VD4& hi) noexcept {
+    return (VF8)_mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps((__m256d)lo)), _mm256_cvtpd_ps((__m256d)hi),
+                                     1);
+}
 DUMPCMP_TARGET_AVX2 inline bool any_set_avx2(const VM4& m) noexcept { return _mm256_movemask_pd((__m256d)m) != 0; }
 #endif
+inline VD2 widen_sse2(const VF4& f, int high) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    return (VD2)_mm_cvtps_pd(high ? _mm_movehl_ps((__m128)f, (__m128)f) : (__m128)f);
+#else
+    return high ? VD2{f[2], f[3]} : VD2{f[0], f[1]};
+#endif
+}
 inline bool any_set_sse2(const VM2& m) noexcept {
 #if DUMPCMP_HAVE_X86_LEVELS
     return _mm_movemask_pd((__m128d)m) != 0;
@@ -146,14 +161,16 @@ DUMPCMP_AI typename L::VD half_of(const typename L::VF& f) noexcept {
         static_assert(L::bytes != 64, "no AVX-512 level here");
 #endif
     } else if constexpr (L::bytes == 32) {
+#if DUMPCMP_HAVE_X86_LEVELS
         // float part H holds lanes 8H..8H+7: its halves are double parts 0 and 1
-        r.p[0] = __builtin_convertvector(__builtin_shufflevector(f.p[H], f.p[H], 0, 1, 2, 3), VD4);
-        r.p[1] = __builtin_convertvector(__builtin_shufflevector(f.p[H], f.p[H], 4, 5, 6, 7), VD4);
+        r.p[0] = widen_avx2(f.p[H], 0);
+        r.p[1] = widen_avx2(f.p[H], 1);
+#endif
     } else {
-        r.p[0] = __builtin_convertvector(__builtin_shufflevector(f.p[2 * H], f.p[2 * H], 0, 1), VD2);
-        r.p[1] = __builtin_convertvector(__builtin_shufflevector(f.p[2 * H], f.p[2 * H], 2, 3), VD2);
-        r.p[2] = __builtin_convertvector(__builtin_shufflevector(f.p[2 * H + 1], f.p[2 * H + 1], 0, 1), VD2);
-        r.p[3] = __builtin_convertvector(__builtin_shufflevector(f.p[2 * H + 1], f.p[2 * H + 1], 2, 3), VD2);
+        r.p[0] = widen_sse2(f.p[2 * H], 0);
+        r.p[1] = widen_sse2(f.p[2 * H], 1);
+        r.p[2] = widen_sse2(f.p[2 * H + 1], 0);
+        r.p[3] = widen_sse2(f.p[2 * H + 1], 1);
     }
     return r;
 }
@@ -166,10 +183,10 @@ DUMPCMP_AI typename L::VF narrow_pair(const typename L::VD& lo, const typename L
         r.p[0] = __builtin_shufflevector(__builtin_convertvector(lo.p[0], VF8), __builtin_convertvector(hi.p[0], VF8),
                                          0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     } else if constexpr (L::bytes == 32) {
-        r.p[0] = __builtin_shufflevector(__builtin_convertvector(lo.p[0], VF4), __builtin_convertvector(lo.p[1], VF4),
-                                         0, 1, 2, 3, 4, 5, 6, 7);
-        r.p[1] = __builtin_shufflevector(__builtin_convertvector(hi.p[0], VF4), __builtin_convertvector(hi.p[1], VF4),
-                                         0, 1, 2, 3, 4, 5, 6, 7);
+#if DUMPCMP_HAVE_X86_LEVELS
+        r.p[0] = narrow_avx2(lo.p[0], lo.p[1]);
+        r.p[1] = narrow_avx2(hi.p[0], hi.p[1]);
+#endif
     } else {
         r.p[0] = __builtin_shufflevector(__builtin_convertvector(lo.p[0], VF2), __builtin_convertvector(lo.p[1], VF2),
                                          0, 1, 2, 3);
@@ -365,37 +382,42 @@ void step8_partial(Lanes<L>& a, const typename L::VD& x, const typename L::VD& y
 // Elements per tile of the narrow levels' grouped loops: 16 KiB of float32 per side stays in L1 between them.
 constexpr std::size_t kTile = 4096;
 
-// One group's loop over [first, last) (whole steps of 16), on a local copy of its accumulators: they stay in
-// registers, the other groups' are not live in it.
+// One group's loop over [first, last) (whole steps of 16), on a local copy of its accumulators. Each level's
+// GroupRunner calls it from a function of its own (not inlined): the other groups' accumulators are then not live
+// across the loop, and this group's stay in registers.
+enum : unsigned { kGroupMinMax = 16 };
 template <class L, unsigned G, class Part, class SX, class SY>
 DUMPCMP_AI void group_loop(Part& part, SX x, SY y, std::size_t first, std::size_t last, const StepConstants<L>& c) {
     Part local = part;
     for (std::size_t i = first; i < last; i += kWide) {
-        typename L::VF fx{}, fy{};
-        if constexpr ((G & (kGroupX | kGroupDiff | kGroupRel)) != 0) fx = x.template load<L>(i);
-        if constexpr ((G & (kGroupY | kGroupDiff | kGroupRel)) != 0) fy = y.template load<L>(i);
-        if constexpr (G == kGroupX) {
+        if constexpr (G == kGroupMinMax) {
             x.prefetch(i + kPrefetchAhead);
-            side_minmax<L>(local, fx);
+            y.prefetch(i + kPrefetchAhead);
+            side_minmax<L>(local.x, x.template load<L>(i));
+            side_minmax<L>(local.y, y.template load<L>(i));
+        } else if constexpr (G == kGroupX) {
+            const typename L::VF fx = x.template load<L>(i);
             side_step<L>(local, half_of<L, 0>(fx), c.kx);
             side_step<L>(local, half_of<L, 1>(fx), c.kx);
         } else if constexpr (G == kGroupY) {
-            y.prefetch(i + kPrefetchAhead);
-            side_minmax<L>(local, fy);
+            const typename L::VF fy = y.template load<L>(i);
             side_step<L>(local, half_of<L, 0>(fy), c.ky);
             side_step<L>(local, half_of<L, 1>(fy), c.ky);
-        } else if constexpr (G == kGroupDiff) {
-            diff_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy));
-            diff_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy));
         } else {
-            rel_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
-            rel_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
+            const typename L::VF fx = x.template load<L>(i), fy = y.template load<L>(i);
+            if constexpr (G == kGroupDiff) {
+                diff_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy));
+                diff_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy));
+            } else {
+                rel_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
+                rel_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
+            }
         }
     }
     part = local;
 }
 
-template <class L, class SX, class SY>
+template <class L, class Runner, class SX, class SY>
 DUMPCMP_AI void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lanes<L>& out) {
     using VD = typename L::VD;
     const StepConstants<L> c{VD::splat(kx), VD::splat(ky), VD::splat(kMetricEps), VD::splat(1.0)};
@@ -413,10 +435,11 @@ DUMPCMP_AI void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lane
     } else {
         for (std::size_t first = 0; first < whole; first += kTile) {
             const std::size_t last = std::min(whole, first + kTile);
-            group_loop<L, kGroupX>(out.x, x, y, first, last, c);
-            group_loop<L, kGroupY>(out.y, x, y, first, last, c);
-            group_loop<L, kGroupDiff>(out.d, x, y, first, last, c);
-            group_loop<L, kGroupRel>(out.r, x, y, first, last, c);
+            Runner::template run<kGroupMinMax>(out, x, y, first, last, c);
+            Runner::template run<kGroupX>(out.x, x, y, first, last, c);
+            Runner::template run<kGroupY>(out.y, x, y, first, last, c);
+            Runner::template run<kGroupDiff>(out.d, x, y, first, last, c);
+            Runner::template run<kGroupRel>(out.r, x, y, first, last, c);
         }
     }
     if (whole < n) {
@@ -683,10 +706,17 @@ DUMPCMP_AI KldSums kld_body(SX x, SY y, std::size_t n, const KldParams& k) {
 
 // One compiled copy of each kernel per instruction-set level and source pair; simd_level() picks one.
 #define DUMPCMP_KERNEL_LEVEL(suffix, L, attributes)                                                              \
+    struct GroupRunner_##suffix {                                                                                \
+        template <unsigned G, class Part, class SX, class SY>                                                    \
+        attributes __attribute__((noinline)) static void run(Part& part, SX x, SY y, std::size_t first,          \
+                                                             std::size_t last, const StepConstants<L>& c) {      \
+            group_loop<L, G>(part, x, y, first, last, c);                                                        \
+        }                                                                                                        \
+    };                                                                                                           \
     template <class SX, class SY>                                                                                \
     attributes BlockSums lanes_##suffix(SX x, SY y, std::size_t n, double kx, double ky) {                       \
         Lanes<L> a = initial_lanes<L>();                                                                         \
-        lanes_body<L>(x, y, n, kx, ky, a);                                                                       \
+        lanes_body<L, GroupRunner_##suffix>(x, y, n, kx, ky, a);                                                 \
         return reduce<L>(a);                                                                                     \
     }                                                                                                            \
     template <class SX, class SY>                                                                                \

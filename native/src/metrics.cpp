@@ -393,8 +393,13 @@ DUMPCMP_AI void group_loop(Part& part, SX x, SY y, std::size_t first, std::size_
         if constexpr (G == kGroupMinMax) {
             x.prefetch(i + kPrefetchAhead);
             y.prefetch(i + kPrefetchAhead);
-            side_minmax<L>(local.x, x.template load<L>(i));
-            side_minmax<L>(local.y, y.template load<L>(i));
+            const typename L::VF fx = x.template load<L>(i), fy = y.template load<L>(i);
+            side_minmax<L>(local.x, fx);
+            side_minmax<L>(local.y, fy);
+            // The divisions of the relative errors overlap the min/max work here, in a loop of their own they
+            // would bound it.
+            rel_step<L>(local.r, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
+            rel_step<L>(local.r, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
         } else if constexpr (G == kGroupX) {
             const typename L::VF fx = x.template load<L>(i);
             side_step<L>(local, half_of<L, 0>(fx), c.kx);
@@ -439,7 +444,6 @@ DUMPCMP_AI void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lane
             Runner::template run<kGroupX>(out.x, x, y, first, last, c);
             Runner::template run<kGroupY>(out.y, x, y, first, last, c);
             Runner::template run<kGroupDiff>(out.d, x, y, first, last, c);
-            Runner::template run<kGroupRel>(out.r, x, y, first, last, c);
         }
     }
     if (whole < n) {

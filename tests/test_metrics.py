@@ -537,6 +537,56 @@ def test_instruction_set_levels_give_the_same_bits():
     assert outputs["scalar"] == outputs["avx2"] == outputs["avx512"]
 
 
+# Lengths around the kernels' steps of 16 and the narrow levels' tiles of 4096 elements (their accumulator
+# groups run as separate loops per tile), float32 and float16 storage, NaN/inf inside and in the tail.
+_LENGTHS_SCRIPT = r"""
+import json
+import numpy as np
+from dumpcmp.metrics import compare_arrays
+
+def hexes(v):
+    return [hexes(e) for e in v] if isinstance(v, (tuple, list)) else float(v).hex()
+
+rng = np.random.default_rng(43)
+out = []
+for n in (1, 7, 8, 9, 15, 16, 17, 31, 33, 4095, 4096, 4097, 4111, 8192 + 24, 3 * 4096 + 5):
+    y = (rng.standard_normal(n) * 2).astype(np.float32)
+    x = (y + rng.standard_normal(n).astype(np.float32) * 0.01).astype(np.float32)
+    special = x.copy()
+    special[n // 2] = np.nan
+    special[-1] = np.inf
+    for a, b in ((x, y), (x.astype(np.float16), y), (special, y), (y, special.astype(np.float16))):
+        r = compare_arrays(a, b, chunk_elements=5000)
+        numbers = list(r.values()) + [r.mean_x, r.std_x, r.mean_y, r.std_y, r.min_x, r.max_x, r.min_y, r.max_y]
+        out.append((hexes(numbers), r.nan_x, r.inf_x, r.nan_y, r.inf_y))
+print(json.dumps(out))
+"""
+
+
+def test_levels_agree_around_steps_and_tiles():
+    import os
+    import subprocess
+    import sys
+
+    outputs = {}
+    for level in ("scalar", "avx2", "avx512"):
+        env = dict(os.environ, DUMPCMP_SIMD=level)
+        done = subprocess.run([sys.executable, "-c", _LENGTHS_SCRIPT], env=env, capture_output=True, text=True,
+                              check=True)
+        outputs[level] = done.stdout
+    assert outputs["scalar"].startswith("[[")
+    assert outputs["scalar"] == outputs["avx2"] == outputs["avx512"]
+
+
+def test_tile_boundaries_against_reference():
+    # one tile plus a partial step: every accumulator group must see every element exactly once
+    rng = np.random.default_rng(44)
+    for n in (4096 + 16, 4096 * 2 + 9):
+        y = (rng.standard_normal(n) * 3).astype(np.float32)
+        x = (y + rng.standard_normal(n).astype(np.float32) * 0.05).astype(np.float32)
+        check_against_reference(x, y, compare_arrays(x, y))
+
+
 def test_float16_in_registers_matches_the_float32_path():
     # every float16 code, NaN and inf included, on either side; the float32 copy goes through the plain loads
     rng = np.random.default_rng(41)

@@ -13,6 +13,7 @@
 #include "dumpcmp/parallel.hpp"
 #include "kld_hooks.hpp"
 #include "simd.hpp"
+#include "simd_pack.hpp"
 
 #if DUMPCMP_HAVE_X86_LEVELS
 #include <immintrin.h>
@@ -49,163 +50,185 @@ const char* const kMetricNames[kMetricCount] = {
 // max that lets a NaN in and never out, like np.max.
 inline double sticky_max(double m, double v) noexcept { return (v > m || v != v) ? v : m; }
 
-// Eight lanes of doubles as a GCC/Clang vector: one zmm with AVX-512, two ymm with AVX2, four xmm on baseline
-// x86-64. The lane structure, not the instruction set, fixes the summation order, so every level of simd.hpp
-// gives the same bits (no FMA contraction: see the pragma at the top). Element i of a block always lands in lane
-// i % 8, in element order.
-typedef double VD __attribute__((vector_size(64)));
-typedef float VF16 __attribute__((vector_size(64)));            // 16 float32: min/max need no promotion
-typedef float VF8 __attribute__((vector_size(32)));
-typedef std::uint32_t VW16 __attribute__((vector_size(64)));    // bit patterns of VF16
-typedef std::int32_t VI16 __attribute__((vector_size(64)));     // comparison masks of VF16
-typedef std::uint16_t VH16 __attribute__((vector_size(32)));    // 16 raw float16 patterns
-typedef long long VM __attribute__((vector_size(64)));          // comparison masks of VD
-typedef unsigned long long VU __attribute__((vector_size(64)));
-static_assert(sizeof(VD) / sizeof(double) == kLanes, "one vector per lane set");
-constexpr std::size_t kWide = 16;  // elements per step: one VF16, two VD
+// The kernels' lane structure: eight logical double lanes (sixteen float lanes for min/max), element i of a block
+// in lane i % 8, in element order, on every level. A level holds those lanes in vectors of its own width (one
+// zmm, two ymm or four xmm: simd_pack.hpp), so the instruction set changes how many registers a lane set takes,
+// never the arithmetic a lane sees: all levels give the same bits (no FMA contraction: see the pragma above).
+template <std::size_t Bytes, detail::SimdLevel Id>
+struct Level {
+    static constexpr std::size_t bytes = Bytes;
+    static constexpr std::size_t parts = 64 / Bytes;
+    static constexpr detail::SimdLevel id = Id;
+    using VD = detail::Pack<double, Bytes, parts>;
+    using VM = detail::Pack<long long, Bytes, parts>;
+    using VU = detail::Pack<unsigned long long, Bytes, parts>;
+    using VF = detail::Pack<float, Bytes, parts>;
+    using VI = detail::Pack<std::int32_t, Bytes, parts>;
+    using VW = detail::Pack<std::uint32_t, Bytes, parts>;
+};
+using LevelScalar = Level<16, detail::SimdLevel::scalar>;  // baseline x86-64: SSE2
+using LevelAvx2 = Level<32, detail::SimdLevel::avx2>;
+using LevelAvx512 = Level<64, detail::SimdLevel::avx512>;
+static_assert(LevelAvx2::VD::lanes == kLanes && LevelScalar::VF::lanes == 16, "the same logical lanes everywhere");
+constexpr std::size_t kWide = 16;  // elements per step: one VF, two VD
 // Software prefetch distance in elements. The loops are compute-heavy enough that the hardware prefetcher alone
 // falls behind on data from DRAM; a prefetch past the end of a block is harmless (prefetches never fault).
 constexpr std::size_t kPrefetchAhead = 1024;
 
-// Scalar minus vector broadcasts; subtracting +0 is exact for every v (-0 included), so it folds to a broadcast.
-// (An initialiser list is built lane by lane, every time, inside the loops.)
-inline VD splat(double v) noexcept { return v - VD{}; }
-inline VD vabs(const VD& v) noexcept { return (VD)((VU)v & (VU{} + 0x7FFFFFFFFFFFFFFFull)); }
-inline VD select(const VM& mask, const VD& a, const VD& b) noexcept { return (VD)(((VU)mask & (VU)a) | (~(VU)mask & (VU)b)); }
-// Comparisons. GCC 12 lowers a comparison of 64-byte vectors element by element (scalar code) when the target has
-// no 64-byte registers, but compares 32-byte halves natively; so below AVX-512 the halves are compared and the
-// masks joined (the join is free: a 64-byte vector lives in two registers there).
+typedef double VD8 __attribute__((vector_size(64)));
+typedef float VF16 __attribute__((vector_size(64)));
+typedef float VF8 __attribute__((vector_size(32)));
 typedef double VD4 __attribute__((vector_size(32)));
+typedef float VF4 __attribute__((vector_size(16)));
+typedef double VD2 __attribute__((vector_size(16)));
+typedef float VF2 __attribute__((vector_size(8)));
 typedef long long VM4 __attribute__((vector_size(32)));
-typedef float VF8h __attribute__((vector_size(32)));
-typedef std::int32_t VI8h __attribute__((vector_size(32)));
-typedef std::uint32_t VW8h __attribute__((vector_size(32)));
+typedef long long VM2 __attribute__((vector_size(16)));
+typedef std::uint16_t VH4 __attribute__((vector_size(8)));
+typedef std::uint32_t VW4 __attribute__((vector_size(16)));
+typedef std::int32_t VI4 __attribute__((vector_size(16)));
 
-template <bool Wide>
-__attribute__((always_inline)) inline VM less(const VD& a, const VD& b) noexcept {
-    if constexpr (Wide) {
-        return a < b;
-    } else {
-        const VD4 al = __builtin_shufflevector(a, a, 0, 1, 2, 3), ah = __builtin_shufflevector(a, a, 4, 5, 6, 7);
-        const VD4 bl = __builtin_shufflevector(b, b, 0, 1, 2, 3), bh = __builtin_shufflevector(b, b, 4, 5, 6, 7);
-        const VM4 lo = al < bl, hi = ah < bh;
-        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
-    }
-}
-template <bool Wide>
-__attribute__((always_inline)) inline VM less(const VM& a, const VM& b) noexcept {
-    if constexpr (Wide) {
-        return a < b;
-    } else {
-        const VM4 al = __builtin_shufflevector(a, a, 0, 1, 2, 3), ah = __builtin_shufflevector(a, a, 4, 5, 6, 7);
-        const VM4 bl = __builtin_shufflevector(b, b, 0, 1, 2, 3), bh = __builtin_shufflevector(b, b, 4, 5, 6, 7);
-        const VM4 lo = al < bl, hi = ah < bh;
-        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
-    }
-}
-template <bool Wide>
-__attribute__((always_inline)) inline VI16 less(const VF16& a, const VF16& b) noexcept {
-    if constexpr (Wide) {
-        return a < b;
-    } else {
-        const VF8h al = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
-        const VF8h ah = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
-        const VF8h bl = __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7);
-        const VF8h bh = __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15);
-        const VI8h lo = al < bl, hi = ah < bh;
-        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    }
-}
-template <bool Wide>
-__attribute__((always_inline)) inline VI16 equal(const VW16& a, std::uint32_t b) noexcept {
-    if constexpr (Wide) {
-        return a == b;
-    } else {
-        const VW8h al = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
-        const VW8h ah = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
-        const VI8h lo = al == b, hi = ah == b;
-        return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    }
-}
-
-inline VF16 select16(const VI16& mask, const VF16& a, const VF16& b) noexcept {
-    return (VF16)(((VW16)mask & (VW16)a) | (~(VW16)mask & (VW16)b));
-}
-
-// Selections are written two ways with the same result: vector ?: becomes single min/max/masked instructions with
-// AVX-512 but is split into scalar code for 64-byte vectors on narrower targets, where and/or masks lower well.
-// Wide is true in the AVX-512 instantiation only.
-template <bool Wide>
-__attribute__((always_inline)) inline VD pick(const VM& mask, const VD& a, const VD& b) noexcept {
-    if constexpr (Wide) return mask ? a : b;
-    else return select(mask, a, b);
-}
-template <bool Wide>
-__attribute__((always_inline)) inline VF16 pick16(const VI16& mask, const VF16& a, const VF16& b) noexcept {
-    if constexpr (Wide) return mask ? a : b;
-    else return select16(mask, a, b);
+template <class VD>
+DUMPCMP_AI VD vabs(const VD& v) noexcept {
+    return detail::bitcast<double>(detail::bitcast<unsigned long long>(v) & 0x7FFFFFFFFFFFFFFFull);
 }
 // NaN-propagating max for values that are >= 0 or NaN with the sign bit clear (|.| results): their bit patterns
 // order as integers the way the values do, and NaN patterns sit above +inf.
-template <bool Wide>
-__attribute__((always_inline)) inline VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept {
-    return pick<Wide>(less<Wide>((VM)m, (VM)v), v, m);
-}
-#if DUMPCMP_HAVE_X86_LEVELS
-// AVX-512 forms of a few steps, the same values bit for bit; GCC 12 makes several instructions of each generic
-// form. Not always_inline (their callers are generic templates) but inlined into the AVX-512 kernels all the same.
-// The zero-masked intrinsics: the plain ones start from an undefined register, which GCC 12 warns about.
-DUMPCMP_TARGET_AVX512 inline VD low_half_avx512(const VF16& f) noexcept {
-    return (VD)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7));
-}
-DUMPCMP_TARGET_AVX512 inline VD high_half_avx512(const VF16& f) noexcept {
-    return (VD)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15));
-}
-// floor(log2 v) of a positive normal v, exact: the biased exponent less 1023.
-DUMPCMP_TARGET_AVX512 inline VD exponent_avx512(const VD& v) noexcept {
-    return (VD)_mm512_maskz_getexp_pd(0xFF, (__m512d)v);
-}
-#endif
-template <bool Wide>
-__attribute__((always_inline)) inline VD low_half(const VF16& f) noexcept {
-#if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (Wide) return low_half_avx512(f);
-#endif
-    return __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), VD);
-}
-template <bool Wide>
-__attribute__((always_inline)) inline VD high_half(const VF16& f) noexcept {
-#if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (Wide) return high_half_avx512(f);
-#endif
-    return __builtin_convertvector(__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15), VD);
+template <class VD>
+DUMPCMP_AI VD vsticky_max_nonneg(const VD& m, const VD& v) noexcept {
+    return pick(detail::bitcast<long long>(m) < detail::bitcast<long long>(v), v, m);
 }
 
-// IEEE binary16 -> binary32 on 16 lanes with integer operations only: exact, the same bits as half_to_float
-// (NaN payloads kept) on every level, and independent of the MXCSR denormal modes.
-__attribute__((always_inline)) inline VF16 halves_to_floats(const VH16& raw) noexcept {
-    const VW16 h = __builtin_convertvector(raw, VW16);
-    const VW16 sign = (h & 0x8000u) << 16;
-    const VW16 exp = h & 0x7C00u;
-    const VW16 mant = h & 0x3FFu;
-    const VW16 normal = ((h & 0x7FFFu) << 13) + (112u << 23);
-    const VW16 special = (mant << 13) | 0x7F800000u;
+#if DUMPCMP_HAVE_X86_LEVELS
+// AVX-512 and AVX2 forms of a few steps, the same values bit for bit; GCC 12 makes several instructions of each
+// generic form. Not always_inline (their callers are generic templates) but inlined into their level's kernels.
+// The zero-masked AVX-512 intrinsics: the plain ones start from an undefined register, which GCC 12 warns about.
+DUMPCMP_TARGET_AVX512 inline VD8 low_half_avx512(const VF16& f) noexcept {
+    return (VD8)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7));
+}
+DUMPCMP_TARGET_AVX512 inline VD8 high_half_avx512(const VF16& f) noexcept {
+    return (VD8)_mm512_maskz_cvtps_pd(0xFF, (__m256)__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+// floor(log2 v) of a positive normal v, exact: the biased exponent less 1023.
+DUMPCMP_TARGET_AVX512 inline VD8 exponent_avx512(const VD8& v) noexcept {
+    return (VD8)_mm512_maskz_getexp_pd(0xFF, (__m512d)v);
+}
+// The F16C conversions (16 and 8 elements). They equal halves_to_floats on every non-NaN input (denormal modes do
+// not apply to them; the tests compare the paths) and quiet signalling NaNs, which the metrics only count.
+DUMPCMP_TARGET_AVX512 inline VF16 halves16_avx512(const std::uint8_t* p) noexcept {
+    return (VF16)_mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+DUMPCMP_TARGET_AVX2 inline VF8 halves8_avx2(const std::uint8_t* p) noexcept {
+    return (VF8)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+DUMPCMP_TARGET_AVX512 inline bool any_above_avx512(const VD8& a1, const VD8& b1, const VD8& a2, const VD8& b2) noexcept {
+    return (_mm512_cmp_pd_mask((__m512d)b1, (__m512d)a1, _CMP_LT_OQ) |
+            _mm512_cmp_pd_mask((__m512d)b2, (__m512d)a2, _CMP_LT_OQ)) != 0;
+}
+// GCC 12 widens a float 4-vector to doubles through the stack (two xmm conversions and a reload).
+DUMPCMP_TARGET_AVX2 inline VD4 widen_avx2(const VF8& f, int high) noexcept {
+    return (VD4)_mm256_cvtps_pd(high ? _mm256_extractf128_ps((__m256)f, 1) : _mm256_castps256_ps128((__m256)f));
+}
+DUMPCMP_TARGET_AVX2 inline VF8 narrow_avx2(const VD4& lo, const VD4& hi) noexcept {
+    return (VF8)_mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps((__m256d)lo)), _mm256_cvtpd_ps((__m256d)hi),
+                                     1);
+}
+DUMPCMP_TARGET_AVX2 inline bool any_set_avx2(const VM4& m) noexcept { return _mm256_movemask_pd((__m256d)m) != 0; }
+#endif
+inline VD2 widen_sse2(const VF4& f, int high) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    return (VD2)_mm_cvtps_pd(high ? _mm_movehl_ps((__m128)f, (__m128)f) : (__m128)f);
+#else
+    return high ? VD2{f[2], f[3]} : VD2{f[0], f[1]};
+#endif
+}
+inline bool any_set_sse2(const VM2& m) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    return _mm_movemask_pd((__m128d)m) != 0;
+#else
+    return (m[0] | m[1]) != 0;
+#endif
+}
+
+// Lanes 0-7 (H = 0) or 8-15 (H = 1) of sixteen floats as eight doubles, exact.
+template <class L, std::size_t H>
+DUMPCMP_AI typename L::VD half_of(const typename L::VF& f) noexcept {
+    typename L::VD r;
+    if constexpr (L::bytes == 64) {
+#if DUMPCMP_HAVE_X86_LEVELS
+        r.p[0] = H == 0 ? low_half_avx512(f.p[0]) : high_half_avx512(f.p[0]);
+#else
+        static_assert(L::bytes != 64, "no AVX-512 level here");
+#endif
+    } else if constexpr (L::bytes == 32) {
+#if DUMPCMP_HAVE_X86_LEVELS
+        // float part H holds lanes 8H..8H+7: its halves are double parts 0 and 1
+        r.p[0] = widen_avx2(f.p[H], 0);
+        r.p[1] = widen_avx2(f.p[H], 1);
+#endif
+    } else {
+        r.p[0] = widen_sse2(f.p[2 * H], 0);
+        r.p[1] = widen_sse2(f.p[2 * H], 1);
+        r.p[2] = widen_sse2(f.p[2 * H + 1], 0);
+        r.p[3] = widen_sse2(f.p[2 * H + 1], 1);
+    }
+    return r;
+}
+
+// Eight + eight doubles rounded to sixteen floats (lo in lanes 0-7).
+template <class L>
+DUMPCMP_AI typename L::VF narrow_pair(const typename L::VD& lo, const typename L::VD& hi) noexcept {
+    typename L::VF r;
+    if constexpr (L::bytes == 64) {
+        r.p[0] = __builtin_shufflevector(__builtin_convertvector(lo.p[0], VF8), __builtin_convertvector(hi.p[0], VF8),
+                                         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    } else if constexpr (L::bytes == 32) {
+#if DUMPCMP_HAVE_X86_LEVELS
+        r.p[0] = narrow_avx2(lo.p[0], lo.p[1]);
+        r.p[1] = narrow_avx2(hi.p[0], hi.p[1]);
+#endif
+    } else {
+        r.p[0] = __builtin_shufflevector(__builtin_convertvector(lo.p[0], VF2), __builtin_convertvector(lo.p[1], VF2),
+                                         0, 1, 2, 3);
+        r.p[1] = __builtin_shufflevector(__builtin_convertvector(lo.p[2], VF2), __builtin_convertvector(lo.p[3], VF2),
+                                         0, 1, 2, 3);
+        r.p[2] = __builtin_shufflevector(__builtin_convertvector(hi.p[0], VF2), __builtin_convertvector(hi.p[1], VF2),
+                                         0, 1, 2, 3);
+        r.p[3] = __builtin_shufflevector(__builtin_convertvector(hi.p[2], VF2), __builtin_convertvector(hi.p[3], VF2),
+                                         0, 1, 2, 3);
+    }
+    return r;
+}
+
+// IEEE binary16 -> binary32 with integer operations only: exact, the same bits as half_to_float (NaN payloads
+// kept), independent of the MXCSR denormal modes. The baseline level's decoder (the others have F16C).
+template <class L>
+DUMPCMP_AI typename L::VF halves_to_floats(const typename L::VW& h) noexcept {
+    using VW = typename L::VW;
+    using VF = typename L::VF;
+    const VW sign = (h & 0x8000u) << 16;
+    const VW exp = h & 0x7C00u;
+    const VW mant = h & 0x3FFu;
+    const VW normal = ((h & 0x7FFFu) << 13) + (112u << 23);
+    const VW special = (mant << 13) | 0x7F800000u;
     // Subnormals: mant * 2^-24, exact in float32 (an integer below 2^10 times a power of two).
-    const VF16 sub_value = __builtin_convertvector((VI16)mant, VF16) * 5.9604644775390625e-08f;
-    const VW16 sub = (VW16)sub_value;
-    // Only the narrow levels decode this way (AVX-512 has F16C below): and/or masks, compared by halves.
-    const VW16 is_sub = (VW16)equal<false>(exp, 0u), is_special = (VW16)equal<false>(exp, 0x7C00u);
-    const VW16 bits = (is_sub & sub) | (~is_sub & ((is_special & special) | (~is_special & normal)));
-    return (VF16)(bits | sign);
+    VF sub_value;
+    DUMPCMP_EACH(L::parts, sub_value.p[k] = __builtin_convertvector((typename L::VI::V)mant.p[k], typename VF::V));
+    const VW sub = detail::bitcast<std::uint32_t>(sub_value * 5.9604644775390625e-08f);
+    const VW is_sub = detail::bitcast<std::uint32_t>(exp == 0u);
+    const VW is_special = detail::bitcast<std::uint32_t>(exp == 0x7C00u);
+    const VW bits = (is_sub & sub) | (~is_sub & ((is_special & special) | (~is_special & normal)));
+    return detail::bitcast<float>(bits | sign);
 }
 
 // Where a block's values come from: float32 storage read in place, or float16 storage decoded in registers (no
 // buffer round trip). Both read through memcpy: any alignment.
 struct F32Source {
     const std::uint8_t* base;
-    __attribute__((always_inline)) VF16 load16(std::size_t i) const noexcept {
-        VF16 v;
-        std::memcpy(&v, base + 4 * i, sizeof v);
+    template <class L>
+    DUMPCMP_AI typename L::VF load(std::size_t i) const noexcept {
+        typename L::VF v;
+        DUMPCMP_EACH(L::parts, std::memcpy(&v.p[k], base + 4 * (i + k * L::VF::per), sizeof v.p[k]));
         return v;
     }
     float at(std::size_t i) const noexcept {
@@ -214,36 +237,34 @@ struct F32Source {
         return f;
     }
     F32Source offset(std::size_t i) const noexcept { return {base + 4 * i}; }
-    F32Source wide() const noexcept { return *this; }
-    __attribute__((always_inline)) void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 4 * i); }
+    DUMPCMP_AI void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 4 * i); }
 };
-// Wide sources are only used inside the AVX-512 kernels (their load16 carries that target).
-struct F16Source;
-#if DUMPCMP_HAVE_X86_LEVELS
-// The AVX-512 conversion, one instruction for 16 elements. It equals halves_to_floats on every non-NaN input
-// (denormal modes do not apply to it; the tests compare the paths) and quiets signalling NaNs, which the metrics
-// only count.
-struct F16WideSource {
-    const std::uint8_t* base;
-    DUMPCMP_TARGET_AVX512 VF16 load16(std::size_t i) const noexcept {
-        // The zero-masked form: the plain one starts from an undefined register, which GCC 12 warns about.
-        return (VF16)_mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2 * i)));
-    }
-    float at(std::size_t i) const noexcept {
-        std::uint16_t h;
-        std::memcpy(&h, base + 2 * i, sizeof h);
-        return half_to_float(h);
-    }
-    void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 2 * i); }
-};
-#endif
 
 struct F16Source {
     const std::uint8_t* base;
-    __attribute__((always_inline)) VF16 load16(std::size_t i) const noexcept {
-        VH16 h;
-        std::memcpy(&h, base + 2 * i, sizeof h);
-        return halves_to_floats(h);
+    template <class L>
+    DUMPCMP_AI typename L::VF load(std::size_t i) const noexcept {
+        typename L::VF v;
+        if constexpr (L::bytes == 64) {
+#if DUMPCMP_HAVE_X86_LEVELS
+            v.p[0] = halves16_avx512(base + 2 * i);
+#endif
+            return v;
+        } else if constexpr (L::bytes == 32) {
+#if DUMPCMP_HAVE_X86_LEVELS
+            v.p[0] = halves8_avx2(base + 2 * i);
+            v.p[1] = halves8_avx2(base + 2 * (i + 8));
+#endif
+            return v;
+        } else {
+            typename L::VW w;
+            DUMPCMP_EACH(L::parts, {
+                VH4 h;
+                std::memcpy(&h, base + 2 * (i + 4 * k), sizeof h);
+                w.p[k] = __builtin_convertvector(h, VW4);
+            });
+            return halves_to_floats<L>(w);
+        }
     }
     float at(std::size_t i) const noexcept {
         std::uint16_t h;
@@ -251,128 +272,241 @@ struct F16Source {
         return half_to_float(h);
     }
     F16Source offset(std::size_t i) const noexcept { return {base + 2 * i}; }
-    __attribute__((always_inline)) void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 2 * i); }
-#if DUMPCMP_HAVE_X86_LEVELS
-    F16WideSource wide() const noexcept { return {base}; }
-#endif
+    DUMPCMP_AI void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 2 * i); }
 };
 
+// The accumulators of pass 1 in four groups, which the narrow levels run as separate loops over an L1-resident
+// tile (all of them at once need 32 ymm registers; AVX2 has 16). Each accumulator still sees its elements in
+// element order, so the grouping changes no bit.
+template <class L>
+struct SideLanes {
+    typename L::VD s1, s2, sq;  // sums of deviations from the block's first finite value, their squares, squares
+    typename L::VF mn, mx;      // float32 min and max: exact, and NaN never enters them (the counts report it)
+};
+template <class L>
+struct DiffLanes {
+    typename L::VD sxy, sad, ssd, mad;
+};
+template <class L>
+struct RelLanes {
+    typename L::VD srel, mrel;
+};
+template <class L>
 struct Lanes {
-    VD sx, sxx_c, sxx;
-    VD sy, syy_c, syy;
-    VD sxy, sad, ssd, mad, srel, mrel;
-    VF16 minx, maxx, miny, maxy;
-
-    Lanes() noexcept
-        : sx{}, sxx_c{}, sxx{}, sy{}, syy_c{}, syy{}, sxy{}, sad{}, ssd{}, mad{}, srel{}, mrel{},
-          minx(VF16{} + std::numeric_limits<float>::infinity()), maxx(VF16{} - std::numeric_limits<float>::infinity()),
-          miny(minx), maxy(maxx) {}
+    SideLanes<L> x, y;
+    DiffLanes<L> d;
+    RelLanes<L> r;
 };
+template <class L>
+Lanes<L> initial_lanes() noexcept {
+    using VD = typename L::VD;
+    using VF = typename L::VF;
+    const SideLanes<L> side{VD::zero(), VD::zero(), VD::zero(), VF::splat(std::numeric_limits<float>::infinity()),
+                            VF::splat(-std::numeric_limits<float>::infinity())};
+    return {side, side, {VD::zero(), VD::zero(), VD::zero(), VD::zero()}, {VD::zero(), VD::zero()}};
+}
+
+template <class L>
+struct StepConstants {
+    typename L::VD kx, ky, eps, one;
+};
+
+enum : unsigned { kGroupX = 1, kGroupY = 2, kGroupDiff = 4, kGroupRel = 8, kGroupsAll = 15 };
+
+template <class L>
+DUMPCMP_AI void side_step(SideLanes<L>& a, const typename L::VD& v, const typename L::VD& k) noexcept {
+    // Sums of deviations from the block's first finite value: the variance from them loses at most about
+    // log2(block) bits, unlike sum(x^2) - n*mean^2 (which fails on large constant data).
+    const typename L::VD dv = v - k;
+    a.s1 += dv;
+    a.s2 += dv * dv;
+    a.sq += v * v;
+}
+template <class L>
+DUMPCMP_AI void side_minmax(SideLanes<L>& a, const typename L::VF& f) noexcept {
+    a.mn = pick(f < a.mn, f, a.mn);
+    a.mx = pick(a.mx < f, f, a.mx);
+}
+template <class L>
+DUMPCMP_AI void diff_step(DiffLanes<L>& a, const typename L::VD& x, const typename L::VD& y) noexcept {
+    a.sxy += x * y;
+    const typename L::VD d = vabs(x - y);
+    a.sad += d;
+    a.ssd += d * d;
+    a.mad = vsticky_max_nonneg(a.mad, d);
+}
+template <class L>
+DUMPCMP_AI void rel_step(RelLanes<L>& a, const typename L::VD& x, const typename L::VD& y,
+                         const StepConstants<L>& c) noexcept {
+    // Every lane divides, unconditionally (no branch); lanes with |y| <= EPS are then replaced by 0, whatever
+    // inf or NaN their division gave.
+    const auto counted = c.eps < vabs(y);
+    const typename L::VD r = pick(counted, vabs(x / y - c.one), L::VD::zero());
+    a.srel += r;
+    a.mrel = vsticky_max_nonneg(a.mrel, r);
+}
+
+// The sums of eight elements (one per lane), for the groups in G.
+template <class L, unsigned G>
+DUMPCMP_AI void step8(Lanes<L>& a, const typename L::VD& x, const typename L::VD& y, const StepConstants<L>& c) noexcept {
+    if constexpr ((G & kGroupX) != 0) side_step<L>(a.x, x, c.kx);
+    if constexpr ((G & kGroupY) != 0) side_step<L>(a.y, y, c.ky);
+    if constexpr ((G & kGroupDiff) != 0) diff_step<L>(a.d, x, y);
+    if constexpr ((G & kGroupRel) != 0) rel_step<L>(a.r, x, y, c);
+}
+
+template <class L, unsigned G>
+DUMPCMP_AI void step16(Lanes<L>& a, const typename L::VF& fx, const typename L::VF& fy,
+                       const StepConstants<L>& c) noexcept {
+    if constexpr ((G & kGroupX) != 0) side_minmax<L>(a.x, fx);
+    if constexpr ((G & kGroupY) != 0) side_minmax<L>(a.y, fy);
+    step8<L, G>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
+    step8<L, G>(a, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
+}
+
+// The last rest (< 8) elements of eight lanes: a step on a copy, keeping only the lanes that saw real elements.
+template <class L>
+void step8_partial(Lanes<L>& a, const typename L::VD& x, const typename L::VD& y, const StepConstants<L>& c,
+                   std::size_t rest) noexcept {
+    Lanes<L> b = a;
+    step8<L, kGroupsAll>(b, x, y, c);
+    typename L::VM keep;
+    for (std::size_t j = 0; j < kLanes; ++j) keep.set(j, j < rest ? -1 : 0);
+    auto take = [&keep](typename L::VD& to, const typename L::VD& from) { to = pick(keep, from, to); };
+    take(a.x.s1, b.x.s1); take(a.x.s2, b.x.s2); take(a.x.sq, b.x.sq);
+    take(a.y.s1, b.y.s1); take(a.y.s2, b.y.s2); take(a.y.sq, b.y.sq);
+    take(a.d.sxy, b.d.sxy); take(a.d.sad, b.d.sad); take(a.d.ssd, b.d.ssd); take(a.d.mad, b.d.mad);
+    take(a.r.srel, b.r.srel); take(a.r.mrel, b.r.mrel);
+}
+
+// Elements per tile of the narrow levels' grouped loops: 16 KiB of float32 per side stays in L1 between them.
+constexpr std::size_t kTile = 4096;
+
+// One group's loop over [first, last) (whole steps of 16), on a local copy of its accumulators. Each level's
+// GroupRunner calls it from a function of its own (not inlined): the other groups' accumulators are then not live
+// across the loop, and this group's stay in registers.
+enum : unsigned { kGroupMinMax = 16 };
+template <class L, unsigned G, class Part, class SX, class SY>
+DUMPCMP_AI void group_loop(Part& part, SX x, SY y, std::size_t first, std::size_t last, const StepConstants<L>& c) {
+    Part local = part;
+    for (std::size_t i = first; i < last; i += kWide) {
+        if constexpr (G == kGroupMinMax) {
+            x.prefetch(i + kPrefetchAhead);
+            y.prefetch(i + kPrefetchAhead);
+            const typename L::VF fx = x.template load<L>(i), fy = y.template load<L>(i);
+            side_minmax<L>(local.x, fx);
+            side_minmax<L>(local.y, fy);
+            // The divisions of the relative errors overlap the min/max work here, in a loop of their own they
+            // would bound it.
+            rel_step<L>(local.r, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
+            rel_step<L>(local.r, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
+        } else if constexpr (G == kGroupX) {
+            const typename L::VF fx = x.template load<L>(i);
+            side_step<L>(local, half_of<L, 0>(fx), c.kx);
+            side_step<L>(local, half_of<L, 1>(fx), c.kx);
+        } else if constexpr (G == kGroupY) {
+            const typename L::VF fy = y.template load<L>(i);
+            side_step<L>(local, half_of<L, 0>(fy), c.ky);
+            side_step<L>(local, half_of<L, 1>(fy), c.ky);
+        } else {
+            const typename L::VF fx = x.template load<L>(i), fy = y.template load<L>(i);
+            if constexpr (G == kGroupDiff) {
+                diff_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy));
+                diff_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy));
+            } else {
+                rel_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
+                rel_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
+            }
+        }
+    }
+    part = local;
+}
+
+template <class L, class Runner, class SX, class SY>
+DUMPCMP_AI void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lanes<L>& out) {
+    using VD = typename L::VD;
+    const StepConstants<L> c{VD::splat(kx), VD::splat(ky), VD::splat(kMetricEps), VD::splat(1.0)};
+    const std::size_t whole = n - n % kWide;
+    if constexpr (L::bytes == 64) {
+        // 32 registers hold every accumulator: one loop. A local copy stays in registers; through the reference
+        // every step would store all lanes.
+        Lanes<L> a = out;
+        for (std::size_t i = 0; i < whole; i += kWide) {
+            x.prefetch(i + kPrefetchAhead);
+            y.prefetch(i + kPrefetchAhead);
+            step16<L, kGroupsAll>(a, x.template load<L>(i), y.template load<L>(i), c);
+        }
+        out = a;
+    } else {
+        for (std::size_t first = 0; first < whole; first += kTile) {
+            const std::size_t last = std::min(whole, first + kTile);
+            Runner::template run<kGroupMinMax>(out, x, y, first, last, c);
+            Runner::template run<kGroupX>(out.x, x, y, first, last, c);
+            Runner::template run<kGroupY>(out.y, x, y, first, last, c);
+            Runner::template run<kGroupDiff>(out.d, x, y, first, last, c);
+        }
+    }
+    if (whole < n) {
+        // Padding repeats the tail's first element, which leaves min and max as they are.
+        Lanes<L> a = out;
+        const std::size_t rest = n - whole;
+        typename L::VF fx, fy;
+        for (std::size_t j = 0; j < kWide; ++j) {
+            fx.set(j, x.at(whole + (j < rest ? j : 0)));
+            fy.set(j, y.at(whole + (j < rest ? j : 0)));
+        }
+        side_minmax<L>(a.x, fx);
+        side_minmax<L>(a.y, fy);
+        if (rest >= kLanes) {
+            step8<L, kGroupsAll>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
+            if (rest > kLanes) step8_partial<L>(a, half_of<L, 1>(fx), half_of<L, 1>(fy), c, rest - kLanes);
+        } else {
+            step8_partial<L>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c, rest);
+        }
+        out = a;
+    }
+}
 
 // Pairwise over the lanes, in a fixed order.
+template <class VD>
 inline double lane_sum(const VD& v) noexcept {
     return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
+template <class VD>
 inline double lane_max(const VD& v) noexcept {
     double m = v[0];
     for (std::size_t j = 1; j < kLanes; ++j) m = sticky_max(m, v[j]);
     return m;
 }
-inline double lane_min_plain(const VF16& v) noexcept {
+template <class VF>
+inline double lane_min_plain(const VF& v) noexcept {
     float m = v[0];
     for (std::size_t j = 1; j < kWide; ++j) m = v[j] < m ? v[j] : m;
     return m;
 }
-inline double lane_max_plain(const VF16& v) noexcept {
+template <class VF>
+inline double lane_max_plain(const VF& v) noexcept {
     float m = v[0];
     for (std::size_t j = 1; j < kWide; ++j) m = v[j] > m ? v[j] : m;
     return m;
 }
 
-struct StepConstants {
-    VD kx, ky, eps, one;
+// A block's lanes reduced: the same on every level.
+struct SideSums {
+    double s1, s2, sq, mn, mx;
 };
-
-// The sums of eight elements (one per lane).
-template <bool Wide>
-__attribute__((always_inline)) inline void step8(Lanes& a, const VD& x, const VD& y, const StepConstants& c) noexcept {
-    // Sums of deviations from the block's first finite value: the variance from them loses at most about
-    // log2(block) bits, unlike sum(x^2) - n*mean^2 (which fails on large constant data).
-    const VD dx = x - c.kx, dy = y - c.ky;
-    a.sx += dx;
-    a.sxx_c += dx * dx;
-    a.sy += dy;
-    a.syy_c += dy * dy;
-    a.sxx += x * x;
-    a.syy += y * y;
-    a.sxy += x * y;
-    const VD d = vabs(x - y);
-    a.sad += d;
-    a.ssd += d * d;
-    a.mad = vsticky_max_nonneg<Wide>(a.mad, d);
-    // Every lane divides, unconditionally (no branch); lanes with |y| <= EPS are then replaced by 0, whatever
-    // inf or NaN their division gave.
-    const VM counted = less<Wide>(c.eps, vabs(y));
-    const VD r = pick<Wide>(counted, vabs(x / y - c.one), VD{});
-    a.srel += r;
-    a.mrel = vsticky_max_nonneg<Wide>(a.mrel, r);
+struct BlockSums {
+    SideSums x, y;
+    double sxy, sad, ssd, mad, srel, mrel;
+};
+template <class L>
+DUMPCMP_AI SideSums reduce_side(const SideLanes<L>& a) noexcept {
+    return {lane_sum(a.s1), lane_sum(a.s2), lane_sum(a.sq), lane_min_plain(a.mn), lane_max_plain(a.mx)};
 }
-
-// Min and max stay in float32 (exact, 16 lanes); NaN never enters them: the counts report it.
-template <bool Wide>
-__attribute__((always_inline)) inline void minmax16(Lanes& a, const VF16& x, const VF16& y) noexcept {
-    a.minx = pick16<Wide>(less<Wide>(x, a.minx), x, a.minx);
-    a.maxx = pick16<Wide>(less<Wide>(a.maxx, x), x, a.maxx);
-    a.miny = pick16<Wide>(less<Wide>(y, a.miny), y, a.miny);
-    a.maxy = pick16<Wide>(less<Wide>(a.maxy, y), y, a.maxy);
-}
-
-// The last rest (< 8) elements of eight lanes: a step on a copy, keeping only the lanes that saw real elements.
-template <bool Wide>
-__attribute__((always_inline)) inline void step8_partial(Lanes& a, const VD& x, const VD& y, const StepConstants& c,
-                                                         std::size_t rest) noexcept {
-    Lanes b = a;
-    step8<Wide>(b, x, y, c);
-    VM keep{};
-    for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < rest ? -1 : 0;
-    auto take = [&keep](VD& to, const VD& from) { to = select(keep, from, to); };
-    take(a.sx, b.sx); take(a.sxx_c, b.sxx_c); take(a.sxx, b.sxx);
-    take(a.sy, b.sy); take(a.syy_c, b.syy_c); take(a.syy, b.syy);
-    take(a.sxy, b.sxy); take(a.sad, b.sad); take(a.ssd, b.ssd); take(a.mad, b.mad); take(a.srel, b.srel);
-    take(a.mrel, b.mrel);
-}
-
-template <bool Wide, class SX, class SY>
-__attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {
-    // A local copy stays in registers; through the reference every step would store all lanes.
-    Lanes a = out;
-    const StepConstants c{splat(kx), splat(ky), splat(kMetricEps), splat(1.0)};
-    std::size_t i = 0;
-    for (; i + kWide <= n; i += kWide) {
-        x.prefetch(i + kPrefetchAhead);
-        y.prefetch(i + kPrefetchAhead);
-        const VF16 fx = x.load16(i), fy = y.load16(i);
-        minmax16<Wide>(a, fx, fy);
-        step8<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
-        step8<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c);
-    }
-    if (i < n) {
-        // Padding repeats the tail's first element, which leaves min and max as they are.
-        const std::size_t rest = n - i;
-        VF16 fx, fy;
-        for (std::size_t j = 0; j < kWide; ++j) {
-            fx[j] = x.at(i + (j < rest ? j : 0));
-            fy[j] = y.at(i + (j < rest ? j : 0));
-        }
-        minmax16<Wide>(a, fx, fy);
-        if (rest >= kLanes) {
-            step8<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
-            if (rest > kLanes) step8_partial<Wide>(a, high_half<Wide>(fx), high_half<Wide>(fy), c, rest - kLanes);
-        } else {
-            step8_partial<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c, rest);
-        }
-    }
-    out = a;
+template <class L>
+DUMPCMP_AI BlockSums reduce(const Lanes<L>& a) noexcept {
+    return {reduce_side<L>(a.x), reduce_side<L>(a.y), lane_sum(a.d.sxy), lane_sum(a.d.sad), lane_sum(a.d.ssd),
+            lane_max(a.d.mad),   lane_sum(a.r.srel),  lane_max(a.r.mrel)};
 }
 
 // log(p / q) on vectors for the KLD pass (std::log does not vectorise without -ffast-math), with one division:
@@ -381,28 +515,35 @@ __attribute__((always_inline)) inline void lanes_body(SX x, SY y, std::size_t n,
 // |s| <= 0.1716 (s^2 <= 0.0295), so the atanh series to s^15 is within 0.0295^8/17 = 3.3e-14 relative: a log error
 // below 1.2e-14, eight orders under the printed digits. Valid for positive normal finite p and q,
 // which is all the KLD pass produces (values in [2^-23, 1]).
-__attribute__((always_inline)) inline VD exponent_of(const VU& bits) noexcept {
-    // The biased exponent as a double without an int64 -> double conversion (absent before AVX-512DQ).
-    return (VD)((bits >> 52) | (VU{} + 0x4330000000000000ull)) - splat(4503599627370496.0);
-}
-__attribute__((always_inline)) inline VD mantissa_of(const VU& bits) noexcept {
-    return (VD)((bits & (VU{} + 0x000FFFFFFFFFFFFFull)) | (VU{} + 0x3FF0000000000000ull));
-}
-template <bool Wide>
-__attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noexcept {
-    const VU pb = (VU)p, qb = (VU)q;
-    VD e;
+template <class L>
+DUMPCMP_AI typename L::VD exponent_of(const typename L::VD& v) noexcept {
 #if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (Wide) e = exponent_avx512(p) - exponent_avx512(q);  // both exact: the same difference
-    else
+    if constexpr (L::bytes == 64) {
+        typename L::VD r;
+        r.p[0] = exponent_avx512(v.p[0]);
+        return r;
+    }
 #endif
-        e = exponent_of(pb) - exponent_of(qb);
-    VD mp = mantissa_of(pb);
-    const VD mq = mantissa_of(qb);
-    const VM high = less<Wide>(mq * 1.4142135623730951, mp);
-    const VM low = less<Wide>(mp * 1.4142135623730951, mq);
-    mp = pick<Wide>(high, mp * 0.5, pick<Wide>(low, mp * 2.0, mp));
-    e = pick<Wide>(high, e + 1.0, pick<Wide>(low, e - 1.0, e));
+    // The biased exponent as a double without an int64 -> double conversion (absent before AVX-512DQ); the
+    // difference of two of these equals the difference of the exact exponents.
+    const auto bits = detail::bitcast<unsigned long long>(v);
+    return detail::bitcast<double>((bits >> 52) | 0x4330000000000000ull) - 4503599627370496.0;
+}
+template <class L>
+DUMPCMP_AI typename L::VD mantissa_of(const typename L::VD& v) noexcept {
+    const auto bits = detail::bitcast<unsigned long long>(v);
+    return detail::bitcast<double>((bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+}
+template <class L>
+DUMPCMP_AI typename L::VD log_ratio(const typename L::VD& p, const typename L::VD& q) noexcept {
+    using VD = typename L::VD;
+    VD e = exponent_of<L>(p) - exponent_of<L>(q);
+    VD mp = mantissa_of<L>(p);
+    const VD mq = mantissa_of<L>(q);
+    const auto high = mq * 1.4142135623730951 < mp;
+    const auto low = mp * 1.4142135623730951 < mq;
+    mp = pick(high, mp * 0.5, pick(low, mp * 2.0, mp));
+    e = pick(high, e + 1.0, pick(low, e - 1.0, e));
     const VD s = (mp - mq) / (mp + mq);
     const VD z = s * s;
     // Estrin's scheme: the same number of operations as Horner's, a third of its dependency chain, which is
@@ -420,31 +561,38 @@ __attribute__((always_inline)) inline VD log_ratio(const VD& p, const VD& q) noe
 // The test hook's counters (kld_hooks.hpp): one relaxed add per block, nothing per element.
 std::atomic<std::uint64_t> g_kld_close{0}, g_kld_general{0};
 
+template <class L>
 struct KldLanes {
-    VD sp{}, sq{}, sa{};
+    typename L::VD sp, sq, sa;
     std::uint64_t general = 0;  // groups of 16 that took log_ratio (the test hook counts them)
 };
-
-struct KldConstants {
-    VD ox, ix, oy, iy, floor, close_limit;
+struct KldSums {
+    double sp = 0, sq = 0, sa = 0;
+    std::uint64_t general = 0;
 };
 
-template <bool Wide>
-__attribute__((always_inline)) inline void kld_normalise(const VD& x, const VD& y, const KldConstants& c, VD& p,
-                                                         VD& q) noexcept {
+template <class L>
+struct KldConstants {
+    typename L::VD ox, ix, oy, iy, floor, close_limit;
+};
+
+template <class L>
+DUMPCMP_AI void kld_normalise(const typename L::VD& x, const typename L::VD& y, const KldConstants<L>& c,
+                              typename L::VD& p, typename L::VD& q) noexcept {
     p = (x - c.ox) * c.ix;
     q = (y - c.oy) * c.iy;
-    p = pick<Wide>(less<Wide>(p, c.floor), c.floor, p);
-    q = pick<Wide>(less<Wide>(q, c.floor), c.floor, q);
+    p = pick(p < c.floor, c.floor, p);
+    q = pick(q < c.floor, c.floor, q);
 }
 
-template <bool Wide>
-__attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, const VD& y, const KldConstants& c) noexcept {
-    VD p, q;
-    kld_normalise<Wide>(x, y, c, p, q);
+template <class L>
+DUMPCMP_AI void kld_step(KldLanes<L>& a, const typename L::VD& x, const typename L::VD& y,
+                         const KldConstants<L>& c) noexcept {
+    typename L::VD p, q;
+    kld_normalise<L>(x, y, c, p, q);
     a.sp += p;
     a.sq += q;
-    a.sa += p * log_ratio<Wide>(p, q);
+    a.sa += p * log_ratio<L>(p, q);
 }
 
 // The fast form of log(p / q) for p and q within about 3% of each other, which is what comparing a tensor with
@@ -458,55 +606,55 @@ __attribute__((always_inline)) inline void kld_step(KldLanes& a, const VD& x, co
 // agree to about 5e-14 relative, eight orders below the printed digits; the tests check both against float64
 // NumPy and each other.
 constexpr double kCloseLimit = 1.0 / 64;
-__attribute__((always_inline)) inline VD log_ratio_close(const VD& num, const VD& den, const VD& r,
-                                                         const VD& s0) noexcept {
+template <class VD>
+DUMPCMP_AI VD log_ratio_close(const VD& num, const VD& den, const VD& r, const VD& s0) noexcept {
     const VD s = s0 + (num - s0 * den) * r;
     const VD z = s * s;
     const VD poly = ((z * (2.0 / 7) + 2.0 / 5) * z + 2.0 / 3) * z + 2.0;
     return s * poly;
 }
 
-#if DUMPCMP_HAVE_X86_LEVELS
-DUMPCMP_TARGET_AVX512 inline bool any_above_avx512(const VD& a1, const VD& b1, const VD& a2, const VD& b2) noexcept {
-    return (_mm512_cmp_pd_mask((__m512d)b1, (__m512d)a1, _CMP_LT_OQ) |
-            _mm512_cmp_pd_mask((__m512d)b2, (__m512d)a2, _CMP_LT_OQ)) != 0;
-}
-#endif
 // Whether a1 > b1 or a2 > b2 in any lane.
-template <bool Wide>
-__attribute__((always_inline)) inline bool any_above(const VD& a1, const VD& b1, const VD& a2, const VD& b2) noexcept {
+template <class L>
+DUMPCMP_AI bool any_above(const typename L::VD& a1, const typename L::VD& b1, const typename L::VD& a2,
+                          const typename L::VD& b2) noexcept {
+    if constexpr (L::bytes == 64) {
 #if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (Wide) return any_above_avx512(a1, b1, a2, b2);
+        return any_above_avx512(a1.p[0], b1.p[0], a2.p[0], b2.p[0]);
 #endif
-    const VM m = less<Wide>(b1, a1) | less<Wide>(b2, a2);
-    const VM4 h = __builtin_shufflevector(m, m, 0, 1, 2, 3) | __builtin_shufflevector(m, m, 4, 5, 6, 7);
-    typedef long long VM2 __attribute__((vector_size(16)));
-    const VM2 g = __builtin_shufflevector(h, h, 0, 1) | __builtin_shufflevector(h, h, 2, 3);
-    return (g[0] | g[1]) != 0;
+    } else {
+        const typename L::VM m = (b1 < a1) | (b2 < a2);
+        if constexpr (L::bytes == 32) {
+#if DUMPCMP_HAVE_X86_LEVELS
+            return any_set_avx2(m.p[0] | m.p[1]);
+#endif
+        } else {
+            return any_set_sse2((m.p[0] | m.p[1]) | (m.p[2] | m.p[3]));
+        }
+    }
 }
 
 // Sixteen elements: element i + j in lane j % 8 of the low (j < 8) or high half, the same sums in the same order
 // as two kld_step calls; only the log differs, and which form a group takes depends on its values alone.
-template <bool Wide>
-__attribute__((always_inline)) inline void kld_step16(KldLanes& a, const VF16& fx, const VF16& fy,
-                                                      const KldConstants& c, bool general_only) noexcept {
+template <class L>
+DUMPCMP_AI void kld_step16(KldLanes<L>& a, const typename L::VF& fx, const typename L::VF& fy,
+                           const KldConstants<L>& c, bool general_only) noexcept {
+    using VD = typename L::VD;
     VD pl, ql, ph, qh;
-    kld_normalise<Wide>(low_half<Wide>(fx), low_half<Wide>(fy), c, pl, ql);
-    kld_normalise<Wide>(high_half<Wide>(fx), high_half<Wide>(fy), c, ph, qh);
+    kld_normalise<L>(half_of<L, 0>(fx), half_of<L, 0>(fy), c, pl, ql);
+    kld_normalise<L>(half_of<L, 1>(fx), half_of<L, 1>(fy), c, ph, qh);
     a.sp += pl;
     a.sq += ql;
     a.sp += ph;
     a.sq += qh;
     const VD numl = pl - ql, denl = pl + ql, numh = ph - qh, denh = ph + qh;
     // den is in [2^-22, 2], a normal float32 after rounding: the reciprocal seeds of all sixteen in one division.
-    const VF16 den_f = __builtin_shufflevector(__builtin_convertvector(denl, VF8), __builtin_convertvector(denh, VF8),
-                                               0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const VF16 r = (VF16{} + 1.0f) / den_f;
-    const VD rl = low_half<Wide>(r), rh = high_half<Wide>(r);
+    const typename L::VF r = 1.0f / narrow_pair<L>(denl, denh);
+    const VD rl = half_of<L, 0>(r), rh = half_of<L, 1>(r);
     const VD s0l = numl * rl, s0h = numh * rh;
-    if (general_only || any_above<Wide>(vabs(s0l), c.close_limit, vabs(s0h), c.close_limit)) {
-        a.sa += pl * log_ratio<Wide>(pl, ql);
-        a.sa += ph * log_ratio<Wide>(ph, qh);
+    if (general_only || any_above<L>(vabs(s0l), c.close_limit, vabs(s0h), c.close_limit)) {
+        a.sa += pl * log_ratio<L>(pl, ql);
+        a.sa += ph * log_ratio<L>(ph, qh);
         ++a.general;
         return;
     }
@@ -514,96 +662,108 @@ __attribute__((always_inline)) inline void kld_step16(KldLanes& a, const VF16& f
     a.sa += ph * log_ratio_close(numh, denh, rh, s0h);
 }
 
-template <bool Wide, class SX, class SY>
-__attribute__((always_inline)) inline void kld_body(SX x, SY y, std::size_t n, const KldParams& k, KldLanes& out) {
-    KldLanes a = out;  // a local: stays in registers
+template <class L, class SX, class SY>
+DUMPCMP_AI KldSums kld_body(SX x, SY y, std::size_t n, const KldParams& k) {
+    using VD = typename L::VD;
+    KldLanes<L> a{VD::zero(), VD::zero(), VD::zero(), 0};
     // Multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
-    const KldConstants c{splat(k.offset_x), splat(1.0 / k.divisor_x), splat(k.offset_y), splat(1.0 / k.divisor_y),
-                         splat(kKldFloorEps), splat(kCloseLimit)};
+    const KldConstants<L> c{VD::splat(k.offset_x), VD::splat(1.0 / k.divisor_x), VD::splat(k.offset_y),
+                            VD::splat(1.0 / k.divisor_y), VD::splat(kKldFloorEps), VD::splat(kCloseLimit)};
     const bool general_only = detail::kld_general_only();
     std::size_t i = 0;
     for (; i + kWide <= n; i += kWide) {
         x.prefetch(i + kPrefetchAhead);
         y.prefetch(i + kPrefetchAhead);
-        kld_step16<Wide>(a, x.load16(i), y.load16(i), c, general_only);
+        kld_step16<L>(a, x.template load<L>(i), y.template load<L>(i), c, general_only);
     }
     if (i < n) {
         // The last rest (< 16) elements: always the general form, on a copy, keeping the lanes with real elements.
         const std::size_t rest = n - i;
-        VF16 fx, fy;
+        typename L::VF fx, fy;
         for (std::size_t j = 0; j < kWide; ++j) {
-            fx[j] = x.at(i + (j < rest ? j : 0));
-            fy[j] = y.at(i + (j < rest ? j : 0));
+            fx.set(j, x.at(i + (j < rest ? j : 0)));
+            fy.set(j, y.at(i + (j < rest ? j : 0)));
         }
         auto partial = [&](const VD& vx, const VD& vy, std::size_t r) {
-            KldLanes b = a;
-            kld_step<Wide>(b, vx, vy, c);
-            VM keep{};
-            for (std::size_t j = 0; j < kLanes; ++j) keep[j] = j < r ? -1 : 0;
-            a.sp = select(keep, b.sp, a.sp);
-            a.sq = select(keep, b.sq, a.sq);
-            a.sa = select(keep, b.sa, a.sa);
+            KldLanes<L> b = a;
+            kld_step<L>(b, vx, vy, c);
+            typename L::VM keep;
+            for (std::size_t j = 0; j < kLanes; ++j) keep.set(j, j < r ? -1 : 0);
+            a.sp = pick(keep, b.sp, a.sp);
+            a.sq = pick(keep, b.sq, a.sq);
+            a.sa = pick(keep, b.sa, a.sa);
         };
         if (rest >= kLanes) {
-            kld_step<Wide>(a, low_half<Wide>(fx), low_half<Wide>(fy), c);
-            if (rest > kLanes) partial(high_half<Wide>(fx), high_half<Wide>(fy), rest - kLanes);
+            kld_step<L>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
+            if (rest > kLanes) partial(half_of<L, 1>(fx), half_of<L, 1>(fy), rest - kLanes);
         } else {
-            partial(low_half<Wide>(fx), low_half<Wide>(fy), rest);
+            partial(half_of<L, 0>(fx), half_of<L, 0>(fy), rest);
         }
     }
-    out = a;
+    KldSums s;
+    s.sp = lane_sum(a.sp);
+    s.sq = lane_sum(a.sq);
+    s.sa = lane_sum(a.sa);
+    s.general = a.general;
+    return s;
 }
 
 // One compiled copy of each kernel per instruction-set level and source pair; simd_level() picks one.
-#define DUMPCMP_KERNEL_LEVEL(suffix, is_wide, attributes)                                                              \
-    template <class SX, class SY>                                                                                      \
-    attributes void lanes_##suffix(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {                      \
-        if constexpr (is_wide) lanes_body<is_wide>(x.wide(), y.wide(), n, kx, ky, out);                                \
-        else lanes_body<is_wide>(x, y, n, kx, ky, out);                                                                \
-    }                                                                                                                  \
-    template <class SX, class SY>                                                                                      \
-    attributes void kld_##suffix(SX x, SY y, std::size_t n, const KldParams& k, KldLanes& out) {                       \
-        if constexpr (is_wide) kld_body<is_wide>(x.wide(), y.wide(), n, k, out);                                       \
-        else kld_body<is_wide>(x, y, n, k, out);                                                                       \
+#define DUMPCMP_KERNEL_LEVEL(suffix, L, attributes)                                                              \
+    struct GroupRunner_##suffix {                                                                                \
+        template <unsigned G, class Part, class SX, class SY>                                                    \
+        attributes __attribute__((noinline)) static void run(Part& part, SX x, SY y, std::size_t first,          \
+                                                             std::size_t last, const StepConstants<L>& c) {      \
+            group_loop<L, G>(part, x, y, first, last, c);                                                        \
+        }                                                                                                        \
+    };                                                                                                           \
+    template <class SX, class SY>                                                                                \
+    attributes BlockSums lanes_##suffix(SX x, SY y, std::size_t n, double kx, double ky) {                       \
+        Lanes<L> a = initial_lanes<L>();                                                                         \
+        lanes_body<L, GroupRunner_##suffix>(x, y, n, kx, ky, a);                                                 \
+        return reduce<L>(a);                                                                                     \
+    }                                                                                                            \
+    template <class SX, class SY>                                                                                \
+    attributes KldSums kld_##suffix(SX x, SY y, std::size_t n, const KldParams& k) {                             \
+        return kld_body<L>(x, y, n, k);                                                                          \
     }
-DUMPCMP_KERNEL_LEVEL(scalar, false, )
+DUMPCMP_KERNEL_LEVEL(scalar, LevelScalar, )
 #if DUMPCMP_HAVE_X86_LEVELS
-DUMPCMP_KERNEL_LEVEL(avx2, false, DUMPCMP_TARGET_AVX2)
-DUMPCMP_KERNEL_LEVEL(avx512, true, DUMPCMP_TARGET_AVX512)
+DUMPCMP_KERNEL_LEVEL(avx2, LevelAvx2, DUMPCMP_TARGET_AVX2)
+DUMPCMP_KERNEL_LEVEL(avx512, LevelAvx512, DUMPCMP_TARGET_AVX512)
 #endif
 #undef DUMPCMP_KERNEL_LEVEL
 
 template <class SX, class SY>
-void block_lanes(SX x, SY y, std::size_t n, double kx, double ky, Lanes& out) {
+BlockSums block_lanes(SX x, SY y, std::size_t n, double kx, double ky) {
     switch (detail::simd_level()) {
 #if DUMPCMP_HAVE_X86_LEVELS
-        case detail::SimdLevel::avx512: return lanes_avx512(x, y, n, kx, ky, out);
-        case detail::SimdLevel::avx2: return lanes_avx2(x, y, n, kx, ky, out);
+        case detail::SimdLevel::avx512: return lanes_avx512(x, y, n, kx, ky);
+        case detail::SimdLevel::avx2: return lanes_avx2(x, y, n, kx, ky);
 #endif
-        default: return lanes_scalar(x, y, n, kx, ky, out);
+        default: return lanes_scalar(x, y, n, kx, ky);
     }
 }
 
 template <class SX, class SY>
 void kld_block(SX x, SY y, std::size_t n, const KldParams& k, KldPartial& into) {
-    KldLanes a;
+    KldSums a;
     switch (detail::simd_level()) {
 #if DUMPCMP_HAVE_X86_LEVELS
-        case detail::SimdLevel::avx512: kld_avx512(x, y, n, k, a); break;
-        case detail::SimdLevel::avx2: kld_avx2(x, y, n, k, a); break;
+        case detail::SimdLevel::avx512: a = kld_avx512(x, y, n, k); break;
+        case detail::SimdLevel::avx2: a = kld_avx2(x, y, n, k); break;
 #endif
-        default: kld_scalar(x, y, n, k, a); break;
+        default: a = kld_scalar(x, y, n, k); break;
     }
     const std::uint64_t groups = (n + kWide - 1) / kWide;
     g_kld_general.fetch_add(a.general + (n % kWide != 0), std::memory_order_relaxed);
     g_kld_close.fetch_add(groups - a.general - (n % kWide != 0), std::memory_order_relaxed);
     KldPartial part;
-    part.sum_p = lane_sum(a.sp);
-    part.sum_q = lane_sum(a.sq);
-    part.sum_p_log_pq = lane_sum(a.sa);
+    part.sum_p = a.sp;
+    part.sum_q = a.sq;
+    part.sum_p_log_pq = a.sa;
     merge(into, part);
 }
-
 template <class S>
 double first_finite(S v, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
@@ -640,32 +800,29 @@ void merge_side(SidePartial& a, const SidePartial& b, double na, double nb) noex
 template <class SX, class SY>
 void block_partial(SX x, SY y, std::size_t n, MetricPartial& p) {
     const double kx = first_finite(x, n), ky = first_finite(y, n);
-    Lanes a;
-    block_lanes(x, y, n, kx, ky, a);
+    const BlockSums a = block_lanes(x, y, n, kx, ky);
 
     const double dn = static_cast<double>(n);
     p.count = n;
-    auto side = [dn](SidePartial& s, double k, const VD& s1v, const VD& s2v, const VD& sqv, const VF16& mnv,
-                     const VF16& mxv) {
-        const double s1 = lane_sum(s1v), s2 = lane_sum(s2v);
-        s.mean = k + s1 / dn;
-        const double m2 = s2 - s1 * (s1 / dn);
+    auto side = [dn](SidePartial& s, double k, const SideSums& sums) {
+        s.mean = k + sums.s1 / dn;
+        const double m2 = sums.s2 - sums.s1 * (sums.s1 / dn);
         s.m2 = m2 < 0.0 ? 0.0 : m2;  // rounding only; keeps NaN
-        s.sum_sq = lane_sum(sqv);
-        s.min = lane_min_plain(mnv);
-        s.max = lane_max_plain(mxv);
+        s.sum_sq = sums.sq;
+        s.min = sums.mn;
+        s.max = sums.mx;
     };
-    side(p.x, kx, a.sx, a.sxx_c, a.sxx, a.minx, a.maxx);
-    side(p.y, ky, a.sy, a.syy_c, a.syy, a.miny, a.maxy);
+    side(p.x, kx, a.x);
+    side(p.y, ky, a.y);
     // A squared sum of finite float32 values cannot overflow a double, so a non-finite one means NaN/inf input.
     if (!std::isfinite(p.x.sum_sq)) count_non_finite(x, n, p.x);
     if (!std::isfinite(p.y.sum_sq)) count_non_finite(y, n, p.y);
-    p.sum_xy = lane_sum(a.sxy);
-    p.sum_abs_diff = lane_sum(a.sad);
-    p.sum_sq_diff = lane_sum(a.ssd);
-    p.max_abs_diff = lane_max(a.mad);
-    p.sum_rel = lane_sum(a.srel);
-    p.max_rel = lane_max(a.mrel);
+    p.sum_xy = a.sxy;
+    p.sum_abs_diff = a.sad;
+    p.sum_sq_diff = a.ssd;
+    p.max_abs_diff = a.mad;
+    p.sum_rel = a.srel;
+    p.max_rel = a.mrel;
 }
 
 // Blocks of at most kBlock elements, merged in order: what accumulate() does for float32 arrays, for any sources.

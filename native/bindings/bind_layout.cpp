@@ -46,7 +46,7 @@ void bind_layout(py::module_& m) {
                  return make_plan(format_arg(src), src_shape, format_arg(dst), dst_shape, groups, elem_size);
              }),
              py::arg("src_format"), py::arg("src_shape"), py::arg("dst_format"), py::arg("dst_shape"),
-             py::arg("groups") = 1, py::arg("elem_size"))
+             py::arg("groups"), py::arg("elem_size"))
         .def_property_readonly("src_format", [](const Plan& p) { return name_of(p.src_format); })
         .def_property_readonly("dst_format", [](const Plan& p) { return name_of(p.dst_format); })
         .def_property_readonly("src_shape", [](const Plan& p) { return py::tuple(py::cast(p.src_shape)); })

@@ -28,6 +28,17 @@ inline std::int64_t off(const Plan& p, std::size_t a, std::int64_t i) {
     return t.empty() ? i * p.strides[a] : t[static_cast<std::size_t>(i)];
 }
 
+// The multi-index of flat element `first` over the plan's working dims.
+std::vector<std::int64_t> unravel(const Plan& p, std::uint64_t first) {
+    std::vector<std::int64_t> idx(p.dims.size());
+    for (std::size_t a = idx.size(); a-- > 0;) {
+        const auto d = static_cast<std::uint64_t>(p.dims[a]);
+        idx[a] = static_cast<std::int64_t>(first % d);
+        first /= d;
+    }
+    return idx;
+}
+
 // Fixed sizes let the compiler emit plain moves instead of a call for the short runs of C0 elements.
 inline void copy_bytes(Byte* dst, const Byte* src, std::size_t n) {
     switch (n) {
@@ -264,13 +275,7 @@ struct Walker {
             move(plain, other);
             return;
         }
-        std::vector<std::int64_t> idx(k);
-        std::uint64_t rest = first;
-        for (std::size_t a = k; a-- > 0;) {
-            const auto d = static_cast<std::uint64_t>(p.dims[a]);
-            idx[a] = static_cast<std::int64_t>(rest % d);
-            rest /= d;
-        }
+        std::vector<std::int64_t> idx = unravel(p, first);
         const std::size_t q = k - 1;
         const std::int64_t dq = p.dims[q];
         auto base_upto = [&](std::size_t end) {
@@ -502,13 +507,7 @@ void source_indices(const Plan& p, std::uint64_t first, std::uint64_t count, std
         out[0] = 0;
         return;
     }
-    std::vector<std::int64_t> idx(k);
-    std::uint64_t rest = first;
-    for (std::size_t a = k; a-- > 0;) {
-        const auto d = static_cast<std::uint64_t>(p.dims[a]);
-        idx[a] = static_cast<std::int64_t>(rest % d);
-        rest /= d;
-    }
+    std::vector<std::int64_t> idx = unravel(p, first);
     const std::size_t q = k - 1;
     for (std::uint64_t t = 0; t < count;) {
         std::int64_t base = 0;

@@ -344,3 +344,13 @@ def test_quiet_without_output_still_prints_the_table(model, capsys):
     assert main(["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "--quiet"]) == 0
     out = capsys.readouterr()
     assert out.out.startswith("Index") and "fc1:output:0" in out.out and out.err == ""
+
+
+def test_ground_truth_of_an_unusable_dtype_is_a_row(tmp_path):
+    dev, gt = tmp_path / "d", tmp_path / "g"
+    dev.mkdir()
+    gt.mkdir()
+    write_dump(dev / f"Relu.r.1.{TS}", op_name="r", outputs=[np.ones(4, np.float32)])
+    np.save(gt / f"r.0.{TS}.npy", np.ones(4, np.complex64))
+    row = rows_by_tensor(compare(dev, gt))["r:output:0"]
+    assert row.status == "failed" and "complex64 has no values the metrics compare" in row.fail_reason

@@ -444,6 +444,8 @@ def _ground_truth_array(entry: GroundTruthEntry) -> tuple[Any, Any, str]:
     data = entry.open()
     if isinstance(data, np.ndarray):
         a = data if data.flags.c_contiguous else np.ascontiguousarray(data)
+        if a.dtype.kind not in "biuf" or a.dtype.byteorder == ">":
+            raise DumpcmpError(f"{entry.path}: ground truth of dtype {a.dtype} has no values the metrics compare")
         return core.source_from_array(a), a.shape, a.dtype.name
     outputs = data.outputs
     idx = entry.output_index if entry.output_index < len(outputs) else 0

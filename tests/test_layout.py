@@ -495,6 +495,21 @@ def test_large_fractal_z_threads_agree(rng):
                                                     threads=threads), t)
 
 
+def test_fractal_z_decode_of_kernels_larger_than_a_chunk(rng):
+    # one kernel (N slab) of 600 KB, above the 1 MiB thread chunk's half: the work is split in blocks of whole
+    # slabs, and 45 kernels leave a last block shorter than the others and an odd kernel at the end
+    x = rng.standard_normal((45, 16 * 1200, 4, 4)).astype(np.float16)
+    want = ref.recipe_encode(x, "FRACTAL_Z", "NCHW", 16)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(L.convert(want, "FRACTAL_Z", "NCHW", original_shape=x.shape,
+                                                threads=threads), x)
+    plan = L.make_plan("FRACTAL_Z", want.shape, "NCHW", x.shape, itemsize=2)
+    flat = x.reshape(-1)
+    slab = x[0].size
+    for first, count in [(slab - 3, 3 * slab + 7), (40 * slab, 5 * slab)]:
+        np.testing.assert_array_equal(plan.decode_range(want, first, count), flat[first:first + count])
+
+
 def test_original_shape_must_fit_the_device_shape():
     # NHWC (1, 20, 5, 6) is N=1, H=20, W=5, C=6: stored as (1, 1, 20, 5, 16), not (1, 2, 5, 6, 16)
     with pytest.raises(L.LayoutError, match=r"original shape does not fit the device shape.*\(1, 1, 20, 5, 16\)"):

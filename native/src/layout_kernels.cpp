@@ -71,6 +71,19 @@ void transpose_blocks(const Byte* src, std::size_t ss, Byte* dst, std::size_t ds
 }
 #endif
 
+// FRACTAL_Z -> NCHW and alike: the axis before the tiled pair (N) is close on the other side (C0 apart) while
+// one tile row jumps a whole fractal row (N1*16*C0). Tiling several N slabs per block of rows reads the other side
+// in long runs instead of touching a new page per element.
+bool interleaves(const Plan& p) {
+    const std::size_t k = p.dims.size();
+    return p.kernel == 2 && k >= 3 && p.tables[k - 3].empty() &&
+           p.strides[k - 3] * static_cast<std::int64_t>(p.elem_size) < 4096;
+}
+
+// Slabs per interleaved block: each block reads nb * C0 elements of every fractal row it visits, so the fewer the
+// slabs the more pages (and DRAM rows) per byte on the other side; nb plain streams are written at once.
+constexpr std::int64_t kSlabs = 32;  // measured at 1 GB: 16 and 64 are a few per cent slower
+
 // Scatter = false: plain[i] = other[offset(i)] (decode, permute). Scatter = true: other[offset(i)] = plain[i].
 template <std::size_t E, bool Scatter>
 struct Walker {
@@ -292,18 +305,14 @@ struct Walker {
         };
         const auto total = static_cast<std::int64_t>(count);
         std::int64_t t = 0;
-        // FRACTAL_Z -> NCHW and alike: the axis before the tiled pair (N) is close on the other side (C0 apart) while
-        // one tile row jumps a whole fractal row (N1*16*C0). Tiling several N slabs per block of rows reads the
-        // other side in long runs instead of touching a new page per element.
-        const bool interleave = p.kernel == 2 && k >= 3 && p.tables[q - 2].empty() &&
-                                p.strides[q - 2] * static_cast<std::int64_t>(E) < 4096;
+        const bool interleave = interleaves(p);
         const bool blocks = p.kernel == 2 || (p.kernel == 1 && p.tile_rows > 0);
         std::vector<Byte> stage;
         while (t < total) {
             if (interleave && idx[q] == 0 && idx[q - 1] == 0) {
                 const std::size_t a = q - 1, b = q - 2;
                 const std::int64_t slab = p.dims[a] * dq;
-                const std::int64_t nb = std::min<std::int64_t>({p.dims[b] - idx[b], (total - t) / slab, 64});
+                const std::int64_t nb = std::min<std::int64_t>({p.dims[b] - idx[b], (total - t) / slab, kSlabs});
                 if (nb >= 2) {
                     const std::int64_t base0 = base_upto(b);
                     for (std::int64_t r0 = 0; r0 < p.dims[a];) {
@@ -376,7 +385,15 @@ std::uint64_t chunk_elements(const Plan& p) {
         unit = static_cast<std::uint64_t>(p.dims.back());
         if (p.tile_rows > 0) unit *= static_cast<std::uint64_t>(p.tile_rows);
     }
-    return std::max<std::uint64_t>(1, target / unit) * unit;
+    const std::uint64_t chunk = std::max<std::uint64_t>(1, target / unit) * unit;
+    if (interleaves(p)) {
+        // whole blocks of slabs, however large a slab is: a chunk of one or two slabs would read every fractal
+        // row of the tensor a few C0 pieces at a time (at 1 GB: 64 bytes per 64 KiB row, a page walk each)
+        const std::size_t k = p.dims.size();
+        const auto slab = static_cast<std::uint64_t>(p.dims[k - 2] * p.dims[k - 1]);
+        return std::max<std::uint64_t>((chunk + slab - 1) / slab, static_cast<std::uint64_t>(kSlabs)) * slab;
+    }
+    return chunk;
 }
 
 // One slice of a padding box: `runs` contiguous stretches starting at stretch `first` of box `box`.

@@ -510,6 +510,22 @@ def test_fractal_z_decode_of_kernels_larger_than_a_chunk(rng):
         np.testing.assert_array_equal(plan.decode_range(want, first, count), flat[first:first + count])
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_fractal_nz_decode_above_the_streaming_size(dtype, rng):
+    # 64 MiB and more of plain side: whole decodes write rows with streaming stores. 4100 columns leave a last
+    # chunk of 4 (fp16) elements per row; 1025 rows leave a one-row block at the end of every matrix
+    shape = (8 if dtype == np.float16 else 4, 1025, 4100)
+    x = rng.integers(-30000, 30000, size=shape).astype(dtype)
+    assert x.nbytes >= 64 << 20
+    dev = ref.recipe_encode(x, "FRACTAL_NZ", "ND", 32 // x.itemsize)
+    for threads in (1, 2):
+        got = np.full_like(x, 7)
+        plan = L.make_plan("FRACTAL_NZ", dev.shape, "ND", x.shape, itemsize=x.itemsize)
+        plan.run(dev, got, threads)
+        np.testing.assert_array_equal(got, x)
+    np.testing.assert_array_equal(ref.recipe_decode_fractal_nz(dev, x.shape), x)  # the reference itself agrees
+
+
 def test_original_shape_must_fit_the_device_shape():
     # NHWC (1, 20, 5, 6) is N=1, H=20, W=5, C=6: stored as (1, 1, 20, 5, 16), not (1, 2, 5, 6, 16)
     with pytest.raises(L.LayoutError, match=r"original shape does not fit the device shape.*\(1, 1, 20, 5, 16\)"):

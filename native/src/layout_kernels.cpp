@@ -84,12 +84,16 @@ bool interleaves(const Plan& p) {
 // slabs the more pages (and DRAM rows) per byte on the other side; nb plain streams are written at once.
 constexpr std::int64_t kSlabs = 32;  // measured at 1 GB: 16 and 64 are a few per cent slower
 
+// Whole decodes from this size on write with streaming stores where the loop supports it (blocked runs).
+constexpr std::uint64_t kStreamBytes = std::uint64_t{1} << 26;
+
 // Scatter = false: plain[i] = other[offset(i)] (decode, permute). Scatter = true: other[offset(i)] = plain[i].
 template <std::size_t E, bool Scatter>
 struct Walker {
     const Plan& p;
     Byte* plain;  // element `first` of the plain side
     Byte* other;
+    bool stream = false;  // decodes far larger than the caches: write the plain side with streaming stores
 
     static void move(Byte* plain_at, Byte* other_at) {
         if constexpr (Scatter) std::memcpy(other_at, plain_at, E);
@@ -246,6 +250,30 @@ struct Walker {
             const auto n = static_cast<std::size_t>(std::min(p.tile_rows, rb - r0));
             Byte* pl = plain + static_cast<std::size_t>(t + (r0 - ra) * dq) * E;
             Byte* ot = other + static_cast<std::size_t>(base + r0 * L) * E;
+#if DUMPCMP_LAYOUT_SSE2
+            if constexpr (!Scatter && CB != 0 && CB % 16 == 0) {
+                // A tensor far larger than the caches: plain rows are written whole, in order, with streaming
+                // stores (no read of the destination lines before they are overwritten, a third of the traffic);
+                // the block's source chunks (tile_rows * L elements each) stay in L1/L2 between rows.
+                // G rows at a time, so that each source cache line (G chunks of CB bytes) is used whole at once.
+                constexpr std::size_t G = CB >= 64 ? 1 : 64 / CB;
+                if (stream && n % G == 0 && (reinterpret_cast<std::uintptr_t>(pl) | row_bytes) % 16 == 0) {
+                    for (std::size_t r = 0; r < n; r += G) {
+                        Byte* pr = pl + r * row_bytes;
+                        const Byte* orow = ot + r * cb;
+                        for (std::int64_t c = 0; c < chunks; ++c, pr += CB, orow += sb)
+                            for (std::size_t g = 0; g < G; ++g)
+                                for (std::size_t v = 0; v < CB; v += 16)
+                                    _mm_stream_si128(reinterpret_cast<__m128i*>(pr + g * row_bytes + v),
+                                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(orow + g * CB + v)));
+                        if (tail != 0)
+                            for (std::size_t g = 0; g < G; ++g)
+                                std::memcpy(pr + g * row_bytes, orow + g * cb, static_cast<std::size_t>(tail) * E);
+                    }
+                    continue;
+                }
+            }
+#endif
             for (std::int64_t c = 0; c < chunks; ++c, pl += cb, ot += sb) {
                 Byte* pr = pl;
                 Byte* orow = ot;
@@ -357,14 +385,17 @@ struct Walker {
 };
 
 template <bool Scatter>
-void walk(const Plan& p, Byte* plain, Byte* other, std::uint64_t first, std::uint64_t count) {
+void walk(const Plan& p, Byte* plain, Byte* other, std::uint64_t first, std::uint64_t count, bool stream = false) {
     switch (p.elem_size) {
-        case 1: Walker<1, Scatter>{p, plain, other}.walk(first, count); break;
-        case 2: Walker<2, Scatter>{p, plain, other}.walk(first, count); break;
-        case 4: Walker<4, Scatter>{p, plain, other}.walk(first, count); break;
-        case 8: Walker<8, Scatter>{p, plain, other}.walk(first, count); break;
+        case 1: Walker<1, Scatter>{p, plain, other, stream}.walk(first, count); break;
+        case 2: Walker<2, Scatter>{p, plain, other, stream}.walk(first, count); break;
+        case 4: Walker<4, Scatter>{p, plain, other, stream}.walk(first, count); break;
+        case 8: Walker<8, Scatter>{p, plain, other, stream}.walk(first, count); break;
         default: throw std::invalid_argument("layout plan with element size " + std::to_string(p.elem_size));
     }
+#if DUMPCMP_LAYOUT_SSE2
+    if (stream) _mm_sfence();  // streaming stores are weakly ordered: visible before the caller reads the result
+#endif
 }
 
 void check_window(const Plan& p, std::uint64_t first, std::uint64_t count, const char* what) {
@@ -482,9 +513,11 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
     if (threads == 0) threads = num_threads();
     if (total * p.elem_size < (std::uint64_t{1} << 21)) threads = 1;  // thread start-up costs more than the copy
     if (!p.encode) {
+        // Only whole-tensor decodes far beyond the caches stream: a window (decode_range) is read right after.
+        const bool stream = total * p.elem_size >= kStreamBytes;
         parallel_for(static_cast<std::size_t>(chunks), [&](std::size_t c) {
             const std::uint64_t first = c * chunk, n = std::min(chunk, total - first);
-            walk<false>(p, d + first * p.elem_size, s, first, n);
+            walk<false>(p, d + first * p.elem_size, s, first, n, stream);
         }, threads);
         return;
     }

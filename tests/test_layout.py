@@ -526,6 +526,16 @@ def test_fractal_nz_decode_above_the_streaming_size(dtype, rng):
     np.testing.assert_array_equal(ref.recipe_decode_fractal_nz(dev, x.shape), x)  # the reference itself agrees
 
 
+@pytest.mark.parametrize("shape, dtype", [((600, 37, 3, 3), np.float32), ((1000, 40, 3, 3), np.float64)])
+def test_fractal_z_encode_of_many_kernels_in_ranges(shape, dtype, rng):
+    # more than 256 kernels: the device-order encode splits them in ranges, each range run over all channel
+    # blocks before the next; padded kernels (600 -> 608, 1000 -> 1008) and channels end the last range
+    x = values(shape, dtype, rng)
+    want = ref.loops_fractal_z(x, 16)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(encode_into_garbage(x, "NCHW", "FRACTAL_Z", 16, threads), want)
+
+
 def test_original_shape_must_fit_the_device_shape():
     # NHWC (1, 20, 5, 6) is N=1, H=20, W=5, C=6: stored as (1, 1, 20, 5, 16), not (1, 2, 5, 6, 16)
     with pytest.raises(L.LayoutError, match=r"original shape does not fit the device shape.*\(1, 1, 20, 5, 16\)"):

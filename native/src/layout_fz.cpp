@@ -106,6 +106,9 @@ Items plan_items(const FzGeometry& g, std::size_t E, i64 max_sb, i64 kgroup) {
     it.kitems = (g.c1 + kgroup - 1) / kgroup;
     const i64 row_bytes = g.np * g.c0 * static_cast<i64>(E) * it.sb * kgroup;
     it.nparts = std::max<i64>(1, row_bytes / kItemBytes);
+    // at most 256 kernels per item: the pages an item reads (one or more per kernel) stay within the TLB while
+    // the items of the same range follow one another (see planes_item)
+    it.nparts = std::max<i64>(it.nparts, g.np / 256);
     it.nb = (g.np + it.nparts - 1) / it.nparts;
     it.nparts = (g.np + it.nb - 1) / it.nb;
     it.count = g.d * it.kitems * it.sblocks * it.nparts;
@@ -123,8 +126,11 @@ inline void zero_kernels(Byte* row0, std::size_t row_bytes, i64 rows, i64 n0, i6
 // plain + n*sn + (k*C0 + j)*sc + d*sd + s0; destination row s at dst + row(s) * row_bytes + n * C0 * E.
 template <std::size_t E, class Tile>
 void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* dst, i64 item) {
-    const i64 np_part = item % it.nparts;
-    i64 rest = item / it.nparts;
+    // The kernel range outermost: consecutive items read the next bytes of the same nb kernels' pages, so those
+    // pages stay in the TLB (at 1 GB each kernel is its own page, 2048 of them, more than the TLB holds).
+    const i64 per_part = it.count / it.nparts;
+    const i64 np_part = item / per_part;
+    i64 rest = item % per_part;
     const i64 sbk = rest % it.sblocks;
     rest /= it.sblocks;
     const i64 kg = rest % it.kitems, d = rest / it.kitems;

@@ -35,6 +35,13 @@ ThreadScratch& scratch() {
     return s;
 }
 
+// Both sides' windows [first, first + count), in the form the metrics read, handed to fn(x_window, y_window).
+template <class Fn>
+void with_windows(const TensorSource& x, const TensorSource& y, std::uint64_t first, std::size_t count, Fn&& fn) {
+    ThreadScratch& s = scratch();
+    fn(x.read_window(first, count, s.x), y.read_window(first, count, s.y));
+}
+
 }  // namespace
 
 MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const CompareOptions& options) {
@@ -54,10 +61,9 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
     run_windows(n, window, options.threads,
         [&](std::size_t k, std::uint64_t first, std::size_t count) {
             partials[k] = MetricPartial{};
-            ThreadScratch& s = scratch();
-            const TensorSource::Window wx = x.read_window(first, count, s.x);
-            const TensorSource::Window wy = y.read_window(first, count, s.y);
-            accumulate_stored(wx.data, wx.type, wy.data, wy.type, 0, count, partials[k]);
+            with_windows(x, y, first, count, [&](TensorSource::Window wx, TensorSource::Window wy) {
+                accumulate_stored(wx.data, wx.type, wy.data, wy.type, 0, count, partials[k]);
+            });
         },
         [&](std::size_t k) { merge(total, partials[k]); });
 
@@ -70,10 +76,9 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
         run_windows(n, window, options.threads,
             [&](std::size_t k, std::uint64_t first, std::size_t count) {
                 kparts[k] = KldPartial{};
-                ThreadScratch& s = scratch();
-                const TensorSource::Window wx = x.read_window(first, count, s.x);
-                const TensorSource::Window wy = y.read_window(first, count, s.y);
-                accumulate_kld_stored(wx.data, wx.type, wy.data, wy.type, 0, count, params, kparts[k]);
+                with_windows(x, y, first, count, [&](TensorSource::Window wx, TensorSource::Window wy) {
+                    accumulate_kld_stored(wx.data, wx.type, wy.data, wy.type, 0, count, params, kparts[k]);
+                });
             },
             [&](std::size_t k) { merge(kld_total, kparts[k]); });
     }

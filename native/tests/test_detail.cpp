@@ -20,14 +20,7 @@
 
 using namespace dumpcmp;
 
-static int failures = 0;
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                                    \
-        }                                                                                  \
-    } while (0)
+#include "check.hpp"
 
 static std::string slurp(const std::string& path) {
     std::ifstream f(path, std::ios::binary);

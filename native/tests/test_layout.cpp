@@ -12,14 +12,7 @@
 using dumpcmp::Format;
 using Shape = std::vector<std::int64_t>;
 
-static int failures = 0;
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
-            std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                           \
-        }                                                                         \
-    } while (0)
+#include "check.hpp"
 
 static std::int64_t count(const Shape& s) {
     std::int64_t n = 1;

@@ -526,6 +526,41 @@ def test_fractal_nz_decode_above_the_streaming_size(dtype, rng):
     np.testing.assert_array_equal(ref.recipe_decode_fractal_nz(dev, x.shape), x)  # the reference itself agrees
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_fractal_nz_streaming_loop_both_directions(dtype, rng):
+    # whole conversions of 64 MiB and more run the 16-row block loop with streaming stores (layout_nz.cpp):
+    # 1000 rows crop the last fractal row block (1008 padded), 4224 columns are whole strips; the encode also
+    # writes the padding rows itself, into a destination full of 0xFF
+    shape = (8 if dtype == np.float16 else 4, 1000, 4224)
+    x = rng.integers(-30000, 30000, size=shape).astype(dtype)
+    assert x.nbytes >= 64 << 20
+    c0 = 16
+    want = ref.recipe_encode(x, "FRACTAL_NZ", "ND", c0)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(encode_into_garbage(x, "ND", "FRACTAL_NZ", c0, threads), want)
+        got = np.full_like(x, 7)
+        L.make_plan("FRACTAL_NZ", want.shape, "ND", x.shape, itemsize=x.itemsize).run(want, got, threads)
+        np.testing.assert_array_equal(got, x)
+
+
+def test_fractal_nz_streaming_encode_pads_columns_and_takes_any_alignment(rng):
+    # 4100 columns: the last strip holds 4 real columns and 12 of padding; a destination 2 bytes off 16-byte
+    # alignment cannot take streaming stores and falls back to the generic loop; both give the reference bytes
+    x = rng.integers(-30000, 30000, size=(8, 1025, 4100)).astype(np.float16)
+    want = ref.recipe_encode(x, "FRACTAL_NZ", "ND", 16)
+    np.testing.assert_array_equal(encode_into_garbage(x, "ND", "FRACTAL_NZ", 16, 2), want)
+    plan = L.make_plan("ND", x.shape, "FRACTAL_NZ", want.shape, itemsize=2)
+    raw = np.full(want.nbytes + 16, 0xFF, np.uint8)
+    start = (-raw.ctypes.data) % 16 + 2
+    out = raw[start:start + want.nbytes].view(np.float16).reshape(want.shape)
+    plan.run(x, out, 2)
+    np.testing.assert_array_equal(out, want)
+    # a plain order other than ND is positional (batch dims by their product): the same bytes
+    back = np.empty((2, 4, 1025, 4100), np.float16)
+    L.make_plan("FRACTAL_NZ", want.shape, "NCHW", back.shape, itemsize=2).run(want, back, 2)
+    np.testing.assert_array_equal(back.reshape(x.shape), x)
+
+
 @pytest.mark.parametrize("shape, dtype", [((600, 37, 3, 3), np.float32), ((1000, 40, 3, 3), np.float64)])
 def test_fractal_z_encode_of_many_kernels_in_ranges(shape, dtype, rng):
     # more than 256 kernels: the device-order encode splits them in ranges, each range run over all channel

@@ -36,4 +36,17 @@ bool fz_geometry(const Plan& plan, FzGeometry& out);
 // the plain order is one it has no fast loop for, so the caller falls back to the generic scatter.
 bool fz_encode(const Plan& plan, const FzGeometry& g, const unsigned char* src, unsigned char* dst, unsigned threads);
 
+// FRACTAL_NZ <-> plain (any plain order: positional, the last two axes are the matrix): per batch, the plain
+// (M, N) matrix and the device strips (N1, Mp, C0), Mp = M1 * 16.
+struct NzGeometry {
+    std::int64_t batches = 1, m = 0, n = 0, n1 = 0, mp = 0, c0 = 0;
+    bool decode = false;
+};
+// False when the plan does not convert between FRACTAL_NZ and a plain format.
+bool nz_geometry(const Plan& plan, NzGeometry& out);
+
+// Runs a whole-tensor conversion far larger than the caches with streaming stores (layout_nz.cpp); false (nothing
+// written) when the tensor is small, or its pieces or destination are not aligned for that loop.
+bool nz_stream(const Plan& plan, const NzGeometry& g, const unsigned char* src, unsigned char* dst, unsigned threads);
+
 }  // namespace dumpcmp::layout_detail

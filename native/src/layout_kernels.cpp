@@ -522,6 +522,8 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
     const std::uint64_t chunks = (total + chunk - 1) / chunk;
     if (threads == 0) threads = num_threads();
     if (total * p.elem_size < (std::uint64_t{1} << 21)) threads = 1;  // thread start-up costs more than the copy
+    if (layout_detail::NzGeometry g; layout_detail::nz_geometry(p, g) && layout_detail::nz_stream(p, g, s, d, threads))
+        return;
     if (!p.encode) {
         // Only whole-tensor decodes far beyond the caches stream: a window (decode_range) is read right after.
         const bool stream = total * p.elem_size >= kStreamBytes;

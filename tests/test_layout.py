@@ -561,6 +561,25 @@ def test_fractal_nz_streaming_encode_pads_columns_and_takes_any_alignment(rng):
     np.testing.assert_array_equal(back.reshape(x.shape), x)
 
 
+@pytest.mark.parametrize("shape, dtype", [((200, 19000, 3, 3), np.float16), ((100, 19000, 3, 3), np.float32),
+                                          ((180, 4000, 5, 5), np.float32), ((6000, 3000, 1, 1), np.float32)])
+def test_fractal_z_streaming_loops_both_directions(shape, dtype, rng):
+    # 64 MiB and more: the encode builds each item's device rows in a stage and streams them out, the decode stages
+    # device stretches and streams whole kernels' channel blocks out (layout_fz.cpp). 200/100/180 kernels leave a
+    # padded last range (208/112/192), 19000/4000 channels a short last channel block; 1x1 kernels (no register
+    # tiles) take the generic loops. The encode writes into 0xFF garbage, the decode starts from 7s.
+    x = rng.integers(-30000, 30000, size=shape).astype(dtype)
+    assert x.nbytes >= 64 << 20
+    want = ref.recipe_encode(x, "FRACTAL_Z", "NCHW", 16)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(encode_into_garbage(x, "NCHW", "FRACTAL_Z", 16, threads), want)
+        got = np.full_like(x, 7)
+        L.make_plan("FRACTAL_Z", want.shape, "NCHW", x.shape, itemsize=x.itemsize).run(want, got, threads)
+        np.testing.assert_array_equal(got, x)
+    n, c, h, w = shape
+    np.testing.assert_array_equal(ref.recipe_decode_fractal_z(want, n, c, h, w), x)  # the reference agrees
+
+
 @pytest.mark.parametrize("shape, dtype", [((600, 37, 3, 3), np.float32), ((1000, 40, 3, 3), np.float64)])
 def test_fractal_z_encode_of_many_kernels_in_ranges(shape, dtype, rng):
     # more than 256 kernels: the device-order encode splits them in ranges, each range run over all channel

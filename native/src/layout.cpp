@@ -466,15 +466,19 @@ Padding padding_of(const Plan& p) {
 }
 
 bool fz_geometry(const Plan& p, FzGeometry& g) {
-    const Format dev = p.dst_format;
-    if (!p.encode || p.groups > 1 || (dev != Format::FRACTAL_Z && dev != Format::FRACTAL_Z_C04 && dev != Format::FRACTAL_Z_3D))
+    const Format dev = p.encode ? p.dst_format : p.src_format;
+    const Format plain = p.encode ? p.src_format : p.dst_format;
+    const std::vector<std::int64_t>& plain_shape = p.encode ? p.src_shape : p.dst_shape;
+    const std::vector<std::int64_t>& dev_shape = p.encode ? p.dst_shape : p.src_shape;
+    if (p.groups > 1 || !is_plain_format(plain) ||
+        (dev != Format::FRACTAL_Z && dev != Format::FRACTAL_Z_C04 && dev != Format::FRACTAL_Z_3D))
         return false;
     const Family fam = family(dev);
-    const std::vector<int> perm = plain_perm(p.src_format, fam, p.src_shape.size(), dev);
-    const std::vector<std::int64_t> st = row_major_strides(p.src_shape);
+    const std::vector<int> perm = plain_perm(plain, fam, plain_shape.size(), dev);
+    const std::vector<std::int64_t> st = row_major_strides(plain_shape);
     std::vector<std::int64_t> l(perm.size()), ls(perm.size());  // canonical order: N C [D] H W
     for (std::size_t i = 0; i < perm.size(); ++i) {
-        l[static_cast<std::size_t>(perm[i])] = p.src_shape[i];
+        l[static_cast<std::size_t>(perm[i])] = plain_shape[i];
         ls[static_cast<std::size_t>(perm[i])] = st[i];
     }
     const std::size_t r = l.size();
@@ -485,9 +489,10 @@ bool fz_geometry(const Plan& p, FzGeometry& g) {
     g.c = l[1];
     g.d = r == 5 ? l[2] : 1;
     g.hw = l[r - 2] * l[r - 1];
-    g.c0 = p.dst_shape[3];
+    g.c0 = dev_shape[3];
     g.c1 = ceil_div(g.c, g.c0);
-    g.np = p.dst_shape[1] * p.dst_shape[2];
+    g.np = dev_shape[1] * dev_shape[2];
+    g.decode = !p.encode;
     g.sn = ls[0];
     g.sc = ls[1];
     g.sd = r == 5 ? ls[2] : 0;

@@ -15,6 +15,7 @@
 // C0-element copies; so do 4-D pieces of whole cache lines (see run()).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "dumpcmp/parallel.hpp"
 #include "layout_internal.hpp"
@@ -122,10 +123,32 @@ inline void zero_kernels(Byte* row0, std::size_t row_bytes, i64 rows, i64 n0, i6
         std::memset(row0 + uz(s) * row_bytes + uz(n0) * piece, 0, uz(n1 - n0) * piece);
 }
 
+#if DUMPCMP_LAYOUT_SSE2
+// `bytes` from an L1/L2 staging buffer to the destination with streaming stores, whole cache lines only: the
+// partial lines at both ends (shared with the neighbouring stretches, written by other items) take ordinary
+// stores, so no line is ever written partly from a write-combining buffer.
+template <std::size_t Line = 64>
+inline void stream_out(Byte* to, const Byte* from, std::size_t bytes) {
+    std::size_t head = (Line - reinterpret_cast<std::uintptr_t>(to) % Line) % Line;
+    if (head >= bytes) return static_cast<void>(std::memcpy(to, from, bytes));
+    std::memcpy(to, from, head);
+    std::size_t o = head;
+    for (; o + Line <= bytes; o += Line)
+        for (std::size_t v = 0; v < Line; v += 16)
+            _mm_stream_si128(reinterpret_cast<__m128i*>(to + o + v),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + o + v)));
+    std::memcpy(to + o, from + o, bytes - o);
+}
+#endif
+
 // Planes: item (d, k, s-block, n-range). Channel row j of kernel n is b contiguous elements at
 // plain + n*sn + (k*C0 + j)*sc + d*sd + s0; destination row s at dst + row(s) * row_bytes + n * C0 * E.
-template <std::size_t E, class Tile>
-void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* dst, i64 item) {
+// Staged (tensors far larger than the caches): the item's rows are built in a small buffer, the n-range's stretch
+// of each row (nb * C0 elements) side by side, and then written to the destination with streaming stores, one
+// stretch after the other: no read of the destination lines, and a few long write streams instead of b * kgroup
+// interleaved 32-byte ones.
+template <std::size_t E, class Tile, bool Staged>
+void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* dst, i64 item, std::vector<Byte>& stage) {
     // The kernel range outermost: consecutive items read the next bytes of the same nb kernels' pages, so those
     // pages stay in the TLB (at 1 GB each kernel is its own page, 2048 of them, more than the TLB holds).
     const i64 per_part = it.count / it.nparts;
@@ -139,6 +162,17 @@ void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* ds
     const i64 n0 = np_part * it.nb, n1 = std::min(g.np, n0 + it.nb), ne = std::min(n1, g.n);
     const std::size_t piece = uz(g.c0) * E, row_bytes = uz(g.np) * piece;
     const std::size_t snb = uz(g.sn) * E, scb = uz(g.sc) * E;
+    // where row s of channel block k, kernel n goes: (out_k + s * ostride + (n - nbase) * piece)
+    const std::size_t seg = uz(n1 - n0) * piece;
+    const std::size_t ostride = Staged ? seg : row_bytes;
+    const i64 nbase = Staged ? n0 : 0;
+    if constexpr (Staged) {
+        if (stage.size() < seg * uz(b * (k1 - k0))) stage.resize(seg * uz(b * (k1 - k0)));
+    }
+    auto out_k = [&](i64 k) -> Byte* {
+        if constexpr (Staged) return stage.data() + uz((k - k0) * b) * seg;
+        else return dst + uz((d * g.c1 + k) * g.hw + s0) * row_bytes;
+    };
     const Byte* in0 = src + uz(d * g.sd + k0 * g.c0 * g.sc + s0) * E;
     constexpr i64 V = Tile::V;
     const bool tiles = V > 0 && g.c0 % V == 0 && b >= V;
@@ -168,17 +202,17 @@ void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* ds
         for (i64 k = k0; k < k1; ++k) {
             const i64 cv = std::min(g.c0, g.c - k * g.c0);  // channels of this block that exist
             const Byte* ik = in + uz((k - k0) * g.c0) * scb;
-            Byte* out = dst + uz((d * g.c1 + k) * g.hw + s0) * row_bytes + uz(n) * piece;
+            Byte* out = out_k(k) + uz(n - nbase) * piece;
             if (tiles && cv == g.c0) {
                 for (i64 j = 0; j < g.c0; j += V)
                     for (i64 s = 0; s < b; s += V) {
                         const i64 sv = std::min(s, b - V);  // the last tile overlaps the one before: same values
-                        Tile::t(ik + uz(j) * scb + uz(sv) * E, scb, out + uz(sv) * row_bytes + uz(j) * E, row_bytes);
+                        Tile::t(ik + uz(j) * scb + uz(sv) * E, scb, out + uz(sv) * ostride + uz(j) * E, ostride);
                     }
                 continue;
             }
             for (i64 s = 0; s < b; ++s) {
-                Byte* o = out + uz(s) * row_bytes;
+                Byte* o = out + uz(s) * ostride;
                 const Byte* ic = ik + uz(s) * E;
                 for (i64 j = 0; j < cv; ++j) std::memcpy(o + uz(j) * E, ic + uz(j) * scb, E);
                 if (cv < g.c0) std::memset(o + uz(cv) * E, 0, uz(g.c0 - cv) * E);
@@ -186,8 +220,28 @@ void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* ds
         }
     }
     for (i64 k = k0; k < k1; ++k)
-        zero_kernels(dst + uz((d * g.c1 + k) * g.hw + s0) * row_bytes, row_bytes, b, std::max(n0, ne), n1, piece);
+        zero_kernels(out_k(k), ostride, b, std::max(n0, ne) - nbase, n1 - nbase, piece);
+#if DUMPCMP_LAYOUT_SSE2
+    if constexpr (Staged) {
+        for (i64 k = k0; k < k1; ++k)
+            for (i64 s = 0; s < b; ++s)
+                stream_out<16>(dst + uz((d * g.c1 + k) * g.hw + s0 + s) * row_bytes + uz(n0) * piece,
+                           out_k(k) + uz(s) * seg, seg);
+        _mm_sfence();  // this thread's streaming stores, visible before the caller reads the result
+    }
+#endif
 }
+
+// Bytes of each destination stretch of the staged loop (nb * C0 elements: the item's kernels): each item reads
+// nb kernels' blocks (one page each at 1 GB). Measured at 1 GB, fp16 and fp32: 2 KiB (64 fp16 kernels, 32 fp32)
+// 45-55 % of memcpy, 1 KiB 42-48 %, 4 KiB 30-41 %.
+constexpr i64 kStagedStretch = 2048;
+constexpr std::uint64_t kStagedBytes = std::uint64_t{1} << 26;
+// Decode items: channel blocks grouped up to about this many plain bytes per kernel (the stretch each kernel gets
+// per item), and kernels per item. Measured at 1 GB (3x3, fp16 and fp32): 2 blocks of fp16 (576 bytes) and 1 of
+// fp32 with 64 kernels, 44-51 % of memcpy; 4 blocks or 32 kernels 35-42 %.
+constexpr i64 kDecodePlane = 640;
+constexpr i64 kDecodeKernels = 64;
 
 template <std::size_t E, class Tile>
 void run_planes(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
@@ -196,9 +250,137 @@ void run_planes(const FzGeometry& g, const Byte* src, Byte* dst, unsigned thread
     // about 24 destination rows at a time: more write streams than that measured slower (63 streams: a third).
     const i64 per_block = g.c0 * g.hw * static_cast<i64>(E);
     const i64 kgroup = g.hw <= 24 ? std::clamp<i64>(std::min(2048 / per_block, 24 / g.hw), 1, 8) : 1;
-    const Items it = plan_items(g, E, 32, kgroup);
-    parallel_for(uz(it.count), [&](std::size_t c) { planes_item<E, Tile>(g, it, src, dst, static_cast<i64>(c)); },
-                 threads);
+    Items it = plan_items(g, E, 32, kgroup);
+    const auto bytes = static_cast<std::uint64_t>(g.d * g.c1 * g.hw * g.np * g.c0) * E;
+#if DUMPCMP_LAYOUT_SSE2
+    const i64 nb = std::max<i64>(16, kStagedStretch / (g.c0 * static_cast<i64>(E)));
+    if (bytes >= kStagedBytes && g.np > nb) {
+        it.nb = nb;
+        it.nparts = (g.np + it.nb - 1) / it.nb;
+        it.count = g.d * it.kitems * it.sblocks * it.nparts;
+        parallel_for(uz(it.count), [&](std::size_t c) {
+            thread_local std::vector<Byte> stage;
+            planes_item<E, Tile, true>(g, it, src, dst, static_cast<i64>(c), stage);
+        }, threads);
+        return;
+    }
+#endif
+    parallel_for(uz(it.count), [&](std::size_t c) {
+        std::vector<Byte> unused;
+        planes_item<E, Tile, false>(g, it, src, dst, static_cast<i64>(c), unused);
+    }, threads);
+}
+
+// ---- decode -----------------------------------------------------------------------------------------------
+// Item (k-group, n-range) of a 4-D planes tensor (NCHW: kernel n's channels k*C0 .. one contiguous stretch of
+// the plain side). Phase A copies the item's device stretches (nb * C0 elements of each of its kgroup * hw rows,
+// one sequential run each) into `stage`; phase B transposes each kernel's pieces there into `obuf` and writes
+// that to the plain side with streaming stores, fetching the next item's stretches meanwhile (they lie a whole
+// fractal row apart, beyond the hardware prefetchers).
+struct DecodeItems {
+    i64 kgroup = 1, kitems = 1, nb = 1, nparts = 1;
+    i64 count() const { return kitems * nparts; }
+};
+
+template <std::size_t E, class Tile>
+void decode_item(const FzGeometry& g, const DecodeItems& it, const Byte* src, Byte* dst, i64 item,
+                 std::vector<Byte>& stage, std::vector<Byte>& obuf) {
+    const std::size_t piece = uz(g.c0) * E, row_bytes = uz(g.np) * piece, hwb = uz(g.hw) * E;
+    auto bounds = [&](i64 i, i64& k0, i64& k1, i64& n0, i64& ne) {
+        const i64 part = i / it.kitems, kg = i % it.kitems;  // the kernel range outermost (see planes_item)
+        k0 = kg * it.kgroup;
+        k1 = std::min(g.c1, k0 + it.kgroup);
+        n0 = part * it.nb;
+        ne = std::min(g.n, n0 + it.nb);
+    };
+    i64 k0, k1, n0, ne;
+    bounds(item, k0, k1, n0, ne);
+    const i64 rows = (k1 - k0) * g.hw;
+    const std::size_t seg = uz(ne - n0) * piece;
+    if (stage.size() < seg * uz(rows)) stage.resize(seg * uz(rows));
+    const i64 cend = std::min(g.c, k1 * g.c0);
+    const std::size_t out_bytes = uz(cend - k0 * g.c0) * hwb;
+    if (obuf.size() < out_bytes) obuf.resize(out_bytes);
+    auto device_row = [&](i64 k, i64 s, i64 n) { return src + uz(k * g.hw + s) * row_bytes + uz(n) * piece; };
+    for (i64 r = 0; r < rows; ++r)
+        std::memcpy(stage.data() + uz(r) * seg, device_row(k0 + r / g.hw, r % g.hw, n0), seg);
+    // the next item's stretches, a share per kernel of this one
+    std::size_t total = 0, lines = 0;
+    i64 nk0 = 0, nk1 = 0, nn0 = 0, nne = 0;
+    if (item + 1 < it.count()) {
+        bounds(item + 1, nk0, nk1, nn0, nne);
+        lines = (uz(nne - nn0) * piece + 63) / 64;
+        total = lines * uz((nk1 - nk0) * g.hw);
+    }
+    const std::size_t per = (total + uz(ne - n0) - 1) / uz(ne - n0);
+    std::size_t done = 0, line = 0;  // prefetched so far; the line within the current stretch
+    i64 pk = nk0, ps = 0;            // the current stretch's channel block and position
+    constexpr i64 V = Tile::V;
+    const bool tiles = V > 0 && g.c0 % V == 0 && g.hw >= V;
+    for (i64 n = n0; n < ne; ++n) {
+        for (const std::size_t stop = std::min(total, done + per); done < stop; ++done) {
+            // T2: the stretches are copied to the stage right after; measured 10 % faster than T0 at 1 GB (T0
+            // holds a first-level fill buffer per line while the stores need them too)
+            _mm_prefetch(reinterpret_cast<const char*>(device_row(pk, ps, nn0) + line * 64), _MM_HINT_T2);
+            if (++line == lines) {
+                line = 0;
+                if (++ps == g.hw) ps = 0, ++pk;
+            }
+        }
+        for (i64 k = k0; k < k1; ++k) {
+            const i64 cv = std::min(g.c0, g.c - k * g.c0);
+            const Byte* in = stage.data() + uz((k - k0) * g.hw) * seg + uz(n - n0) * piece;
+            Byte* out = obuf.data() + uz((k - k0) * g.c0) * hwb;
+            if (tiles && cv == g.c0) {
+                for (i64 j = 0; j < g.c0; j += V)
+                    for (i64 s = 0; s < g.hw; s += V) {
+                        const i64 sv = std::min(s, g.hw - V);  // the last tile overlaps the one before
+                        Tile::t(in + uz(sv) * seg + uz(j) * E, seg, out + uz(j) * hwb + uz(sv) * E, hwb);
+                    }
+                continue;
+            }
+            for (i64 j = 0; j < cv; ++j)
+                for (i64 s = 0; s < g.hw; ++s)
+                    std::memcpy(out + uz(j) * hwb + uz(s) * E, in + uz(s) * seg + uz(j) * E, E);
+        }
+#if DUMPCMP_LAYOUT_SSE2
+        stream_out<16>(dst + uz(n * g.sn + k0 * g.c0 * g.sc) * E, obuf.data(), out_bytes);
+#endif
+    }
+#if DUMPCMP_LAYOUT_SSE2
+    _mm_sfence();  // this thread's streaming stores, visible before the caller reads the result
+#endif
+}
+
+template <std::size_t E, class Tile>
+void run_decode(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
+    DecodeItems it;
+    const i64 per_block = g.c0 * g.hw * static_cast<i64>(E);
+    it.kgroup = std::clamp<i64>(kDecodePlane / per_block, 1, 8);
+    it.kitems = (g.c1 + it.kgroup - 1) / it.kgroup;
+    it.nb = kDecodeKernels;
+    it.nparts = (g.n + it.nb - 1) / it.nb;
+    parallel_for(uz(it.count()), [&](std::size_t c) {
+        thread_local std::vector<Byte> stage, obuf;
+        decode_item<E, Tile>(g, it, src, dst, static_cast<i64>(c), stage, obuf);
+    }, threads);
+}
+
+// Only where register tiles cover the kernels' blocks (C0 a multiple of the tile, at least a tile of positions):
+// element moves would be slower than the generic walker (1x1 kernels, FRACTAL_Z_C04).
+template <std::size_t E, class Tile>
+bool decode_with(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
+    if (Tile::V == 0 || g.c0 % Tile::V != 0 || g.hw < Tile::V) return false;
+    run_decode<E, Tile>(g, src, dst, threads);
+    return true;
+}
+
+template <std::size_t E>
+bool decode(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if (detail::simd_level() >= detail::SimdLevel::avx2) return decode_with<E, Avx2Tile<E>>(g, src, dst, threads);
+#endif
+    return decode_with<E, Sse2Tile<E>>(g, src, dst, threads);
 }
 
 template <std::size_t E>
@@ -225,6 +407,26 @@ bool fz_encode(const Plan& p, const FzGeometry& g, const unsigned char* src, uns
         case 8: return run<8>(g, src, dst, threads);
         default: return false;
     }
+}
+
+bool fz_decode_stream(const Plan& p, const FzGeometry& g, const unsigned char* src, unsigned char* dst,
+                      unsigned threads) {
+#if DUMPCMP_LAYOUT_SSE2
+    // 4-D planes order with whole kernels contiguous (NCHW), far larger than the caches
+    if (!g.decode || g.d != 1 || g.ss != 1 || g.sc != g.hw || g.sn != g.c * g.hw || g.n == 0 || g.c == 0 ||
+        p.dst_count * p.elem_size < kStagedBytes)
+        return false;
+    switch (p.elem_size) {
+        case 1: return decode<1>(g, src, dst, threads);
+        case 2: return decode<2>(g, src, dst, threads);
+        case 4: return decode<4>(g, src, dst, threads);
+        case 8: return decode<8>(g, src, dst, threads);
+        default: return false;
+    }
+#else
+    (void)p, (void)g, (void)src, (void)dst, (void)threads;
+    return false;
+#endif
 }
 
 }  // namespace dumpcmp::layout_detail

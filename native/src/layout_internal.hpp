@@ -22,19 +22,26 @@ struct Padding {
 };
 Padding padding_of(const Plan& plan);
 
-// FRACTAL_Z, FRACTAL_Z_C04 and FRACTAL_Z_3D encodes without groups, in the plain tensor's own terms:
+// FRACTAL_Z, FRACTAL_Z_C04 and FRACTAL_Z_3D without groups, in the plain tensor's own terms:
 //   device[((d * c1 + k) * hw + s) * np * c0 + n * c0 + j] = plain[n * sn + (k * c0 + j) * sc + d * sd + s * ss]
 // for n < N and k * c0 + j < C, zero otherwise (d < D, s < H*W; D = 1 for the 4-D formats). Element strides.
 struct FzGeometry {
     std::int64_t n = 0, c = 0, d = 1, hw = 0, c1 = 0, c0 = 0, np = 0;
     std::int64_t sn = 0, sc = 0, sd = 0, ss = 0;
+    bool decode = false;  // device -> plain (the plain side is then cropped to N and C)
 };
-// False when the plan is not such an encode (decode, other formats, grouped FRACTAL_Z).
+// False when the plan does not convert between such a format and a plain one (other formats, grouped FRACTAL_Z).
 bool fz_geometry(const Plan& plan, FzGeometry& out);
 
 // Runs such an encode writing the device buffer in its own order, padding included; false (nothing written) when
 // the plain order is one it has no fast loop for, so the caller falls back to the generic scatter.
 bool fz_encode(const Plan& plan, const FzGeometry& g, const unsigned char* src, unsigned char* dst, unsigned threads);
+
+// Decodes of such tensors far larger than the caches, from planes orders (NCHW, NCDHW) with whole kernels: device
+// stretches of a block of kernels staged in L1/L2, transposed there, the plain side written with streaming stores;
+// false (nothing written) for other tensors, which the generic walker decodes.
+bool fz_decode_stream(const Plan& plan, const FzGeometry& g, const unsigned char* src, unsigned char* dst,
+                      unsigned threads);
 
 // FRACTAL_NZ <-> plain (any plain order: positional, the last two axes are the matrix): per batch, the plain
 // (M, N) matrix and the device strips (N1, Mp, C0), Mp = M1 * 16.

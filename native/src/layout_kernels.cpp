@@ -524,6 +524,9 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
     if (total * p.elem_size < (std::uint64_t{1} << 21)) threads = 1;  // thread start-up costs more than the copy
     if (layout_detail::NzGeometry g; layout_detail::nz_geometry(p, g) && layout_detail::nz_stream(p, g, s, d, threads))
         return;
+    if (layout_detail::FzGeometry g; !p.encode && layout_detail::fz_geometry(p, g) &&
+                                     layout_detail::fz_decode_stream(p, g, s, d, threads))
+        return;
     if (!p.encode) {
         // Only whole-tensor decodes far beyond the caches stream: a window (decode_range) is read right after.
         const bool stream = total * p.elem_size >= kStreamBytes;
@@ -533,7 +536,7 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
         }, threads);
         return;
     }
-    if (layout_detail::FzGeometry g; layout_detail::fz_geometry(p, g) &&
+    if (layout_detail::FzGeometry g; layout_detail::fz_geometry(p, g) && !g.decode &&
                                      layout_detail::fz_encode(p, g, s, d, threads))
         return;
     // Padding must read back as zeros. Only the padding is cleared, in the same pass as the scatter (the boxes

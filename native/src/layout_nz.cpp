@@ -51,11 +51,11 @@ void decode_rows(const NzGeometry& g, std::size_t e, const Byte* src, Byte* dst,
         const std::size_t lines = next_rows > 0 ? (uz(next_rows) * piece + 63) / 64 : 0;
         const std::size_t total = lines * uz(g.n1);
         const std::size_t per_row = (total + uz(k1 - k0) - 1) / uz(k1 - k0);
-        std::size_t done = 0;
+        std::size_t done = 0, s = 0, l = 0;  // prefetched so far: strip s, line l of its next piece
         for (i64 m = k0; m < k1; ++m) {
             for (const std::size_t stop = std::min(total, done + per_row); done < stop; ++done) {
-                const std::size_t s = done / lines, l = done % lines;
                 _mm_prefetch(reinterpret_cast<const char*>(sb + s * strip + uz(k1) * piece + l * 64), _MM_HINT_T1);
+                if (++l == lines) l = 0, ++s;
             }
             Byte* row = db + uz(m) * row_bytes;
             const Byte* in = sb + uz(m) * piece;

@@ -54,7 +54,7 @@ void decode_rows(const NzGeometry& g, std::size_t e, const Byte* src, Byte* dst,
         std::size_t done = 0, s = 0, l = 0;  // prefetched so far: strip s, line l of its next piece
         for (i64 m = k0; m < k1; ++m) {
             for (const std::size_t stop = std::min(total, done + per_row); done < stop; ++done) {
-                _mm_prefetch(reinterpret_cast<const char*>(sb + s * strip + uz(k1) * piece + l * 64), _MM_HINT_T1);
+                _mm_prefetch(reinterpret_cast<const char*>(sb + s * strip + uz(k1) * piece + l * 64), _MM_HINT_T2);
                 if (++l == lines) l = 0, ++s;
             }
             Byte* row = db + uz(m) * row_bytes;

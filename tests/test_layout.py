@@ -580,6 +580,30 @@ def test_fractal_z_streaming_loops_both_directions(shape, dtype, rng):
     np.testing.assert_array_equal(ref.recipe_decode_fractal_z(want, n, c, h, w), x)  # the reference agrees
 
 
+@pytest.mark.parametrize("device, plain, shape, dtype, c0", [
+    ("NC1HWC0", "NCHW", (4, 150, 240, 250), np.float16, 16),     # 150 channels: a last block of 6 and 10 padding
+    ("NC1HWC0", "NCHW", (2, 40, 500, 501), np.float32, 16),      # 250500 positions: a short last stage block
+    ("NDC1HWC0", "NCDHW", (2, 20, 7, 300, 301), np.float32, 16),
+    ("NC1HWC0_C04", "NCHW", (30, 3, 700, 800), np.float16, 4),   # C0 = 4: no register tiles, element moves
+    ("NC1HWC0", "NCHW", (3, 70, 400000, 1), np.int8, 32),         # 1-byte elements: element moves; W = 1
+])
+def test_5hd_streaming_encode(device, plain, shape, dtype, c0, rng):
+    # 64 MiB and more of destination: encodes from planes orders write the device planes in order through a
+    # stage with streaming stores (layout_5hd.cpp), padding channels included; into 0xFF garbage
+    x = rng.integers(-100, 100, size=shape).astype(dtype)
+    want = ref.recipe_encode(x, device, plain, c0)
+    assert want.nbytes >= 64 << 20
+    for threads in (1, 2):
+        np.testing.assert_array_equal(encode_into_garbage(x, plain, device, c0, threads), want)
+    # a destination off 16-byte alignment: ordinary stores up to the first aligned address
+    plan = L.make_plan(plain, x.shape, device, want.shape, itemsize=x.itemsize)
+    raw = np.full(want.nbytes + 16, 0xFF, np.uint8)
+    start = (-raw.ctypes.data) % 16 + 2
+    out = raw[start:start + want.nbytes].view(dtype).reshape(want.shape)
+    plan.run(x, out, 2)
+    np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("shape, dtype", [((600, 37, 3, 3), np.float32), ((1000, 40, 3, 3), np.float64)])
 def test_fractal_z_encode_of_many_kernels_in_ranges(shape, dtype, rng):
     # more than 256 kernels: the device-order encode splits them in ranges, each range run over all channel

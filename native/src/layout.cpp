@@ -500,6 +500,36 @@ bool fz_geometry(const Plan& p, FzGeometry& g) {
     return true;
 }
 
+bool hd_geometry(const Plan& p, HdGeometry& g) {
+    const Format dev = p.encode ? p.dst_format : p.src_format;
+    const Format plain = p.encode ? p.src_format : p.dst_format;
+    const std::vector<std::int64_t>& plain_shape = p.encode ? p.src_shape : p.dst_shape;
+    const std::vector<std::int64_t>& dev_shape = p.encode ? p.dst_shape : p.src_shape;
+    if (!is_plain_format(plain) || (dev != Format::NC1HWC0 && dev != Format::NC1HWC0_C04 && dev != Format::NDC1HWC0))
+        return false;
+    const std::vector<int> perm = plain_perm(plain, family(dev), plain_shape.size(), dev);
+    const std::vector<std::int64_t> st = row_major_strides(plain_shape);
+    std::vector<std::int64_t> l(perm.size()), ls(perm.size());  // canonical order: N C [D] H W
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+        l[static_cast<std::size_t>(perm[i])] = plain_shape[i];
+        ls[static_cast<std::size_t>(perm[i])] = st[i];
+    }
+    const std::size_t r = l.size();
+    if (l[r - 1] > 1 && l[r - 2] > 1 && ls[r - 2] != ls[r - 1] * l[r - 1]) return false;  // as in fz_geometry
+    g.n = l[0];
+    g.c = l[1];
+    g.d = r == 5 ? l[2] : 1;
+    g.hw = l[r - 2] * l[r - 1];
+    g.c0 = dev_shape.back();
+    g.c1 = ceil_div(g.c, g.c0);
+    g.decode = !p.encode;
+    g.sn = ls[0];
+    g.sc = ls[1];
+    g.sd = r == 5 ? ls[2] : 0;
+    g.ss = l[r - 1] > 1 ? ls[r - 1] : ls[r - 2];
+    return true;
+}
+
 }  // namespace layout_detail
 
 bool is_device_format(Format f) noexcept {

@@ -39,57 +39,6 @@ inline std::size_t uz(i64 v) { return static_cast<std::size_t>(v); }
 // get many items each and share the tail evenly.
 constexpr i64 kItemBytes = i64{1} << 19;
 
-// A C0 x V register tile per transpose call: V channel rows (in_stride apart) become V destination rows
-// (out_stride apart) of V elements. V = 0: no register transpose for this element size.
-template <std::size_t E>
-struct Sse2Tile {
-#if DUMPCMP_LAYOUT_SSE2
-    static constexpr i64 V = E == 1 ? 0 : static_cast<i64>(16 / E);
-    static void t(const Byte* in, std::size_t is, Byte* out, std::size_t os) {
-        if constexpr (E == 2) transpose8x8_16(in, is, out, os);
-        else if constexpr (E == 4) transpose4x4_32(in, is, out, os);
-        else if constexpr (E == 8) transpose2x2_64(in, is, out, os);
-    }
-#else
-    static constexpr i64 V = 0;
-    static void t(const Byte*, std::size_t, Byte*, std::size_t) {}
-#endif
-};
-
-#if DUMPCMP_HAVE_X86_LEVELS
-// 8 x 8 of 32-bit elements in ymm registers (fp32; 16 x 16 of fp16 is done as four 8 x 8 of 16-bit by SSE2, which
-// measures the same on this memory-bound loop).
-DUMPCMP_TARGET_AVX2 inline void transpose8x8_32_avx2(const Byte* in, std::size_t is, Byte* out, std::size_t os) {
-    __m256i a[8], t[8], u[8];
-    for (std::size_t v = 0; v < 8; ++v) a[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + v * is));
-    for (std::size_t v = 0; v < 8; v += 2) {
-        t[v] = _mm256_unpacklo_epi32(a[v], a[v + 1]);
-        t[v + 1] = _mm256_unpackhi_epi32(a[v], a[v + 1]);
-    }
-    for (std::size_t v = 0; v < 8; v += 4) {
-        u[v] = _mm256_unpacklo_epi64(t[v], t[v + 2]);
-        u[v + 1] = _mm256_unpackhi_epi64(t[v], t[v + 2]);
-        u[v + 2] = _mm256_unpacklo_epi64(t[v + 1], t[v + 3]);
-        u[v + 3] = _mm256_unpackhi_epi64(t[v + 1], t[v + 3]);
-    }
-    // u[0..3]: rows 0..3 (low lanes) and 4..7 (high lanes) of input rows 0..3; u[4..7] the same of rows 4..7
-    for (std::size_t r = 0; r < 4; ++r) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * os), _mm256_permute2x128_si256(u[r], u[r + 4], 0x20));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (r + 4) * os),
-                            _mm256_permute2x128_si256(u[r], u[r + 4], 0x31));
-    }
-}
-
-template <std::size_t E>
-struct Avx2Tile {
-    static constexpr i64 V = E == 4 ? 8 : Sse2Tile<E>::V;
-    DUMPCMP_TARGET_AVX2 static void t(const Byte* in, std::size_t is, Byte* out, std::size_t os) {
-        if constexpr (E == 4) transpose8x8_32_avx2(in, is, out, os);
-        else Sse2Tile<E>::t(in, is, out, os);
-    }
-};
-#endif
-
 struct Items {
     i64 sblocks = 1, sb = 1;  // blocks of spatial positions and positions per block (the last may be shorter)
     i64 kgroup = 1;           // channel blocks per item (runs: so that each read covers a whole cache line)
@@ -122,24 +71,6 @@ inline void zero_kernels(Byte* row0, std::size_t row_bytes, i64 rows, i64 n0, i6
     for (i64 s = 0; s < rows; ++s)
         std::memset(row0 + uz(s) * row_bytes + uz(n0) * piece, 0, uz(n1 - n0) * piece);
 }
-
-#if DUMPCMP_LAYOUT_SSE2
-// `bytes` from an L1/L2 staging buffer to the destination with streaming stores, whole cache lines only: the
-// partial lines at both ends (shared with the neighbouring stretches, written by other items) take ordinary
-// stores, so no line is ever written partly from a write-combining buffer.
-template <std::size_t Line = 64>
-inline void stream_out(Byte* to, const Byte* from, std::size_t bytes) {
-    std::size_t head = (Line - reinterpret_cast<std::uintptr_t>(to) % Line) % Line;
-    if (head >= bytes) return static_cast<void>(std::memcpy(to, from, bytes));
-    std::memcpy(to, from, head);
-    std::size_t o = head;
-    for (; o + Line <= bytes; o += Line)
-        for (std::size_t v = 0; v < Line; v += 16)
-            _mm_stream_si128(reinterpret_cast<__m128i*>(to + o + v),
-                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + o + v)));
-    std::memcpy(to + o, from + o, bytes - o);
-}
-#endif
 
 // Planes: item (d, k, s-block, n-range). Channel row j of kernel n is b contiguous elements at
 // plain + n*sn + (k*C0 + j)*sc + d*sd + s0; destination row s at dst + row(s) * row_bytes + n * C0 * E.
@@ -225,9 +156,8 @@ void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* ds
     if constexpr (Staged) {
         for (i64 k = k0; k < k1; ++k)
             for (i64 s = 0; s < b; ++s)
-                stream_out<16>(dst + uz((d * g.c1 + k) * g.hw + s0 + s) * row_bytes + uz(n0) * piece,
+                stream_out(dst + uz((d * g.c1 + k) * g.hw + s0 + s) * row_bytes + uz(n0) * piece,
                            out_k(k) + uz(s) * seg, seg);
-        _mm_sfence();  // this thread's streaming stores, visible before the caller reads the result
     }
 #endif
 }
@@ -258,10 +188,10 @@ void run_planes(const FzGeometry& g, const Byte* src, Byte* dst, unsigned thread
         it.nb = nb;
         it.nparts = (g.np + it.nb - 1) / it.nb;
         it.count = g.d * it.kitems * it.sblocks * it.nparts;
-        parallel_for(uz(it.count), [&](std::size_t c) {
+        stream_items(uz(it.count), threads, [&](std::size_t c) {
             thread_local std::vector<Byte> stage;
             planes_item<E, Tile, true>(g, it, src, dst, static_cast<i64>(c), stage);
-        }, threads);
+        });
         return;
     }
 #endif
@@ -344,12 +274,9 @@ void decode_item(const FzGeometry& g, const DecodeItems& it, const Byte* src, By
                     std::memcpy(out + uz(j) * hwb + uz(s) * E, in + uz(s) * seg + uz(j) * E, E);
         }
 #if DUMPCMP_LAYOUT_SSE2
-        stream_out<16>(dst + uz(n * g.sn + k0 * g.c0 * g.sc) * E, obuf.data(), out_bytes);
+        stream_out(dst + uz(n * g.sn + k0 * g.c0 * g.sc) * E, obuf.data(), out_bytes);
 #endif
     }
-#if DUMPCMP_LAYOUT_SSE2
-    _mm_sfence();  // this thread's streaming stores, visible before the caller reads the result
-#endif
 }
 
 template <std::size_t E, class Tile>
@@ -360,10 +287,10 @@ void run_decode(const FzGeometry& g, const Byte* src, Byte* dst, unsigned thread
     it.kitems = (g.c1 + it.kgroup - 1) / it.kgroup;
     it.nb = kDecodeKernels;
     it.nparts = (g.n + it.nb - 1) / it.nb;
-    parallel_for(uz(it.count()), [&](std::size_t c) {
+    stream_items(uz(it.count()), threads, [&](std::size_t c) {
         thread_local std::vector<Byte> stage, obuf;
         decode_item<E, Tile>(g, it, src, dst, static_cast<i64>(c), stage, obuf);
-    }, threads);
+    });
 }
 
 // Only where register tiles cover the kernels' blocks (C0 a multiple of the tile, at least a tile of positions):

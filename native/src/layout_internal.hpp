@@ -43,6 +43,21 @@ bool fz_encode(const Plan& plan, const FzGeometry& g, const unsigned char* src, 
 bool fz_decode_stream(const Plan& plan, const FzGeometry& g, const unsigned char* src, unsigned char* dst,
                       unsigned threads);
 
+// NC1HWC0, NC1HWC0_C04 and NDC1HWC0 in the plain tensor's own terms:
+//   device[(((n * D + d) * c1 + k) * hw + s) * c0 + j] = plain[n * sn + (k * c0 + j) * sc + d * sd + s * ss]
+// for k * c0 + j < C, zero otherwise (D = 1 for the 5-D formats). Element strides.
+struct HdGeometry {
+    std::int64_t n = 0, c = 0, d = 1, hw = 0, c1 = 0, c0 = 0;
+    std::int64_t sn = 0, sc = 0, sd = 0, ss = 0;
+    bool decode = false;
+};
+bool hd_geometry(const Plan& plan, HdGeometry& out);
+
+// Encodes of such tensors far larger than the caches from planes orders (NCHW, NCDHW: positions contiguous),
+// written in device order with streaming stores (layout_5hd.cpp); false (nothing written) for the others.
+bool hd_encode_stream(const Plan& plan, const HdGeometry& g, const unsigned char* src, unsigned char* dst,
+                      unsigned threads);
+
 // FRACTAL_NZ <-> plain (any plain order: positional, the last two axes are the matrix): per batch, the plain
 // (M, N) matrix and the device strips (N1, Mp, C0), Mp = M1 * 16.
 struct NzGeometry {

@@ -527,6 +527,9 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
     if (layout_detail::FzGeometry g; !p.encode && layout_detail::fz_geometry(p, g) &&
                                      layout_detail::fz_decode_stream(p, g, s, d, threads))
         return;
+    if (layout_detail::HdGeometry g; p.encode && layout_detail::hd_geometry(p, g) &&
+                                     layout_detail::hd_encode_stream(p, g, s, d, threads))
+        return;
     if (!p.encode) {
         // Only whole-tensor decodes far beyond the caches stream: a window (decode_range) is read right after.
         const bool stream = total * p.elem_size >= kStreamBytes;

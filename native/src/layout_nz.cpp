@@ -141,13 +141,12 @@ bool nz_stream(const Plan& p, const NzGeometry& g, const unsigned char* src, uns
     if (g.decode && (g.n % g.c0 != 0 || (uz(g.n) * e) % 16 != 0)) return false;
     const i64 rows = g.decode ? g.m : g.mp;  // rows each batch writes
     const i64 per_batch = (rows + kItemRows - 1) / kItemRows;
-    parallel_for(uz(g.batches * per_batch), [&](std::size_t item) {
+    stream_items(uz(g.batches * per_batch), threads, [&](std::size_t item) {
         const i64 b = static_cast<i64>(item) / per_batch, r0 = static_cast<i64>(item) % per_batch * kItemRows;
         const i64 r1 = std::min(rows, r0 + kItemRows);
         if (g.decode) decode_rows(g, e, src, dst, b, r0, r1);
         else encode_rows(g, e, src, dst, b, r0, r1);
-        _mm_sfence();  // streaming stores are weakly ordered: this thread's are visible before the caller reads
-    }, threads);
+    });
     return true;
 #else
     (void)p, (void)g, (void)src, (void)dst, (void)threads;

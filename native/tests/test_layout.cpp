@@ -38,7 +38,8 @@ static bool throws(Fn fn) {
 struct Buf {
     std::vector<unsigned char> store;
     unsigned char* p;
-    Buf(std::size_t bytes) : store(bytes + 1), p(store.data() + 1) {}
+    // offset 1: every access unaligned; 16: aligned for the streaming loops (the buffer still ends exactly)
+    explicit Buf(std::size_t bytes, std::size_t offset = 1) : store(bytes + offset), p(store.data() + offset) {}
 };
 
 // Expected device offset of NCHW element (n, c, h, w): the spec's formulas written out directly.
@@ -175,6 +176,34 @@ static void check_nz() {
     CHECK(std::memcmp(back.p, plain.p, np * 2) == 0);
 }
 
+// Whole conversions of 64 MiB and more take the device-order streaming loops (layout_nz.cpp, layout_fz.cpp,
+// layout_5hd.cpp): round trips from buffers that end exactly where the tensors do, every 997th element placed as
+// the spec's formula says, padding read back as zeros.
+static void check_streaming(Format dev, const Shape& plain, std::int64_t c0, std::size_t offset,
+                            const std::function<std::int64_t(const Shape&, std::int64_t)>& expect) {
+    const Format pf = dev == Format::FRACTAL_NZ ? Format::ND : Format::NCHW;
+    const Shape ds = dumpcmp::device_shape(dev, pf, plain, c0, 1);
+    const auto np = static_cast<std::size_t>(count(plain)), ndev = static_cast<std::size_t>(count(ds));
+    CHECK(np * 2 >= (std::size_t{64} << 20));
+    Buf src(np * 2, offset), devb(ndev * 2, offset), back(np * 2, offset);
+    for (std::size_t i = 0; i < np; ++i) {
+        const auto v = static_cast<std::uint16_t>(i % 65521 + 1);
+        std::memcpy(src.p + 2 * i, &v, 2);
+    }
+    std::memset(devb.p, 0xFF, ndev * 2);
+    dumpcmp::convert(dumpcmp::make_plan(pf, plain, dev, ds, 1, 2), src.p, devb.p, 2);
+    std::size_t nonzero = 0;
+    for (std::size_t o = 0; o < ndev; ++o) nonzero += devb.p[2 * o] != 0 || devb.p[2 * o + 1] != 0;
+    CHECK(nonzero == np);  // every element placed once, every padding element zero (values are never 0)
+    for (std::size_t i = 0; i < np; i += 997) {
+        std::uint16_t got;
+        std::memcpy(&got, devb.p + 2 * static_cast<std::size_t>(expect(plain, static_cast<std::int64_t>(i))), 2);
+        CHECK(got == i % 65521 + 1);
+    }
+    dumpcmp::convert(dumpcmp::make_plan(dev, ds, pf, plain, 1, 2), devb.p, back.p, 2);
+    CHECK(std::memcmp(back.p, src.p, np * 2) == 0);
+}
+
 static void check_errors() {
     using dumpcmp::make_plan;
     CHECK(throws([] { make_plan(Format::NC1HWC0, {1, 2, 5, 5, 16}, Format::NCHW, {1, 40, 5, 5}, 1, 2); }));
@@ -224,6 +253,29 @@ int main() {
     check_fz_orders<std::uint64_t>({3, 9, 3, 2, 2}, 8, 2);
     check_fz_orders<std::uint32_t>({600, 40, 1, 5, 5}, 16, 2);
     check_nz();
+    // flat element i of the plain tensor -> its device offset, by the spec's formulas
+    auto unflat4 = [](const Shape& s, std::int64_t i, std::int64_t& n, std::int64_t& c, std::int64_t& h,
+                      std::int64_t& w) {
+        w = i % s[3];
+        h = i / s[3] % s[2];
+        c = i / (s[3] * s[2]) % s[1];
+        n = i / (s[3] * s[2] * s[1]);
+    };
+    check_streaming(Format::FRACTAL_Z, {200, 19000, 3, 3}, 16, 1, [&](const Shape& s, std::int64_t i) {
+        std::int64_t n, c, h, w;
+        unflat4(s, i, n, c, h, w);
+        return fz_offset(n, c, h, w, s, 16);
+    });
+    check_streaming(Format::NC1HWC0, {4, 150, 240, 250}, 16, 1, [&](const Shape& s, std::int64_t i) {
+        std::int64_t n, c, h, w;
+        unflat4(s, i, n, c, h, w);
+        return hd5_offset(n, c, h, w, s, 16);
+    });
+    check_streaming(Format::FRACTAL_NZ, {8, 1000, 4224}, 16, 16, [](const Shape& s, std::int64_t i) {
+        const std::int64_t nn = i % s[2], m = i / s[2] % s[1], b = i / (s[2] * s[1]);
+        const std::int64_t n1 = cdiv(s[2], 16), m1 = cdiv(s[1], 16);
+        return (((b * n1 + nn / 16) * m1 + m / 16) * 16 + m % 16) * 16 + nn % 16;
+    });
     check_errors();
     if (failures != 0) {
         std::fprintf(stderr, "%d checks failed\n", failures);

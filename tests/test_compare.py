@@ -354,3 +354,30 @@ def test_ground_truth_of_an_unusable_dtype_is_a_row(tmp_path):
     np.save(gt / f"r.0.{TS}.npy", np.ones(4, np.complex64))
     row = rows_by_tensor(compare(dev, gt))["r:output:0"]
     assert row.status == "failed" and "complex64 has no values the metrics compare" in row.fail_reason
+
+
+def test_long_channel_rows_are_compared_in_whole_tile_blocks(tmp_path, rng):
+    # H*W = 90000 positions per channel, more than a 64 Ki window: the engine reads the NC1HWC0 side in windows of
+    # 16 whole channel rows (one C0 block) instead of gathering one channel out of every 32-byte piece. The numbers
+    # are those of the same arrays compared directly, up to summation order, for any thread count and window size.
+    from dumpcmp import _core as core
+    from dumpcmp.dump import open_dump
+
+    truth = rng.standard_normal((1, 20, 300, 300)).astype(np.float32)
+    x16 = (truth + rng.standard_normal(truth.shape).astype(np.float32) * 0.01).astype(np.float16)
+    path = tmp_path / "Conv2D.conv.1.1700000000000001"
+    write_dump(path, op_name="conv",
+               outputs=[TensorData(L.convert(x16, "NCHW", "NC1HWC0"), format="NC1HWC0", original_shape=truth.shape)])
+    x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
+    y = core.source_from_array(truth)
+    want = core.compare_arrays(x16, truth)
+    results = [core.compare_sources(x, y, threads=t, chunk_elements=c) for t in (1, 2) for c in (1000, 1 << 16)]
+    for r in results:
+        for i in range(10):
+            if i == 5:
+                np.testing.assert_allclose(r.standard_deviation, want.standard_deviation, rtol=1e-12)
+            else:
+                np.testing.assert_allclose(r.value(i), want.value(i), rtol=1e-12, atol=1e-15)
+            assert r.format(i) == want.format(i)
+    # the window is one C0 block whatever the option below it: the same bits for 1 and 2 threads, both sizes
+    assert len({tuple(r.value(i) for i in range(10) if i != 5) for r in results}) == 1

@@ -35,6 +35,20 @@ ThreadScratch& scratch() {
     return s;
 }
 
+// A side read through tile transposes (NC1HWC0 -> NCHW and alike) whose rows (H*W positions of one channel) are
+// longer than the window: each window would gather one channel out of every C0-element piece, reading the device
+// block C0 times over and element by element. Its windows then hold whole blocks of the plan's tile rows (C0
+// channels), up to this many elements per window and thread; measured 1.9x faster on (1, 20, 366, 366) fp16.
+constexpr std::uint64_t kMaxTileWindow = std::uint64_t{1} << 22;
+
+std::size_t tile_window(const TensorSource& s, std::size_t window) {
+    const Plan* p = s.plan();
+    if (p == nullptr || p->kernel != 2 || p->tile_rows <= 0 || p->dims.size() < 2) return window;
+    const auto block = static_cast<std::uint64_t>(p->tile_rows) * static_cast<std::uint64_t>(p->dims.back());
+    if (block <= window || block > kMaxTileWindow) return window;
+    return static_cast<std::size_t>(block);
+}
+
 // Both sides' windows [first, first + count), in the form the metrics read, handed to fn(x_window, y_window).
 template <class Fn>
 void with_windows(const TensorSource& x, const TensorSource& y, std::uint64_t first, std::size_t count, Fn&& fn) {
@@ -50,7 +64,8 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
                                     std::to_string(y.count()));
     if (options.chunk_elements == 0) throw std::invalid_argument("window size must be at least one element");
     const std::uint64_t n = x.count();
-    const std::size_t window = options.chunk_elements;
+    const std::size_t window =
+        std::max(tile_window(x, options.chunk_elements), tile_window(y, options.chunk_elements));
     const bool both_bool = x.type() == DataType::BOOL && y.type() == DataType::BOOL;
     const MetricOptions mopt{options.metrics, options.scalar, both_bool};
 

@@ -130,7 +130,9 @@ struct CompareOptions {
     MetricMask metrics = kAllMetrics;
     unsigned threads = 0;  // 0 = num_threads()
     bool scalar = false;
-    std::size_t chunk_elements = kDefaultChunkElements;  // results depend on it (rounding), never on threads
+    // Results depend on the window size (rounding), never on threads. A side decoded through tile transposes whose
+    // rows exceed it gets windows of whole tile blocks instead (engine.cpp), up to 4 Mi elements.
+    std::size_t chunk_elements = kDefaultChunkElements;
 };
 
 // Pass 1 and pass 2 over elements [first, first + n) of two tensors in storage (any alignment): float32 and

@@ -5,15 +5,16 @@
 // (N1, Mp) and (Mp, N1). At 1 GB every strip is its own stream through its own pages (64 of them for 1024
 // columns of fp16), more than the hardware prefetchers follow, and the generic row walker reached a quarter of
 // memcpy there. This loop moves blocks of 16 rows (one fractal of every strip, whole cache lines on both sides):
-//   decode: plain rows written whole and in order with streaming stores (no read of the destination lines
-//           before they are overwritten), the strips' pieces of the NEXT block fetched by software prefetch,
-//           spread over the current block's rows;
+//   decode: each strip's piece of the block copied into a stage (one sequential read per strip), then plain rows
+//           written whole and in order from there with streaming stores (no read of the destination lines before
+//           they are overwritten);
 //   encode: device strips written in order with streaming stores (16 rows x C0 is 512 contiguous bytes of fp16),
 //           the next block's plain rows fetched ahead; padding rows and columns written as zeros in the same pass.
-// Measured at 1 GB (fp16 and fp32, one core) 70-80 % of memcpy, against 20-40 % for the generic walker. Smaller
+// Measured at 1 GB (fp16 and fp32, one core) 49-68 % of memcpy, against 19-40 % for the generic walker. Smaller
 // tensors keep the generic loops: their destination stays in the caches, where streaming stores would evict it.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "dumpcmp/parallel.hpp"
 #include "layout_internal.hpp"
@@ -23,7 +24,6 @@ namespace dumpcmp::layout_detail {
 
 namespace {
 
-using Byte = unsigned char;
 using i64 = std::int64_t;
 
 inline std::size_t uz(i64 v) { return static_cast<std::size_t>(v); }
@@ -31,35 +31,36 @@ inline std::size_t uz(i64 v) { return static_cast<std::size_t>(v); }
 constexpr i64 kRows = 16;                    // rows per block: one fractal of each strip
 constexpr i64 kItemRows = 64;                // rows per work item (4 blocks): a few hundred KiB of each side
 constexpr std::uint64_t kMinBytes = std::uint64_t{1} << 26;  // below this the generic loops stay in the caches
+constexpr std::size_t kMaxStage = std::size_t{1} << 20;       // decode stage per thread: 32768 fp16 columns
 
 #if DUMPCMP_LAYOUT_SSE2
+// stream_out (layout_transpose.hpp) for a 16-byte aligned destination and whole 16-byte pieces: no head or tail.
 inline void stream_piece(Byte* dst, const Byte* src, std::size_t bytes) {
     for (std::size_t v = 0; v < bytes; v += 16)
         _mm_stream_si128(reinterpret_cast<__m128i*>(dst + v), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + v)));
 }
 
 // Rows [r0, r1) of batch b, decoded: plain row m = N1 pieces of C0 elements, piece n1 at strip n1's row m.
-void decode_rows(const NzGeometry& g, std::size_t e, const Byte* src, Byte* dst, i64 b, i64 r0, i64 r1) {
+// Each block's pieces are first copied strip by strip into `stage` (16 * C0 contiguous elements of each strip:
+// one sequential read each), then the rows are written from there. Reading the block row by row instead (one
+// line of every strip in turn, all at the same offset of their pages) measured as fast at best but fell to a
+// third of memcpy in some runs at 1 GB, as such lines compete for the same cache sets and DRAM banks.
+void decode_rows(const NzGeometry& g, std::size_t e, const Byte* src, Byte* dst, i64 b, i64 r0, i64 r1,
+                 std::vector<Byte>& stage) {
     const std::size_t piece = uz(g.c0) * e, row_bytes = uz(g.n) * e;
     const std::size_t strip = uz(g.mp) * piece;  // bytes of one (Mp, C0) strip
+    const std::size_t block = uz(kRows) * piece;  // one strip's share of a block
+    if (stage.size() < block * uz(g.n1)) stage.resize(block * uz(g.n1));
     const Byte* sb = src + uz(b * g.n1) * strip;
     Byte* db = dst + uz(b * g.m) * row_bytes;
     for (i64 k0 = r0; k0 < r1; k0 += kRows) {
         const i64 k1 = std::min(r1, k0 + kRows);
-        // the next block's pieces: (k1 - k0) * piece bytes of every strip, a line at a time over this block's rows
-        const i64 next_rows = std::min(kRows, g.m - k1);
-        const std::size_t lines = next_rows > 0 ? (uz(next_rows) * piece + 63) / 64 : 0;
-        const std::size_t total = lines * uz(g.n1);
-        const std::size_t per_row = (total + uz(k1 - k0) - 1) / uz(k1 - k0);
-        std::size_t done = 0, s = 0, l = 0;  // prefetched so far: strip s, line l of its next piece
+        const std::size_t bytes = uz(k1 - k0) * piece;
+        for (i64 n1 = 0; n1 < g.n1; ++n1) std::memcpy(stage.data() + uz(n1) * block, sb + uz(n1) * strip + uz(k0) * piece, bytes);
         for (i64 m = k0; m < k1; ++m) {
-            for (const std::size_t stop = std::min(total, done + per_row); done < stop; ++done) {
-                _mm_prefetch(reinterpret_cast<const char*>(sb + s * strip + uz(k1) * piece + l * 64), _MM_HINT_T2);
-                if (++l == lines) l = 0, ++s;
-            }
             Byte* row = db + uz(m) * row_bytes;
-            const Byte* in = sb + uz(m) * piece;
-            for (i64 s = 0; s < g.n1; ++s, in += strip, row += piece) stream_piece(row, in, piece);
+            const Byte* in = stage.data() + uz(m - k0) * piece;
+            for (i64 n1 = 0; n1 < g.n1; ++n1, in += block, row += piece) stream_piece(row, in, piece);
         }
     }
 }
@@ -137,14 +138,17 @@ bool nz_stream(const Plan& p, const NzGeometry& g, const unsigned char* src, uns
     const std::uint64_t bytes = std::max(p.src_count, p.dst_count) * e;
     if (bytes < kMinBytes || piece % 16 != 0 || piece > 1024 || g.batches * g.m * g.n == 0) return false;
     if (reinterpret_cast<std::uintptr_t>(dst) % 16 != 0) return false;
-    // decode: plain rows are written whole, so they must start on 16 bytes and hold whole pieces
-    if (g.decode && (g.n % g.c0 != 0 || (uz(g.n) * e) % 16 != 0)) return false;
+    // decode: plain rows are written whole, so they must start on 16 bytes and hold whole pieces; the stage (one
+    // block of every strip) stays within 1 MiB per thread
+    if (g.decode && (g.n % g.c0 != 0 || (uz(g.n) * e) % 16 != 0 || uz(g.n1 * kRows) * piece > kMaxStage))
+        return false;
     const i64 rows = g.decode ? g.m : g.mp;  // rows each batch writes
     const i64 per_batch = (rows + kItemRows - 1) / kItemRows;
     stream_items(uz(g.batches * per_batch), threads, [&](std::size_t item) {
         const i64 b = static_cast<i64>(item) / per_batch, r0 = static_cast<i64>(item) % per_batch * kItemRows;
         const i64 r1 = std::min(rows, r0 + kItemRows);
-        if (g.decode) decode_rows(g, e, src, dst, b, r0, r1);
+        thread_local std::vector<Byte> stage;
+        if (g.decode) decode_rows(g, e, src, dst, b, r0, r1, stage);
         else encode_rows(g, e, src, dst, b, r0, r1);
     });
     return true;

@@ -465,33 +465,31 @@ Padding padding_of(const Plan& p) {
     return out;
 }
 
-bool fz_geometry(const Plan& p, FzGeometry& g) {
+namespace {
+
+// The plain side of a device <-> plain plan in the canonical order N C [D] H W, H*W as one axis s; false when H and
+// W are not one axis there (W's stride times W is H's stride in every plain order, checked rather than assumed:
+// size-1 axes give any stride).
+bool planes_geometry(const Plan& p, PlanesGeometry& g) {
     const Format dev = p.encode ? p.dst_format : p.src_format;
     const Format plain = p.encode ? p.src_format : p.dst_format;
     const std::vector<std::int64_t>& plain_shape = p.encode ? p.src_shape : p.dst_shape;
-    const std::vector<std::int64_t>& dev_shape = p.encode ? p.dst_shape : p.src_shape;
-    if (p.groups > 1 || !is_plain_format(plain) ||
-        (dev != Format::FRACTAL_Z && dev != Format::FRACTAL_Z_C04 && dev != Format::FRACTAL_Z_3D))
-        return false;
-    const Family fam = family(dev);
-    const std::vector<int> perm = plain_perm(plain, fam, plain_shape.size(), dev);
+    if (!is_plain_format(plain)) return false;
+    const std::vector<int> perm = plain_perm(plain, family(dev), plain_shape.size(), dev);
     const std::vector<std::int64_t> st = row_major_strides(plain_shape);
-    std::vector<std::int64_t> l(perm.size()), ls(perm.size());  // canonical order: N C [D] H W
+    std::vector<std::int64_t> l(perm.size()), ls(perm.size());
     for (std::size_t i = 0; i < perm.size(); ++i) {
         l[static_cast<std::size_t>(perm[i])] = plain_shape[i];
         ls[static_cast<std::size_t>(perm[i])] = st[i];
     }
     const std::size_t r = l.size();
-    // H and W are one axis s on both sides only when W's stride times W is H's stride, true of every plain order
-    // but checked here rather than assumed (size-1 axes give any stride).
     if (l[r - 1] > 1 && l[r - 2] > 1 && ls[r - 2] != ls[r - 1] * l[r - 1]) return false;
     g.n = l[0];
     g.c = l[1];
     g.d = r == 5 ? l[2] : 1;
     g.hw = l[r - 2] * l[r - 1];
-    g.c0 = dev_shape[3];
+    g.c0 = (p.encode ? p.dst_shape : p.src_shape).back();
     g.c1 = ceil_div(g.c, g.c0);
-    g.np = dev_shape[1] * dev_shape[2];
     g.decode = !p.encode;
     g.sn = ls[0];
     g.sc = ls[1];
@@ -500,34 +498,21 @@ bool fz_geometry(const Plan& p, FzGeometry& g) {
     return true;
 }
 
+}  // namespace
+
+bool fz_geometry(const Plan& p, FzGeometry& g) {
+    const Format dev = p.encode ? p.dst_format : p.src_format;
+    if (p.groups > 1 || (dev != Format::FRACTAL_Z && dev != Format::FRACTAL_Z_C04 && dev != Format::FRACTAL_Z_3D) ||
+        !planes_geometry(p, g))
+        return false;
+    const std::vector<std::int64_t>& dev_shape = p.encode ? p.dst_shape : p.src_shape;
+    g.np = dev_shape[1] * dev_shape[2];
+    return true;
+}
+
 bool hd_geometry(const Plan& p, HdGeometry& g) {
     const Format dev = p.encode ? p.dst_format : p.src_format;
-    const Format plain = p.encode ? p.src_format : p.dst_format;
-    const std::vector<std::int64_t>& plain_shape = p.encode ? p.src_shape : p.dst_shape;
-    const std::vector<std::int64_t>& dev_shape = p.encode ? p.dst_shape : p.src_shape;
-    if (!is_plain_format(plain) || (dev != Format::NC1HWC0 && dev != Format::NC1HWC0_C04 && dev != Format::NDC1HWC0))
-        return false;
-    const std::vector<int> perm = plain_perm(plain, family(dev), plain_shape.size(), dev);
-    const std::vector<std::int64_t> st = row_major_strides(plain_shape);
-    std::vector<std::int64_t> l(perm.size()), ls(perm.size());  // canonical order: N C [D] H W
-    for (std::size_t i = 0; i < perm.size(); ++i) {
-        l[static_cast<std::size_t>(perm[i])] = plain_shape[i];
-        ls[static_cast<std::size_t>(perm[i])] = st[i];
-    }
-    const std::size_t r = l.size();
-    if (l[r - 1] > 1 && l[r - 2] > 1 && ls[r - 2] != ls[r - 1] * l[r - 1]) return false;  // as in fz_geometry
-    g.n = l[0];
-    g.c = l[1];
-    g.d = r == 5 ? l[2] : 1;
-    g.hw = l[r - 2] * l[r - 1];
-    g.c0 = dev_shape.back();
-    g.c1 = ceil_div(g.c, g.c0);
-    g.decode = !p.encode;
-    g.sn = ls[0];
-    g.sc = ls[1];
-    g.sd = r == 5 ? ls[2] : 0;
-    g.ss = l[r - 1] > 1 ? ls[r - 1] : ls[r - 2];
-    return true;
+    return (dev == Format::NC1HWC0 || dev == Format::NC1HWC0_C04 || dev == Format::NDC1HWC0) && planes_geometry(p, g);
 }
 
 }  // namespace layout_detail

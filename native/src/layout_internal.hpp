@@ -22,13 +22,18 @@ struct Padding {
 };
 Padding padding_of(const Plan& plan);
 
-// FRACTAL_Z, FRACTAL_Z_C04 and FRACTAL_Z_3D without groups, in the plain tensor's own terms:
-//   device[((d * c1 + k) * hw + s) * np * c0 + n * c0 + j] = plain[n * sn + (k * c0 + j) * sc + d * sd + s * ss]
-// for n < N and k * c0 + j < C, zero otherwise (d < D, s < H*W; D = 1 for the 4-D formats). Element strides.
-struct FzGeometry {
-    std::int64_t n = 0, c = 0, d = 1, hw = 0, c1 = 0, c0 = 0, np = 0;
+// A device tensor's plain side in the canonical order N C [D] H W, H*W as one axis s (element strides), and C0.
+struct PlanesGeometry {
+    std::int64_t n = 0, c = 0, d = 1, hw = 0, c1 = 0, c0 = 0;
     std::int64_t sn = 0, sc = 0, sd = 0, ss = 0;
     bool decode = false;  // device -> plain (the plain side is then cropped to N and C)
+};
+
+// FRACTAL_Z, FRACTAL_Z_C04 and FRACTAL_Z_3D without groups, in the plain tensor's own terms:
+//   device[((d * c1 + k) * hw + s) * np * c0 + n * c0 + j] = plain[n * sn + (k * c0 + j) * sc + d * sd + s * ss]
+// for n < N and k * c0 + j < C, zero otherwise (d < D, s < H*W; D = 1 for the 4-D formats).
+struct FzGeometry : PlanesGeometry {
+    std::int64_t np = 0;  // N1 * 16
 };
 // False when the plan does not convert between such a format and a plain one (other formats, grouped FRACTAL_Z).
 bool fz_geometry(const Plan& plan, FzGeometry& out);
@@ -45,12 +50,8 @@ bool fz_decode_stream(const Plan& plan, const FzGeometry& g, const unsigned char
 
 // NC1HWC0, NC1HWC0_C04 and NDC1HWC0 in the plain tensor's own terms:
 //   device[(((n * D + d) * c1 + k) * hw + s) * c0 + j] = plain[n * sn + (k * c0 + j) * sc + d * sd + s * ss]
-// for k * c0 + j < C, zero otherwise (D = 1 for the 5-D formats). Element strides.
-struct HdGeometry {
-    std::int64_t n = 0, c = 0, d = 1, hw = 0, c1 = 0, c0 = 0;
-    std::int64_t sn = 0, sc = 0, sd = 0, ss = 0;
-    bool decode = false;
-};
+// for k * c0 + j < C, zero otherwise (D = 1 for the 5-D formats).
+using HdGeometry = PlanesGeometry;
 bool hd_geometry(const Plan& plan, HdGeometry& out);
 
 // Encodes of such tensors far larger than the caches from planes orders (NCHW, NCDHW: positions contiguous),

@@ -138,11 +138,17 @@ void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* ds
             const Byte* ik = in + uz((k - k0) * g.c0) * scb;
             Byte* out = out_k(k) + uz(n - nbase) * piece;
             if (tiles && cv == g.c0) {
+                // A short rest of positions (3x3: 9 = 8 + 1) by element moves, a longer one by a last tile that
+                // overlaps the one before (same values): half a tile of element moves costs about one tile.
+                const i64 rest = b % V, whole = rest != 0 && rest <= V / 2 ? b - rest : b;
                 for (i64 j = 0; j < g.c0; j += V)
-                    for (i64 s = 0; s < b; s += V) {
-                        const i64 sv = std::min(s, b - V);  // the last tile overlaps the one before: same values
+                    for (i64 s = 0; s < whole; s += V) {
+                        const i64 sv = std::min(s, whole - V);
                         Tile::t(ik + uz(j) * scb + uz(sv) * E, scb, out + uz(sv) * ostride + uz(j) * E, ostride);
                     }
+                for (i64 s = whole; s < b; ++s)
+                    for (i64 j = 0; j < g.c0; ++j)
+                        std::memcpy(out + uz(s) * ostride + uz(j) * E, ik + uz(j) * scb + uz(s) * E, E);
                 continue;
             }
             for (i64 s = 0; s < b; ++s) {
@@ -265,11 +271,15 @@ void decode_item(const FzGeometry& g, const DecodeItems& it, const Byte* src, By
             const Byte* in = stage.data() + uz((k - k0) * g.hw) * seg + uz(n - n0) * piece;
             Byte* out = obuf.data() + uz((k - k0) * g.c0) * hwb;
             if (tiles && cv == g.c0) {
+                const i64 rest = g.hw % V, whole = rest != 0 && rest <= V / 2 ? g.hw - rest : g.hw;  // as planes_item
                 for (i64 j = 0; j < g.c0; j += V)
-                    for (i64 s = 0; s < g.hw; s += V) {
-                        const i64 sv = std::min(s, g.hw - V);  // the last tile overlaps the one before
+                    for (i64 s = 0; s < whole; s += V) {
+                        const i64 sv = std::min(s, whole - V);
                         Tile::t(in + uz(sv) * seg + uz(j) * E, seg, out + uz(j) * hwb + uz(sv) * E, hwb);
                     }
+                for (i64 j = 0; j < g.c0; ++j)
+                    for (i64 s = whole; s < g.hw; ++s)
+                        std::memcpy(out + uz(j) * hwb + uz(s) * E, in + uz(s) * seg + uz(j) * E, E);
                 continue;
             }
             for (i64 j = 0; j < cv; ++j)

@@ -13,7 +13,6 @@
 #include "dumpcmp/parallel.hpp"
 #include "layout_internal.hpp"
 #include "layout_transpose.hpp"
-#include "simd.hpp"
 
 namespace dumpcmp::layout_detail {
 
@@ -64,13 +63,6 @@ void run_encode(const HdGeometry& g, const Byte* src, Byte* dst, unsigned thread
     });
 }
 
-template <std::size_t E>
-void encode(const HdGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
-#if DUMPCMP_HAVE_X86_LEVELS
-    if (detail::simd_level() >= detail::SimdLevel::avx2) return run_encode<E, Avx2Tile<E>>(g, src, dst, threads);
-#endif
-    run_encode<E, Sse2Tile<E>>(g, src, dst, threads);
-}
 #endif
 
 }  // namespace
@@ -80,13 +72,10 @@ bool hd_encode_stream(const Plan& p, const HdGeometry& g, const unsigned char* s
 #if DUMPCMP_LAYOUT_SSE2
     if (g.decode || g.ss != 1 || g.hw <= 1 || g.n * g.c * g.d * g.hw == 0 || p.dst_count * p.elem_size < kMinBytes)
         return false;
-    switch (p.elem_size) {
-        case 1: encode<1>(g, src, dst, threads); return true;
-        case 2: encode<2>(g, src, dst, threads); return true;
-        case 4: encode<4>(g, src, dst, threads); return true;
-        case 8: encode<8>(g, src, dst, threads); return true;
-        default: return false;
-    }
+    return with_elem_tile(p.elem_size, [&](auto size, auto tile) {
+        run_encode<decltype(size)::value, typename decltype(tile)::type>(g, src, dst, threads);
+        return true;
+    });
 #else
     (void)p, (void)g, (void)src, (void)dst, (void)threads;
     return false;

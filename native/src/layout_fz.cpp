@@ -23,11 +23,6 @@
 #include "dumpcmp/parallel.hpp"
 #include "layout_internal.hpp"
 #include "layout_transpose.hpp"
-#include "simd.hpp"
-
-#if DUMPCMP_HAVE_X86_LEVELS
-#include <immintrin.h>
-#endif
 
 namespace dumpcmp::layout_detail {
 
@@ -315,38 +310,15 @@ bool decode_with(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threa
     return true;
 }
 
-template <std::size_t E>
-bool decode(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
-#if DUMPCMP_HAVE_X86_LEVELS
-    if (detail::simd_level() >= detail::SimdLevel::avx2) return decode_with<E, Avx2Tile<E>>(g, src, dst, threads);
-#endif
-    return decode_with<E, Sse2Tile<E>>(g, src, dst, threads);
-}
-
-template <std::size_t E>
-bool run(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
-    if (g.hw <= 1 || g.ss != 1 || g.c <= 1) return false;
-#if DUMPCMP_HAVE_X86_LEVELS
-    if (detail::simd_level() >= detail::SimdLevel::avx2) {
-        run_planes<E, Avx2Tile<E>>(g, src, dst, threads);
-        return true;
-    }
-#endif
-    run_planes<E, Sse2Tile<E>>(g, src, dst, threads);
-    return true;
-}
-
 }  // namespace
 
 bool fz_encode(const Plan& p, const FzGeometry& g, const unsigned char* src, unsigned char* dst, unsigned threads) {
     if (g.n == 0 || g.c == 0 || g.hw == 0 || g.d == 0) return false;  // nothing to move: the generic path zeroes
-    switch (p.elem_size) {
-        case 1: return run<1>(g, src, dst, threads);
-        case 2: return run<2>(g, src, dst, threads);
-        case 4: return run<4>(g, src, dst, threads);
-        case 8: return run<8>(g, src, dst, threads);
-        default: return false;
-    }
+    if (g.hw <= 1 || g.ss != 1 || g.c <= 1) return false;
+    return with_elem_tile(p.elem_size, [&](auto size, auto tile) {
+        run_planes<decltype(size)::value, typename decltype(tile)::type>(g, src, dst, threads);
+        return true;
+    });
 }
 
 bool fz_decode_stream(const Plan& p, const FzGeometry& g, const unsigned char* src, unsigned char* dst,
@@ -356,13 +328,9 @@ bool fz_decode_stream(const Plan& p, const FzGeometry& g, const unsigned char* s
     if (!g.decode || g.d != 1 || g.ss != 1 || g.sc != g.hw || g.sn != g.c * g.hw || g.n == 0 || g.c == 0 ||
         p.dst_count * p.elem_size < kStagedBytes)
         return false;
-    switch (p.elem_size) {
-        case 1: return decode<1>(g, src, dst, threads);
-        case 2: return decode<2>(g, src, dst, threads);
-        case 4: return decode<4>(g, src, dst, threads);
-        case 8: return decode<8>(g, src, dst, threads);
-        default: return false;
-    }
+    return with_elem_tile(p.elem_size, [&](auto size, auto tile) {
+        return decode_with<decltype(size)::value, typename decltype(tile)::type>(g, src, dst, threads);
+    });
 #else
     (void)p, (void)g, (void)src, (void)dst, (void)threads;
     return false;

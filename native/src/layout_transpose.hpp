@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "dumpcmp/parallel.hpp"
 #include "simd.hpp"
@@ -121,6 +122,31 @@ struct Avx2Tile {
     }
 };
 #endif
+
+template <class T>
+struct TypeTag {
+    using type = T;
+};
+
+// The device-order loops' dispatch: fn(std::integral_constant<std::size_t, E>{}, TypeTag<Tile>{}) for element size
+// e (1, 2, 4 or 8) with the register tile of the best level this CPU runs; fn's bool result, false for other sizes.
+template <class Fn>
+bool with_elem_tile(std::size_t e, Fn&& fn) {
+    auto sized = [&](auto size) -> bool {
+        constexpr std::size_t E = decltype(size)::value;
+#if DUMPCMP_HAVE_X86_LEVELS
+        if (detail::simd_level() >= detail::SimdLevel::avx2) return fn(size, TypeTag<Avx2Tile<E>>{});
+#endif
+        return fn(size, TypeTag<Sse2Tile<E>>{});
+    };
+    switch (e) {
+        case 1: return sized(std::integral_constant<std::size_t, 1>{});
+        case 2: return sized(std::integral_constant<std::size_t, 2>{});
+        case 4: return sized(std::integral_constant<std::size_t, 4>{});
+        case 8: return sized(std::integral_constant<std::size_t, 8>{});
+        default: return false;
+    }
+}
 
 #if DUMPCMP_LAYOUT_SSE2
 // `bytes` from an L1/L2 staging buffer to the destination with streaming stores from its first 16-byte aligned

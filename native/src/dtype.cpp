@@ -1,5 +1,7 @@
 #include "dumpcmp/dtype.hpp"
 
+#include "dumpcmp/checked.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -336,7 +338,7 @@ const DataTypeInfo& data_type_info(DataType t) {
 }
 
 std::uint64_t storage_bytes(const DataTypeInfo& info, std::uint64_t elements) noexcept {
-    return (elements * static_cast<std::uint64_t>(info.bits) + 7u) / 8u;
+    return checked::bytes_for_bits(elements, static_cast<std::uint64_t>(info.bits)).value_or(checked::kOverflow);
 }
 
 float half_to_float(std::uint16_t h) noexcept {

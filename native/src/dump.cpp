@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dumpcmp/checked.hpp"
 #include "dumpcmp/dtype.hpp"
 #include "dumpcmp/errors.hpp"
 #include "dumpcmp/format.hpp"
@@ -30,12 +31,7 @@ const char* tensor_kind_name(TensorKind k) noexcept {
 }
 
 std::uint64_t TensorDesc::element_count() const noexcept {
-    std::uint64_t n = 1;
-    for (auto d : shape) {
-        if (d < 0 || __builtin_mul_overflow(n, static_cast<std::uint64_t>(d), &n))
-            return std::numeric_limits<std::uint64_t>::max();
-    }
-    return n;
+    return checked::product(shape).value_or(checked::kOverflow);
 }
 
 const std::vector<TensorDesc>& DumpHeader::tensors(TensorKind k) const noexcept {
@@ -544,9 +540,13 @@ std::string DumpFile::check_tensor(const TensorDesc& t) const {
     const DataTypeInfo* info = find_data_type(t.data_type);
     if (info == nullptr) return tensor_label(t) + ": unknown data type " + std::to_string(t.data_type);
     if (info->bits == 0) return tensor_label(t) + ": data type " + info->name + " has no fixed element size";
+    if (t.shape.size() > checked::kMaxDims)
+        return tensor_label(t) + ": " + std::to_string(t.shape.size()) + " dimensions, at most " +
+               std::to_string(checked::kMaxDims) + " are supported";
     const std::uint64_t n = t.element_count();
-    if (n == std::numeric_limits<std::uint64_t>::max()) return tensor_label(t) + ": shape overflows";
+    if (n == checked::kOverflow) return tensor_label(t) + ": the shape's element count overflows 64 bits";
     const std::uint64_t need = storage_bytes(*info, n);
+    if (need == checked::kOverflow) return tensor_label(t) + ": the shape's byte size overflows 64 bits";
     if (need != t.size) {
         std::string shape = "[";
         for (std::size_t i = 0; i < t.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(t.shape[i]);
@@ -561,6 +561,11 @@ const std::uint8_t* DumpFile::tensor_bytes(const TensorDesc& t, MappedFilePtr* k
     std::string err = check_tensor(t);
     if (!err.empty()) throw DumpError(path_, err);
     MappedFilePtr m = mapping();
+    // whatever the header said: the bytes handed out lie inside the mapping
+    if (!checked::within(t.file_offset, t.size, m->size()))
+        throw DumpError(path_, tensor_label(t) + ": its " + std::to_string(t.size) + " bytes at offset " +
+                                   std::to_string(t.file_offset) + " run past the end of the file (" +
+                                   std::to_string(m->size()) + " bytes)");
     const std::uint8_t* p = m->data() == nullptr ? nullptr : m->data() + t.file_offset;
     if (keep_alive != nullptr) *keep_alive = std::move(m);
     return p;

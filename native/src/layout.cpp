@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dumpcmp/checked.hpp"
 #include "dumpcmp/layout.hpp"
 #include "layout_internal.hpp"
 
@@ -45,6 +46,9 @@ std::int64_t product(const std::vector<std::int64_t>& s, std::size_t from = 0, s
 }
 
 void check_dims(const std::vector<std::int64_t>& s, const char* what, Format f) {
+    if (s.size() > checked::kMaxDims)
+        fail(std::string(what) + " of " + fmt_name(f) + " has " + std::to_string(s.size()) + " dimensions, at most " +
+             std::to_string(checked::kMaxDims) + " are supported");
     for (std::int64_t d : s)
         if (d < 0) fail(std::string(what) + " " + shape_str(s) + " of " + fmt_name(f) + " has a negative dimension");
     product(s);

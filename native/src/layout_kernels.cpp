@@ -518,6 +518,12 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
     auto* s = const_cast<Byte*>(static_cast<const Byte*>(src));  // never written: only the destination is
     auto* d = static_cast<Byte*>(dst);
     const std::uint64_t total = p.encode ? p.src_count : p.dst_count;
+    // A zero-size dimension: nothing to move (the chunking below divides by the dims). An encode of an empty plain
+    // tensor leaves only padding, if the device shape has any.
+    if (p.src_count == 0 || p.dst_count == 0) {
+        if (p.encode && p.dst_count != 0) std::memset(d, 0, static_cast<std::size_t>(p.dst_count * p.elem_size));
+        return;
+    }
     const std::uint64_t chunk = chunk_elements(p);
     const std::uint64_t chunks = (total + chunk - 1) / chunk;
     if (threads == 0) threads = num_threads();
@@ -564,6 +570,7 @@ void convert(const Plan& p, const void* src, void* dst, unsigned threads) {
 
 void decode_range(const Plan& p, const void* src, std::uint64_t first, std::uint64_t count, void* dst) {
     check_window(p, first, count, "decode_range");
+    if (count == 0) return;
     walk<false>(p, static_cast<Byte*>(dst), const_cast<Byte*>(static_cast<const Byte*>(src)), first, count);
 }
 

@@ -44,7 +44,8 @@ const DataTypeInfo* find_data_type(std::int32_t value) noexcept;
 const DataTypeInfo* find_data_type(std::string_view name) noexcept;
 const DataTypeInfo& data_type_info(DataType t);  // throws std::invalid_argument for a value outside the enum
 
-// Bytes needed for `elements` elements (sub-byte types round up to whole bytes).
+// Bytes needed for `elements` elements (sub-byte types round up to whole bytes); checked::kOverflow (2**64 - 1)
+// when that overflows 64 bits, so it never equals a real size.
 std::uint64_t storage_bytes(const DataTypeInfo& info, std::uint64_t elements) noexcept;
 
 // Decode `count` elements starting at element `first` of a tensor whose storage starts at `base`, into float32.

@@ -1,42 +1,426 @@
-"""Writing the user's files safely: whole or not at all, and never over an existing file unless asked."""
+"""Writing the user's files safely: the one mechanism every file dumpcmp writes goes through.
+
+In: a target path (or folder) and a function that writes the content. Out: the target, whole, or nothing at all.
+
+- Temporary files and folders are created exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``, ``mkdir``) in the target's
+  own folder under unpredictable names ``.dumpcmp-{host}-{pid}-{random}.{hint}.tmp``: a symlink planted there is
+  never followed, and a name cannot be guessed ahead.
+- The final name is taken without replacing anything (``renameat2(RENAME_NOREPLACE)``, else ``link``), so of two
+  concurrent runs one wins and the other gets a clear error. With ``force`` the name is replaced by ``rename``,
+  which replaces a symlink itself, never the file it points to.
+- Anything raised (Ctrl-C, and SIGTERM / SIGHUP once `install_signal_cleanup` ran) removes the temporary files; a
+  temporary of a killed run (SIGKILL, power loss) carries its host and PID and is removed by the next run that writes
+  in that folder once that process is gone.
+- A set of files (`file_set`) or a whole folder (`atomic_folder`) is built in a private temporary folder and moved
+  into place at the end: all of it or none.
+"""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import ctypes
+import errno
+import fcntl
+import hashlib
 import os
-import tempfile
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import threading
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO, Callable, Iterator
 
-from .errors import DumpcmpError
+from .errors import ConfigError, DumpcmpError
+
+PREFIX = ".dumpcmp-"
+SUFFIX = ".tmp"
+_HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+_live: set[str] = set()  # temporaries of this process, removed on the way out whatever happens
+_live_lock = threading.Lock()
+_swept: set[str] = set()  # folders already cleared of stale temporaries by this process
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C so every `finally` removes its temporaries."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+# ---- temporaries -----------------------------------------------------------------------------------------------
+
+def _folder_of(path: Path) -> Path:
+    return path.parent if str(path.parent) else Path(".")
+
+
+def _hint(name: str) -> str:
+    """A short readable piece of the target name (never more than 40 bytes, never a separator)."""
+    raw = os.fsencode(name)[:40]
+    return os.fsdecode(raw).replace("/", "_")
+
+
+def temp_name(hint: str = "") -> str:
+    """A fresh temporary name: recognisable prefix and suffix, this host and PID, 128 random bits."""
+    return f"{PREFIX}{_HOST}-{os.getpid()}-{secrets.token_hex(16)}.{_hint(hint)}{SUFFIX}"
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(PREFIX) and name.endswith(SUFFIX)
+
+
+def _register(path: str) -> None:
+    with _live_lock:
+        _live.add(path)
+
+
+def _forget(path: str) -> None:
+    with _live_lock:
+        _live.discard(path)
+
+
+def _remove(path: str) -> None:
+    """Remove a file, symlink or folder tree without following a symlink; silent when already gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def discard(path: str | os.PathLike[str]) -> None:
+    """Remove a temporary made by `create_temp_file` / `create_temp_folder` (idempotent)."""
+    p = os.fspath(path)
+    _remove(p)
+    _forget(p)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def sweep_stale(folder: str | os.PathLike[str]) -> list[str]:
+    """Remove the temporaries a killed dumpcmp run left in `folder` (this host, process gone). Returns them.
+
+    A temporary of another host, or of a process still running, is left alone: it is ignored anyway, as no name
+    can collide with it."""
+    removed: list[str] = []
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in entries:
+        if not is_temp_name(name):
+            continue
+        parts = name[len(PREFIX):].split("-", 2)
+        if len(parts) < 3 or parts[0] != _HOST or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or _alive(pid):
+            continue
+        path = os.path.join(folder, name)
+        _remove(path)
+        removed.append(path)
+    return removed
+
+
+def _sweep_once(folder: Path) -> None:
+    key = os.path.abspath(folder)
+    if key not in _swept:
+        _swept.add(key)
+        sweep_stale(folder)
+
+
+def _check_folder(folder: Path, path: Path) -> None:
+    if not folder.is_dir():
+        raise DumpcmpError(f"{path}: the folder {folder} does not exist")
+
+
+def create_temp_file(folder: str | os.PathLike[str], hint: str = "") -> tuple[int, str]:
+    """A new, empty temporary file in `folder`: (file descriptor open for writing, path). Never follows a link."""
+    folder = Path(folder)
+    _sweep_once(folder)
+    while True:
+        path = os.path.join(folder, temp_name(hint))
+        try:
+            fd = os.open(path, _OPEN_FLAGS, 0o666)
+        except FileExistsError:  # pragma: no cover - 128 random bits
+            continue
+        _register(path)
+        return fd, path
+
+
+def create_temp_folder(parent: str | os.PathLike[str], hint: str = "") -> str:
+    """A new private (0700) temporary folder in `parent`."""
+    parent = Path(parent)
+    _sweep_once(parent)
+    while True:
+        path = os.path.join(parent, temp_name(hint))
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:  # pragma: no cover
+            continue
+        _register(path)
+        return path
+
+
+# ---- taking the final name -------------------------------------------------------------------------------------
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _renameat2 = _libc.renameat2
+    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    _renameat2.restype = ctypes.c_int
+except (OSError, AttributeError):  # pragma: no cover - not glibc 2.28+
+    _renameat2 = None
+
+
+def _rename_noreplace(src: str, dst: str) -> None:
+    """Move `src` to `dst`; FileExistsError when `dst` exists (a file, folder or symlink), atomically."""
+    if _renameat2 is not None:
+        if _renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+            raise OSError(err, os.strerror(err), dst)
+    if not os.path.isdir(src):
+        os.link(src, dst, follow_symlinks=False)  # EEXIST when taken: atomic on every POSIX file system
+        os.unlink(src)
+        return
+    if os.path.lexists(dst):  # pragma: no cover - a folder on a file system without RENAME_NOREPLACE
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), dst)
+    os.rename(src, dst)  # pragma: no cover
+
+
+def _taken(path: Path | str, what: str) -> DumpcmpError:
+    return ConfigError(f"{path}: exists; choose another name or pass --force to replace the {what}")
+
+
+def publish(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, force: bool, what: str = "file") -> Path:
+    """Give the finished temporary `tmp` its final name `path`. Without `force` an existing `path` (even one that
+    appeared a moment ago) is an error and `tmp` is removed; with `force` it is replaced (a symlink itself)."""
+    tmp, path = os.fspath(tmp), Path(path)
+    try:
+        if force:
+            if os.path.isdir(path) and not os.path.islink(path):
+                raise DumpcmpError(f"{path}: is a folder; not replaced by the {what}")
+            os.replace(tmp, path)
+        else:
+            try:
+                _rename_noreplace(tmp, os.fspath(path))
+            except FileExistsError:
+                raise _taken(path, what) from None
+    finally:
+        discard(tmp)
+    return path
+
+
+# ---- whole files -----------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def open_atomic(path: str | os.PathLike[str], *, force: bool = True, what: str = "file",
+                mode: str = "wb", encoding: str | None = None, errors: str | None = None,
+                newline: str | None = None) -> Iterator[IO]:
+    """``with open_atomic(path) as f: ...``: `f` is a temporary beside `path` that takes `path`'s name when the
+    block ends without an exception, and is removed otherwise."""
+    path = Path(path)
+    folder = _folder_of(path)
+    _check_folder(folder, path)
+    if not force and os.path.lexists(path):
+        raise _taken(path, what)
+    fd, tmp = create_temp_file(folder, path.name)
+    try:
+        with os.fdopen(fd, mode, encoding=encoding, errors=errors, newline=newline) as f:
+            yield f
+        publish(tmp, path, force=force, what=what)
+    finally:
+        discard(tmp)
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object], *, force: bool = True,
                  what: str = "file") -> Path:
-    """Call `write(f)` on a temporary file beside `path`, then rename it into place.
+    """Call `write(f)` on a temporary file beside `path`, then give it `path`'s name.
 
     An error or Ctrl-C (anything raised) removes the temporary file and leaves `path` as it was. Without `force`, an
-    existing `path` is an error (checked before anything is written).
+    existing `path` is an error (checked before anything is written, and again atomically at the end).
     """
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise DumpcmpError(f"{path}: the folder {folder} does not exist")
-    if not force and path.exists():
-        raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace the {what}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    with open_atomic(path, force=force, what=what) as f:
+        write(f)
+    return Path(path)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, force: bool = True, what: str = "file") -> Path:
     """`atomic_write` of a text (UTF-8, newlines as given)."""
-    return atomic_write(path, lambda f: f.write(text.encode("utf-8")), force=force, what=what)
+    return atomic_write(path, lambda f: f.write(text.encode("utf-8", "surrogateescape")), force=force, what=what)
+
+
+def atomic_write_path(path: str | os.PathLike[str], write: Callable[[str], object], *, force: bool = True,
+                      what: str = "file") -> Path:
+    """For writers that need a path, not a file object (the C++ core, NumPy savers): `write(p)` writes the file
+    `p` inside a private temporary folder beside `path`; that file then takes `path`'s name."""
+    path = Path(path)
+    folder = _folder_of(path)
+    _check_folder(folder, path)
+    if not force and os.path.lexists(path):
+        raise _taken(path, what)
+    private = create_temp_folder(folder, path.name)
+    try:
+        inner = os.path.join(private, "out")
+        write(inner)
+        if not os.path.isfile(inner) or os.path.islink(inner):
+            raise DumpcmpError(f"{path}: the {what} was not written")
+        publish(inner, path, force=force, what=what)
+    finally:
+        discard(private)
+    return path
+
+
+# ---- sets of files and folders -----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """An exclusive lock on `folder` among dumpcmp processes (flock on the folder itself; released on exit)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+class FileSet:
+    """Files built in a private temporary folder, moved into `folder` together by `file_set`."""
+
+    def __init__(self, folder: Path, private: str) -> None:
+        self.folder = folder
+        self.private = private
+        self.names: list[str] = []
+
+    def path(self, name: str) -> str:
+        """Where to write the file that will be `folder/name` (a path inside the private folder)."""
+        if not name or "/" in name or name in (".", ".."):
+            raise DumpcmpError(f"{name!r} is not a file name")
+        if name not in self.names:
+            self.names.append(name)
+        return os.path.join(self.private, name)
+
+    def final(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+
+@contextlib.contextmanager
+def file_set(folder: str | os.PathLike[str], *, force: bool = False, what: str = "files") -> Iterator[FileSet]:
+    """``with file_set(folder) as s: write(s.path(name)) ...``: the files appear in `folder` all together at the end
+    of the block, or none of them (an exception, an existing name without `force`, a concurrent run that took a
+    name first). Concurrent sets into one folder are serialised by `folder_lock`."""
+    folder = Path(folder)
+    _check_folder(folder, folder / "x")
+    private = create_temp_folder(folder, what)
+    try:
+        s = FileSet(folder, private)
+        yield s
+        written = [n for n in s.names if os.path.lexists(os.path.join(private, n))]
+        with folder_lock(folder):
+            if not force:
+                taken = [s.final(n) for n in written if os.path.lexists(s.final(n))]
+                if taken:
+                    more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
+                    raise ConfigError(f"{taken[0]}: exists{more}; nothing was written (choose another folder or "
+                                       f"pass --force to replace the {what})")
+            placed: list[str] = []
+            try:
+                for n in written:
+                    publish(os.path.join(private, n), s.final(n), force=force, what=what)
+                    placed.append(s.final(n))
+            except BaseException:
+                for p in placed:
+                    _remove(p)
+                raise
+    finally:
+        discard(private)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike[str], *, force: bool = False, what: str = "folder") -> Iterator[Path]:
+    """``with atomic_folder(out) as tmp: ...``: build the folder in `tmp` (beside `out`); it becomes `out` at the end,
+    whole. Without `force` an existing `out` is an error; with it the old folder (or the link) is replaced."""
+    path = Path(path)
+    parent = _folder_of(path)
+    _check_folder(parent, path)
+    if not force and os.path.lexists(path):
+        raise _taken(path, what)
+    private = create_temp_folder(parent, path.name)
+    try:
+        os.chmod(private, 0o777 & ~_umask())
+        yield Path(private)
+        old = None
+        if force and os.path.lexists(path):
+            old = os.path.join(parent, temp_name(path.name))
+            _register(old)
+            os.rename(path, old)  # the link itself when `path` is a symlink
+        try:
+            _rename_noreplace(private, os.fspath(path))
+        except FileExistsError:
+            raise _taken(path, what) from None
+        _forget(private)
+        if old is not None:
+            discard(old)
+    finally:
+        discard(private)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# ---- signals -----------------------------------------------------------------------------------------------------
+
+def _cleanup_live() -> None:
+    with _live_lock:
+        paths = list(_live)
+        _live.clear()
+    for p in paths:
+        _remove(p)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def install_signal_cleanup() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C (so every temporary is removed on the way out). For the CLI; a program
+    embedding dumpcmp keeps its own handlers unless it calls this. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _on_signal)
+
+
+atexit.register(_cleanup_live)
+
+
+def remove_leftovers() -> None:
+    """Remove every temporary this process still holds (called on exit by the CLI)."""
+    _cleanup_live()

@@ -55,7 +55,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 import numpy as np
 
-from . import layout, naming
+from . import _io, layout, naming
 from .dump import FORMATS, Tensor, TensorData, data_type_of, open_dump, write_dump
 from .errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
 
@@ -174,17 +174,9 @@ def _planned_name(name: str, suffix: str) -> str:
 
 
 def _save_atomic(path: str, write: Callable[[str], Any], force: bool) -> None:
-    """Write through `write(tmp_path)` beside `path`, then rename: the file appears whole or not at all."""
-    folder, base = os.path.split(path)
-    tmp = os.path.join(folder, f".{base[:200]}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        if not force and os.path.lexists(path):
-            raise ConfigError(f"{path}: exists; not overwritten (use --force)")
-        os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            os.remove(tmp)
+    """Write through `write(tmp_path)` (a private temporary beside `path`), then take `path`'s name: the file
+    appears whole or not at all, never through a symlink, never over a file unless `force`."""
+    _io.atomic_write_path(path, write, force=force)
 
 
 def _write_npy(path: str, array: np.ndarray, force: bool) -> None:
@@ -435,7 +427,7 @@ def _execute(source: str, out: str, jobs: list[_Job], report: ConversionReport, 
         if p in seen:  # two inputs naming one output: refuse rather than silently keep one
             raise ConfigError(f"{p}: two input files would both be written to this file")
         seen.add(p)
-    _check_free(planned, force)
+    _check_free(planned + [os.path.join(out, FAILED_LIST)], force)
     for job in jobs:
         try:
             os.makedirs(job.folder, exist_ok=True)
@@ -448,7 +440,8 @@ def _execute(source: str, out: str, jobs: list[_Job], report: ConversionReport, 
     report.failed.sort(key=lambda p: p.path)
     if report.failed:
         report.failed_list = os.path.join(out, FAILED_LIST)
-        with open(report.failed_list, "w", encoding="utf-8", errors="surrogateescape") as handle:
+        with _io.open_atomic(report.failed_list, force=force, what="failed-file list", mode="w",
+                             encoding="utf-8", errors="surrogateescape") as handle:
             for p in report.failed:
                 handle.write(f"{p.path}\t{' '.join(p.reason.split())}\n")
     return report

@@ -40,7 +40,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import naming
+from . import _io, naming
 from ._native import core
 from .errors import ConfigError, DumpcmpError
 
@@ -205,17 +205,21 @@ def export_detail(
             raise ConfigError(f"{existing[0]} already exists{more}; pass force to replace the detail files")
 
     n_detail = len(detail_names)
-    try:
-        raw = core.export_detail(
-            x, y, shape=dims, format=fmt,
-            csv_paths=paths[:n_detail] if fmt == "csv" else [],
-            npy_paths=paths[:n_detail] if fmt == "npy" else None,
-            max_rows=int(max_lines), coordinate_header=header,
-            summary_path=paths[n_detail], top_path=paths[n_detail + 1] if top_name else "",
-            top_n=int(top_n), npu_name=op_name, ground_truth_name=gt_name, layout_name=layout_name,
-            threads=int(threads))
-    except core.OutputError as e:
-        raise DumpcmpError(f"detail of {op_name} {kind} {index}: {e}") from None
+    # The set is written in a private temporary folder and moved into place together: all files or none, never
+    # through a planted symlink, and of two exports into one folder the second waits, then finds the names taken.
+    with _io.file_set(folder, force=force, what="detail files") as staged:
+        tmp = [staged.path(name) for name in on_disk]
+        try:
+            raw = core.export_detail(
+                x, y, shape=dims, format=fmt,
+                csv_paths=tmp[:n_detail] if fmt == "csv" else [],
+                npy_paths=tmp[:n_detail] if fmt == "npy" else None,
+                max_rows=int(max_lines), coordinate_header=header,
+                summary_path=tmp[n_detail], top_path=tmp[n_detail + 1] if top_name else "",
+                top_n=int(top_n), npu_name=op_name, ground_truth_name=gt_name, layout_name=layout_name,
+                threads=int(threads))
+        except core.OutputError as e:
+            raise DumpcmpError(f"detail of {op_name} {kind} {index}: {str(e).replace(staged.private, folder)}") from None
 
     for original, name in zip(originals, on_disk):
         if name != original:

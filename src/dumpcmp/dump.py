@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from . import _io
 from ._native import core
 from .errors import DumpError
 
@@ -235,10 +236,13 @@ def write_dump(
     dump_time: int | None = None,
     attrs: Iterable[tuple[str, str]] = (),
     dfx_message: str = "",
+    force: bool = True,
 ) -> str:
     """Write a dump file as the device does (length-prefixed header, then raw inputs, outputs, buffers, workspaces).
 
-    The file appears whole or not at all (written beside, then renamed). Returns the path.
+    The file appears whole or not at all (written in a private temporary folder beside it, then moved into place,
+    never through a symlink); with force=False an existing `path` is an error instead of being replaced.
+    Returns the path.
     """
     path = os.fspath(path)
     tensors: list[dict[str, Any]] = []
@@ -267,5 +271,10 @@ def write_dump(
             })
     if dump_time is None:
         dump_time = time.time_ns() // 1000
-    core.write_dump(path, version, int(dump_time), op_name, list(attrs), dfx_message, tensors)
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise DumpError(f"{path}: cannot write: the folder {folder} does not exist")
+    _io.atomic_write_path(
+        path, lambda tmp: core.write_dump(tmp, version, int(dump_time), op_name, list(attrs), dfx_message, tensors),
+        force=force, what="dump")
     return path

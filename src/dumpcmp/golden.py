@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from . import naming
-from ._io import atomic_write, atomic_write_text
+from ._io import atomic_write, atomic_write_text, create_temp_file, discard, file_set
 from .errors import ConfigError, DumpcmpError, NotFoundError
 
 INDEX_NAME = "golden_index.csv"
@@ -398,9 +398,10 @@ class Runner:
             del graph.output[len(self.original_outputs):]
         try:
             if self.external and self.strategy == "file":
-                tmp = self.model_path.parent / f".dumpcmp-golden-{os.getpid()}-{self.model_path.name}"
                 try:
-                    tmp.write_bytes(data)
+                    fd, tmp = create_temp_file(self.model_path.parent, self.model_path.name)
+                    with os.fdopen(fd, "wb") as handle:
+                        handle.write(data)
                 except OSError as error:
                     raise ConfigError(f"{self.model_path}: onnxruntime {self.ort.__version__} can only find external "
                                       f"weights beside a model file, and {self.model_path.parent} is not writable; "
@@ -408,7 +409,7 @@ class Runner:
                 try:
                     return self.ort.InferenceSession(str(tmp), self._options(), providers=["CPUExecutionProvider"])
                 finally:
-                    tmp.unlink()
+                    discard(tmp)
             return self.ort.InferenceSession(data, self._options(), providers=["CPUExecutionProvider"])
         except DumpcmpError:
             raise
@@ -802,6 +803,16 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     types = value_types(model, feeds)
     runner = Runner(model, path, external, _external_strategy)
 
+    # Everything is built in a private temporary folder inside `out` and moved into place at the end, index
+    # last: a run stopped by an error or a signal leaves nothing, not a set without its index.
+    with file_set(out, force=force, what="ground truth") as staged:
+        return _dump_into(out, staged, path, model, runner, feeds, declared, nodes, types, check, seed,
+                          batch_bytes, source_notes, ort, onnx)
+
+
+def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, feeds: dict[str, np.ndarray],
+               declared: Any, nodes: Any, types: Any, check: bool, seed: int | None, batch_bytes: int,
+               source_notes: dict[str, str], ort: Any, onnx: Any) -> GoldenRun:
     plain: dict[str, np.ndarray] = {}
     if check:
         session = runner.session([])
@@ -837,7 +848,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
 
     # Inputs are written first: they are what the run starts from.
     for rec in records[: len(declared)]:
-        _write(out, rec, feeds[rec.tensor_name], base)
+        _write(out, staged, rec, feeds[rec.tensor_name], base)
 
     batches: list[list[str]] = []
     largest = max((a.nbytes for a in feeds.values()), default=0)
@@ -879,7 +890,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
                 rec.shape, rec.dtype = tuple(value.shape), "string"
                 rec.note = _join_note(rec.note, "string tensor: not written")
                 continue
-            _write(out, rec, value, base)
+            _write(out, staged, rec, value, base)
         del values
     if not check:
         if not batches:  # a model without nodes: its outputs are inputs or weights
@@ -894,7 +905,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     w.writerow(INDEX_COLUMNS)
     for rec in records:
         w.writerow(rec.row())
-    atomic_write_text(index_path, text.getvalue())
+    atomic_write_text(staged.path(INDEX_NAME), text.getvalue())
     run_info = {
         "model": str(path.resolve()),
         "inputs": {n: source_notes.get(n, "") for n in feeds},
@@ -906,7 +917,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
         "onnx": onnx.__version__,
         "onnxruntime": ort.__version__,
     }
-    (out / RUN_NAME).write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(staged.path(RUN_NAME), json.dumps(run_info, indent=2) + "\n")
     return GoldenRun(out, index_path, records, plain, batches, check)
 
 
@@ -914,7 +925,7 @@ def _join_note(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
 
 
-def _write(out: Path, rec: GoldenRecord, array: np.ndarray, base: int) -> None:
+def _write(out: Path, staged: Any, rec: GoldenRecord, array: np.ndarray, base: int) -> None:
     ts = base + rec.order
     # a name too long for the file system becomes a digits-only hash with a mapping.csv row, as the Ascend tools
     # do, so a scan of the folder resolves it back to its {op}.{output_index} key
@@ -923,7 +934,7 @@ def _write(out: Path, rec: GoldenRecord, array: np.ndarray, base: int) -> None:
         rec.note = _join_note(rec.note, f"name too long for a file: written as {rec.file}, see mapping.csv")
     rec.shape = tuple(int(d) for d in array.shape)
     rec.dtype = str(array.dtype)
-    _save_npy(out / rec.file, array)
+    _save_npy(Path(staged.path(rec.file)), array)
 
 
 def golden_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str],

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import os
 import re
 import time
@@ -522,14 +523,29 @@ def safe_file_name(name: str, folder: str | os.PathLike[str], suffix: str = "",
     short = hashed_name(name) + suffix
     if _too_long(short):
         raise NamingError(f"suffix {suffix[:40]!r}... is too long for a file name")
+    from . import _io
+
     folder = os.fspath(folder)
     mapping_path = os.path.join(folder, mapping_file)
-    existing = read_mapping(mapping_path, problems=[])
-    if existing.get(short) == name:
-        return short
-    if short in existing:
-        raise NamingError(f"{mapping_path}: hashed name {short} already stands for another name")
     os.makedirs(folder, exist_ok=True)
-    with open(mapping_path, "a", newline="", encoding="utf-8") as handle:
-        csv.writer(handle, lineterminator="\n").writerow([short, name])
+    with _io.folder_lock(folder):  # two writers adding rows at once: neither row is lost
+        if os.path.islink(mapping_path):
+            raise NamingError(f"{mapping_path}: is a symbolic link; not written through")
+        existing = read_mapping(mapping_path, problems=[])
+        if existing.get(short) == name:
+            return short
+        if short in existing:
+            raise NamingError(f"{mapping_path}: hashed name {short} already stands for another name")
+        try:
+            with open(mapping_path, "rb") as handle:
+                old = handle.read()
+        except FileNotFoundError:
+            old = b""
+        if old and not old.endswith(b"\n"):
+            old += b"\n"
+        row = io.StringIO()
+        csv.writer(row, lineterminator="\n").writerow([short, name])
+        # the old rows plus the new one, replacing the file (never through a link) whole
+        _io.atomic_write(mapping_path, lambda f: f.write(old + row.getvalue().encode("utf-8", "surrogateescape")),
+                         force=True, what="mapping file")
     return short

@@ -67,10 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .._io import Terminated, install_signal_cleanup, remove_leftovers
+
+    install_signal_cleanup()  # SIGTERM / SIGHUP unwind like Ctrl-C: no temporary file is left behind
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except Terminated as stop:
+        remove_leftovers()
+        print(f"dumpcmp: stopped by signal {stop.signum}", file=sys.stderr)
+        return 128 + stop.signum
     except DumpcmpError as error:
         print(f"dumpcmp: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -80,5 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dumpcmp: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        remove_leftovers()
         print("dumpcmp: interrupted", file=sys.stderr)
         return 130

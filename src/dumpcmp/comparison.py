@@ -743,7 +743,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
     return rows
 
 
-def _group_name(op: Op) -> str:
+def _graph_group_name(op: Op) -> str:
     """The original tool's fusion-op key: ops sharing it are one comparison unit with one Index."""
     if op.l1_fusion_no:
         return "l1:" + op.l1_fusion_no
@@ -761,7 +761,7 @@ def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
     numbers: dict[str, int] = {}
     members: dict[int, list[Op]] = {}
     for op in graph.ops:
-        n = numbers.setdefault(_group_name(op), len(numbers))
+        n = numbers.setdefault(_graph_group_name(op), len(numbers))
         if op not in members.setdefault(n, []):
             members[n].append(op)
     by_op: dict[str, list[Row]] = {}

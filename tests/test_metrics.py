@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from dumpcmp.errors import ConfigError
-from dumpcmp.metrics import METRICS, compare_arrays, format_metric, parse_algorithms
+from dumpcmp.metrics import METRICS, format_metric, parse_algorithms
+from dumpcmp.metrics import compare_arrays as _compare_arrays
+
+
+def compare_arrays(*args, **kwargs):
+    """This file checks the `precise` mode (float64 terms) against the float64 reference; the default float32
+    terms are checked against the original's float32 formulas in test_metrics_float32.py."""
+    kwargs.setdefault("precise", True)
+    return _compare_arrays(*args, **kwargs)
 
 EPS = 2.220446049250313e-16
 F32_EPS = float(np.finfo(np.float32).eps)
@@ -54,8 +62,6 @@ def reference(x, y, *, scalar=False, both_bool=False):
 def reference_kld(X, Y):
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
         return math.nan
-    if not X.any() or not Y.any():  # an all-zero side
-        return math.nan
 
     def normalise(d):
         lo, hi = d.min(), d.max()
@@ -68,21 +74,15 @@ def reference_kld(X, Y):
     return float(np.sum(P * np.log(P / Q)))
 
 
-def reference_printed(index, value, std=None):
-    """The spec's printed forms, written independently of the C++ formatter."""
+def reference_printed(index, value, std=None, *, undefined=False):
+    """The spec's printed forms, written independently of the C++ formatter: Python's "%.6f" (`nan`, `inf` for a
+    computed NaN or inf), `NaN` for a metric not computed."""
+    if undefined:
+        return "NaN"
     if index == 5:
-        if any(math.isnan(v) for v in std) and all(math.isnan(v) for v in std):
-            return "NaN"
-        parts = ["NaN" if not math.isfinite(v) else "%.3f" % (0.0 if abs(v) < 0.001 else v) for v in std]
-        return "(%s;%s),(%s;%s)" % tuple(parts)
-    if math.isnan(value):
-        return "NaN"
-    if index == 4:
-        if math.isinf(value):
-            return "inf"
+        return "(%s;%s),(%s;%s)" % tuple("%.3f" % (0.0 if abs(v) < 0.001 else v) for v in std)
+    if index == 4 and math.isfinite(value):
         return "%.6f" % (0.0 if abs(value) < EPS else max(value, 0.0))
-    if math.isinf(value):
-        return "NaN"
     return "%.6f" % value
 
 
@@ -92,7 +92,7 @@ def check_against_reference(x, y, result, *, scalar=False, both_bool=False, rtol
         if i == 5:
             got_std = result.standard_deviation
             np.testing.assert_allclose(got_std, ref_std, rtol=rtol, atol=1e-12, equal_nan=True)
-            assert result.format(5) == reference_printed(5, None, ref_std if not both_bool else (math.nan,) * 4)
+            assert result.format(5) == reference_printed(5, None, ref_std, undefined=both_bool)
             continue
         got = result.value(i)
         if i in MAX_METRICS:
@@ -101,7 +101,18 @@ def check_against_reference(x, y, result, *, scalar=False, both_bool=False, rtol
             assert abs(got) < 1e-12, (got, ref[i])
         else:
             np.testing.assert_allclose(got, ref[i], rtol=rtol, atol=1e-13, equal_nan=True, err_msg=METRICS[i])
-        assert result.format(i) == reference_printed(i, ref[i]), (METRICS[i], result.format(i), ref[i])
+        undefined = (both_bool and i not in (0, 3)) or (i == 0 and _cosine_side_zero(x, y, scalar))
+        assert result.format(i) == reference_printed(i, ref[i], undefined=undefined), (METRICS[i], result.format(i),
+                                                                                         ref[i])
+
+
+def _cosine_side_zero(x, y, scalar):
+    """The spec's "all the data is zero" case of the cosine: not computed, `NaN`."""
+    X = np.asarray(x).astype(np.float32).astype(np.float64).ravel()
+    Y = np.asarray(y).astype(np.float32).astype(np.float64).ravel()
+    with np.errstate(all="ignore"):
+        nx, ny = np.sqrt(np.sum(X * X)), np.sqrt(np.sum(Y * Y))
+    return not scalar and not (nx <= EPS and ny < EPS) and (np.sqrt(nx) <= EPS or np.sqrt(ny) <= EPS)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -174,8 +185,11 @@ def test_hand_worked_small_example():
 
 def test_one_side_all_zero():
     r = compare_arrays(np.zeros(2, np.float32), np.array([1, 2], np.float32))
+    # KLD: the zero side clamps to a uniform P = (1/2, 1/2) against Q = (eps, 1) / (1 + eps), a number
+    q = np.array([F32_EPS, 1.0]) / (1 + F32_EPS)
+    assert "%.6f" % float(np.sum(0.5 * np.log(0.5 / q))) == "7.278046"
     assert r.formatted() == [
-        "NaN", "2.000000", "2.000000", "1.000000", "NaN", "(0.000;0.000),(1.500;0.500)",
+        "NaN", "2.000000", "2.000000", "1.000000", "7.278046", "(0.000;0.000),(1.500;0.500)",
         "1.500000", "1.581139", "1.000000", "1.000000",
     ]
 
@@ -183,17 +197,18 @@ def test_one_side_all_zero():
 def test_ground_truth_all_zero():
     r = compare_arrays(np.array([1, -1], np.float32), np.zeros(2, np.float32))
     # relative terms are 0 where |y| <= EPS; RED is 0 when sum(y^2) is
-    assert r.formatted() == [
-        "NaN", "1.000000", "0.000000", "0.000000", "NaN", "(0.000;1.000),(0.000;0.000)",
-        "1.000000", "1.000000", "0.000000", "0.000000",
-    ]
+    assert r.formatted()[:4] == ["NaN", "1.000000", "0.000000", "0.000000"]
+    assert r.formatted()[5:] == ["(0.000;1.000),(0.000;0.000)", "1.000000", "1.000000", "0.000000", "0.000000"]
+    # KLD of P = (eps, 1)/(1 + eps) against a uniform Q: log(2) + sum P log P, a number
+    p = np.array([F32_EPS, 1.0]) / (1 + F32_EPS)
+    assert r.format(4) == "%.6f" % (math.log(2) + float(np.sum(p * np.log(p))))
 
 
 def test_both_all_zero():
     z = np.zeros(5, np.float32)
     r = compare_arrays(z, z)
-    assert r.formatted() == [
-        "1.000000", "0.000000", "0.000000", "0.000000", "NaN", "(0.000;0.000),(0.000;0.000)",
+    assert r.formatted() == [  # two uniform distributions: KLD 0
+        "1.000000", "0.000000", "0.000000", "0.000000", "0.000000", "(0.000;0.000),(0.000;0.000)",
         "0.000000", "0.000000", "0.000000", "0.000000",
     ]
 
@@ -254,8 +269,8 @@ def test_nan_in_my_output():
     y = np.array([1, 2, 3], np.float32)
     r = compare_arrays(x, y)
     assert (r.nan_x, r.inf_x, r.nan_y, r.inf_y) == (1, 0, 0, 0)
-    assert r.formatted() == [
-        "NaN", "NaN", "NaN", "NaN", "NaN", "(NaN;NaN),(2.000;0.816)", "NaN", "NaN", "NaN", "NaN",
+    assert r.formatted() == [  # computed NaN: Python's "%.6f" spelling, not the "not computed" marker
+        "nan", "nan", "nan", "nan", "nan", "(nan;nan),(2.000;0.816)", "nan", "nan", "nan", "nan",
     ]
     check_against_reference(x, y, r)
 
@@ -267,18 +282,19 @@ def test_nan_in_ground_truth_leaves_relative_terms_at_zero():
     r = compare_arrays(x, y)
     assert r.nan_y == 1
     assert r.format(2) == "0.000000" and r.format(8) == "0.000000"
-    assert r.format(1) == "NaN"
+    assert r.format(1) == "nan"
     check_against_reference(x, y, r)
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf])
-def test_inf_prints_nan(bad):
+def test_inf_prints_as_python_does(bad):
     x = np.array([1, bad, 3, 4], np.float32)
     y = np.array([1, 2, 3, 5], np.float32)
     r = compare_arrays(x, y)
     assert r.inf_x == 1 and r.nan_x == 0
     assert r.max_absolute_error == math.inf
-    assert r.format(1) == "NaN" and r.format(4) == "NaN"
+    assert r.format(1) == "inf" and r.format(4) == "nan" and r.format(0) == "nan"
+    assert r.format(5).startswith("(%s;nan)," % ("inf" if bad > 0 else "-inf"))
     assert r.mean_x == bad
     check_against_reference(x, y, r)
 
@@ -518,7 +534,7 @@ cases = [
     (x[:13], y[:13], {}),
     (onehot, np.full(37, 0.5, np.float32), {}),
 ]
-print(json.dumps([fingerprint(compare_arrays(a, b, **kw)) for a, b, kw in cases]))
+print(json.dumps([fingerprint(compare_arrays(a, b, precise=p, **kw)) for p in (False, True) for a, b, kw in cases]))
 """
 
 
@@ -555,8 +571,9 @@ for n in (1, 7, 8, 9, 15, 16, 17, 31, 33, 4095, 4096, 4097, 4111, 8192 + 24, 3 *
     special = x.copy()
     special[n // 2] = np.nan
     special[-1] = np.inf
-    for a, b in ((x, y), (x.astype(np.float16), y), (special, y), (y, special.astype(np.float16))):
-        r = compare_arrays(a, b, chunk_elements=5000)
+    pairs = ((x, y), (x.astype(np.float16), y), (special, y), (y, special.astype(np.float16)))
+    for (a, b), precise in ((pair, p) for pair in pairs for p in (False, True)):
+        r = compare_arrays(a, b, chunk_elements=5000, precise=precise)
         numbers = list(r.values()) + [r.mean_x, r.std_x, r.mean_y, r.std_y, r.min_x, r.max_x, r.min_y, r.max_y]
         out.append((hexes(numbers), r.nan_x, r.inf_x, r.nan_y, r.inf_y))
 print(json.dumps(out))

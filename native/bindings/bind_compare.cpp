@@ -81,18 +81,20 @@ void bind_compare(py::module_& m) {
 
     m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
                                 std::optional<std::vector<int>> metrics, unsigned threads, bool scalar,
-                                std::size_t chunk_elements) {
+                                std::size_t chunk_elements, bool precise) {
         CompareOptions o;
         o.metrics = mask_from(metrics);
         o.threads = threads;
         o.scalar = scalar;
+        o.precise = precise;
         o.chunk_elements = chunk_elements;
         py::gil_scoped_release release;  // the sources own (or keep alive) all the memory they read
         return compare_sources(*x, *y, o);
     }, py::arg("x"), py::arg("y"), py::kw_only(), py::arg("metrics") = py::none(), py::arg("threads") = 0u,
-       py::arg("scalar") = false, py::arg("chunk_elements") = kDefaultChunkElements);
+       py::arg("scalar") = false, py::arg("chunk_elements") = kDefaultChunkElements, py::arg("precise") = false);
 
-    m.def("compare_many", [](const py::list& pairs, std::optional<std::vector<int>> metrics, unsigned threads) {
+    m.def("compare_many", [](const py::list& pairs, std::optional<std::vector<int>> metrics, unsigned threads,
+                             bool precise) {
         std::vector<CompareJob> jobs;
         jobs.reserve(pairs.size());
         const MetricMask mask = mask_from(metrics);
@@ -102,6 +104,7 @@ void bind_compare(py::module_& m) {
             j.x = t[0].cast<std::shared_ptr<TensorSource>>();
             j.y = t[1].cast<std::shared_ptr<TensorSource>>();
             j.options.metrics = mask;
+            j.options.precise = precise;
             j.options.scalar = t[2].cast<bool>();
             jobs.push_back(std::move(j));
         }
@@ -116,7 +119,7 @@ void bind_compare(py::module_& m) {
             else results.append(py::str(o.error));
         }
         return results;
-    }, py::arg("pairs"), py::arg("metrics") = py::none(), py::arg("threads") = 0u,
+    }, py::arg("pairs"), py::arg("metrics") = py::none(), py::arg("threads") = 0u, py::arg("precise") = false,
        "Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. "
        "Returns a MetricResult or the error text per pair.");
 }

@@ -123,6 +123,7 @@ void bind_metrics(py::module_& m) {
         .def_readonly("inf_y", &MetricResult::inf_y)
         .def_readonly("scalar", &MetricResult::scalar)
         .def_readonly("both_bool", &MetricResult::both_bool)
+        .def_readonly("precise", &MetricResult::precise, "Computed with float64 per-element terms (--precise).")
         .def_property_readonly("metrics", &selected, "Indices of the selected metrics, in column order.")
         .def("value", [](const MetricResult& r, int i) {
             if (i < 0 || i >= kMetricCount) throw std::out_of_range("metric index " + std::to_string(i) + " is not in 0..9");
@@ -157,7 +158,7 @@ void bind_metrics(py::module_& m) {
     m.def("compare_arrays", [](const py::array& x, const py::array& y, std::optional<std::vector<int>> metrics,
                                unsigned threads, std::optional<std::string> x_data_type,
                                std::optional<std::string> y_data_type, std::optional<std::uint64_t> count,
-                               std::optional<bool> scalar, std::size_t chunk_elements) {
+                               std::optional<bool> scalar, std::size_t chunk_elements, bool precise) {
         const Side sx = resolve_side(x, x_data_type, "x");
         const Side sy = resolve_side(y, y_data_type, "y");
         const std::uint64_t n = element_count(sx, sy, count);
@@ -166,12 +167,13 @@ void bind_metrics(py::module_& m) {
         opt.threads = threads;
         opt.scalar = scalar ? *scalar : ((!sx.raw && x.ndim() == 0) || (!sy.raw && y.ndim() == 0));
         opt.chunk_elements = chunk_elements;
+        opt.precise = precise;
         // Safe without the GIL: sx/sy hold references to both arrays, and no Python object is touched below.
         py::gil_scoped_release release;
         return compare(sx.data, sx.type, sy.data, sy.type, n, opt);
     }, py::arg("x"), py::arg("y"), py::kw_only(), py::arg("metrics") = py::none(), py::arg("threads") = 0u,
        py::arg("x_data_type") = py::none(), py::arg("y_data_type") = py::none(), py::arg("count") = py::none(),
-       py::arg("scalar") = py::none(), py::arg("chunk_elements") = kDefaultChunkElements,
+       py::arg("scalar") = py::none(), py::arg("chunk_elements") = kDefaultChunkElements, py::arg("precise") = false,
        "Compare x (My Output) with y (Ground Truth): whole arrays, or raw device bytes with a data type name.");
 
     m.def("read_probe", [](const py::array& data, unsigned threads) {

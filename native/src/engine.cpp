@@ -67,7 +67,7 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
     const std::size_t window =
         std::max(tile_window(x, options.chunk_elements), tile_window(y, options.chunk_elements));
     const bool both_bool = x.type() == DataType::BOOL && y.type() == DataType::BOOL;
-    const MetricOptions mopt{options.metrics, options.scalar, both_bool};
+    const MetricOptions mopt{options.metrics, options.scalar, both_bool, options.precise};
 
     std::vector<MetricPartial> partials(kWindowsPerRound);
     MetricPartial total;
@@ -77,14 +77,14 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
         [&](std::size_t k, std::uint64_t first, std::size_t count) {
             partials[k] = MetricPartial{};
             with_windows(x, y, first, count, [&](TensorSource::Window wx, TensorSource::Window wy) {
-                accumulate_stored(wx.data, wx.type, wy.data, wy.type, 0, count, partials[k]);
+                accumulate_stored(wx.data, wx.type, wy.data, wy.type, 0, count, partials[k], options.precise);
             });
         },
         [&](std::size_t k) { merge(total, partials[k]); });
 
     // KLD normalises by each side's min and max, known only after the first pass: a second pass over the data.
     const bool kld_wanted = (options.metrics & metric_bit(Metric::KullbackLeiblerDivergence)) && !both_bool;
-    const KldParams params = kld_params(total);
+    const KldParams params = kld_params(total, options.precise);
     KldPartial kld_total;
     if (kld_wanted && params.needed) {
         std::vector<KldPartial> kparts(kWindowsPerRound);

@@ -309,18 +309,88 @@ Lanes<L> initial_lanes() noexcept {
 template <class L>
 struct StepConstants {
     typename L::VD kx, ky, eps, one;
+    typename L::VF epsf, onef;
 };
 
 enum : unsigned { kGroupX = 1, kGroupY = 2, kGroupDiff = 4, kGroupRel = 8, kGroupsAll = 15 };
 
+template <class VF>
+DUMPCMP_AI VF vabsf(const VF& v) noexcept {
+    return detail::bitcast<float>(detail::bitcast<std::uint32_t>(v) & 0x7FFFFFFFu);
+}
+
+// The per-element terms of eight elements (one per lane) as doubles: what the accumulators add. F32 = the
+// original tool's terms, each operation rounded to float32 (computed on sixteen float lanes, then widened, exactly);
+// otherwise the terms of the exact float32 inputs in double.
 template <class L>
-DUMPCMP_AI void side_step(SideLanes<L>& a, const typename L::VD& v, const typename L::VD& k) noexcept {
-    // Sums of deviations from the block's first finite value: the variance from them loses at most about
-    // log2(block) bits, unlike sum(x^2) - n*mean^2 (which fails on large constant data).
+struct Terms8 {
+    typename L::VD x, y, xx, yy, xy, ad, sd, rel;
+};
+
+template <class L, unsigned G>
+DUMPCMP_AI void terms8_double(Terms8<L>& t, const StepConstants<L>& c) noexcept {
+    if constexpr ((G & kGroupX) != 0) t.xx = t.x * t.x;
+    if constexpr ((G & kGroupY) != 0) t.yy = t.y * t.y;
+    if constexpr ((G & kGroupDiff) != 0) {
+        t.xy = t.x * t.y;
+        t.ad = vabs(t.x - t.y);
+        t.sd = t.ad * t.ad;
+    }
+    if constexpr ((G & kGroupRel) != 0) t.rel = pick(c.eps < vabs(t.y), vabs(t.x / t.y - c.one), L::VD::zero());
+}
+
+template <class L, bool F32, unsigned G>
+DUMPCMP_AI void terms16(const typename L::VF& fx, const typename L::VF& fy, const StepConstants<L>& c,
+                        Terms8<L>& lo, Terms8<L>& hi) noexcept {
+    using VF = typename L::VF;
+    lo.x = half_of<L, 0>(fx);
+    hi.x = half_of<L, 1>(fx);
+    lo.y = half_of<L, 0>(fy);
+    hi.y = half_of<L, 1>(fy);
+    if constexpr (F32) {
+        if constexpr ((G & kGroupX) != 0) {
+            const VF s = fx * fx;
+            lo.xx = half_of<L, 0>(s);
+            hi.xx = half_of<L, 1>(s);
+        }
+        if constexpr ((G & kGroupY) != 0) {
+            const VF s = fy * fy;
+            lo.yy = half_of<L, 0>(s);
+            hi.yy = half_of<L, 1>(s);
+        }
+        if constexpr ((G & kGroupDiff) != 0) {
+            const VF p = fx * fy;
+            const VF d = vabsf(fx - fy);
+            const VF s = d * d;
+            lo.xy = half_of<L, 0>(p);
+            hi.xy = half_of<L, 1>(p);
+            lo.ad = half_of<L, 0>(d);
+            hi.ad = half_of<L, 1>(d);
+            lo.sd = half_of<L, 0>(s);
+            hi.sd = half_of<L, 1>(s);
+        }
+        if constexpr ((G & kGroupRel) != 0) {
+            // |float32(x / y) - 1|: every lane divides (no branch); lanes with |y| <= EPS are then 0, whatever
+            // inf or NaN their division gave. EPS = 2^-52 is exact in float32.
+            const VF r = pick(c.epsf < vabsf(fy), vabsf(fx / fy - c.onef), VF::zero());
+            lo.rel = half_of<L, 0>(r);
+            hi.rel = half_of<L, 1>(r);
+        }
+    } else {
+        terms8_double<L, G>(lo, c);
+        terms8_double<L, G>(hi, c);
+    }
+}
+
+template <class L>
+DUMPCMP_AI void side_apply(SideLanes<L>& a, const typename L::VD& v, const typename L::VD& sq,
+                           const typename L::VD& k) noexcept {
+    // Sums of deviations from the block's first finite value (float64, as the original's std): the variance from
+    // them loses at most about log2(block) bits, unlike sum(x^2) - n*mean^2 (which fails on large constant data).
     const typename L::VD dv = v - k;
     a.s1 += dv;
     a.s2 += dv * dv;
-    a.sq += v * v;
+    a.sq += sq;
 }
 template <class L>
 DUMPCMP_AI void side_minmax(SideLanes<L>& a, const typename L::VF& f) noexcept {
@@ -328,48 +398,43 @@ DUMPCMP_AI void side_minmax(SideLanes<L>& a, const typename L::VF& f) noexcept {
     a.mx = pick(a.mx < f, f, a.mx);
 }
 template <class L>
-DUMPCMP_AI void diff_step(DiffLanes<L>& a, const typename L::VD& x, const typename L::VD& y) noexcept {
-    a.sxy += x * y;
-    const typename L::VD d = vabs(x - y);
-    a.sad += d;
-    a.ssd += d * d;
-    a.mad = vsticky_max_nonneg(a.mad, d);
+DUMPCMP_AI void diff_apply(DiffLanes<L>& a, const Terms8<L>& t) noexcept {
+    a.sxy += t.xy;
+    a.sad += t.ad;
+    a.ssd += t.sd;
+    a.mad = vsticky_max_nonneg(a.mad, t.ad);
 }
 template <class L>
-DUMPCMP_AI void rel_step(RelLanes<L>& a, const typename L::VD& x, const typename L::VD& y,
-                         const StepConstants<L>& c) noexcept {
-    // Every lane divides, unconditionally (no branch); lanes with |y| <= EPS are then replaced by 0, whatever
-    // inf or NaN their division gave.
-    const auto counted = c.eps < vabs(y);
-    const typename L::VD r = pick(counted, vabs(x / y - c.one), L::VD::zero());
-    a.srel += r;
-    a.mrel = vsticky_max_nonneg(a.mrel, r);
+DUMPCMP_AI void rel_apply(RelLanes<L>& a, const Terms8<L>& t) noexcept {
+    a.srel += t.rel;
+    a.mrel = vsticky_max_nonneg(a.mrel, t.rel);
 }
 
 // The sums of eight elements (one per lane), for the groups in G.
 template <class L, unsigned G>
-DUMPCMP_AI void step8(Lanes<L>& a, const typename L::VD& x, const typename L::VD& y, const StepConstants<L>& c) noexcept {
-    if constexpr ((G & kGroupX) != 0) side_step<L>(a.x, x, c.kx);
-    if constexpr ((G & kGroupY) != 0) side_step<L>(a.y, y, c.ky);
-    if constexpr ((G & kGroupDiff) != 0) diff_step<L>(a.d, x, y);
-    if constexpr ((G & kGroupRel) != 0) rel_step<L>(a.r, x, y, c);
+DUMPCMP_AI void apply8(Lanes<L>& a, const Terms8<L>& t, const StepConstants<L>& c) noexcept {
+    if constexpr ((G & kGroupX) != 0) side_apply<L>(a.x, t.x, t.xx, c.kx);
+    if constexpr ((G & kGroupY) != 0) side_apply<L>(a.y, t.y, t.yy, c.ky);
+    if constexpr ((G & kGroupDiff) != 0) diff_apply<L>(a.d, t);
+    if constexpr ((G & kGroupRel) != 0) rel_apply<L>(a.r, t);
 }
 
-template <class L, unsigned G>
+template <class L, unsigned G, bool F32>
 DUMPCMP_AI void step16(Lanes<L>& a, const typename L::VF& fx, const typename L::VF& fy,
                        const StepConstants<L>& c) noexcept {
     if constexpr ((G & kGroupX) != 0) side_minmax<L>(a.x, fx);
     if constexpr ((G & kGroupY) != 0) side_minmax<L>(a.y, fy);
-    step8<L, G>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
-    step8<L, G>(a, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
+    Terms8<L> lo, hi;
+    terms16<L, F32, G>(fx, fy, c, lo, hi);
+    apply8<L, G>(a, lo, c);
+    apply8<L, G>(a, hi, c);
 }
 
 // The last rest (< 8) elements of eight lanes: a step on a copy, keeping only the lanes that saw real elements.
 template <class L>
-void step8_partial(Lanes<L>& a, const typename L::VD& x, const typename L::VD& y, const StepConstants<L>& c,
-                   std::size_t rest) noexcept {
+void apply8_partial(Lanes<L>& a, const Terms8<L>& t, const StepConstants<L>& c, std::size_t rest) noexcept {
     Lanes<L> b = a;
-    step8<L, kGroupsAll>(b, x, y, c);
+    apply8<L, kGroupsAll>(b, t, c);
     typename L::VM keep;
     for (std::size_t j = 0; j < kLanes; ++j) keep.set(j, j < rest ? -1 : 0);
     auto take = [&keep](typename L::VD& to, const typename L::VD& from) { to = pick(keep, from, to); };
@@ -386,10 +451,11 @@ constexpr std::size_t kTile = 4096;
 // GroupRunner calls it from a function of its own (not inlined): the other groups' accumulators are then not live
 // across the loop, and this group's stay in registers.
 enum : unsigned { kGroupMinMax = 16 };
-template <class L, unsigned G, class Part, class SX, class SY>
+template <class L, unsigned G, bool F32, class Part, class SX, class SY>
 DUMPCMP_AI void group_loop(Part& part, SX x, SY y, std::size_t first, std::size_t last, const StepConstants<L>& c) {
     Part local = part;
     for (std::size_t i = first; i < last; i += kWide) {
+        Terms8<L> lo, hi;
         if constexpr (G == kGroupMinMax) {
             x.prefetch(i + kPrefetchAhead);
             y.prefetch(i + kPrefetchAhead);
@@ -398,34 +464,35 @@ DUMPCMP_AI void group_loop(Part& part, SX x, SY y, std::size_t first, std::size_
             side_minmax<L>(local.y, fy);
             // The divisions of the relative errors overlap the min/max work here, in a loop of their own they
             // would bound it.
-            rel_step<L>(local.r, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
-            rel_step<L>(local.r, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
+            terms16<L, F32, kGroupRel>(fx, fy, c, lo, hi);
+            rel_apply<L>(local.r, lo);
+            rel_apply<L>(local.r, hi);
         } else if constexpr (G == kGroupX) {
             const typename L::VF fx = x.template load<L>(i);
-            side_step<L>(local, half_of<L, 0>(fx), c.kx);
-            side_step<L>(local, half_of<L, 1>(fx), c.kx);
+            terms16<L, F32, kGroupX>(fx, fx, c, lo, hi);
+            side_apply<L>(local, lo.x, lo.xx, c.kx);
+            side_apply<L>(local, hi.x, hi.xx, c.kx);
         } else if constexpr (G == kGroupY) {
             const typename L::VF fy = y.template load<L>(i);
-            side_step<L>(local, half_of<L, 0>(fy), c.ky);
-            side_step<L>(local, half_of<L, 1>(fy), c.ky);
+            terms16<L, F32, kGroupY>(fy, fy, c, lo, hi);
+            side_apply<L>(local, lo.y, lo.yy, c.ky);
+            side_apply<L>(local, hi.y, hi.yy, c.ky);
         } else {
             const typename L::VF fx = x.template load<L>(i), fy = y.template load<L>(i);
-            if constexpr (G == kGroupDiff) {
-                diff_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy));
-                diff_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy));
-            } else {
-                rel_step<L>(local, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
-                rel_step<L>(local, half_of<L, 1>(fx), half_of<L, 1>(fy), c);
-            }
+            terms16<L, F32, kGroupDiff>(fx, fy, c, lo, hi);
+            diff_apply<L>(local, lo);
+            diff_apply<L>(local, hi);
         }
     }
     part = local;
 }
 
-template <class L, class Runner, class SX, class SY>
+template <class L, bool F32, class Runner, class SX, class SY>
 DUMPCMP_AI void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lanes<L>& out) {
     using VD = typename L::VD;
-    const StepConstants<L> c{VD::splat(kx), VD::splat(ky), VD::splat(kMetricEps), VD::splat(1.0)};
+    using VF = typename L::VF;
+    const StepConstants<L> c{VD::splat(kx), VD::splat(ky), VD::splat(kMetricEps), VD::splat(1.0),
+                             VF::splat(static_cast<float>(kMetricEps)), VF::splat(1.0f)};
     const std::size_t whole = n - n % kWide;
     if constexpr (L::bytes == 64) {
         // 32 registers hold every accumulator: one loop. A local copy stays in registers; through the reference
@@ -434,34 +501,36 @@ DUMPCMP_AI void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lane
         for (std::size_t i = 0; i < whole; i += kWide) {
             x.prefetch(i + kPrefetchAhead);
             y.prefetch(i + kPrefetchAhead);
-            step16<L, kGroupsAll>(a, x.template load<L>(i), y.template load<L>(i), c);
+            step16<L, kGroupsAll, F32>(a, x.template load<L>(i), y.template load<L>(i), c);
         }
         out = a;
     } else {
         for (std::size_t first = 0; first < whole; first += kTile) {
             const std::size_t last = std::min(whole, first + kTile);
-            Runner::template run<kGroupMinMax>(out, x, y, first, last, c);
-            Runner::template run<kGroupX>(out.x, x, y, first, last, c);
-            Runner::template run<kGroupY>(out.y, x, y, first, last, c);
-            Runner::template run<kGroupDiff>(out.d, x, y, first, last, c);
+            Runner::template run<kGroupMinMax, F32>(out, x, y, first, last, c);
+            Runner::template run<kGroupX, F32>(out.x, x, y, first, last, c);
+            Runner::template run<kGroupY, F32>(out.y, x, y, first, last, c);
+            Runner::template run<kGroupDiff, F32>(out.d, x, y, first, last, c);
         }
     }
     if (whole < n) {
         // Padding repeats the tail's first element, which leaves min and max as they are.
         Lanes<L> a = out;
         const std::size_t rest = n - whole;
-        typename L::VF fx, fy;
+        VF fx, fy;
         for (std::size_t j = 0; j < kWide; ++j) {
             fx.set(j, x.at(whole + (j < rest ? j : 0)));
             fy.set(j, y.at(whole + (j < rest ? j : 0)));
         }
         side_minmax<L>(a.x, fx);
         side_minmax<L>(a.y, fy);
+        Terms8<L> lo, hi;
+        terms16<L, F32, kGroupsAll>(fx, fy, c, lo, hi);
         if (rest >= kLanes) {
-            step8<L, kGroupsAll>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
-            if (rest > kLanes) step8_partial<L>(a, half_of<L, 1>(fx), half_of<L, 1>(fy), c, rest - kLanes);
+            apply8<L, kGroupsAll>(a, lo, c);
+            if (rest > kLanes) apply8_partial<L>(a, hi, c, rest - kLanes);
         } else {
-            step8_partial<L>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c, rest);
+            apply8_partial<L>(a, lo, c, rest);
         }
         out = a;
     }
@@ -574,6 +643,7 @@ struct KldSums {
 template <class L>
 struct KldConstants {
     typename L::VD ox, ix, oy, iy, floor, close_limit;
+    typename L::VF oxf, dxf, oyf, dyf, floorf;  // the float32 forms: offsets, divisors, the clamp
 };
 
 template <class L>
@@ -585,11 +655,29 @@ DUMPCMP_AI void kld_normalise(const typename L::VD& x, const typename L::VD& y, 
     q = pick(q < c.floor, c.floor, q);
 }
 
+// p and q of sixteen elements, as eight-lane halves. F32: the original's float32 operations, max(float32(
+// float32(x - min) / float32(max - min)), eps32) (NaN stays NaN, as in np.maximum); otherwise in double.
+template <class L, bool F32>
+DUMPCMP_AI void kld_pq16(const typename L::VF& fx, const typename L::VF& fy, const KldConstants<L>& c,
+                         typename L::VD& pl, typename L::VD& ql, typename L::VD& ph, typename L::VD& qh) noexcept {
+    if constexpr (F32) {
+        using VF = typename L::VF;
+        VF p = (fx - c.oxf) / c.dxf;
+        VF q = (fy - c.oyf) / c.dyf;
+        p = pick(p < c.floorf, c.floorf, p);
+        q = pick(q < c.floorf, c.floorf, q);
+        pl = half_of<L, 0>(p);
+        ph = half_of<L, 1>(p);
+        ql = half_of<L, 0>(q);
+        qh = half_of<L, 1>(q);
+    } else {
+        kld_normalise<L>(half_of<L, 0>(fx), half_of<L, 0>(fy), c, pl, ql);
+        kld_normalise<L>(half_of<L, 1>(fx), half_of<L, 1>(fy), c, ph, qh);
+    }
+}
+
 template <class L>
-DUMPCMP_AI void kld_step(KldLanes<L>& a, const typename L::VD& x, const typename L::VD& y,
-                         const KldConstants<L>& c) noexcept {
-    typename L::VD p, q;
-    kld_normalise<L>(x, y, c, p, q);
+DUMPCMP_AI void kld_add(KldLanes<L>& a, const typename L::VD& p, const typename L::VD& q) noexcept {
     a.sp += p;
     a.sq += q;
     a.sa += p * log_ratio<L>(p, q);
@@ -636,13 +724,12 @@ DUMPCMP_AI bool any_above(const typename L::VD& a1, const typename L::VD& b1, co
 
 // Sixteen elements: element i + j in lane j % 8 of the low (j < 8) or high half, the same sums in the same order
 // as two kld_step calls; only the log differs, and which form a group takes depends on its values alone.
-template <class L>
+template <class L, bool F32>
 DUMPCMP_AI void kld_step16(KldLanes<L>& a, const typename L::VF& fx, const typename L::VF& fy,
                            const KldConstants<L>& c, bool general_only) noexcept {
     using VD = typename L::VD;
     VD pl, ql, ph, qh;
-    kld_normalise<L>(half_of<L, 0>(fx), half_of<L, 0>(fy), c, pl, ql);
-    kld_normalise<L>(half_of<L, 1>(fx), half_of<L, 1>(fy), c, ph, qh);
+    kld_pq16<L, F32>(fx, fy, c, pl, ql, ph, qh);
     a.sp += pl;
     a.sq += ql;
     a.sp += ph;
@@ -662,19 +749,30 @@ DUMPCMP_AI void kld_step16(KldLanes<L>& a, const typename L::VF& fx, const typen
     a.sa += ph * log_ratio_close(numh, denh, rh, s0h);
 }
 
-template <class L, class SX, class SY>
+template <class L, bool F32, class SX, class SY>
 DUMPCMP_AI KldSums kld_body(SX x, SY y, std::size_t n, const KldParams& k) {
     using VD = typename L::VD;
+    using VF = typename L::VF;
     KldLanes<L> a{VD::zero(), VD::zero(), VD::zero(), 0};
-    // Multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
-    const KldConstants<L> c{VD::splat(k.offset_x), VD::splat(1.0 / k.divisor_x), VD::splat(k.offset_y),
-                            VD::splat(1.0 / k.divisor_y), VD::splat(kKldFloorEps), VD::splat(kCloseLimit)};
+    // Precise: multiplying by the reciprocal differs from dividing by at most an ulp, far below the printed digits.
+    // F32: offsets and divisors are float32 values (kld_params), divided by as the original does.
+    const KldConstants<L> c{VD::splat(k.offset_x),
+                            VD::splat(1.0 / k.divisor_x),
+                            VD::splat(k.offset_y),
+                            VD::splat(1.0 / k.divisor_y),
+                            VD::splat(kKldFloorEps),
+                            VD::splat(kCloseLimit),
+                            VF::splat(static_cast<float>(k.offset_x)),
+                            VF::splat(static_cast<float>(k.divisor_x)),
+                            VF::splat(static_cast<float>(k.offset_y)),
+                            VF::splat(static_cast<float>(k.divisor_y)),
+                            VF::splat(static_cast<float>(kKldFloorEps))};
     const bool general_only = detail::kld_general_only();
     std::size_t i = 0;
     for (; i + kWide <= n; i += kWide) {
         x.prefetch(i + kPrefetchAhead);
         y.prefetch(i + kPrefetchAhead);
-        kld_step16<L>(a, x.template load<L>(i), y.template load<L>(i), c, general_only);
+        kld_step16<L, F32>(a, x.template load<L>(i), y.template load<L>(i), c, general_only);
     }
     if (i < n) {
         // The last rest (< 16) elements: always the general form, on a copy, keeping the lanes with real elements.
@@ -684,9 +782,11 @@ DUMPCMP_AI KldSums kld_body(SX x, SY y, std::size_t n, const KldParams& k) {
             fx.set(j, x.at(i + (j < rest ? j : 0)));
             fy.set(j, y.at(i + (j < rest ? j : 0)));
         }
-        auto partial = [&](const VD& vx, const VD& vy, std::size_t r) {
+        VD pl, ql, ph, qh;
+        kld_pq16<L, F32>(fx, fy, c, pl, ql, ph, qh);
+        auto partial = [&](const VD& p, const VD& q, std::size_t r) {
             KldLanes<L> b = a;
-            kld_step<L>(b, vx, vy, c);
+            kld_add<L>(b, p, q);
             typename L::VM keep;
             for (std::size_t j = 0; j < kLanes; ++j) keep.set(j, j < r ? -1 : 0);
             a.sp = pick(keep, b.sp, a.sp);
@@ -694,10 +794,10 @@ DUMPCMP_AI KldSums kld_body(SX x, SY y, std::size_t n, const KldParams& k) {
             a.sa = pick(keep, b.sa, a.sa);
         };
         if (rest >= kLanes) {
-            kld_step<L>(a, half_of<L, 0>(fx), half_of<L, 0>(fy), c);
-            if (rest > kLanes) partial(half_of<L, 1>(fx), half_of<L, 1>(fy), rest - kLanes);
+            kld_add<L>(a, pl, ql);
+            if (rest > kLanes) partial(ph, qh, rest - kLanes);
         } else {
-            partial(half_of<L, 0>(fx), half_of<L, 0>(fy), rest);
+            partial(pl, ql, rest);
         }
     }
     KldSums s;
@@ -711,21 +811,21 @@ DUMPCMP_AI KldSums kld_body(SX x, SY y, std::size_t n, const KldParams& k) {
 // One compiled copy of each kernel per instruction-set level and source pair; simd_level() picks one.
 #define DUMPCMP_KERNEL_LEVEL(suffix, L, attributes)                                                              \
     struct GroupRunner_##suffix {                                                                                \
-        template <unsigned G, class Part, class SX, class SY>                                                    \
+        template <unsigned G, bool F32, class Part, class SX, class SY>                                          \
         attributes __attribute__((noinline)) static void run(Part& part, SX x, SY y, std::size_t first,          \
                                                              std::size_t last, const StepConstants<L>& c) {      \
-            group_loop<L, G>(part, x, y, first, last, c);                                                        \
+            group_loop<L, G, F32>(part, x, y, first, last, c);                                                   \
         }                                                                                                        \
     };                                                                                                           \
-    template <class SX, class SY>                                                                                \
+    template <bool F32, class SX, class SY>                                                                      \
     attributes BlockSums lanes_##suffix(SX x, SY y, std::size_t n, double kx, double ky) {                       \
         Lanes<L> a = initial_lanes<L>();                                                                         \
-        lanes_body<L, GroupRunner_##suffix>(x, y, n, kx, ky, a);                                                 \
+        lanes_body<L, F32, GroupRunner_##suffix>(x, y, n, kx, ky, a);                                            \
         return reduce<L>(a);                                                                                     \
     }                                                                                                            \
-    template <class SX, class SY>                                                                                \
+    template <bool F32, class SX, class SY>                                                                      \
     attributes KldSums kld_##suffix(SX x, SY y, std::size_t n, const KldParams& k) {                             \
-        return kld_body<L>(x, y, n, k);                                                                          \
+        return kld_body<L, F32>(x, y, n, k);                                                                     \
     }
 DUMPCMP_KERNEL_LEVEL(scalar, LevelScalar, )
 #if DUMPCMP_HAVE_X86_LEVELS
@@ -734,27 +834,34 @@ DUMPCMP_KERNEL_LEVEL(avx512, LevelAvx512, DUMPCMP_TARGET_AVX512)
 #endif
 #undef DUMPCMP_KERNEL_LEVEL
 
-template <class SX, class SY>
-BlockSums block_lanes(SX x, SY y, std::size_t n, double kx, double ky) {
+template <bool F32, class SX, class SY>
+BlockSums block_lanes_as(SX x, SY y, std::size_t n, double kx, double ky) {
     switch (detail::simd_level()) {
 #if DUMPCMP_HAVE_X86_LEVELS
-        case detail::SimdLevel::avx512: return lanes_avx512(x, y, n, kx, ky);
-        case detail::SimdLevel::avx2: return lanes_avx2(x, y, n, kx, ky);
+        case detail::SimdLevel::avx512: return lanes_avx512<F32>(x, y, n, kx, ky);
+        case detail::SimdLevel::avx2: return lanes_avx2<F32>(x, y, n, kx, ky);
 #endif
-        default: return lanes_scalar(x, y, n, kx, ky);
+        default: return lanes_scalar<F32>(x, y, n, kx, ky);
+    }
+}
+template <class SX, class SY>
+BlockSums block_lanes(SX x, SY y, std::size_t n, double kx, double ky, bool precise) {
+    return precise ? block_lanes_as<false>(x, y, n, kx, ky) : block_lanes_as<true>(x, y, n, kx, ky);
+}
+template <bool F32, class SX, class SY>
+KldSums kld_lanes_as(SX x, SY y, std::size_t n, const KldParams& k) {
+    switch (detail::simd_level()) {
+#if DUMPCMP_HAVE_X86_LEVELS
+        case detail::SimdLevel::avx512: return kld_avx512<F32>(x, y, n, k);
+        case detail::SimdLevel::avx2: return kld_avx2<F32>(x, y, n, k);
+#endif
+        default: return kld_scalar<F32>(x, y, n, k);
     }
 }
 
 template <class SX, class SY>
 void kld_block(SX x, SY y, std::size_t n, const KldParams& k, KldPartial& into) {
-    KldSums a;
-    switch (detail::simd_level()) {
-#if DUMPCMP_HAVE_X86_LEVELS
-        case detail::SimdLevel::avx512: a = kld_avx512(x, y, n, k); break;
-        case detail::SimdLevel::avx2: a = kld_avx2(x, y, n, k); break;
-#endif
-        default: a = kld_scalar(x, y, n, k); break;
-    }
+    const KldSums a = k.precise ? kld_lanes_as<false>(x, y, n, k) : kld_lanes_as<true>(x, y, n, k);
     const std::uint64_t groups = (n + kWide - 1) / kWide;
     g_kld_general.fetch_add(a.general + (n % kWide != 0), std::memory_order_relaxed);
     g_kld_close.fetch_add(groups - a.general - (n % kWide != 0), std::memory_order_relaxed);
@@ -798,9 +905,9 @@ void merge_side(SidePartial& a, const SidePartial& b, double na, double nb) noex
 }
 
 template <class SX, class SY>
-void block_partial(SX x, SY y, std::size_t n, MetricPartial& p) {
+void block_partial(SX x, SY y, std::size_t n, MetricPartial& p, bool precise) {
     const double kx = first_finite(x, n), ky = first_finite(y, n);
-    const BlockSums a = block_lanes(x, y, n, kx, ky);
+    const BlockSums a = block_lanes(x, y, n, kx, ky, precise);
 
     const double dn = static_cast<double>(n);
     p.count = n;
@@ -827,10 +934,10 @@ void block_partial(SX x, SY y, std::size_t n, MetricPartial& p) {
 
 // Blocks of at most kBlock elements, merged in order: what accumulate() does for float32 arrays, for any sources.
 template <class SX, class SY>
-void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into) {
+void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into, bool precise) {
     for (std::size_t first = 0; first < n; first += kBlock) {
         MetricPartial block;
-        block_partial(x.offset(first), y.offset(first), std::min(kBlock, n - first), block);
+        block_partial(x.offset(first), y.offset(first), std::min(kBlock, n - first), block, precise);
         merge(into, block);
     }
 }
@@ -842,10 +949,28 @@ void accumulate_kld_sources(SX x, SY y, std::size_t n, const KldParams& params, 
         kld_block(x.offset(first), y.offset(first), std::min(kBlock, n - first), params, into);
 }
 
+// v rounded to the nearest float32 (IEEE, ties to even; beyond the float32 range: +-inf), as a double. A plain
+// static_cast is undefined behaviour out of range.
+double to_f32(double v) noexcept {
+    constexpr double kOverflow = 3.4028235677973366e+38;  // FLT_MAX + half an ulp: rounds to inf
+    if (v >= kOverflow) return kInf;
+    if (v <= -kOverflow) return -kInf;
+    return static_cast<double>(static_cast<float>(v));
+}
+
+double sqrt_f32(double v) noexcept { return static_cast<double>(std::sqrt(static_cast<float>(to_f32(v)))); }
+
 std::string fixed(double v, int decimals) {
     char buf[512];
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     return buf;
+}
+
+// Python's "{:.Nf}" of a float: a NaN of either sign prints `nan` (C's printf may print `-nan`), inf `inf`/`-inf`.
+std::string python_fixed(double v, int decimals) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return fixed(v, decimals);
 }
 
 }  // namespace
@@ -875,9 +1000,9 @@ const char* metric_name(int index) noexcept {
     return index >= 0 && index < kMetricCount ? kMetricNames[index] : nullptr;
 }
 
-void accumulate(const float* x, const float* y, std::size_t n, MetricPartial& into) {
+void accumulate(const float* x, const float* y, std::size_t n, MetricPartial& into, bool precise) {
     accumulate_sources(F32Source{reinterpret_cast<const std::uint8_t*>(x)},
-                       F32Source{reinterpret_cast<const std::uint8_t*>(y)}, n, into);
+                       F32Source{reinterpret_cast<const std::uint8_t*>(y)}, n, into, precise);
 }
 
 void merge(MetricPartial& into, const MetricPartial& next) {
@@ -898,21 +1023,23 @@ void merge(MetricPartial& into, const MetricPartial& next) {
     into.max_rel = sticky_max(into.max_rel, next.max_rel);
 }
 
-KldParams kld_params(const MetricPartial& t) noexcept {
+KldParams kld_params(const MetricPartial& t, bool precise) noexcept {
     KldParams k;
+    k.precise = precise;
+    // NaN or inf anywhere makes the original's min-max normalisation NaN (a NaN max or min, inf - inf, inf / inf):
+    // KLD is then nan without a pass. An all-zero side is no exception: the clamp makes it uniform.
     const bool finite = t.x.nan + t.x.pos_inf + t.x.neg_inf + t.y.nan + t.y.pos_inf + t.y.neg_inf == 0;
-    const bool zero_x = t.x.min == 0.0 && t.x.max == 0.0;
-    const bool zero_y = t.y.min == 0.0 && t.y.max == 0.0;
-    k.needed = t.count > 0 && finite && !zero_x && !zero_y;
+    k.needed = t.count > 0 && finite;
     if (!k.needed) return k;
-    // max == min leaves the values unchanged (offset 0, divisor 1), as the spec says.
+    // max == min leaves the values unchanged (offset 0, divisor 1), as the spec says. min and max are float32
+    // values; the original's range is float32(max - min), which can overflow to inf (and then gives NaN values).
     if (t.x.max > t.x.min) {
         k.offset_x = t.x.min;
-        k.divisor_x = t.x.max - t.x.min;
+        k.divisor_x = precise ? t.x.max - t.x.min : to_f32(t.x.max - t.x.min);
     }
     if (t.y.max > t.y.min) {
         k.offset_y = t.y.min;
-        k.divisor_y = t.y.max - t.y.min;
+        k.divisor_y = precise ? t.y.max - t.y.min : to_f32(t.y.max - t.y.min);
     }
     return k;
 }
@@ -933,6 +1060,7 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     r.metrics = options.metrics & kAllMetrics;
     r.scalar = options.scalar;
     r.both_bool = options.both_bool;
+    r.precise = options.precise;
     r.values.fill(kNaN);
     r.count = t.count;
     r.nan_x = t.x.nan;
@@ -942,7 +1070,15 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     r.mean_x = r.std_x = r.mean_y = r.std_y = kNaN;
     r.mse = r.sqnr_db = kNaN;
     r.min_x = r.max_x = r.min_y = r.max_y = kNaN;
-    if (t.count == 0) return r;  // nothing to compare: every metric is undefined
+    if (t.count == 0) {  // nothing to compare: every metric is undefined
+        r.undefined = r.metrics;
+        return r;
+    }
+    // The original's float32 results (bool tensors are compared in float64 there): a sum, a mean, a norm is a
+    // float32 value, then divided or rooted in float32.
+    const bool f32 = !options.precise && !options.both_bool;
+    auto r32 = [f32](double v) { return f32 ? to_f32(v) : v; };
+    const bool data_finite = t.x.nan + t.x.pos_inf + t.x.neg_inf + t.y.nan + t.y.pos_inf + t.y.neg_inf == 0;
 
     const double n = static_cast<double>(t.count);
     // np.min/np.max semantics: NaN wins.
@@ -958,29 +1094,41 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     // 0: cosine similarity
     {
         double v;
-        const double nx = std::sqrt(t.x.sum_sq), ny = std::sqrt(t.y.sum_sq);
+        // The norms: float32 square roots of float32 sums in the original.
+        const double nx = f32 ? sqrt_f32(t.x.sum_sq) : std::sqrt(t.x.sum_sq);
+        const double ny = f32 ? sqrt_f32(t.y.sum_sq) : std::sqrt(t.y.sum_sq);
         if (options.scalar) v = 1.0;
         else if (nx <= kMetricEps && ny < kMetricEps) v = 1.0;
-        else if (std::sqrt(nx) <= kMetricEps || std::sqrt(ny) <= kMetricEps) v = kNaN;  // one side all zero
-        else {
-            const double c = t.sum_xy / (nx * ny);
+        else if (std::sqrt(nx) <= kMetricEps || std::sqrt(ny) <= kMetricEps) {
+            v = kNaN;  // one side all zero: not computed
+            if (want(Metric::CosineSimilarity)) r.undefined |= metric_bit(Metric::CosineSimilarity);
+        } else if (f32 && data_finite && (std::isinf(nx) || std::isinf(ny))) {
+            v = 0.0;  // a float32 norm that overflowed: the original's x / inf is 0 for every finite x
+        } else {
+            // sum(x*y) / (nx*ny) for the original's sum((x/nx) * (y/ny)): the same value within a few float32
+            // roundings per element, which average out far below the printed digits.
+            const double c = r32(t.sum_xy / (nx * ny));
             v = c > 1.0 ? 1.0 : c;  // keeps NaN
         }
         set(Metric::CosineSimilarity, v);
     }
     // 3: relative Euclidean distance
     {
-        const double s = t.y.sum_sq;
-        set(Metric::RelativeEuclideanDistance, std::sqrt(s) <= kMetricEps ? 0.0 : std::sqrt(t.sum_sq_diff / s));
+        const double s = r32(t.y.sum_sq);
+        double v;
+        if (std::sqrt(s) <= kMetricEps) v = 0.0;
+        else if (f32) v = sqrt_f32(r32(t.sum_sq_diff) / s);
+        else v = std::sqrt(t.sum_sq_diff / s);
+        set(Metric::RelativeEuclideanDistance, v);
     }
     if (options.both_bool) return r;  // bool tensors get those two only
 
     set(Metric::MaxAbsoluteError, t.max_abs_diff);
-    set(Metric::AccumulatedRelativeError, t.sum_rel);
-    set(Metric::MeanAbsoluteError, t.sum_abs_diff / n);
-    set(Metric::RootMeanSquareError, std::sqrt(t.sum_sq_diff / n));
+    set(Metric::AccumulatedRelativeError, r32(t.sum_rel));
+    set(Metric::MeanAbsoluteError, r32(r32(t.sum_abs_diff) / n));
+    set(Metric::RootMeanSquareError, f32 ? sqrt_f32(r32(t.sum_sq_diff) / n) : std::sqrt(t.sum_sq_diff / n));
     set(Metric::MaxRelativeError, t.max_rel);
-    set(Metric::MeanRelativeError, t.sum_rel / n);
+    set(Metric::MeanRelativeError, r32(r32(t.sum_rel) / n));
     r.mse = t.sum_sq_diff / n;
     r.sqnr_db = t.sum_sq_diff == 0.0 ? kInf : 10.0 * std::log10(t.y.sum_sq / t.sum_sq_diff);
 
@@ -1002,11 +1150,13 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     }
 
     if (want(Metric::KullbackLeiblerDivergence)) {
-        const KldParams k = kld_params(t);
-        double v = kNaN;
-        if (k.needed && kld != nullptr) {
+        const KldParams k = kld_params(t, options.precise);
+        double v = kNaN;  // NaN/inf data: computed, nan
+        if (k.needed && kld == nullptr) {
+            r.undefined |= metric_bit(Metric::KullbackLeiblerDivergence);  // pass 2 not run
+        } else if (k.needed) {
             const double sp = kld->sum_p, sq = kld->sum_q;
-            v = kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp);
+            v = r32(kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp));
             // KL divergence of two distributions is >= 0; a negative value is rounding of a zero divergence.
             v = v < 0.0 ? 0.0 : v;
         }
@@ -1020,22 +1170,15 @@ std::string format_metric(int index, const MetricResult& r) {
         throw std::out_of_range("metric index " + std::to_string(index) + " is not in 0..9");
     const auto m = static_cast<Metric>(index);
     const bool selected = (r.metrics & metric_bit(m)) != 0;
+    const bool bool_skipped = r.both_bool && m != Metric::CosineSimilarity && m != Metric::RelativeEuclideanDistance;
+    if (!selected || bool_skipped || r.count == 0 || (r.undefined & metric_bit(m)) != 0) return "NaN";
     if (m == Metric::StandardDeviation) {
-        if (!selected || r.both_bool || r.count == 0) return "NaN";
-        auto one = [](double v) {
-            if (!std::isfinite(v)) return std::string("NaN");
-            return fixed(std::fabs(v) < 0.001 ? 0.0 : v, 3);
-        };
+        auto one = [](double v) { return python_fixed(std::fabs(v) < 0.001 ? 0.0 : v, 3); };
         return "(" + one(r.mean_x) + ";" + one(r.std_x) + "),(" + one(r.mean_y) + ";" + one(r.std_y) + ")";
     }
     const double v = r.values[static_cast<std::size_t>(index)];
-    if (m == Metric::KullbackLeiblerDivergence) {
-        if (std::isnan(v)) return "NaN";
-        if (std::isinf(v)) return v > 0 ? "inf" : "NaN";
-        return fixed(std::fabs(v) < kMetricEps ? 0.0 : v, 6);
-    }
-    if (!std::isfinite(v)) return "NaN";
-    return fixed(v, 6);
+    if (m == Metric::KullbackLeiblerDivergence) return python_fixed(std::fabs(v) < kMetricEps ? 0.0 : v, 6);
+    return python_fixed(v, 6);
 }
 
 namespace {
@@ -1059,8 +1202,8 @@ void with_sources(const std::uint8_t* x, DataType tx, const std::uint8_t* y, Dat
 }  // namespace
 
 void accumulate_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t first,
-                       std::size_t n, MetricPartial& into) {
-    with_sources(x, tx, y, ty, first, n, [&](auto sx, auto sy) { accumulate_sources(sx, sy, n, into); });
+                       std::size_t n, MetricPartial& into, bool precise) {
+    with_sources(x, tx, y, ty, first, n, [&](auto sx, auto sy) { accumulate_sources(sx, sy, n, into, precise); });
 }
 
 void accumulate_kld_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty,

@@ -149,6 +149,9 @@ class MetricResult:
     def both_bool(self) -> bool:
         ...
     @property
+    def precise(self) -> bool:
+        """Computed with float64 per-element terms (--precise)."""
+    @property
     def cosine_similarity(self) -> float:
         ...
     @property
@@ -307,15 +310,15 @@ def _kld_group_counts() -> tuple[int, int]:
     """
 def _reset_kld_group_counts() -> None:
     ...
-def compare_arrays(x: numpy.ndarray, y: numpy.ndarray, *, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, x_data_type: str | None = None, y_data_type: str | None = None, count: typing.SupportsInt | typing.SupportsIndex | None = None, scalar: bool | None = None, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536) -> MetricResult:
+def compare_arrays(x: numpy.ndarray, y: numpy.ndarray, *, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, x_data_type: str | None = None, y_data_type: str | None = None, count: typing.SupportsInt | typing.SupportsIndex | None = None, scalar: bool | None = None, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536, precise: bool = False) -> MetricResult:
     """
     Compare x (My Output) with y (Ground Truth): whole arrays, or raw device bytes with a data type name.
     """
-def compare_many(pairs: list, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+def compare_many(pairs: list, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, precise: bool = False) -> list:
     """
     Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. Returns a MetricResult or the error text per pair.
     """
-def compare_sources(x: TensorSource, y: TensorSource, *, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, scalar: bool = False, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536) -> MetricResult:
+def compare_sources(x: TensorSource, y: TensorSource, *, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, scalar: bool = False, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536, precise: bool = False) -> MetricResult:
     ...
 def data_types() -> list:
     """

@@ -548,12 +548,13 @@ def compare_runs(
     custom: str | os.PathLike[str] | None = None,
     threads: int = 0,
     quiet: bool = True,
+    precise: bool = False,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
     algorithms: `-alg` indices or names (default all ten); custom: a folder of user layout converters;
     time/device_id/model_name/model_id/data_index: select runs of the left tree; threads: 0 = all cores;
-    quiet: no progress bar.
+    quiet: no progress bar; precise: float64 per-element terms instead of the original tool's float32 ones.
     """
     algos = parse_algorithms(algorithms)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
@@ -561,7 +562,7 @@ def compare_runs(
     sides = _Sides(custom)
     results = []
     for run in runs:
-        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run)
+        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
         if run.graph is not None:
             rows = _graph_rows(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
@@ -646,7 +647,7 @@ def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: in
 
 
 def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...], device_vs_device: bool,
-                   threads: int, quiet: bool, label: str) -> list[Row]:
+                   threads: int, quiet: bool, label: str, precise: bool = False) -> list[Row]:
     rows: list[Row] = []
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
@@ -655,7 +656,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
         nonlocal pending_elements
         if not pending:
             return
-        outcomes = core.compare_many([(x, y, scalar) for _, x, y, scalar, _ in pending], list(algos), threads)
+        outcomes = core.compare_many([(x, y, scalar) for _, x, y, scalar, _ in pending], list(algos), threads,
+                                     precise=precise)
         for (row, _, _, _, ctx), out in zip(pending, outcomes):
             if isinstance(out, str):
                 row.failed, row.fail_reason = True, out

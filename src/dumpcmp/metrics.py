@@ -1,6 +1,7 @@
 """The original compare tool's ten metrics (plus MSE, SQNR and NaN/Inf counts) on a pair of tensors.
 
 x is "My Output" (the device side), y is "Ground Truth". The C++ core streams both sides in chunks as float32 values,
+computes every per-element term in float32 as the original tool does (float64 terms with `precise=True`),
 accumulates in double and merges the chunks in order, so results never depend on the thread count.
 
     >>> r = compare_arrays(device_values, ground_truth)
@@ -72,6 +73,7 @@ def compare_arrays(
     count: int | None = None,
     scalar: bool | None = None,
     chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+    precise: bool = False,
 ) -> MetricResult:
     """Compare x (My Output) with y (Ground Truth).
 
@@ -83,6 +85,7 @@ def compare_arrays(
     `metrics`: indices or names (or an `-alg` string) of the metrics wanted; the others come back NaN.
     `scalar`: treat the pair as 0-d tensors (CosineSimilarity 1.0); default: either array is 0-d.
     `threads`: 0 = dumpcmp's default thread count.
+    `precise`: per-element terms in float64 instead of the original tool's float32 (sums are double either way).
     """
     if threads < 0:
         raise ValueError(f"threads must be >= 0, got {threads}")
@@ -98,6 +101,7 @@ def compare_arrays(
         count=count,
         scalar=scalar,
         chunk_elements=chunk_elements,
+        precise=precise,
     )
 
 

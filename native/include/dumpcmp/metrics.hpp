@@ -1,15 +1,19 @@
 // The comparison metrics of the original compare tool, as streaming accumulators.
 //
 // x is "My Output" (the device side), y is "Ground Truth". Both sides reach the kernel as float32 values and every
-// sum is kept in double. A tensor is cut into chunks by the caller; each chunk gives a MetricPartial, and partials are
-// merged in chunk order, so a result depends on the chunk size but never on the number of threads.
+// sum is kept in double. By default every per-element term (x*y, x^2, |x - y|, its square, |x/y - 1|, KLD's
+// normalised and clamped values) is rounded to float32 element by element, as the original tool's NumPy float32
+// arithmetic does, and the finished sums are rounded to float32 where the original's result is a float32; with
+// `precise` the terms stay in double (the values of earlier dumpcmp versions).
+// A tensor is cut into chunks by the caller; each chunk gives a MetricPartial, and partials are merged in chunk
+// order, so a result depends on the chunk size but never on the number of threads.
 //
 // Two passes: pass 1 (accumulate/merge) gives every metric except KullbackLeiblerDivergence, whose min-max
 // normalisation needs each side's min and max before it can start; pass 2 (accumulate_kld/merge) runs over the same
 // chunks with the KldParams that pass 1 produced. A caller that does not want KLD skips pass 2.
 //
-// Values follow the spec's formulas evaluated in IEEE double arithmetic (NaN-propagating max, as NumPy's np.max):
-// NaN or inf in the data make the metrics they reach NaN or inf. Printing maps them to the original tool's spelling.
+// NaN or inf in the data reach the metrics as they reach NumPy's (NaN-propagating max, as np.max); printing spells
+// such a computed value `nan`/`inf` as Python's "%.6f" does, and keeps `NaN` for "not computed".
 #pragma once
 #include <array>
 #include <cstddef>
@@ -71,13 +75,14 @@ struct MetricPartial {
 };
 
 // Fold n element pairs into `into` (which may already hold earlier elements).
-void accumulate(const float* x, const float* y, std::size_t n, MetricPartial& into);
+void accumulate(const float* x, const float* y, std::size_t n, MetricPartial& into, bool precise = false);
 // `into` followed by `next`, in that order: merging partials in chunk order makes results reproducible.
 void merge(MetricPartial& into, const MetricPartial& next);
 
 // Pass 2: the KLD sums over min-max normalised values p = max((x - offset) / divisor, kKldFloorEps), same for q.
 struct KldParams {
-    bool needed = false;  // false when pass 1 already decides KLD (NaN data, an all-zero side, nothing to compare)
+    bool needed = false;  // false when pass 1 already decides KLD (NaN/inf data, nothing to compare)
+    bool precise = false; // float64 terms; otherwise (x - offset) / divisor and the clamp are float32 operations
     double offset_x = 0.0, divisor_x = 1.0;
     double offset_y = 0.0, divisor_y = 1.0;
 };
@@ -87,7 +92,8 @@ struct KldPartial {
     double sum_p_log_pq = 0.0;  // sum p * log(p / q); KLD = that / sum_p + log(sum_q / sum_p)
 };
 
-KldParams kld_params(const MetricPartial& pass1) noexcept;
+// An all-zero side is no exception: its values are all clamped to kKldFloorEps (a uniform distribution).
+KldParams kld_params(const MetricPartial& pass1, bool precise = false) noexcept;
 void accumulate_kld(const float* x, const float* y, std::size_t n, const KldParams& params, KldPartial& into);
 void merge(KldPartial& into, const KldPartial& next) noexcept;
 
@@ -95,11 +101,14 @@ struct MetricOptions {
     MetricMask metrics = kAllMetrics;  // metrics left out come back NaN
     bool scalar = false;               // a 0-d tensor: CosineSimilarity is 1
     bool both_bool = false;            // both sides BOOL: only CosineSimilarity and RelativeEuclideanDistance
+    bool precise = false;              // the partials hold float64 terms: no float32 rounding of the results
 };
 
 struct MetricResult {
     MetricMask metrics = 0;  // the selection the result was made for
+    MetricMask undefined = 0;  // selected but not computed (an all-zero side's cosine): printed `NaN`
     bool scalar = false;
+    bool precise = false;
     bool both_bool = false;
     // Indexed by Metric. values[StandardDeviation] is NaN: that metric is the four numbers below.
     std::array<double, kMetricCount> values{};
@@ -116,9 +125,10 @@ struct MetricResult {
 // `kld` is the pass-2 total, or nullptr when pass 2 was not run (KLD is then NaN unless params said not needed).
 MetricResult finalize(const MetricPartial& pass1, const KldPartial* kld, const MetricOptions& options);
 
-// The original tool's printed form of metric `index`: "%.6f", "NaN" for undefined or non-finite values (KLD keeps
-// "inf"), KLD below EPS as 0, StandardDeviation as "(mean_x;std_x),(mean_y;std_y)" with 3 decimals and |v| < 0.001
-// as 0. Throws std::out_of_range for an index outside 0..9.
+// The original tool's printed form of metric `index`: "%.6f" (a computed NaN or inf as Python prints it: `nan`,
+// `inf`, `-inf`), `NaN` for a metric not computed (not selected, bool tensors, an all-zero side's cosine, no
+// elements), KLD below EPS as 0, StandardDeviation as "(mean_x;std_x),(mean_y;std_y)" with 3 decimals and
+// |v| < 0.001 as 0. Throws std::out_of_range for an index outside 0..9.
 std::string format_metric(int index, const MetricResult& result);
 
 // Whole tensors (the engine over two plain sources, engine.hpp): windows of `chunk_elements` read in place or
@@ -130,6 +140,7 @@ struct CompareOptions {
     MetricMask metrics = kAllMetrics;
     unsigned threads = 0;  // 0 = num_threads()
     bool scalar = false;
+    bool precise = false;  // float64 per-element terms instead of the original's float32 ones
     // Results depend on the window size (rounding), never on threads. A side decoded through tile transposes whose
     // rows exceed it gets windows of whole tile blocks instead (engine.cpp), up to 4 Mi elements.
     std::size_t chunk_elements = kDefaultChunkElements;
@@ -138,7 +149,7 @@ struct CompareOptions {
 // Pass 1 and pass 2 over elements [first, first + n) of two tensors in storage (any alignment): float32 and
 // float16 are read in place (float16 decoded in registers), other types decoded through a per-thread buffer.
 void accumulate_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t first,
-                       std::size_t n, MetricPartial& into);
+                       std::size_t n, MetricPartial& into, bool precise = false);
 void accumulate_kld_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty,
                            std::uint64_t first, std::size_t n, const KldParams& params, KldPartial& into);
 

@@ -8,8 +8,8 @@ Cases (`size_bytes` is the fp32 ground truth per side; the device side has the s
   fp16 FRACTAL_NZ dump vs fp32 ND engine (source_from_dump + compare_sources), 10 metrics
 
 GB/s count the bytes of both sides (the dump's stored bytes, padding included); figures are the median of `repeat`
-timed runs after a warm-up, with the slowest and fastest. The NumPy reference computes the ten metrics in float64
-over the whole pair, chunk by chunk (decoding the dumps by the spec's reshape/transpose recipe), and is timed once:
+timed runs after a warm-up, with the slowest and fastest. The NumPy reference computes the ten metrics as the original
+tool does (float32 terms, `numpy_reference32`) over the whole pair, chunk by chunk (decoding the dumps by the spec's reshape/transpose recipe), and is timed once:
 it is also the check. Every kernel run (case, metric selection, thread count) is checked once against it, as the
 original tool prints the values (`%.6f`); see `common.check_metrics`.
 
@@ -81,10 +81,100 @@ def numpy_metrics(x: np.ndarray, y: np.ndarray) -> list[float]:
 Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
 
-def numpy_reference(chunks: Chunks) -> dict[int, object]:
-    """The ten metrics in float64 from (x, y) chunks in compared order, in two passes of `chunks()`, with bounded
-    memory: pass 1 gives the means, norms and min/max the second needs (std, cosine, KLD normalisation).
-    Index 5 is (mean_x, std_x, mean_y, std_y). Formulas: metrics-and-outputs.md."""
+def numpy_reference(chunks: Chunks, *, precise: bool = False) -> dict[int, object]:
+    """The ten metrics from (x, y) chunks in compared order, as the original tool computes them (float32 terms:
+    `numpy_reference32`), or in float64 with `precise`. Index 5 is (mean_x, std_x, mean_y, std_y); None marks a
+    metric the original does not compute (an all-zero side's cosine). Formulas: metrics-and-outputs.md."""
+    return numpy_reference64(chunks) if precise else numpy_reference32(chunks)
+
+
+def _f32(v: float) -> float:
+    """v rounded to float32 (inf beyond its range), as the original's float32 sums and quotients are."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(v))
+
+
+def numpy_reference32(chunks: Chunks) -> dict[int, object]:
+    """The original tool's formulas on float32 arrays, chunk by chunk in three passes of `chunks()` (min/max and
+    norms; the terms; KLD's P log(P/Q) once the sums of p and q are known): every per-element term is a NumPy
+    float32 operation as in the original; only the sums are float64 (the original's float32 pairwise sums, rounded
+    to float32 at the end)."""
+    f32 = np.float32
+    n = 0
+    sx = sy = sxx = syy = 0.0
+    lo_x = lo_y = f32(np.inf)
+    hi_x = hi_y = f32(-np.inf)
+    with np.errstate(all="ignore"):
+        for xc, yc in chunks():
+            X = xc.astype(f32).ravel()
+            Y = yc.astype(f32).ravel()
+            if not X.size:
+                continue
+            n += X.size
+            sx += float(X.sum(dtype=np.float64))
+            sy += float(Y.sum(dtype=np.float64))
+            sxx += float(np.sum(X * X, dtype=np.float64))
+            syy += float(np.sum(Y * Y, dtype=np.float64))
+            lo_x, hi_x = min(lo_x, X.min()), max(hi_x, X.max())
+            lo_y, hi_y = min(lo_y, Y.min()), max(hi_y, Y.max())
+    if n == 0:
+        raise ValueError("the NumPy reference got no elements")
+    mx, my = sx / n, sy / n
+    nx, ny = f32(np.sqrt(f32(_f32(sxx)))), f32(np.sqrt(f32(_f32(syy))))
+    cos_terms = not (nx <= EPS and ny < EPS) and not (math.sqrt(nx) <= EPS or math.sqrt(ny) <= EPS)
+    with np.errstate(all="ignore"):
+        range_x, range_y = f32(hi_x - lo_x), f32(hi_y - lo_y)
+
+    def norm(d: np.ndarray, lo: np.float32, span: np.float32) -> np.ndarray:
+        return np.maximum((d - lo) / span if span != 0 else d, f32(F32_EPS))
+
+    scos = sxy = sdd = sabs = rel_sum = cx = cy = sp = sq = splq = 0.0
+    max_abs = rel_max = -math.inf
+    with np.errstate(all="ignore"):
+        for xc, yc in chunks():
+            X = xc.astype(f32).ravel()
+            Y = yc.astype(f32).ravel()
+            if not X.size:
+                continue
+            a = np.abs(X - Y)
+            rel = np.where(np.abs(Y) > EPS, np.abs(X / Y - f32(1)), f32(0))
+            if cos_terms:
+                scos += float(np.sum((X / nx) * (Y / ny), dtype=np.float64))
+            sdd += float(np.sum(a * a, dtype=np.float64))
+            sabs += float(a.sum(dtype=np.float64))
+            max_abs = max(max_abs, float(a.max()))
+            rel_sum += float(rel.sum(dtype=np.float64))
+            rel_max = max(rel_max, float(rel.max()))
+            cx += float(np.sum((X.astype(np.float64) - mx) ** 2))
+            cy += float(np.sum((Y.astype(np.float64) - my) ** 2))
+            sp += float(norm(X, lo_x, range_x).sum(dtype=np.float64))
+            sq += float(norm(Y, lo_y, range_y).sum(dtype=np.float64))
+        sp32, sq32 = f32(_f32(sp)), f32(_f32(sq))
+        for xc, yc in chunks():
+            X = xc.astype(f32).ravel()
+            Y = yc.astype(f32).ravel()
+            if not X.size:
+                continue
+            P = norm(X, lo_x, range_x) / sp32
+            Q = norm(Y, lo_y, range_y) / sq32
+            splq += float(np.sum(P * np.log(P / Q), dtype=np.float64))
+        if nx <= EPS and ny < EPS:
+            cos: float | None = 1.0
+        elif not cos_terms:
+            cos = None
+        else:
+            cos = min(_f32(scos), 1.0)
+        s32 = _f32(syy)
+        red = 0.0 if math.sqrt(s32) <= EPS else float(np.sqrt(f32(_f32(_f32(sdd) / s32))))
+    return {0: cos, 1: max_abs, 2: _f32(rel_sum), 3: red, 4: _f32(splq),
+            5: (mx, math.sqrt(cx / n), my, math.sqrt(cy / n)), 6: _f32(_f32(sabs) / n),
+            7: float(np.sqrt(f32(_f32(_f32(sdd) / n)))), 8: rel_max, 9: _f32(_f32(rel_sum) / n)}
+
+
+def numpy_reference64(chunks: Chunks) -> dict[int, object]:
+    """The ten metrics in float64 (`--precise`) from (x, y) chunks in compared order, in two passes of `chunks()`,
+    with bounded memory: pass 1 gives the means, norms and min/max the second needs (std, cosine, KLD
+    normalisation)."""
     n = 0
     sx = sy = sxx = syy = 0.0
     lo_x = lo_y = math.inf
@@ -135,9 +225,9 @@ def numpy_reference(chunks: Chunks) -> dict[int, object]:
             splq += float(np.sum(p * np.log(p / q)))
         nx, ny = math.sqrt(sxx), math.sqrt(syy)
         if nx <= EPS and ny < EPS:
-            cos = 1.0
+            cos: float | None = 1.0
         elif math.sqrt(nx) <= EPS or math.sqrt(ny) <= EPS:
-            cos = math.nan
+            cos = None
         else:
             cos = min(sxy / (nx * ny), 1.0)
         red = 0.0 if math.sqrt(syy) <= EPS else math.sqrt(sdd / syy)
@@ -360,8 +450,8 @@ def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | Non
                     progress.advance()
             # the kernel's own memory: growth of the high-water mark beyond the inputs (which existed before)
             bench.peak_extra_rss_bytes = max(peak_rss_bytes() - max(peak_before, rss_before), 0)
-        bench.notes.append("the NumPy reference is float64, chunk by chunk over the whole pair, timed once; it checks "
-                           "every kernel run as the values print (%.6f)")
+        bench.notes.append("the NumPy reference is the original's float32 formulas, chunk by chunk over the whole "
+                           "pair, timed once; it checks every kernel run as the values print (%.6f)")
         return bench
     finally:
         shutil.rmtree(work, ignore_errors=True)

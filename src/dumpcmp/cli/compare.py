@@ -29,6 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-alg", "--algorithms", metavar="LIST",
                    help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
                         "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel); default all")
+    p.add_argument("--precise", action="store_true",
+                   help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
+                        "from the original's)")
     p.add_argument("--extra", action="store_true", help="add MSE, SQNR(dB) and NaN/Inf counts per side")
     p.add_argument("--overflow", action="store_true", help="add the OverFlow column (device side holds NaN/inf)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
@@ -91,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
-                           quiet=args.quiet, **selection)
+                           quiet=args.quiet, precise=args.precise, **selection)
     several = len(results) > 1
     paths = [_result_path(args.output, args.csv, result.run, several) for result in results]
     if not args.force:

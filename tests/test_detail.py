@@ -1,7 +1,9 @@
 """Single-operator detail export against a NumPy/Python reading of the spec (metrics-and-outputs.md, single-operator).
 
-The reference formats every cell with Python's own "%.6f" (correctly rounded) from the float32 values of both
-sides, computes both errors in float64, and splits rows into files by plain list slicing.
+The reference is the original tool's own arithmetic and text: both errors in NumPy float32 (|x - y| and
+|x - y| / |y|), every number with Python's "%.6f" and a TAB after it, an inf/NaN absolute error as `nan`, a relative
+error that is not finite as `-`; the summary's extremes read an inf/NaN error as 0 (NumPy's nan_to_num); rows are
+split into files by plain list slicing.
 """
 
 from __future__ import annotations
@@ -43,23 +45,34 @@ def cell(v: float) -> str:
 
 
 def errors(x32: np.ndarray, y32: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    X = x32.astype(np.float64).ravel()
-    Y = y32.astype(np.float64).ravel()
+    X = x32.astype(np.float32).ravel()
+    Y = y32.astype(np.float32).ravel()
     with np.errstate(all="ignore"):
         ae = np.abs(X - Y)
-        defined = np.isfinite(Y) & (Y != 0)
-        re = np.where(defined, ae / np.abs(Y), np.nan)
-    return ae, re, defined
+        re_all = ae / np.abs(Y)
+        defined = np.isfinite(re_all)
+        re = np.where(defined, re_all, np.float32(np.nan))
+    return ae.astype(np.float64), re.astype(np.float64), defined
 
 
-def reference_rows(x32: np.ndarray, y32: np.ndarray, shape: tuple[int, ...]) -> list[str]:
+def finite_or_zero(values: np.ndarray) -> np.ndarray:
+    return np.where(np.isfinite(values), values, 0.0)
+
+
+def reference_rows(x32: np.ndarray, y32: np.ndarray, shape: tuple[int, ...], original: bool = True) -> list[str]:
+    """The detail rows as the original writes them (`original`), or in the `_top.csv` file's plain form."""
     ae, re, defined = errors(x32, y32)
     dims = padded_shape(shape)
     rows = []
     for i, coords in enumerate(np.ndindex(*dims)):
-        rel = cell(re[i]) if defined[i] else "-"
-        rows.append(f"{i},{' '.join(map(str, coords))},{cell(float(x32.flat[i]))},{cell(float(y32.flat[i]))},"
-                    f"{cell(ae[i])},{rel}")
+        x, y = float(x32.flat[i]), float(y32.flat[i])
+        if original:
+            rel = "%.6f\t" % re[i] if defined[i] else "-"
+            a = "%.6f" % ae[i] if np.isfinite(ae[i]) else "nan"
+            rows.append(f"{i},{' '.join(map(str, coords))},{'%.6f' % x}\t,{'%.6f' % y}\t,{a}\t,{rel}")
+        else:
+            rel = cell(re[i]) if defined[i] else "-"
+            rows.append(f"{i},{' '.join(map(str, coords))},{cell(x)},{cell(y)},{cell(ae[i])},{rel}")
     return rows
 
 
@@ -135,7 +148,7 @@ def test_bool_sides(tmp_path, rng):
     r = export_detail(*sources(x, y), x.shape, tmp_path, op_name="mask", ground_truth_name="mask")
     (rows,) = read_rows(r.detail_files)
     assert rows == reference_rows(x.astype(np.float32), y.astype(np.float32), x.shape)
-    assert r.rel_count == int(y.sum())
+    assert r.rel_count == int(y.sum())  # 0 / 0 where the ground truth is False: not finite
 
 
 @pytest.mark.parametrize("data_type,np_type", [("FLOAT16", np.float16), ("BF16", ml_dtypes.bfloat16)])
@@ -264,25 +277,27 @@ def test_summary_values(tmp_path, rng):
     y[1, 1, 1] = np.inf  # so is an infinite ground truth... but its absolute error is inf
     r = export_detail(*sources(x, y), shape, tmp_path, op_name="a/b/c", ground_truth_name=["gt1", "gt2"])
     ae, re, defined = errors(x, y)
+    a0, r0 = finite_or_zero(ae), finite_or_zero(re)  # the original reads inf/NaN errors as 0 here
     assert summary_lines(r.summary_path) == [
         f"TotalCount:{x.size}", "NPUDump:a/b/c", "GroundTruth:gt1,gt2", "Format:NCHW",
-        f"MinAbsoluteError:{cell(ae.min())}", f"MaxAbsoluteError:inf",
-        f"MinRelativeError:{cell(re[defined].min())}", f"MaxRelativeError:{cell(re[defined].max())}",
+        f"MinAbsoluteError:{cell(a0.min())}", f"MaxAbsoluteError:{cell(a0.max())}",
+        "MinRelativeError:0.000000", f"MaxRelativeError:{cell(r0.max())}",
     ]
     assert r.summary_path == str(tmp_path / "a_b_c_output_0_summary.txt")
     assert (r.total_count, r.rel_count) == (x.size, int(defined.sum()))
-    assert r.min_abs_error == ae.min() and r.max_rel_error == re[defined].max()
+    assert r.min_abs_error == a0.min() and r.max_rel_error == r0.max()
 
 
 def test_summary_nan_and_nothing_defined(tmp_path):
     x = np.array([1, np.nan, 3], np.float32)
     y = np.array([0, 0, np.nan], np.float32)
     r = export_detail(*sources(x, y), (3,), tmp_path, op_name="z", ground_truth_name="z")
+    # errors 1, NaN, NaN and relative inf, NaN, NaN: the NaN and inf read as 0 (the original's nan_to_num)
     assert summary_lines(r.summary_path)[4:] == [
-        "MinAbsoluteError:NaN", "MaxAbsoluteError:NaN", "MinRelativeError:NaN", "MaxRelativeError:NaN"]
+        "MinAbsoluteError:0.000000", "MaxAbsoluteError:1.000000", "MinRelativeError:0.000000",
+        "MaxRelativeError:0.000000"]
     assert r.rel_count == 0 and r.top_rel == ()
-    ae, _, _ = errors(x, y)
-    assert math.isnan(r.max_abs_error) == math.isnan(nan_extreme(ae, np.max))
+    assert (r.min_abs_error, r.max_abs_error) == (0.0, 1.0)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -315,7 +330,7 @@ def test_top_lists_order_and_ties(tmp_path, rng, threads):
         rows = list(csv.reader(f))
     assert rows[0] == ["TopBy", "Rank", "Index", "N C H W", "NPUDump", "GroundTruth", "AbsoluteError",
                        "RelativeError"]
-    ref = reference_rows(x, y, (n,))
+    ref = reference_rows(x, y, (n,), original=False)
     expected = [[by, str(k + 1)] + ref[e.index].split(",")
                 for by, entries in (("AbsoluteError", r.top_abs), ("RelativeError", r.top_rel))
                 for k, e in enumerate(entries)]

@@ -80,7 +80,10 @@ def test_real_graph_pairs():
     # The model output Reshape_1213 has no compiled op: a ground-truth-only row at the end.
     assert pairs[-1].npu_op is None and pairs[-1].ground_truth_key == "Reshape_1213.0"
     assert pairs[-1].npu_column == "*" and pairs[-1].relation == Relation.GROUND_TRUTH_ONLY
-    assert sum(p.npu_op is None for p in pairs) == 1
+    # The model's own Cast_1206 is walked back too, as the original tool walks every Cast/TransData: its
+    # output is compared with its producer's, and Cast_1206.0 is left for a ground-truth-only row.
+    assert rows["Cast_1206:output:0"].ground_truth_key == "BatchMultiClassNMS_1203.2"
+    assert [p.ground_truth_key for p in pairs if p.npu_op is None] == ["Cast_1206.0", "Reshape_1213.0"]
 
 
 # --- one synthetic graph per relation -----------------------------------------------------------------------------
@@ -178,7 +181,7 @@ def test_inputs_walk_back_past_inserted_cast_and_transdata(tmp_path):
         gj.op("trans_Cast_2", "Cast", 3, inputs=["trans_TransData_1:0"],
               outputs=[gj.desc(dtype="DT_FLOAT", origin_shape=None)]),
         gj.op("pool1", "Pooling", 4, inputs=["trans_Cast_2:0"]),
-        # An original model's own Cast is not walked past.
+        # An original model's own Cast is walked past as well (the original tool goes by the type).
         gj.op("Cast_9", "Cast", 5, inputs=["pool1:0"]),
         gj.op("relu9", "Relu", 6, inputs=["Cast_9:0"]),
     )
@@ -193,7 +196,7 @@ def test_inputs_walk_back_past_inserted_cast_and_transdata(tmp_path):
     assert transdata_out.relation == Relation.INSERTED and transdata_out.ground_truth_key == "conv1.0"
     assert rows["trans_Cast_2:output:0"].ground_truth_key == "conv1.0"
     assert relation_of(g, g["trans_Cast_2"]) == Relation.ONE_TO_ONE  # no attribute: its own original by the rules
-    assert rows["relu9:input:0"].ground_truth_key == "Cast_9.0"
+    assert rows["relu9:input:0"].ground_truth_key == "pool1.0"
     assert [p.npu_op for p in pairs if p.npu_op] == ["trans_TransData_1"] * 2 + ["trans_Cast_2"] * 2 + \
         ["pool1"] * 2 + ["relu9"] * 2
 
@@ -245,7 +248,7 @@ def test_quantize_and_dequantize_tensors_are_skipped(tmp_path):
     rows = rows_by_index(pair_with_ground_truth(dev, ground_truth("data.0", "conv1_quant_layer.0", "conv1.0"), g))
     assert rows["conv1_quant_layer:input:0"].skip_reason is None and rows["conv1_quant_layer:input:0"].comparable
     assert "quant" in rows["conv1_quant_layer:output:0"].skip_reason
-    assert "int8" in rows["conv1:input:0"].skip_reason
+    assert "quantize op" in rows["conv1:input:0"].skip_reason  # read from the quantize op
     assert not rows["conv1:input:0"].comparable
     assert "dequantize" in rows["conv1_dequant:input:0"].skip_reason
     deq_out = rows["conv1_dequant:output:0"]
@@ -261,7 +264,7 @@ def test_quantize_and_dequantize_tensors_are_skipped(tmp_path):
         ("res2a_dequant_layer", "Dequant", "output", None, False),
         ("d", "AscendDequant", "input", None, True),
         ("d", "AscendDequant", "output", "DT_FLOAT16", False),
-        ("cast", "Cast", "output", "DT_INT8", True),
+        ("cast", "Cast", "output", "DT_INT8", False),  # by name, not dtype: an int8 Cast is compared
         ("relu", "Relu", "output", "DT_FLOAT", False),
     ],
 )

@@ -37,12 +37,22 @@ def test_fused_nc1hwc0_output_cell_by_cell(model, tmp_path):
     assert len(rows) == 500
     for k in (0, 1, 137, 499):
         n, c, h, w = np.unravel_index(k, (1, 20, 5, 5))
-        abs_err = abs(float(x[k]) - float(y[k]))
-        rel = "-" if y[k] == 0 else "%.6f" % (abs_err / abs(float(y[k])))
-        assert rows[k] == [str(k), f"{n} {c} {h} {w}", "%.6f" % x[k], "%.6f" % y[k], "%.6f" % abs_err, rel]
+        abs_err = np.abs(x[k] - y[k])  # float32, as the original computes it
+        rel = "-" if y[k] == 0 else "%.6f\t" % (abs_err / np.abs(y[k]))
+        assert rows[k] == [str(k), f"{n} {c} {h} {w}", "%.6f\t" % x[k], "%.6f\t" % y[k], "%.6f\t" % abs_err, rel]
     summary = (out / "conv1bn1relu1_output_0_summary.txt").read_text().splitlines()
-    assert summary[:4] == ["TotalCount:500", "NPUDump:conv1bn1relu1", "GroundTruth:conv1,bn1,relu1", "Format:NCHW"]
-    assert summary[5] == "MaxAbsoluteError:%.6f" % np.max(np.abs(x.astype(np.float64) - y))
+    # the original's lines: every original op of the fused op, space-separated; the coordinate header as Format
+    assert summary[:4] == ["TotalCount:500", "NPUDump:conv1bn1relu1", "GroundTruth:conv1 bn1 relu1",
+                           "Format:N C H W"]
+    assert summary[5] == "MaxAbsoluteError:%.6f" % np.max(np.abs(x - y))
+    # its other files: the two top-N lists and the device tensor in NCHW, in its own dtype
+    device = np.load(out / "conv1bn1relu1_output_0.npy")
+    assert device.dtype == np.float16 and device.shape == (1, 20, 5, 5)
+    np.testing.assert_array_equal(device.ravel(), model.relu16.ravel())
+    top = (out / "conv1bn1relu1_output_0_absolute_error_topn.csv").read_text().splitlines()
+    assert top[0] == ",".join(header) and len(top) == 21
+    first = int(top[1].split(",")[0])
+    assert np.abs(x[first] - y[first]) == np.max(np.abs(x - y))
 
 
 def test_input_through_an_inserted_cast_and_a_weight_in_fractal_z(model, tmp_path):
@@ -62,7 +72,7 @@ def test_fractal_nz_output_and_line_limit(model, tmp_path):
     out = tmp_path / "fc"
     r = compare_op(model.root / "dump", model.gt, "fc1", out, fusion_json=model.graph, max_lines=4, top_n=3)
     assert r.total_count == 10
-    files = sorted(p.name for p in out.glob("fc1_output_0_*.csv") if not p.name.endswith("top.csv"))
+    files = sorted(p.name for p in out.glob("fc1_output_0_*.csv") if not p.name.endswith(("top.csv", "topn.csv")))
     assert files == ["fc1_output_0_0.csv", "fc1_output_0_1.csv", "fc1_output_0_2.csv"]
     assert [len(read_detail(out / f)[1]) for f in files] == [4, 4, 2]
     errors = np.abs(model.fc16.astype(np.float64).ravel() - model.truth["fc1"].astype(np.float64).ravel())

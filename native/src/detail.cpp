@@ -410,6 +410,7 @@ struct Worker {
     std::vector<std::int64_t> coord64;
     std::vector<float> f32;
     Range abs_range, rel_range;
+    std::uint64_t rel_count = 0;  // elements with a defined relative error
     TopHeap top_abs, top_rel;
 };
 
@@ -425,25 +426,31 @@ inline float to_float32(double v) noexcept {
     return static_cast<float>(v);
 }
 
-// Whether the relative error of an element is defined: a finite, non-zero ground truth.
-inline bool rel_defined(float y) noexcept { return y != 0.0f && std::isfinite(y); }
+// The original tool's element errors, in float32 as NumPy computes them on float32 arrays: |x - y| and
+// |x - y| / |y|. The relative error is shown where it is finite (not where the ground truth is 0, or an inf/NaN
+// makes it inf or NaN).
+inline float abs_error32(float x, float y) noexcept { return std::fabs(x - y); }
+inline float rel_error32(float x, float y) noexcept { return abs_error32(x, y) / std::fabs(y); }
+inline bool rel_defined(float x, float y) noexcept { return std::isfinite(rel_error32(x, y)); }
 
-// Errors of one block into w.abs_err / w.rel_err (NaN where undefined), folded into ranges and top lists.
+// Errors of one block into w.abs_err / w.rel_err (NaN where undefined), folded into ranges and top lists. The
+// summary's ranges count an inf or NaN error as 0, as the original's nan_to_num does before its min and max.
 void block_errors(const float* xs, const float* ys, std::size_t n, std::uint64_t first, Worker& w) {
     if (w.abs_err.size() < n) {
         w.abs_err.resize(n);
         w.rel_err.resize(n);
     }
     for (std::size_t i = 0; i < n; ++i) {
-        const double xv = xs[i], yv = ys[i];
-        const double ae = std::fabs(xv - yv);
+        const double ae = abs_error32(xs[i], ys[i]);
         w.abs_err[i] = ae;
-        w.abs_range.add(ae);
+        w.abs_range.add(std::isfinite(ae) ? ae : 0.0);
         double re = std::numeric_limits<double>::quiet_NaN();
-        const bool defined = rel_defined(ys[i]);
+        const bool defined = rel_defined(xs[i], ys[i]);
+        const double re32 = rel_error32(xs[i], ys[i]);
+        w.rel_range.add(std::isfinite(re32) ? re32 : 0.0);
         if (defined) {
-            re = ae / std::fabs(yv);
-            w.rel_range.add(re);
+            re = re32;
+            ++w.rel_count;
         }
         w.rel_err[i] = re;
         const std::uint64_t idx = first + i;
@@ -453,7 +460,16 @@ void block_errors(const float* xs, const float* ys, std::size_t n, std::uint64_t
 }
 
 // The longest row: index, axes, four values and separators.
-std::size_t max_row_chars(std::size_t axes) { return 21 + 21 * axes + 4 * (kMaxFixedChars + 1) + 8; }
+std::size_t max_row_chars(std::size_t axes) { return 21 + 21 * axes + 4 * (kMaxFixedChars + 2) + 8; }
+
+// Python's '%.6f': as format_fixed6, with NaN as 'nan'.
+char* format_py6(double v, char* out) {
+    if (std::isnan(v)) {
+        std::memcpy(out, "nan", 3);
+        return out + 3;
+    }
+    return format_fixed6(v, out);
+}
 
 // Rows of one block into w.text; returns the characters written.
 std::size_t format_rows(const float* xs, const float* ys, std::size_t n, std::uint64_t first, Coordinates& coords,
@@ -468,14 +484,21 @@ std::size_t format_rows(const float* xs, const float* ys, std::size_t n, std::ui
         *p++ = ',';
         p = coords.put(p);
         *p++ = ',';
-        p = format_fixed6(xs[i], p);
+        // As the original writes them: a TAB after every number; an inf or NaN absolute error reads nan, an
+        // undefined relative error '-' (no TAB).
+        p = format_py6(xs[i], p);
+        *p++ = '\t';
         *p++ = ',';
-        p = format_fixed6(ys[i], p);
+        p = format_py6(ys[i], p);
+        *p++ = '\t';
         *p++ = ',';
-        p = format_fixed6(w.abs_err[i], p);
+        const double ae = w.abs_err[i];
+        p = std::isfinite(ae) ? format_py6(ae, p) : format_py6(std::numeric_limits<double>::quiet_NaN(), p);
+        *p++ = '\t';
         *p++ = ',';
-        if (rel_defined(ys[i])) {
-            p = format_fixed6(w.rel_err[i], p);
+        if (rel_defined(xs[i], ys[i])) {
+            p = format_py6(w.rel_err[i], p);
+            *p++ = '\t';
         } else {
             *p++ = '-';
         }
@@ -560,7 +583,7 @@ std::vector<DetailEntry> sorted_top(const std::vector<Worker>& workers, bool by_
 
 std::string summary_text(const DetailSummary& s, const DetailOptions& o) {
     char buf[kMaxFixedChars + 1];
-    auto num = [&](double v) { return std::string(buf, format_fixed6(v, buf)); };
+    auto num = [&](double v) { return std::string(buf, format_py6(v, buf)); };
     std::string t;
     t += "TotalCount:" + std::to_string(s.total_count) + "\n";
     t += "NPUDump:" + o.npu_name + "\n";
@@ -736,16 +759,18 @@ DetailResult export_detail(const TensorSource& x, const TensorSource& y, const D
 
     DetailResult r;
     Range abs_range, rel_range;
+    std::uint64_t rel_count = 0;
     for (const Worker& w : workers) {
         abs_range.merge(w.abs_range);
         rel_range.merge(w.rel_range);
+        rel_count += w.rel_count;
     }
     r.summary.total_count = n;
     r.summary.min_abs_error = abs_range.min();
     r.summary.max_abs_error = abs_range.max();
     r.summary.min_rel_error = rel_range.min();
     r.summary.max_rel_error = rel_range.max();
-    r.summary.rel_count = rel_range.count;
+    r.summary.rel_count = rel_count;
     r.top_abs = sorted_top(workers, false, o.top_n);
     r.top_rel = sorted_top(workers, true, o.top_n);
 

@@ -30,7 +30,7 @@ from . import layout as _layout
 from ._io import atomic_write_text
 from ._native import core
 from .errors import DumpcmpError, NotFoundError
-from .graph import Graph, load_graph
+from .graph import Graph, Op, load_graph
 from .metrics import METRICS, MetricResult, parse_algorithms
 from .pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_skip_reason
 from .progress import Progress
@@ -82,6 +82,10 @@ class Row:
     skipped: bool = False
     failed: bool = False
     pair: TensorPair | None = field(default=None, repr=False)
+    unmatched: bool = False
+    """A graph op with no dump file (the original tool's "There is no dump file for my output operator" row)."""
+    cells: dict[int, str] = field(default_factory=dict, repr=False)
+    """Metric cells printed otherwise than `result.format` gives them (the original's bool and all-zero texts)."""
 
     @property
     def status(self) -> str:
@@ -92,6 +96,8 @@ class Row:
             return "skipped"
         if self.failed:
             return "failed"
+        if self.unmatched:
+            return "unmatched"
         if self.pair is not None and not (self.pair.npu_ref is not None and self.pair.ground_truth_ref is not None):
             return "unmatched"
         return "failed"
@@ -210,7 +216,7 @@ class ComparisonResult:
             if overflow:
                 cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
             for i in self.algorithms:
-                cells.append("NaN" if r.result is None else r.result.format(i))
+                cells.append("NaN" if r.result is None else r.cells.get(i) or r.result.format(i))
             if extra:
                 cells += _extra_cells(r.result)
             cells.append(r.fail_reason)
@@ -475,6 +481,7 @@ class PairedRun:
     run: str
     pairs: list[TensorPair]
     device_vs_device: bool
+    graph: Graph | None = None
 
 
 def paired_runs(
@@ -522,7 +529,7 @@ def paired_runs(
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
-        runs.append(PairedRun(group.key.describe(), pairs, device_vs_device))
+        runs.append(PairedRun(group.key.describe(), pairs, device_vs_device, None if device_vs_device else graph))
     return runs
 
 
@@ -556,6 +563,8 @@ def compare_runs(
     results = []
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
+        if run.graph is not None:
+            rows = _graph_rows(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                                         ground_truth_has_address=run.device_vs_device))
     return results
@@ -572,23 +581,89 @@ def compare(left: str | os.PathLike[str], right: str | os.PathLike[str], **optio
     return results[0]
 
 
+# The original tool's own wording for rows it could not compare (users' scripts match these texts).
+def _no_dump_reason(op_name: str, op_type: str) -> str:
+    return f'[{op_name}] There is no dump file for my output operator "{op_name}". The type is {op_type}.'
+
+
+def _no_truth_reason(op_name: str, tensor_index: str) -> str:
+    return f"[{op_name}] There is no the ground truth dump file for {tensor_index}."
+
+
+def _count_reason(op_name: str, left: int, right: int) -> str:
+    return (f"[{op_name}] Due to the different shapes on the left and right,the left dump data({left}) can not be "
+            f"compared to the right dump data({right}). Please check the batch of the dump data or the shape may be "
+            f"changed due to optimization.")
+
+
+_SCALAR_REASON = "This tensor is scalar."
+# What the original says for a bool tensor: only cosine similarity is computed (its RelativeEuclideanDistance
+# fails in NumPy's bool subtraction, and the message is kept).
+_BOOL_RED = ("Failed to execute 'compare' in 'RelativeEuclideanDistance'. numpy boolean subtract, the `-` operator, "
+             "is not supported, use the bitwise_xor, the `^` operator, or the logical_xor function instead.")
+
+
+def _bool_reason(algos: Sequence[int]) -> str:
+    return ",".join(_BOOL_RED if i == 3 else f"Algorithm {METRICS[i]} does not support Boolean types."
+                    for i in algos if i != 0)
+
+
+def _all_zero(lo: float, hi: float) -> bool:
+    return lo == 0 and hi == 0
+
+
+def _finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bool, bool, str, str]) -> None:
+    """The original's notes on a computed row: scalar, bool, an all-zero side."""
+    scalar, boolean, left_path, right_path = ctx
+    reasons = []
+    if boolean:
+        for i in algos:
+            if i != 0:
+                row.cells[i] = "NaN"
+        reasons.append(_bool_reason(algos))
+    elif res.count > 0 and 0 in algos:
+        zero_x = _all_zero(res.min_x, res.max_x)
+        zero_y = _all_zero(res.min_y, res.max_y)
+        if zero_x and zero_y:
+            row.cells[0] = "1.0"  # the original prints this one value unformatted
+        elif zero_x or zero_y:
+            reasons.append(f"Cannot compare by Cosine Similarity. All the data is zero in "
+                           f"{left_path if zero_x else right_path}.")
+    if scalar:
+        reasons.append(_SCALAR_REASON)
+    row.fail_reason = ",".join(r for r in reasons if r)
+
+
+def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> str:
+    """The Shape column of a compared row, as the original prints it: the flat length where no layout conversion
+    happened (ND against ND) or for a scalar, else the (ground-truth) shape it was converted to."""
+    if len(tuple(t.shape)) == 0 or len(tuple(gt_shape)) == 0:
+        return f"[{count}]"
+    origin = (pair.origin_format or "").upper()
+    dst = t.format if origin in ("", t.format) else origin
+    if dst == "ND" and t.format not in ("FRACTAL_NZ", "NDC1HWC0"):
+        return f"[{count}]"
+    return _shape_text(gt_shape)
+
+
 def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...], device_vs_device: bool,
                    threads: int, quiet: bool, label: str, precise: bool = False) -> list[Row]:
     rows: list[Row] = []
-    pending: list[tuple[Row, Any, Any, bool]] = []
+    pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
 
     def flush() -> None:
         nonlocal pending_elements
         if not pending:
             return
-        outcomes = core.compare_many([(x, y, scalar) for _, x, y, scalar in pending], list(algos), threads,
+        outcomes = core.compare_many([(x, y, scalar) for _, x, y, scalar, _ in pending], list(algos), threads,
                                      precise=precise)
-        for (row, _, _, _), out in zip(pending, outcomes):
+        for (row, _, _, _, ctx), out in zip(pending, outcomes):
             if isinstance(out, str):
                 row.failed, row.fail_reason = True, out
             else:
                 row.result = out
+                _finish_row(row, out, algos, ctx)
         progress.advance(len(pending))
         pending.clear()
         pending_elements = 0
@@ -604,15 +679,11 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                 ts = npu_ref.dump.inputs if pair.kind == "input" else npu_ref.dump.outputs
                 if pair.index is not None and pair.index < len(ts):
                     t = ts[pair.index]
-                    row.npu_data_type = _dtype_name(t.data_type)
-                    row.npu_address = hex(t.address)
-                    row.shape = _shape_text(t.original_shape or t.shape)
-                    if pair.skip_reason is None and not device_vs_device:
-                        # raw integers of quantize/dequantize ops have no float ground truth (two device dumps
-                        # hold the same integers and are compared)
-                        reason = quant_skip_reason(pair.npu_op or "", pair.op_type or "", pair.kind, t.data_type)
-                        if reason and t.data_type in ("INT8", "INT4", "UINT8"):
-                            row.skipped, row.fail_reason = True, reason
+                    # against a ground truth the device tensor is compared as float32 (bf16 included)
+                    row.npu_data_type = "float32" if t.data_type == "BF16" and not device_vs_device else \
+                        _dtype_name(t.data_type)
+                    row.npu_address = str(t.address)
+                    row.shape = _shape_text(t.shape)
             if pair.skip_reason is not None:
                 row.skipped, row.fail_reason = True, pair.skip_reason
             if row.skipped:
@@ -621,7 +692,12 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                 row.failed, row.fail_reason = True, npu_ref.error
                 continue
             if not pair.comparable:
-                row.fail_reason = pair.note or ("no ground truth" if pair.npu_ref is not None else "no device dump")
+                if pair.npu_ref is not None and not device_vs_device:
+                    row.npu_data_type = row.ground_truth_data_type = "NaN"
+                    row.fail_reason = _no_truth_reason(pair.npu_op or "", row.tensor_index)
+                else:
+                    row.fail_reason = pair.note or ("no ground truth" if pair.npu_ref is not None else
+                                                    "no device dump")
                 continue
             try:
                 if device_vs_device:
@@ -629,31 +705,93 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     t = sides.tensor(npu_ref, pair.kind, pair.index or 0)
                     gt_t = sides.tensor(gt_ref, pair.kind, pair.index or 0)
                     row.ground_truth_data_type = _dtype_name(gt_t.data_type)
-                    row.ground_truth_address = hex(gt_t.address)
+                    row.ground_truth_address = str(gt_t.address)
                     if (t.format, tuple(t.shape), t.original_shape) != \
                             (gt_t.format, tuple(gt_t.shape), gt_t.original_shape):
                         raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "
                                            f"{gt_t.format} {list(gt_t.shape)}")
-                    # both decoded the same way: padding of a device layout stays out of the metrics
-                    x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, None)
-                    y_src, gt_t = sides.device(gt_ref, pair.kind, pair.index or 0, pair, None)
+                    # as the original does: both sides in their stored (device) order, padding included
+                    x_src = core.source_from_dump(npu_ref.dump._file, pair.kind, pair.index or 0)
+                    y_src = core.source_from_dump(gt_ref.dump._file, pair.kind, pair.index or 0)
                     scalar = len(t.shape) == 0
+                    ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
+                           gt_ref.entry.path)
                 else:
                     y_src, gt_shape, gt_dtype = _ground_truth_array(pair.ground_truth_ref)
                     row.ground_truth_data_type = gt_dtype
                     x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, tuple(gt_shape))
-                    row.shape = _shape_text(gt_shape)
                     scalar = len(gt_shape) == 0
+                    ctx = (scalar or len(t.shape) == 0, t.data_type == "BOOL" and gt_dtype == "bool",
+                           npu_ref.entry.path, pair.ground_truth_ref.path)
                 if x_src.count != y_src.count:
-                    raise DumpcmpError(f"shape mismatch: NPU {t.format} {list(t.shape)} gives {x_src.count} elements, "
-                                       f"ground truth {row.shape} has {y_src.count}")
+                    if not device_vs_device:
+                        row.npu_data_type = row.ground_truth_data_type = "NaN"
+                    left = int(x_src.count)
+                    if not device_vs_device and t.format != "ND" and len(t.shape) == len(gt_shape):
+                        # the original first slices a plain tensor to the ground truth's extent, axis by axis
+                        left = int(np.prod([min(int(a), int(b)) for a, b in zip(t.shape, gt_shape)]))
+                    raise DumpcmpError(_count_reason(pair.npu_op or "", left, int(y_src.count)))
+                if not device_vs_device:
+                    row.shape = _compared_shape(t, pair, gt_shape, int(x_src.count))
             except (DumpcmpError, ValueError, OSError) as error:
                 row.failed, row.fail_reason = True, str(error)
                 progress.advance()
                 continue
-            pending.append((row, x_src, y_src, scalar))
+            pending.append((row, x_src, y_src, scalar, ctx))
             pending_elements += int(x_src.count)
             if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:
                 flush()
         flush()
     return rows
+
+
+def _graph_group_name(op: Op) -> str:
+    """The original tool's fusion-op key: ops sharing it are one comparison unit with one Index."""
+    if op.l1_fusion_no:
+        return "l1:" + op.l1_fusion_no
+    names = op.original_op_names
+    if not names:
+        return op.name
+    if len(names) == 1:
+        return names[0] or op.name
+    return "multi:" + "\x00".join(names)
+
+
+def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
+    """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
+    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out."""
+    numbers: dict[str, int] = {}
+    members: dict[int, list[Op]] = {}
+    for op in graph.ops:
+        n = numbers.setdefault(_graph_group_name(op), len(numbers))
+        if op not in members.setdefault(n, []):
+            members[n].append(op)
+    by_op: dict[str, list[Row]] = {}
+    outside: list[Row] = []
+    for r in rows:
+        p = r.pair
+        if p is None or p.npu_op is None:
+            continue
+        if p.graph_op is None:
+            outside.append(r)
+        else:
+            by_op.setdefault(p.graph_op, []).append(r)
+    out: list[Row] = []
+    for n, ops in sorted(members.items()):
+        npu = ",".join(o.name for o in ops)
+        for op in ops:
+            truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
+            mine = by_op.pop(op.name, None)
+            if not mine:
+                out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type="NaN", npu_address="NaN",
+                               ground_truth=truth, ground_truth_data_type="NaN", ground_truth_address="NaN",
+                               tensor_index="NaN", shape="NaN", unmatched=True,
+                               fail_reason=_no_dump_reason(op.name, op.type)))
+                continue
+            for r in mine:
+                r.index, r.npu_dump, r.ground_truth = n, npu, truth
+                out.append(r)
+    for r in outside + [r for rest in by_op.values() for r in rest]:
+        r.index = len(members)
+        out.append(r)
+    return out

@@ -37,10 +37,15 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from . import _io, naming
+from ._io import atomic_write, atomic_write_text
 from ._native import core
 from .errors import ConfigError, DumpcmpError
 
@@ -160,11 +165,15 @@ def export_detail(
     fmt: str = "csv",
     threads: int = 0,
     force: bool = False,
+    npu_dtype: Any = None,
+    format_line: str | None = None,
+    npu_summary_name: str | None = None,
 ) -> DetailResult:
     """Write the detail of x (NPU dump) against y (ground truth) for op `op_name`'s `kind` tensor `index`.
 
     `shape` is the compared shape (the coordinates' axes; its product is both sides' element count), `layout_name`
-    the summary's Format line. `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``.
+    the summary's Format line (or `format_line` when given). With `npu_dtype` (the device tensor's NumPy dtype) the original tool's other files
+    are written too: the two top-N files and ``{prefix}.npy`` (see `write_original_extras`). `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``.
     Raises ConfigError for bad options, an unusable folder or files that exist (without `force`), DumpcmpError for
     a write failure, ValueError for sides that do not match `shape`; nothing is left behind in any of those cases.
     """
@@ -198,8 +207,11 @@ def export_detail(
     originals = detail_names + [summary_name] + ([top_name] if top_name else [])
     on_disk = [_file_name(name, _ext(name)) for name in originals]
     paths = [os.path.join(folder, name) for name in on_disk]
+    extras = [] if npu_dtype is None or fmt != "csv" else [
+        os.path.join(folder, _file_name(n, _ext(n))) for n in
+        (f"{prefix}_absolute_error_topn.csv", f"{prefix}_relative_error_topn.csv", f"{prefix}.npy")]
     if not force:
-        existing = [p for p in paths if os.path.lexists(p)]
+        existing = [p for p in paths + extras if os.path.lexists(p)]
         if existing:
             more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
             raise ConfigError(f"{existing[0]} already exists{more}; pass force to replace the detail files")
@@ -216,7 +228,9 @@ def export_detail(
                 npy_paths=tmp[:n_detail] if fmt == "npy" else None,
                 max_rows=int(max_lines), coordinate_header=header,
                 summary_path=tmp[n_detail], top_path=tmp[n_detail + 1] if top_name else "",
-                top_n=int(top_n), npu_name=op_name, ground_truth_name=gt_name, layout_name=layout_name,
+                top_n=int(top_n), npu_name=op_name if npu_summary_name is None else npu_summary_name,
+                ground_truth_name=gt_name,
+                layout_name=layout_name if format_line is None else format_line,
                 threads=int(threads))
         except core.OutputError as e:
             raise DumpcmpError(f"detail of {op_name} {kind} {index}: {str(e).replace(staged.private, folder)}") from None
@@ -226,6 +240,10 @@ def export_detail(
             naming.safe_file_name(original, folder, suffix=_ext(original))
     if force and fmt == "csv":
         _remove_stale(folder, prefix, n_detail)
+
+    if npu_dtype is not None and fmt == "csv":
+        write_original_extras(x, y, dims, folder, prefix, header, int(top_n), npu_dtype, threads=int(threads),
+                              force=force)
 
     padded = padded_shape(dims)
 
@@ -279,3 +297,64 @@ def format_top_table(result: DetailResult, n: int | None = None) -> str:
                 lines.append("  ".join("-" * w for w in widths))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+# ---- the original tool's other single-op files ------------------------------------------------------------------
+
+def _python_row(index: int, coords: str, x: Any, y: Any, ae: Any, re: Any) -> str:
+    # the original formats the row, then turns every 'nan' and 'inf' into '-' ('-inf' becomes '--')
+    line = "%d,%s,%.6f\t,%.6f\t,%.6f\t,%.6f\t\n" % (index, coords, x, y, ae, re)
+    return line.replace("nan", "-").replace("inf", "-")
+
+
+def _finite_or_zero(errors: np.ndarray) -> np.ndarray:
+    """What the original ranks by: inf and NaN errors set to NaN in place (as it does), then read as 0."""
+    errors[np.isinf(errors)] = np.nan
+    return np.nan_to_num(errors)
+
+
+def original_top_lines(xs: np.ndarray, ys: np.ndarray, dims: Sequence[int], top_n: int) -> tuple[list[str], list[str]]:
+    """The rows of the original's ``_absolute_error_topn.csv`` and ``_relative_error_topn.csv``, exactly as it picks
+    and orders them: NumPy float32 errors, ``argpartition`` over the errors with inf/NaN read as 0, then sorted by
+    (error, index) from the largest (a NaN error sorts as Python sorts NaN), ``top_n`` rows (one less than the
+    element count when there are fewer elements)."""
+    with np.errstate(all="ignore"):
+        ae = np.abs(xs - ys)
+        re = np.true_divide(ae, np.abs(ys))
+    n = int(ae.size)
+    k = top_n if n >= top_n else n - 1
+    padded = padded_shape(dims)
+    out = []
+    for errors, column in ((ae, 4), (re, 5)):
+        ranked = _finite_or_zero(errors)
+        picked = np.argpartition(ranked, -k)[-k:].tolist() if n else []
+        rows = [(i, " ".join(map(str, np.unravel_index(i, padded))), xs[i], ys[i], ae[i], re[i]) for i in picked]
+        rows.sort(key=lambda r: (r[column], r[0]), reverse=True)
+        out.append([_python_row(int(r[0]), r[1], *r[2:]) for r in rows])
+    return out[0], out[1]
+
+
+def write_original_extras(x: core.TensorSource, y: core.TensorSource, dims: Sequence[int], folder: str, prefix: str,
+                          header: str, top_n: int, npu_dtype: Any, *, threads: int = 0, force: bool = False) -> None:
+    """``{prefix}_absolute_error_topn.csv``, ``{prefix}_relative_error_topn.csv`` (the detail header and the
+    original's rows, TABs included) and ``{prefix}.npy`` (the device tensor in the compared layout and shape, in its
+    own dtype; bf16 as float32). The values are the ones the detail CSV holds (read back from the core's .npy
+    columns), so the files agree with it; this holds both tensors in memory, as the original does."""
+    with tempfile.TemporaryDirectory(prefix=".dumpcmp-", dir=folder) as tmp:
+        cols = [os.path.join(tmp, f"{c}.npy") for c in NPY_COLUMNS]
+        core.export_detail(x, y, shape=[int(d) for d in dims], format="npy", npy_paths=cols, top_n=0,
+                           threads=threads)
+        xs = np.load(cols[2])
+        ys = np.load(cols[3])
+    title = f"Index,{header},NPUDump,GroundTruth,AbsoluteError,RelativeError\n"
+    top_abs, top_rel = original_top_lines(xs, ys, dims, top_n)
+    for kind, lines in (("absolute", top_abs), ("relative", top_rel)):
+        name = f"{prefix}_{kind}_error_topn.csv"
+        atomic_write_text(os.path.join(folder, _file_name(name, ".csv")), title + "".join(lines), force=True,
+                          what="top-N file")
+    dtype = np.dtype(npu_dtype)
+    device = xs.reshape([int(d) for d in dims])
+    if dtype.kind == "f" and dtype.itemsize < 4 and dtype != np.float16:
+        dtype = np.dtype(np.float32)  # bf16 and the fp8 types: float32, as they were compared
+    atomic_write(os.path.join(folder, _file_name(f"{prefix}.npy", ".npy")),
+                 lambda f: np.save(f, device.astype(dtype, copy=False)), force=True, what="device tensor file")

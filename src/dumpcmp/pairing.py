@@ -182,9 +182,6 @@ def quant_skip_reason(
     `dtype` is the tensor's data type if known (graph `DT_*` name or dump name); `original_names` the op's
     original names before any `-q` merge, which may name a `_quant_layer`.
     """
-    if dtype is not None and dtype.upper() in _RAW_INTEGER_DTYPES:
-        plain = dtype.upper().removeprefix("DT_").lower()
-        return f"raw {plain} tensor of a quantized model: compared only after dequantization"
     quantize = (
         op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or any("_quant_layer" in n for n in original_names)
     )
@@ -269,9 +266,7 @@ class _GraphIndex:
         return Relation.MULTI_TO_MULTI if shared else Relation.ONE_TO_MULTI
 
     def is_pass_through(self, op: Op) -> bool:
-        if op.type not in PASS_THROUGH_TYPES or not op.data_inputs:
-            return False
-        return op.is_inserted or (op.original_op_names is None and op.name.startswith("trans_"))
+        return op.type in PASS_THROUGH_TYPES and bool(op.data_inputs)
 
 
 def _index_of(graph: Graph) -> _GraphIndex:
@@ -301,17 +296,19 @@ def _resolve_output(index: _GraphIndex, op: Op, out: int) -> _Resolved:
     cur, k = op, out
     while True:
         desc = cur.output(k)
-        if desc is not None and desc.origin_name is not None:
-            idx = k if desc.origin_output_index is None else desc.origin_output_index
-            return _Resolved(desc.origin_name, idx, desc, cur, explicit=True)
         if index.is_pass_through(cur) and cur.name not in seen:
+            # A Cast or TransData holds its input's values, whatever origin it names (the original tool walks
+            # back past every op of these types, input k standing for output k).
             seen.add(cur.name)
-            upstream = graph.producer(cur, 0)
+            upstream = graph.producer(cur, k if k < len(cur.data_inputs) else 0)
             if upstream is None:
                 return _Resolved(None, None, desc or start_desc, cur,
                                  f"{cur.name} was inserted by the compiler and its input has no producer in the graph")
             cur, k = upstream
             continue
+        if desc is not None and desc.origin_name is not None:
+            idx = k if desc.origin_output_index is None else desc.origin_output_index
+            return _Resolved(desc.origin_name, idx, desc, cur, explicit=True)
         originals = graph.original_names(cur)
         if not originals:
             return _Resolved(None, None, desc or start_desc, cur,

@@ -18,7 +18,8 @@ import numpy as np
 
 from . import layout as _layout
 from ._native import core
-from .comparison import _FIVE_D, _Sides, _ground_truth_array, paired_runs
+from .comparison import _FIVE_D, _Sides, _graph_group_name as _group_name, _ground_truth_array, paired_runs
+from .dump import numpy_dtype
 from .detail import DetailResult, export_detail
 from .errors import DumpcmpError, NotFoundError
 from .naming import sanitize
@@ -113,9 +114,38 @@ def compare_op(
         if x.count != y.count:
             raise DumpcmpError(f"{pair.tensor_index}: shape mismatch: NPU {t.format} {list(t.shape)} gives "
                                f"{x.count} elements, ground truth {list(gt_shape)} has {y.count}")
-    return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=pair.ground_truth_column,
+    device_t = sides.tensor(pair.npu_ref, kind, index)
+    npu_names, truth_names = _summary_names(run, pair)
+    return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=truth_names,
                          kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
-                         threads=threads, force=force)
+                         threads=threads, force=force, npu_dtype=numpy_dtype(device_t.data_type),
+                         format_line=_format_line(device_t, pair, shape), npu_summary_name=npu_names)
+
+
+def _summary_names(run: Any, pair: TensorPair) -> tuple[str, str]:
+    """The summary's NPUDump and GroundTruth lines, as the original writes them: the op's fusion unit (its ops,
+    and every original op they stand for, space-separated; `*` for an inserted op)."""
+    graph = getattr(run, "graph", None)
+    op = graph.get(pair.graph_op) if graph is not None and pair.graph_op else None
+    if op is None:
+        return pair.npu_op or "", pair.ground_truth_column
+    members = [o for o in graph.ops if _group_name(o) == _group_name(op)]
+    truth: list[str] = []
+    for o in members:
+        for name in ([] if o.is_inserted else graph.original_names(o)):
+            if name not in truth:
+                truth.append(name)
+    return " ".join(o.name for o in members), " ".join(truth) or "*"
+
+
+def _format_line(t: Any, pair: TensorPair, shape: Any) -> str:
+    """The summary's Format line: the coordinate header (`N C H W`), the ground truth's letters for a FRACTAL_Z
+    weight, `N C D H W` with a depth axis, `ID` for a scalar."""
+    if t.format in _FIVE_D:
+        return "N C D H W"
+    if t.format == "FRACTAL_Z":
+        return " ".join(pair.origin_format or "NCHW")
+    return "N C H W" if len(tuple(shape)) else "ID"
 
 
 def _ground_truth_array_data(pair: TensorPair) -> np.ndarray:

@@ -1,0 +1,130 @@
+"""dumpcmp's outputs on the oracle corpus next to the original tool's (tests/oracle/expected/).
+
+`run_ours(directory)` builds the corpus and writes dumpcmp's files the way the original's were produced;
+`model_rows` / `cell_diffs` / `single_files` compare them. Run as a script it prints the agreement figures:
+
+    python tests/oracle/agreement.py
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EXPECTED = HERE / "expected"
+sys.path.insert(0, str(HERE))
+
+import make_corpus  # noqa: E402
+
+PLACEHOLDER = "{CORPUS}"
+MODEL_RUNS = {"model_result.csv": True, "npu_vs_npu_result.csv": False}  # file -> run with the graph JSON
+
+
+def run_ours(directory: Path) -> dict[str, Path]:
+    """Build the corpus under `directory` and run dumpcmp on it; returns {expected file name: our file}."""
+    from dumpcmp.cli import main
+
+    corpus = directory / "corpus"
+    paths = make_corpus.build(corpus)
+    out = directory / "ours"
+    out.mkdir()
+    files = {}
+    for name, with_graph in MODEL_RUNS.items():
+        args = ["compare", "-l", str(paths["dump"]), "-r", str(paths["gt"] if with_graph else paths["npu2"]),
+                "-o", str(out / name), "--quiet"]
+        if with_graph:
+            args += ["-f", str(paths["graph"])]
+        main(args)
+        files[name] = out / name
+    for op, kind, index in make_corpus.SINGLE_OPS:
+        single = out / f"single_{op}_{kind}_{index}"
+        main(["compare", "-l", str(paths["dump"]), "-r", str(paths["gt"]), "-f", str(paths["graph"]),
+              "-o", str(single), "-d", op, "-t", kind, "-i", str(index), "--quiet"])
+        prefix = f"{op}_{kind}_{index}"
+        for f in sorted((EXPECTED / "single").glob(prefix + "*")):
+            if f.name[len(prefix):][:1] in ("", ".", "_"):
+                files["single/" + f.name] = single / f.name
+    return files
+
+
+def corpus_text(path: Path, corpus: Path) -> str:
+    return path.read_text(encoding="utf-8").replace(str(corpus), PLACEHOLDER)
+
+
+def read_rows(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def row_key(header: list[str], row: list[str], with_graph: bool) -> tuple[str, ...]:
+    """What identifies a row: the tensor, or for an op without dump its name (NPU vs NPU order is the
+    original's directory listing order, so its rows are matched by tensor, not by Index)."""
+    col = {name: i for i, name in reversed(list(enumerate(header)))}
+    tensor = row[col["TensorIndex"]] if "TensorIndex" in col else ""
+    return (row[col["NPUDump"]], tensor)
+
+
+def model_rows(expected_text: str, ours_text: str, with_graph: bool) -> dict[tuple[str, ...], tuple[list[str], list[str] | None]]:
+    """{row key: (expected cells, our cells or None)} plus the header under key ('',)."""
+    exp, mine = read_rows(expected_text), read_rows(ours_text)
+    exp_header, our_header = exp[0], mine[0] if mine else []
+    ours = {}
+    for r in mine[1:]:
+        ours.setdefault(row_key(our_header, r, with_graph), r)
+    out: dict[tuple[str, ...], tuple[list[str], list[str] | None]] = {("",): (exp_header, our_header)}
+    for r in exp[1:]:
+        k = row_key(exp_header, r, with_graph)
+        mine_row = ours.get(k)
+        if mine_row is not None and not with_graph:
+            # the original's Index in NPU vs NPU is its directory listing order: not compared
+            mine_row = [r[0]] + mine_row[1:]
+        out[k] = (r, mine_row)
+    return out
+
+
+def cell_diffs(header: list[str], exp: list[str], ours: list[str] | None) -> list[str]:
+    if ours is None:
+        return ["(row missing)"]
+    diffs = []
+    for i, name in enumerate(header):
+        mine = ours[i] if i < len(ours) else "(none)"
+        if exp[i] != mine:
+            diffs.append(f"{name}: {exp[i]!r} != {mine!r}")
+    if len(ours) > len(header):
+        diffs.append(f"{len(ours) - len(header)} extra cells")
+    return diffs
+
+
+def figures(files: dict[str, Path], corpus: Path) -> str:
+    cells = cells_ok = rows = rows_ok = 0
+    lines = []
+    for name, with_graph in MODEL_RUNS.items():
+        table = model_rows((EXPECTED / name).read_text(encoding="utf-8"), corpus_text(files[name], corpus),
+                           with_graph)
+        header = table[("",)][0]
+        for key, (exp, ours) in table.items():
+            if key == ("",):
+                continue
+            d = cell_diffs(header, exp, ours)
+            rows += 1
+            rows_ok += not d
+            cells += len(header)
+            cells_ok += len(header) - (len(header) if ours is None else len(d))
+            if d:
+                lines.append(f"  {name} {key}: " + "; ".join(d))
+    single = [k for k in files if k.startswith("single/")]
+    same = [k for k in single if files[k].is_file() and
+            (files[k].read_bytes() if k.endswith(".npy") else corpus_text(files[k], corpus).encode())
+            == (EXPECTED / k).read_bytes()]
+    lines += [f"  {k}: differs" for k in single if k not in same]
+    return (f"model-level cells {cells_ok}/{cells}, rows {rows_ok}/{rows}; single-op files {len(same)}/{len(single)}"
+            + ("\n" + "\n".join(lines) if lines else ""))
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+        print(figures(run_ours(root), root / "corpus"))

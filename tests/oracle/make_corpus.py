@@ -1,0 +1,317 @@
+"""The oracle corpus: a small compiled model's device dumps, ground truth and graph JSON, generated from a fixed seed.
+
+Both `regenerate.py` (which runs the original tool, msaccucmp, on it) and `tests/test_oracle.py` (which runs dumpcmp
+on it and checks the result against the original's committed outputs) build it with `build(directory)`, so only the
+original's outputs are committed. Whatever changes here changes the expected outputs: regenerate them.
+
+It covers every dtype (fp32, fp16, bf16, int8, int32, bool) and the device layouts (NCHW, NHWC, NC1HWC0, FRACTAL_Z,
+FRACTAL_NZ, ND) with shapes that need padding, ops fused one-to-many and many-to-one, compiler-inserted Cast and
+TransData, quant/dequant ops named as the compression toolkit names them, an int8 Cast and an int8 weight, all-zero
+tensors on either side, NaN/inf, a scalar, ops missing on either side, undumped Data/Const ops, and a second device
+dump of the same model (NPU vs NPU).
+
+    python tests/oracle/make_corpus.py OUT_DIR
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import graphjson as gj  # noqa: E402  (tests/graphjson.py)
+
+import dumpcmp  # noqa: E402
+from dumpcmp import TensorData, layout  # noqa: E402
+
+SEED = 11
+TIMESTAMP = 1700000000000000
+GT_TIMESTAMP = 1700000000000001
+
+# The single-operator runs: (device op, kind, index). Regenerated and tested together with the model-level run.
+SINGLE_OPS = [
+    ("conv1relu1", "output", 0),   # fused one-to-many, NC1HWC0 with padded channels
+    ("conv1relu1", "input", 1),    # FRACTAL_Z weight from a Const
+    ("pool1", "output", 0),        # NHWC device vs NCHW ground truth
+    ("matmul", "output", 0),       # FRACTAL_NZ with padding
+    ("nan_op", "output", 0),       # NaN and inf in the device tensor
+    ("zero_gt", "output", 0),      # all-zero ground truth
+    ("exact32", "output", 0),      # fp32 with relative differences near 1e-6
+]
+
+DTYPES = {"float32": "DT_FLOAT", "float16": "DT_FLOAT16", "bfloat16": "DT_BF16", "int8": "DT_INT8",
+          "int32": "DT_INT32", "bool": "DT_BOOL"}
+DUMP_TYPES = {"DT_FLOAT": "FLOAT", "DT_FLOAT16": "FLOAT16", "DT_BF16": "BF16", "DT_INT8": "INT8",
+              "DT_INT32": "INT32", "DT_BOOL": "BOOL"}
+
+
+class Corpus:
+    """Collects graph ops, device tensors and ground-truth arrays; writes them at the end."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.ops: list[dict[str, Any]] = []
+        self.dumps: dict[str, dict[str, Any]] = {}    # op name -> {"type", "inputs", "outputs"}
+        self.truth: dict[str, np.ndarray] = {}         # original op -> its output 0
+        self.values: dict[str, np.ndarray] = {}        # "{op}:{index}" -> device output's plain values (for inputs)
+
+    def normal(self, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
+        return (self.rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def op(self, name: str, op_type: str, inputs: list[tuple[str, TensorData, dict[str, Any]]],
+           outputs: list[tuple[TensorData, dict[str, Any]]], originals: Any = gj.ABSENT, dumped: bool = True,
+           extra_attrs: list[dict[str, Any]] | None = None) -> None:
+        graph_op = gj.op(name, op_type, len(self.ops), inputs=[src for src, _, _ in inputs], originals=originals,
+                         outputs=[d for _, d in outputs], input_descs=[d for _, _, d in inputs])
+        if extra_attrs:
+            graph_op["attr"].extend(extra_attrs)
+        self.ops.append(graph_op)
+        if dumped:
+            self.dumps[name] = {"type": op_type, "inputs": [t for _, t, _ in inputs],
+                                "outputs": [t for t, _ in outputs]}
+
+    def write(self, out: Path, npu2: bool = True) -> dict[str, Path]:
+        dump_dir, gt_dir, npu2_dir = out / "dump", out / "gt", out / "npu2"
+        for d in (dump_dir, gt_dir, npu2_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        for task, (name, spec) in enumerate(self.dumps.items(), start=1):
+            file_name = f"{spec['type']}.{name}.{task}.{TIMESTAMP}"
+            dumpcmp.write_dump(dump_dir / file_name, op_name=name, inputs=spec["inputs"],
+                               outputs=spec["outputs"], dump_time=TIMESTAMP)
+            if npu2:
+                dumpcmp.write_dump(npu2_dir / file_name, op_name=name, inputs=[self._other(t) for t in spec["inputs"]],
+                                   outputs=[self._other(t) for t in spec["outputs"]], dump_time=TIMESTAMP)
+        for key, array in self.truth.items():
+            np.save(gt_dir / f"{key}.0.{GT_TIMESTAMP}.npy", array)
+        graph = out / "model.json"
+        graph.write_text(json.dumps(gj.document(*self.ops, model="oracle_net")), encoding="utf-8")
+        return {"dump": dump_dir, "gt": gt_dir, "npu2": npu2_dir, "graph": graph}
+
+    def _other(self, t: TensorData) -> TensorData:
+        """The same tensor from a second device run: small, deterministic changes in the stored values."""
+        a = np.asarray(t.array)
+        if a.dtype == np.bool_:
+            b = a.copy()
+            b.reshape(-1)[::7] ^= True
+        elif np.issubdtype(a.dtype, np.integer):
+            b = a.copy()
+            b.reshape(-1)[::5] += 1
+        else:
+            b = (a.astype(np.float32) * np.float32(1.001) + np.float32(0.0005)).astype(a.dtype)
+        return TensorData(b, data_type=t.data_type, format=t.format, shape=t.shape,
+                          original_shape=t.original_shape, sub_format=t.sub_format, address=t.address)
+
+
+def _desc(dtype: str, fmt: str, shape: tuple[int, ...], origin_shape: tuple[int, ...] | None,
+          origin_name: str | None = None, origin_index: int | None = None,
+          origin_format: str | None = None) -> dict[str, Any]:
+    return gj.desc(dtype=dtype, layout=fmt, shape=shape, origin_name=origin_name, origin_index=origin_index,
+                   origin_format=origin_format, ge_origin_format=origin_format or fmt,
+                   origin_shape=origin_shape if origin_shape is not None else shape)
+
+
+def _device(values: np.ndarray, dtype: str, fmt: str, plain_fmt: str, address: int,
+            original_shape: tuple[int, ...] | None = None) -> tuple[TensorData, tuple[int, ...]]:
+    """Encode plain values (in `plain_fmt`) into the device layout; returns the tensor and its device shape."""
+    np_dtype = {"DT_FLOAT": np.float32, "DT_FLOAT16": np.float16, "DT_BF16": np.float32, "DT_INT8": np.int8,
+                "DT_INT32": np.int32, "DT_BOOL": np.bool_}[dtype]
+    stored = values.astype(np_dtype)
+    if fmt != plain_fmt:
+        stored = layout.convert(stored, plain_fmt, fmt)
+    # The original shape is in the plain (framework) format, as the compiler records it.
+    shape = tuple(stored.shape)
+    orig = tuple(values.shape) if original_shape is None else original_shape
+    return TensorData(stored, data_type=DUMP_TYPES[dtype], format=fmt, original_shape=orig,
+                      address=address), shape
+
+
+def build_corpus(seed: int = SEED) -> Corpus:
+    c = Corpus(seed)
+    addr = iter(range(0x10000000, 0x20000000, 0x10000))
+
+    def out(values: np.ndarray, dtype: str, fmt: str, plain_fmt: str, origin: str | None = None, index: int = 0,
+            origin_format: str | None = None) -> tuple[TensorData, dict[str, Any]]:
+        t, shape = _device(values, dtype, fmt, plain_fmt, next(addr))
+        return t, _desc(dtype, fmt, shape, tuple(values.shape), origin, None if origin is None else index,
+                        origin_format or plain_fmt)
+
+    def inp(src: str, values: np.ndarray, dtype: str, fmt: str, plain_fmt: str,
+            origin_format: str | None = None) -> tuple[str, TensorData, dict[str, Any]]:
+        t, shape = _device(values, dtype, fmt, plain_fmt, next(addr))
+        return src, t, _desc(dtype, fmt, shape, tuple(values.shape), origin_format=origin_format or plain_fmt)
+
+    # Undumped Data and Const ops with ground truth.
+    x = c.normal((1, 3, 5, 5))
+    w = c.normal((20, 3, 3, 3), 0.3)
+    c.truth["data"] = x
+    c.truth["weight"] = w
+    c.op("data", "Data", [], [(TensorData(x), _desc("DT_FLOAT", "NCHW", x.shape, x.shape))], dumped=False)
+    c.op("weight", "Const", [], [(TensorData(w), _desc("DT_FLOAT", "NCHW", w.shape, w.shape))], dumped=False)
+
+    # Inserted TransData NCHW fp32 -> NC1HWC0 fp16 (C = 3 padded to 16).
+    c.op("trans_data_0", "TransData", [inp("data:0", x, "DT_FLOAT", "NCHW", "NCHW")],
+         [out(x, "DT_FLOAT16", "NC1HWC0", "NCHW")], originals=[])
+
+    # Fused conv1 + relu1 (one-to-many): NC1HWC0 input, FRACTAL_Z weight (N = 20, C = 3), output C = 20 -> C1 = 2.
+    conv1 = c.normal((1, 20, 5, 5))
+    relu1 = np.maximum(conv1, 0)
+    c.truth["conv1"] = conv1
+    c.truth["relu1"] = relu1
+    relu1_dev = relu1 + c.normal(relu1.shape, 0.01)
+    c.op("conv1relu1", "Conv2D",
+         [inp("trans_data_0:0", x + c.normal(x.shape, 0.002), "DT_FLOAT16", "NC1HWC0", "NCHW"),
+          inp("weight:0", w, "DT_FLOAT16", "FRACTAL_Z", "NCHW")],
+         [out(relu1_dev, "DT_FLOAT16", "NC1HWC0", "NCHW", origin="relu1")], originals=["conv1", "relu1"])
+
+    # NHWC device output vs NCHW ground truth.
+    pool1 = relu1[:, :, ::2, ::2].copy()
+    c.truth["pool1"] = pool1
+    c.op("pool1", "MaxPool", [inp("conv1relu1:0", relu1_dev, "DT_FLOAT16", "NC1HWC0", "NCHW")],
+         [out(pool1 + c.normal(pool1.shape, 0.01), "DT_FLOAT16", "NHWC", "NCHW", origin="pool1")])
+
+    # FRACTAL_NZ matmul (M = 18, K = 20, N = 33: padding on both axes), with a second Data input.
+    a = c.normal((18, 20))
+    b = c.normal((20, 33), 0.2)
+    mm = a @ b
+    c.truth["data2"] = a
+    c.truth["matmul"] = mm
+    c.op("data2", "Data", [], [(TensorData(a), _desc("DT_FLOAT", "ND", a.shape, a.shape))], dumped=False)
+    mm_dev = mm + c.normal(mm.shape, 0.003)
+    c.op("matmul", "MatMulV2", [inp("data2:0", a, "DT_FLOAT16", "FRACTAL_NZ", "ND")],
+         [out(mm_dev, "DT_FLOAT16", "FRACTAL_NZ", "ND", origin="matmul")])
+
+    # Inserted Cast fp16 -> fp32 (ND), then a bf16 softmax.
+    c.op("cast_fp32", "Cast", [inp("matmul:0", mm_dev, "DT_FLOAT16", "ND", "ND")],
+         [out(mm_dev, "DT_FLOAT", "ND", "ND")], originals=[])
+    sm = np.exp(mm) / np.exp(mm).sum(axis=1, keepdims=True)
+    c.truth["softmax"] = sm.astype(np.float32)
+    c.op("softmax", "SoftmaxV2", [inp("cast_fp32:0", mm_dev, "DT_FLOAT", "ND", "ND")],
+         [out(sm * (1 + c.normal(sm.shape, 0.004)), "DT_BF16", "ND", "ND", origin="softmax")])
+
+    # int32 and bool outputs.
+    am = np.argmax(sm, axis=1).astype(np.int32)
+    c.truth["argmax"] = am
+    am_dev = am.copy()
+    am_dev[3] += 1
+    c.op("argmax", "ArgMaxV2", [inp("softmax:0", sm, "DT_BF16", "ND", "ND")],
+         [out(am_dev, "DT_INT32", "ND", "ND", origin="argmax")])
+    gt_mask = sm > 0.05
+    c.truth["greater"] = gt_mask
+    dev_mask = gt_mask.copy()
+    dev_mask[0, :4] = ~dev_mask[0, :4]
+    c.op("greater", "Greater", [inp("softmax:0", sm, "DT_BF16", "ND", "ND")],
+         [out(dev_mask, "DT_BOOL", "ND", "ND", origin="greater")])
+
+    # Many-to-one: two compiled ops stand for one original op "fc".
+    fc_in = c.normal((4, 16))
+    fc = c.normal((4, 16))
+    c.truth["fc_in"] = fc_in
+    c.truth["fc"] = fc
+    c.op("fc_in", "Data", [], [(TensorData(fc_in), _desc("DT_FLOAT", "ND", fc_in.shape, fc_in.shape))],
+         dumped=False)
+    c.op("fc_part1", "MatMulV2", [inp("fc_in:0", fc_in, "DT_FLOAT16", "ND", "ND")],
+         [out(fc * 0.5, "DT_FLOAT16", "ND", "ND")], originals=["fc"])
+    c.op("fc_part2", "Add", [inp("fc_part1:0", fc * 0.5, "DT_FLOAT16", "ND", "ND")],
+         [out(fc + c.normal(fc.shape, 0.01), "DT_FLOAT16", "ND", "ND", origin="fc")], originals=["fc"])
+
+    # An int8 Cast the compiler did not insert (its own original) and an int8 weight used by a plain op.
+    i8 = c.rng.integers(-100, 100, (2, 3, 4, 4)).astype(np.int8)
+    c.truth["cast_int8"] = i8
+    i8_dev = i8.copy()
+    i8_dev.reshape(-1)[::9] += 1
+    c.op("cast_int8", "Cast", [inp("data:0", x.reshape(-1)[:75].reshape(1, 3, 5, 5), "DT_FLOAT", "NCHW", "NCHW")],
+         [out(i8_dev, "DT_INT8", "NCHW", "NCHW", origin="cast_int8")])
+    iw = c.rng.integers(-50, 50, (8, 3, 1, 1)).astype(np.int8)
+    c.truth["int8_weight"] = iw
+    c.op("int8_weight", "Const", [], [(TensorData(iw), _desc("DT_INT8", "NCHW", iw.shape, iw.shape))],
+         dumped=False)
+    c.truth["int8_conv"] = c.normal((2, 8, 4, 4))
+    c.op("int8_conv", "Conv2D", [inp("cast_int8:0", i8, "DT_INT8", "NCHW", "NCHW"),
+                                 inp("int8_weight:0", iw, "DT_INT8", "NCHW", "NCHW")],
+         [out(c.truth["int8_conv"] + c.normal((2, 8, 4, 4), 0.05), "DT_FLOAT16", "NCHW", "NCHW",
+              origin="int8_conv")])
+
+    # All-zero tensors: device side, ground truth, both.
+    z = c.normal((2, 40))
+    c.truth["zero_dev"] = z
+    c.op("zero_dev", "Relu", [], [out(np.zeros_like(z), "DT_FLOAT16", "ND", "ND", origin="zero_dev")])
+    c.truth["zero_gt"] = np.zeros((2, 40), np.float32)
+    c.op("zero_gt", "Relu", [], [out(c.normal((2, 40), 0.1), "DT_FLOAT16", "ND", "ND", origin="zero_gt")])
+    c.truth["zero_both"] = np.zeros((3, 7), np.float32)
+    c.op("zero_both", "Relu", [], [out(np.zeros((3, 7), np.float32), "DT_FLOAT", "ND", "ND",
+                                       origin="zero_both")])
+
+    # NaN and inf in the device tensor (NCHW fp16).
+    n = c.normal((1, 2, 3, 3), 10)
+    c.truth["nan_op"] = n
+    n_dev = n + c.normal(n.shape, 0.1)
+    n_dev[0, 0, 0, 0] = np.inf
+    n_dev[0, 1, 2, 1] = np.nan
+    n_dev[0, 1, 0, 2] = -np.inf
+    c.op("nan_op", "Mul", [], [out(n_dev, "DT_FLOAT16", "NCHW", "NCHW", origin="nan_op")])
+
+    # A scalar, a dumped op without ground truth, a graph op without a dump.
+    c.truth["scalar_op"] = np.array(2.5, np.float32)
+    c.op("scalar_op", "ReduceSum", [], [out(np.array(2.4990234, np.float32), "DT_FLOAT", "ND", "ND",
+                                            origin="scalar_op")])
+    c.op("no_truth", "Relu", [inp("matmul:0", mm_dev, "DT_FLOAT16", "ND", "ND")],
+         [out(c.normal((5, 6)), "DT_FLOAT16", "ND", "ND", origin="no_truth")])
+    c.truth["no_dump"] = c.normal((4, 4))
+    c.op("no_dump", "Relu", [inp("matmul:0", mm_dev, "DT_FLOAT16", "ND", "ND")],
+         [out(c.truth["no_dump"], "DT_FLOAT16", "ND", "ND", origin="no_dump")], dumped=False)
+
+    # fp32 vs fp32 with relative differences near 1e-6 (where float32 per-element terms show), NCHW and ND.
+    e = c.normal((1, 4, 6, 5)) + np.float32(3.0)
+    c.truth["exact32"] = e
+    e_dev = (e.astype(np.float64) * (1 + c.rng.uniform(-2e-6, 2e-6, e.shape))).astype(np.float32)
+    c.op("exact32", "Add", [inp("pool1:0", pool1, "DT_FLOAT16", "NHWC", "NCHW")],
+         [out(e_dev, "DT_FLOAT", "NCHW", "NCHW", origin="exact32")])
+    f = c.normal((7, 9)) * np.float32(100)
+    c.truth["exact_nd"] = f
+    f_dev = (f.astype(np.float64) * (1 + c.rng.uniform(-1e-6, 1e-6, f.shape))).astype(np.float32)
+    c.op("exact_nd", "Mul", [inp("exact32:0", e_dev, "DT_FLOAT", "NCHW", "NCHW")],
+         [out(f_dev, "DT_FLOAT", "ND", "ND", origin="exact_nd")])
+    return c
+
+
+def add_quantized(c: Corpus) -> None:
+    """Quant/dequant ops named as the compression toolkit names them (the original then wants a -q rule file)."""
+    # Quantized conv: AscendQuant (int8 NC1HWC0, C0 = 32) -> conv inside the pair -> AscendDequant (fp16).
+    q_in = c.normal((1, 8, 4, 4))
+    c.truth["conv2"] = c.normal((1, 8, 4, 4))
+    c.truth["q_in"] = q_in
+    c.op("q_in", "Data", [], [(TensorData(q_in), _desc("DT_FLOAT", "NCHW", q_in.shape, q_in.shape))],
+         dumped=False)
+    q = np.clip(np.round(q_in * 40), -128, 127)
+    c.op("conv2_quant_layer", "AscendQuant", [inp("q_in:0", q_in, "DT_FLOAT16", "NC1HWC0", "NCHW")],
+         [out(q, "DT_INT8", "NC1HWC0", "NCHW")], originals=["conv2_quant_layer"])
+    qw = np.clip(np.round(c.normal((8, 8, 1, 1)) * 40), -128, 127)
+    c.truth["conv2_weight"] = qw.astype(np.int8)
+    c.op("conv2_weight", "Const", [], [(TensorData(qw.astype(np.int8)), _desc("DT_INT8", "NCHW", qw.shape,
+                                                                              qw.shape))], dumped=False)
+    acc = c.rng.integers(-3000, 3000, (1, 8, 4, 4)).astype(np.int32)
+    c.op("conv2", "Conv2D", [inp("conv2_quant_layer:0", q, "DT_INT8", "NC1HWC0", "NCHW"),
+                             inp("conv2_weight:0", qw, "DT_INT8", "NCHW", "NCHW")],
+         [out(acc, "DT_INT32", "NC1HWC0", "NCHW")], originals=["conv2"])
+    deq = c.truth["conv2"] + c.normal((1, 8, 4, 4), 0.02)
+    c.op("conv2_dequant_layer", "AscendDequant", [inp("conv2:0", acc, "DT_INT32", "NC1HWC0", "NCHW")],
+         [out(deq, "DT_FLOAT16", "NC1HWC0", "NCHW", origin="conv2")], originals=["conv2_dequant_layer"])
+
+
+
+def build(directory: str | Path, seed: int = SEED) -> dict[str, Path]:
+    """Write the corpus under `directory` (dump/, gt/, npu2/, model.json); returns those paths."""
+    return build_corpus(seed).write(Path(directory))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_corpus.py OUT_DIR")
+    for key, path in build(sys.argv[1]).items():
+        print(f"{key}: {path}")

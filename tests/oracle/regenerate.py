@@ -1,0 +1,98 @@
+"""Run the original tool (msaccucmp) on the oracle corpus and keep its output files as tests/oracle/expected/.
+
+    python tests/oracle/regenerate.py --msaccucmp /path/to/msprobe-checkout --python /path/to/its/python
+
+`--msaccucmp` is a checkout of the original tool (the folder holding `src/compare/msaccucmp.py`, with its generated
+`dump_data_pb2.py` beside it; see README "Agreement with the original tool"); `--python` the interpreter that runs
+it (with the NumPy and protobuf it needs). This script needs dumpcmp importable (it writes the corpus with
+`dumpcmp.write_dump`). It writes nothing of the original tool into this repository: only the result files, with
+the corpus's temporary path replaced by `{CORPUS}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import make_corpus  # noqa: E402
+
+PLACEHOLDER = "{CORPUS}"
+
+
+def run_tool(python: str, tool: Path, args: list[str]) -> None:
+    cmd = [python, str(tool / "src" / "compare" / "msaccucmp.py"), "compare", *args]
+    proc = subprocess.run(cmd, cwd=tool / "src" / "compare", capture_output=True, text=True)
+    # The original exits 2 when an operator lacks a dump file although its files are complete.
+    if proc.returncode not in (0, 2):
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise SystemExit(f"msaccucmp failed ({proc.returncode}): {' '.join(cmd)}")
+
+
+def keep(src: Path, dst: Path, corpus: Path) -> None:
+    """Copy one output file, the corpus's temporary path replaced by the placeholder (text files only)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.suffix == ".npy":
+        shutil.copyfile(src, dst)
+        return
+    data = src.read_bytes().replace(os.fsencode(corpus), PLACEHOLDER.encode())
+    dst.write_bytes(data)
+
+
+def model_result(out: Path) -> Path:
+    found = sorted(glob.glob(str(out / "result_*.csv")))
+    if len(found) != 1:
+        raise SystemExit(f"expected one result_*.csv in {out}, found {found}")
+    return Path(found[0])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--msaccucmp", required=True, type=Path, help="checkout holding src/compare/msaccucmp.py")
+    ap.add_argument("--python", default=sys.executable, help="interpreter that runs msaccucmp")
+    ap.add_argument("--expected", type=Path, default=HERE / "expected", help="where the outputs go")
+    args = ap.parse_args()
+    tool = args.msaccucmp.resolve()
+    if not (tool / "src" / "compare" / "msaccucmp.py").is_file():
+        raise SystemExit(f"{tool}: no src/compare/msaccucmp.py")
+
+    with tempfile.TemporaryDirectory(prefix="oracle-") as tmp:
+        root = Path(tmp).resolve()
+        corpus = root / "corpus"
+        paths = make_corpus.build(corpus)
+        if args.expected.exists():
+            shutil.rmtree(args.expected)
+        expected = args.expected
+
+        out = root / "model"
+        out.mkdir()
+        run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["gt"]), "-f", str(paths["graph"]),
+                                     "-out", str(out)])
+        keep(model_result(out), expected / "model_result.csv", corpus)
+
+        out = root / "npu_vs_npu"
+        out.mkdir()
+        run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["npu2"]), "-out", str(out)])
+        keep(model_result(out), expected / "npu_vs_npu_result.csv", corpus)
+
+        for op, kind, index in make_corpus.SINGLE_OPS:
+            out = root / f"single_{op}_{kind}_{index}"
+            out.mkdir()
+            run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["gt"]), "-f", str(paths["graph"]),
+                                         "-out", str(out), "-op", op, "-o" if kind == "output" else "-i", str(index)])
+            for f in sorted(out.iterdir()):
+                keep(f, expected / "single" / f.name, corpus)
+    total = sum(f.stat().st_size for f in expected.rglob("*") if f.is_file())
+    print(f"{expected}: {sum(1 for f in expected.rglob('*') if f.is_file())} files, {total} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,8 +6,8 @@ What the compiler does that is imitated here (spec: fusion-json.md):
   `_datadump_original_op_names` and say in their output_desc which original tensor they hold.
 - Conv+BatchNormalization(+Relu) and Conv+Relu chains become one `Conv2D` op named by concatenating the originals'
   names, listing them in `_datadump_original_op_names`; its output is the chain's last op's output (the value of
-  that op in the lower-precision run). The fused op's inputs are the Conv's (the device folds the BatchNorm
-  parameters into the Conv's weights and bias; the Conv's own, unfolded ones are what gets dumped).
+  that op in the lower-precision run). The fused op's inputs are the Conv's, with the BatchNorm parameters
+  folded into its weights and bias in float32 before the cast to float16 (`_lower.fold_conv_bn`), as compiled.
 - Quantized models: an activation QuantizeLinear becomes an `AscendQuant` op (int8 output), an activation
   DequantizeLinear an `AscendDequant` op whose output_desc points at the original tensor that was quantized; a
   weight's DequantizeLinear disappears and the consuming op reads the int8 weight (a Const), as on the device.

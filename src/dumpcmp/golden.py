@@ -252,7 +252,8 @@ def _subgraph_outer_names(node: Any) -> set[str]:
     return used
 
 
-CONSTANT_NOTE = "constant (weights only): not written; --include-constants writes it"
+CONSTANT_MARK = "constant (weights only)"
+CONSTANT_NOTE = f"{CONSTANT_MARK}: not written; --include-constants writes it"
 
 
 def constant_tensors(graph: Any) -> set[str]:
@@ -902,7 +903,7 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
         name, note = namer(mi.name)
         records.append(GoldenRecord(len(records), mi.name, name, INPUT_OP_TYPE, 0, mi.name, note=note))
     pending: list[tuple[GoldenRecord, int | None]] = []  # exposable outputs with their estimated size
-    constants = set() if include_constants else constant_tensors(model.graph)
+    constants = constant_tensors(model.graph)
     for node in nodes:
         op_name = node.name
         naming_note = ""
@@ -918,8 +919,11 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
                 rec.note = _join_note(rec.note, "optional output not produced by this node")
                 continue
             if tensor in constants:
-                rec.note = _join_note(rec.note, CONSTANT_NOTE)
-                continue
+                if include_constants:
+                    rec.note = _join_note(rec.note, CONSTANT_MARK)
+                else:
+                    rec.note = _join_note(rec.note, CONSTANT_NOTE)
+                    continue
             kind = _not_a_tensor(types.get(tensor))
             if kind:
                 rec.note = _join_note(rec.note, f"{kind} output: not a tensor, not written")

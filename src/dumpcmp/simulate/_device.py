@@ -184,6 +184,12 @@ class DeviceGraph:
         self._chain_end: dict[str, tuple[str, int]] = {}
         self._const: dict[str, tuple[str, int]] = {}
         self._orig_outputs = {node_name(n): list(n.output) for n in original.graph.node}
+        from ..golden import constant_tensors
+
+        consts = constant_tensors(original.graph)
+        # nodes computed from the weights alone: the compiler folds them into Const data, never run or dumped
+        self._folded = {node_name(n) for n in original.graph.node
+                        if any(o for o in n.output) and all(o in consts for o in n.output if o)}
         self._orig_elem = self._original_elem_types()
         self.fused: list[list[str]] = []
         self._build()
@@ -407,7 +413,7 @@ class DeviceGraph:
             else:
                 name = self._unique(node.name)
                 op_type, originals = DEVICE_TYPES.get(node.op_type, node.op_type), [node.name]
-            kind = "const" if node.op_type == "Constant" else "exec"
+            kind = "const" if node.op_type == "Constant" or node.name in self._folded else "exec"
             attrs: list[dict[str, Any]] = []
             data_inputs = list(first.input)
             if node.op_type in ("QuantizeLinear", "DequantizeLinear"):

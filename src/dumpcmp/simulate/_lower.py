@@ -297,6 +297,13 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
     del g.value_info[:]
     lowered = Lowered(out, precision, rounded=set(rounded), findings=overflow_findings(model, rounded))
 
+    # old-opset models list their weights as graph inputs too: on the device they are weights, not inputs
+    weights_as_inputs = [vi for vi in g.input if vi.name in initializers]
+    if weights_as_inputs:
+        keep_inputs = [vi for vi in g.input if vi.name not in initializers]
+        del g.input[:]
+        g.input.extend(keep_inputs)
+        out.ir_version = max(out.ir_version, 4)
     for t in g.initializer:
         if t.name in rounded:
             array = numpy_helper.to_array(t)

@@ -176,3 +176,15 @@ def test_largest_drop_in_summary(tmp_path):
     outs = [x for x in res if x.result is not None and x.pair.kind == "output"]
     steps = [p.cosine - q.cosine for p, q in zip(outs, outs[1:])]
     assert a.cosine - b.cosine == pytest.approx(max(steps))
+
+
+def test_detail_by_original_name_of_a_fused_op(tmp_path, capsys):
+    model = _conv_bn(tmp_path / "m.onnx", var_scale=1.0)
+    dump_golden(model, None, tmp_path / "gt", seed=0)
+    r = simulate(model, tmp_path / "dump", seed=0)
+    base = ["compare", "-l", str(tmp_path / "dump"), "-r", str(tmp_path / "gt"), "-f", str(r.json_path)]
+    assert main([*base, "-d", "relu", "-o", str(tmp_path / "d1")]) == 0  # original name of the fused op's end
+    assert "elements compared" in capsys.readouterr().out
+    assert main([*base, "-d", "convbnrelu", "-o", str(tmp_path / "d2")]) == 0  # the device name
+    assert main([*base, "-d", "bnn", "-o", str(tmp_path / "d3")]) == 2
+    assert "bn (in convbnrelu)" in capsys.readouterr().err

@@ -188,3 +188,37 @@ def test_detail_by_original_name_of_a_fused_op(tmp_path, capsys):
     assert main([*base, "-d", "convbnrelu", "-o", str(tmp_path / "d2")]) == 0  # the device name
     assert main([*base, "-d", "bnn", "-o", str(tmp_path / "d3")]) == 2
     assert "bn (in convbnrelu)" in capsys.readouterr().err
+
+
+def test_cli_names_agree(tmp_path, capsys):
+    from dumpcmp.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction)).choices
+    # msaccucmp's short flags stay where the original has them
+    compare = {o: a.dest for a in sub["compare"]._actions for o in a.option_strings}
+    for flag, dest in {"-l": "left", "-r": "right", "-f": "fusion_json", "-q": "quant_fusion_rule", "-o": "output",
+                       "-d": "op", "-t": "tensor", "-i": "index", "-alg": "algorithms", "-csv": "csv",
+                       "-custom": "custom", "--quiet": "quiet"}.items():
+        assert compare[flag] == dest, flag
+    # -q is never quiet; --quiet means the same wherever it is
+    for name, p in sub.items():
+        opts = {o: a for a in p._actions for o in a.option_strings}
+        assert "-q" not in opts or opts["-q"].dest != "quiet", name
+        if "--quiet" in opts:
+            assert opts["--quiet"].dest == "quiet"
+        if "--input" in opts and name in ("golden", "simulate"):
+            assert opts["-i"] is opts["--input"]
+    assert "examples:" in sub["compare"].format_help()
+
+
+def test_view_and_shape_take_the_file_both_ways(tmp_path, capsys):
+    from dumpcmp.dump import TensorData, write_dump
+
+    path = tmp_path / "Relu.r.1.1700000000000000"
+    write_dump(path, op_name="r", outputs=[TensorData(np.arange(6, dtype=np.float32).reshape(2, 3))])
+    for argv in (["view", str(path)], ["view", "-i", str(path)], ["shape", str(path), "-format", "ND"],
+                 ["shape", "-i", str(path), "-format", "ND"]):
+        assert main([*argv, "-o", str(tmp_path / "out"), "--force"]) == 0, argv
+    assert main(["view", "-o", str(tmp_path / "out")]) == 2
+    assert "first argument or with -i" in capsys.readouterr().err

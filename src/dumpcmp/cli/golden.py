@@ -43,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-check", action="store_true",
                    help="skip the plain run that checks exposing outputs does not change the final outputs")
     p.add_argument("--force", action="store_true", help="write into a folder that already has ground truth")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(run=run)
 
 
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                                batch_bytes=int(args.batch_mb * 1024 * 1024), check=not args.no_check,
                                force=args.force, include_constants=args.include_constants,
                                shapes=parse_shapes(args.shape))
-    for r in runs:
+    for r in [] if args.quiet else runs:
         written = r.written
         ops = len({rec.op_name for rec in written})
         constants = [rec for rec in r.records if not rec.file and CONSTANT_NOTE in rec.note]

@@ -50,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json-out", default=None, metavar="FILE", help="graph JSON path (default DIR/model.json)")
     p.add_argument("--batch-mb", type=float, default=512,
                    help="memory for exposed tensors per onnxruntime run, MB (default 512)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
     p.set_defaults(run=run)
 
 
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
                               json_out=args.json_out, batch_bytes=int(args.batch_mb * 1024 * 1024))
     for note in r.notes:
         print(f"dumpcmp: warning: {note}", file=sys.stderr)
+    if args.quiet:
+        return 0
     fused = ", ".join("+".join(chain) for chain in r.fused) or "none"
     print(f"{r.precision} simulation of {r.model_name}: {len(r.files)} dump files ({r.mode}) of "
           f"{len(r.dumped_ops)} ops, {len(r.sample_dirs)} sample{'s' * (len(r.sample_dirs) != 1)}")

@@ -106,7 +106,9 @@ def test_if_model_simulated(tmp_path):
                               else_branch=branch("else", "Mul"))]
     model = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("x", F, [2, 3])],
                   [helper.make_tensor_value_info("y", F, None)], [("zero", np.array(0, np.float32))])
-    dump_golden(model, None, tmp_path / "gt", seed=0)
+    run = dump_golden(model, None, tmp_path / "gt", seed=0)
+    note = next(r.note for r in run.records if r.op_name == "if")
+    assert "then_branch: then_y" in note and "else_branch: else_y" in note and "not exposed" in note
     for precision in ("fp16", "int8"):
         r = simulate(model, tmp_path / precision, precision=precision, seed=0)
         res = dumpcmp.compare(tmp_path / precision, tmp_path / "gt", fusion_json=r.json_path)

@@ -252,6 +252,21 @@ def _subgraph_outer_names(node: Any) -> set[str]:
     return used
 
 
+def subgraph_note(node: Any) -> str:
+    """For a node with subgraphs (If/Loop/Scan): which values inside them are not exposed, precisely."""
+    parts = []
+    for attr in node.attribute:
+        for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+            inner = [o for n in g.node for o in n.output if o]
+            if inner:
+                shown = ", ".join(inner[:8]) + (f", ... ({len(inner)} in all)" if len(inner) > 8 else "")
+                parts.append(f"{attr.name}: {shown}")
+    if not parts:
+        return ""
+    return ("outputs inside its subgraphs are not exposed (onnxruntime fetches graph-level values only; the "
+            f"{node.op_type}'s own outputs are): " + "; ".join(parts))
+
+
 CONSTANT_MARK = "constant (weights only)"
 CONSTANT_NOTE = f"{CONSTANT_MARK}: not written; --include-constants writes it"
 
@@ -911,7 +926,7 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
             op_name = next((o for o in node.output if o), f"{node.op_type}_unnamed")
             naming_note = "node has no name: named after its first output"
         file_name, note = namer(op_name)
-        note = "; ".join(n for n in (naming_note, note) if n)
+        note = "; ".join(n for n in (naming_note, note, subgraph_note(node)) if n)
         for index, tensor in enumerate(node.output):
             rec = GoldenRecord(len(records), op_name, file_name, node.op_type, index, tensor, note=note)
             records.append(rec)

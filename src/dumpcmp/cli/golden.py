@@ -68,5 +68,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {len(constants)} constant outputs (weights only) not written; --include-constants writes them")
         for rec in skipped:
             print(f"  skipped {rec.op_name}:{rec.output_index} ({rec.op_type}): {rec.note}")
+        inside = {rec.op_name: rec for rec in r.records if "inside its subgraphs" in rec.note}
+        for rec in inside.values():
+            print(f"  {rec.op_name} ({rec.op_type}): {rec.note[rec.note.index('outputs inside'):]}")
         print(f"  index: {r.index_path}")
     return 0

@@ -109,10 +109,37 @@ def decode(t) -> np.ndarray:
     return a.reshape(t.original_shape)
 
 
+def fold_bn_reference(model):
+    """Conv -> BatchNormalization folded as a compiler folds it, in float64, then float32: W * g / sqrt(v + eps),
+    (b - m) * g / sqrt(v + eps) + beta; the BatchNormalization becomes an Identity."""
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    for bn in model.graph.node:
+        if bn.op_type != "BatchNormalization":
+            continue
+        conv = producer[bn.input[0]]
+        assert conv.op_type == "Conv"
+        g, beta, m, v = (inits[x].astype(np.float64) for x in bn.input[1:5])
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        scale = g / np.sqrt(v + eps)
+        w = inits[conv.input[1]].astype(np.float64)
+        b = inits[conv.input[2]].astype(np.float64) if len(conv.input) > 2 else np.zeros(w.shape[0])
+        wn, bn_name = conv.name + "_w_folded", conv.name + "_b_folded"
+        model.graph.initializer.extend([
+            numpy_helper.from_array((w * scale[:, None, None, None]).astype(np.float32), wn),
+            numpy_helper.from_array(((b - m) * scale + beta).astype(np.float32), bn_name)])
+        del conv.input[1:]
+        conv.input.extend([wn, bn_name])
+        y, name = bn.output[0], bn.name
+        bn.CopyFrom(helper.make_node("Identity", [bn.input[0]], [y], name=name))
+    return model
+
+
 def reference_fp16_run(model_path: Path, feeds) -> dict[str, np.ndarray]:
-    """An fp16 run built independently of dumpcmp: every op on float32 copies of float16 tensors, its outputs rounded
-    to float16, evaluated node by node with onnxruntime (one single-node model per node)."""
-    model = onnx.load(str(model_path))
+    """An fp16 run built independently of dumpcmp: BatchNormalization folded into its Conv in float32 first, then
+    every op on float32 copies of float16 tensors, its outputs rounded to float16, evaluated node by node with
+    onnxruntime (one single-node model per node)."""
+    model = fold_bn_reference(onnx.load(str(model_path)))
     values: dict[str, np.ndarray] = {k: v.astype(np.float16) for k, v in feeds.items()}
     for t in model.graph.initializer:
         values[t.name] = numpy_helper.to_array(t).astype(np.float16)
@@ -182,10 +209,11 @@ def test_layouts_shapes_and_weights(work):
     assert (x.format, x.shape, x.original_shape) == ("NC1HWC0", (1, 1, 6, 6, 16), (1, 3, 6, 6))
     assert conv.outputs[0].format == "NC1HWC0" and conv.outputs[0].shape == (1, 2, 6, 6, 16)
     assert conv.outputs[0].original_shape == (1, 20, 6, 6)
-    model = onnx.load(str(work["model"]))
+    model = fold_bn_reference(onnx.load(str(work["model"])))
     weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     assert (w.format, w.data_type, w.sub_format) == ("FRACTAL_Z", "FLOAT16", 1)
-    np.testing.assert_array_equal(w.array(), ref.loops_fractal_z(weights["W1"].astype(np.float16), 16))
+    # the fused op reads the weights with the BatchNorm folded in (float32), as compiled
+    np.testing.assert_array_equal(w.array(), ref.loops_fractal_z(weights["conv1_w_folded"].astype(np.float16), 16))
     assert (bias.format, bias.original_shape) == ("ND", (20,))
     dw_w = dumps["dw"][1].inputs[1]
     assert (dw_w.format, dw_w.sub_format, dw_w.original_shape) == ("FRACTAL_Z", 20, (20, 1, 3, 3))
@@ -474,4 +502,8 @@ def test_model_that_fails_to_run(tmp_path):
     onnx.save(model, str(tmp_path / "broken.onnx"))
     with pytest.raises(DumpcmpError, match="broken.onnx"):
         simulate(tmp_path / "broken.onnx", tmp_path / "out", seed=0)
-    assert not any((tmp_path / "out").iterdir())  # the failed run's time folder is removed
+    assert not (tmp_path / "out").exists()  # the dump path this failed run made is removed
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(DumpcmpError, match="broken.onnx"):
+        simulate(tmp_path / "broken.onnx", tmp_path / "kept", seed=0)
+    assert not any((tmp_path / "kept").iterdir())  # a folder that was there stays, without the run's time folder

@@ -138,6 +138,25 @@ class ComparisonResult:
     run: str
     npu_has_address: bool = True
     ground_truth_has_address: bool = False
+    notes: list[str] = field(default_factory=list)
+    """How the ground truth was chosen (sample folder per iteration, several candidates)."""
+    constant_files: frozenset[str] = frozenset()
+    """Ground-truth files holding weights or constants (golden_index.csv): reported apart, never "first bad"."""
+
+    def is_constant(self, row: Row) -> bool:
+        ref = row.pair.ground_truth_ref if row.pair is not None else None
+        return ref is not None and getattr(ref, "path", None) in self.constant_files
+
+    def largest_drop(self) -> tuple[Row, Row] | None:
+        """The two consecutive compared outputs (execution order, constants left out) between which the cosine
+        similarity falls the most: where a healthy drift turns into a break."""
+        outs = [r for r in self.rows if r.result is not None and not self.is_constant(r)
+                and (r.pair is None or r.pair.kind == "output") and not math.isnan(r.cosine)]
+        best = None
+        for a, b in zip(outs, outs[1:]):
+            if best is None or a.cosine - b.cosine > best[0].cosine - best[1].cosine:
+                best = (a, b)
+        return best if best is not None and best[0].cosine > best[1].cosine else None
 
     def __iter__(self) -> Iterator[Row]:
         return iter(self.rows)
@@ -155,7 +174,7 @@ class ComparisonResult:
         """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
         the device side holds NaN/inf)."""
         for r in self.rows:
-            if r.result is None:
+            if r.result is None or self.is_constant(r):
                 continue
             c = r.cosine
             if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
@@ -166,7 +185,8 @@ class ComparisonResult:
         """The `n` compared rows with the lowest cosine similarity (rows whose cosine is NaN because a side is all
         zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
         op's input (the same values, dumped twice) take one place."""
-        compared = [r for r in self.rows if r.result is not None]
+        compared = [r for r in self.rows if r.result is not None and not self.is_constant(r)]
+
         def broken(r: Row) -> bool:  # NaN cosine because the device side overflowed or went all zero
             return math.isnan(r.cosine) and (r.overflow or r.dead)
 
@@ -270,9 +290,15 @@ class ComparisonResult:
         c = self.counts()
         lines = [f"{self.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
                  f"{c['skipped']} skipped"]
+        lines += [f"  note: {n}" for n in self.notes]
         over = sum(1 for r in self.rows if r.overflow)
         if over:
             lines.append(f"  {over} device tensors hold NaN or inf")
+        consts = [r for r in self.rows if r.result is not None and self.is_constant(r)]
+        if consts and 0 in self.algorithms:
+            low = [r for r in consts if not r.cosine >= threshold]
+            lines.append(f"  weights and constants: {len(consts)} compared apart from the layers, {len(low)} below "
+                         f"cosine {threshold}" + (f" (first: #{low[0].index} {low[0].ground_truth})" if low else ""))
         if 0 in self.algorithms:
             first = self.first_below(threshold)
             if first is None:
@@ -280,6 +306,12 @@ class ComparisonResult:
             else:
                 lines.append(f"  first below cosine {threshold}: #{first.index} {first.tensor_index} "
                              f"({first.op_type}) vs {first.ground_truth}: CosineSimilarity {first.result.format(0)}")
+            drop = self.largest_drop()
+            if drop is not None and drop[0].result.format(0) != drop[1].result.format(0):
+                a, b = drop
+                lines.append(f"  largest drop between consecutive layers: #{a.index} {a.tensor_index} "
+                             f"{a.result.format(0)} -> #{b.index} {b.tensor_index} ({b.op_type}) "
+                             f"{b.result.format(0)} ({b.cosine - a.cosine:+.6f})")
             bad = self.worst(worst, distinct=True)
             if bad:
                 lines.append(f"  worst {len(bad)} by cosine similarity (one row per tensor; the same values dumped "
@@ -482,6 +514,34 @@ class PairedRun:
     pairs: list[TensorPair]
     device_vs_device: bool
     graph: Graph | None = None
+    notes: list[str] = field(default_factory=list)
+    """How the ground truth was chosen, when that needs saying (samples, several candidates)."""
+
+
+def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | None) -> tuple[Any, list[str]]:
+    """The ground-truth files for one device run: sample folder k (`dumpcmp golden` with several samples writes
+    DIR/0, DIR/1, ...) for data_index k, or `gt_sample` for every run; the whole tree when it has no sample
+    folders. Whatever is not one-to-one is said in the notes, never resolved silently."""
+    gt = right_index.ground_truth
+    samples = gt.by_sample(right_index.root)
+    k = group.key.data_index if gt_sample is None else gt_sample
+    if samples:
+        if k is not None and k in samples:
+            how = "--gt-sample" if gt_sample is not None else f"iteration {k}"
+            return dict(samples[k].files), [f"ground truth: sample folder {k}/ ({how})"]
+        if gt_sample is not None:
+            raise NotFoundError(f"{right_index.root}: no sample folder {gt_sample}/ (folders: "
+                                f"{', '.join(map(str, samples))})")
+        if len(samples) == 1:
+            only = next(iter(samples))
+            return dict(samples[only].files), [f"ground truth: the only sample folder {only}/ for iteration {k}"]
+        return dict(gt.files), [f"ground truth: no sample folder {k}/ for iteration {k} among "
+                                f"{', '.join(map(str, samples))}; the newest file of each tensor across them was "
+                                "taken: choose one with --gt-sample K"]
+    mixed = gt.mixed_folders()
+    notes = [f"ground truth: {mixed} tensors have files in several folders; the newest of each was taken"] \
+        if mixed else []
+    return dict(gt.files), notes
 
 
 def paired_runs(
@@ -495,6 +555,7 @@ def paired_runs(
     model_name: str | None = None,
     model_id: int | None = None,
     data_index: int | None = None,
+    gt_sample: int | None = None,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
     `quant_json`; by name without; by file name against another device dump)."""
@@ -525,11 +586,13 @@ def paired_runs(
                                     f"select one with the run options")
             pairs = pair_device_to_device(_device_ops(group), _device_ops(match[0]))
         else:
-            pairs = pair_with_ground_truth(_device_ops(group), dict(right_index.ground_truth.files), graph)
+            gt_files, notes = _sample_ground_truth(group, right_index, gt_sample)
+            pairs = pair_with_ground_truth(_device_ops(group), gt_files, graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
-        runs.append(PairedRun(group.key.describe(), pairs, device_vs_device, None if device_vs_device else graph))
+        runs.append(PairedRun(group.key.describe(), pairs, device_vs_device, None if device_vs_device else graph,
+                              [] if device_vs_device else notes))
     return runs
 
 
@@ -549,6 +612,7 @@ def compare_runs(
     threads: int = 0,
     quiet: bool = True,
     precise: bool = False,
+    gt_sample: int | None = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -558,7 +622,7 @@ def compare_runs(
     """
     algos = parse_algorithms(algorithms)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
-                       model_name=model_name, model_id=model_id, data_index=data_index)
+                       model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample)
     sides = _Sides(custom)
     results = []
     for run in runs:
@@ -566,8 +630,27 @@ def compare_runs(
         if run.graph is not None:
             rows = _graph_rows(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
-                                        ground_truth_has_address=run.device_vs_device))
+                                        ground_truth_has_address=run.device_vs_device, notes=run.notes,
+                                        constant_files=_constant_files(right)))
     return results
+
+
+def _constant_files(right: str | os.PathLike[str]) -> frozenset[str]:
+    """The files `dumpcmp golden --include-constants` marked as weights/constants in its golden_index.csv files."""
+    from .golden import CONSTANT_MARK, INDEX_NAME, read_golden_index
+
+    root = Path(right)
+    if not root.is_dir():
+        return frozenset()
+    found: set[str] = set()
+    for index in [root / INDEX_NAME, *sorted(root.glob(f"*/{INDEX_NAME}"))]:
+        if index.is_file():
+            try:
+                records = read_golden_index(index)
+            except DumpcmpError:
+                continue
+            found |= {os.path.abspath(index.parent / r.file) for r in records if r.file and CONSTANT_MARK in r.note}
+    return frozenset(found)
 
 
 def compare(left: str | os.PathLike[str], right: str | os.PathLike[str], **options: Any) -> ComparisonResult:

@@ -51,8 +51,9 @@ import io
 import json
 import os
 import re
+import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -249,6 +250,38 @@ def _subgraph_outer_names(node: Any) -> set[str]:
         for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
             used |= walk(g)
     return used
+
+
+def subgraph_note(node: Any) -> str:
+    """For a node with subgraphs (If/Loop/Scan): which values inside them are not exposed, precisely."""
+    parts = []
+    for attr in node.attribute:
+        for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+            inner = [o for n in g.node for o in n.output if o]
+            if inner:
+                shown = ", ".join(inner[:8]) + (f", ... ({len(inner)} in all)" if len(inner) > 8 else "")
+                parts.append(f"{attr.name}: {shown}")
+    if not parts:
+        return ""
+    return ("outputs inside its subgraphs are not exposed (onnxruntime fetches graph-level values only; the "
+            f"{node.op_type}'s own outputs are): " + "; ".join(parts))
+
+
+CONSTANT_MARK = "constant (weights only)"
+CONSTANT_NOTE = f"{CONSTANT_MARK}: not written; --include-constants writes it"
+
+
+def constant_tensors(graph: Any) -> set[str]:
+    """Tensors whose values come from the weights alone: initializers, Constant nodes, and the outputs of nodes
+    (without subgraphs) all of whose inputs are such tensors. A compiler folds them; they are no layer's output."""
+    const = {t.name for t in graph.initializer}
+    for node in execution_order(graph):
+        ins = [x for x in node.input if x]
+        if node.op_type == "Constant" or (ins and all(x in const for x in ins) and not any(
+                attr.HasField("g") or len(attr.graphs) for attr in node.attribute)
+                and not node.op_type.startswith("Random")):
+            const.update(o for o in node.output if o)
+    return const
 
 
 def execution_order(graph: Any, model_path: Path | str = "model") -> list[Any]:
@@ -453,7 +486,7 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
             array = np.load(p, allow_pickle=False)
         except (ValueError, OSError) as error:
             raise ConfigError(f"{p}: not a readable .npy file: {error}") from error
-        return check_input(mi, np.ascontiguousarray(array), str(p))
+        return check_input(mi, np.require(array, requirements="C"), str(p))
     if p.suffix.lower() != ".bin":
         raise ConfigError(f"{p}: input {mi.name!r}: give a .npy or .bin file, or an image with --preprocess "
                           "SCRIPT for this input")
@@ -549,7 +582,7 @@ def preprocess_image(fn: Callable[..., Any], image: Path, mi: ModelInput, script
             raise ConfigError(f"{script}: get_image({str(image)!r}) returned {array.dtype}, input {mi.name!r} "
                               f"needs {mi.dtype}; convert in the script")
         array = array.astype(mi.dtype)
-    return check_input(mi, np.ascontiguousarray(array), f"{script}: get_image({str(image)!r})")
+    return check_input(mi, np.require(array, requirements="C"), f"{script}: get_image({str(image)!r})")
 
 
 @dataclass
@@ -633,8 +666,61 @@ def _split_named(items: Sequence[str], names: Sequence[str], what: str) -> tuple
     return named, unnamed
 
 
+def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """`--shape NAME=D,D,...` values (also `NAME=[D,D]`, `NAME=` or `NAME=[]` for a scalar) -> name -> dims."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items:
+        name, sep, dims = item.rpartition("=")
+        text = dims.strip().strip("[]()").replace(" ", "")
+        try:
+            shape = tuple(int(d) for d in text.split(",") if d) if sep else None
+        except ValueError:
+            shape = None
+        if not name or shape is None or any(d < 0 for d in shape):
+            raise ConfigError(f"--shape {item!r}: write NAME=D,D,... (e.g. x=1,3,224,224)")
+        out[name] = shape
+    return out
+
+
+def apply_shapes(inputs: Sequence[ModelInput], shapes: Mapping[str, Sequence[int]], where: str) -> list[ModelInput]:
+    """The model inputs with the free dimensions `shapes` fills in; a fixed dimension must match."""
+    by_name = {mi.name: mi for mi in inputs}
+    unknown = [n for n in shapes if n not in by_name]
+    if unknown:
+        raise ConfigError(f"{where}: --shape {unknown[0]}=...: the model has no input {unknown[0]!r}; its inputs: "
+                          f"{', '.join(by_name) or '(none)'}")
+    out = []
+    for mi in inputs:
+        if mi.name not in shapes:
+            out.append(mi)
+            continue
+        dims = tuple(int(d) for d in shapes[mi.name])
+        if mi.shape is not None and (len(mi.shape) != len(dims) or any(
+                isinstance(d, int) and d != g for d, g in zip(mi.shape, dims))):
+            raise ConfigError(f"{where}: --shape {mi.name}={','.join(map(str, dims))} does not fit the input "
+                              f"{mi.name!r} {mi.describe()}")
+        out.append(replace(mi, shape=dims))
+    return out
+
+
+def free_dims_note(plans: Sequence[InputPlan]) -> str:
+    """The random inputs whose free dimensions were set to 1, for an error message ('' when none)."""
+    free = [p.input for p in plans if p.random and p.input.shape is not None
+            and any(not isinstance(d, int) for d in p.input.shape)]
+    return ", ".join(f"{mi.name} {mi.describe()}" for mi in free)
+
+
+def _with_free_dims_hint(error: DumpcmpError, plans: Sequence[InputPlan]) -> DumpcmpError:
+    free = free_dims_note(plans)
+    if not free or isinstance(error, ConfigError) and "--shape" in str(error):
+        return error
+    return ConfigError(f"{error}; the random inputs' free dimensions were set to 1 ({free}): give their sizes "
+                       "with --shape NAME=D,D,...")
+
+
 def plan_inputs(model_path: str | os.PathLike[str], sources: Sequence[str] = (), preprocess: Sequence[str] = (),
-                seed: int | None = None) -> tuple[list[InputPlan], int]:
+                seed: int | None = None,
+                shapes: Mapping[str, Sequence[int]] | None = None) -> tuple[list[InputPlan], int]:
     """Assign `-i` sources and `--preprocess` scripts to the model's inputs, and count the samples.
 
     A source is `PATH` or `NAME=PATH`; PATH a `.npy`/`.bin` file, an image (needs a script), a folder (its files,
@@ -645,7 +731,7 @@ def plan_inputs(model_path: str | os.PathLike[str], sources: Sequence[str] = (),
     Every input with several files must have the same number; one file is reused for every sample.
     """
     model = load_model(Path(model_path))
-    inputs = model_inputs(model)
+    inputs = apply_shapes(model_inputs(model), shapes or {}, str(model_path))
     names = [mi.name for mi in inputs]
     plans = {mi.name: InputPlan(mi) for mi in inputs}
     where = str(model_path)
@@ -758,14 +844,31 @@ def _same(a: Any, b: Any) -> bool:
 def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray] | None,
                 out_dir: str | os.PathLike[str], *, seed: int | None = None,
                 batch_bytes: int = DEFAULT_BATCH_BYTES, check: bool = True, force: bool = False,
-                sources: Mapping[str, str] | None = None, _external_strategy: str | None = None) -> GoldenRun:
+                sources: Mapping[str, str] | None = None, include_constants: bool = False,
+                _external_strategy: str | None = None) -> GoldenRun:
     """Run the ONNX model on `inputs` (name -> array; inputs left out get random data when `seed` is given) and
     write every op output to `out_dir` as `{op_name}.{output_index}.{timestamp}.npy`, with `golden_index.csv`.
 
     `batch_bytes` bounds the outputs held at once (see the module doc). `check`: make a plain run first and
     require every batch's final outputs to equal it. A folder that already has a golden index is refused unless
-    `force`. `sources` (name -> description) only goes into golden_run.json.
+    `force`. `sources` (name -> description) only goes into golden_run.json. Outputs computed from the weights
+    alone (`constant_tensors`) are not written unless `include_constants`: their index rows say so.
     """
+    out = Path(out_dir)
+    created = not out.exists()
+    try:
+        return _dump_golden(model_path, inputs, out, seed=seed, batch_bytes=batch_bytes, check=check, force=force,
+                            sources=sources, include_constants=include_constants,
+                            _external_strategy=_external_strategy)
+    except BaseException:
+        if created:  # a failed run leaves no folder behind that it made itself
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray] | None, out: Path, *,
+                 seed: int | None, batch_bytes: int, check: bool, force: bool, sources: Mapping[str, str] | None,
+                 include_constants: bool, _external_strategy: str | None) -> GoldenRun:
     onnx, ort = _require_onnx()
     path = Path(model_path)
     model = load_model(path)
@@ -782,7 +885,8 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     source_notes = dict(sources or {})
     for mi in declared:
         if mi.name in given:
-            feeds[mi.name] = check_input(mi, np.ascontiguousarray(given[mi.name]), f"input {mi.name!r}")
+            feeds[mi.name] = check_input(mi, np.require(given[mi.name], requirements="C"),
+                                         f"input {mi.name!r}")
             source_notes.setdefault(mi.name, "array")
         elif rng is not None:
             feeds[mi.name] = random_input(mi, rng)
@@ -791,12 +895,11 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
             raise ConfigError(f"{path}: input {mi.name!r} ({mi.describe()}) has no data; give it, or a seed for "
                               "random data")
 
-    out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out}: exists and is not a folder")
     if (out / INDEX_NAME).exists() and not force:
         raise ConfigError(f"{out}: already holds ground truth ({INDEX_NAME}); choose a new folder or use --force "
-                          "(the new files get later timestamps, so they win)")
+                          "(force=True in Python; the new files get later timestamps, so they win)")
     out.mkdir(parents=True, exist_ok=True)
 
     nodes = execution_order(model.graph, path)
@@ -826,6 +929,7 @@ def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, f
         name, note = namer(mi.name)
         records.append(GoldenRecord(len(records), mi.name, name, INPUT_OP_TYPE, 0, mi.name, note=note))
     pending: list[tuple[GoldenRecord, int | None]] = []  # exposable outputs with their estimated size
+    constants = constant_tensors(model.graph)
     for node in nodes:
         op_name = node.name
         naming_note = ""
@@ -833,13 +937,19 @@ def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, f
             op_name = next((o for o in node.output if o), f"{node.op_type}_unnamed")
             naming_note = "node has no name: named after its first output"
         file_name, note = namer(op_name)
-        note = "; ".join(n for n in (naming_note, note) if n)
+        note = "; ".join(n for n in (naming_note, note, subgraph_note(node)) if n)
         for index, tensor in enumerate(node.output):
             rec = GoldenRecord(len(records), op_name, file_name, node.op_type, index, tensor, note=note)
             records.append(rec)
             if not tensor:
                 rec.note = _join_note(rec.note, "optional output not produced by this node")
                 continue
+            if tensor in constants:
+                if include_constants:
+                    rec.note = _join_note(rec.note, CONSTANT_MARK)
+                else:
+                    rec.note = _join_note(rec.note, CONSTANT_NOTE)
+                    continue
             kind = _not_a_tensor(types.get(tensor))
             if kind:
                 rec.note = _join_note(rec.note, f"{kind} output: not a tensor, not written")
@@ -940,17 +1050,29 @@ def _write(out: Path, staged: Any, rec: GoldenRecord, array: np.ndarray, base: i
 def golden_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str],
                         sources: Sequence[str] = (), preprocess: Sequence[str] = (), *, seed: int | None = None,
                         batch_bytes: int = DEFAULT_BATCH_BYTES, check: bool = True,
-                        force: bool = False) -> list[GoldenRun]:
+                        force: bool = False, include_constants: bool = False,
+                        shapes: Mapping[str, Sequence[int]] | None = None) -> list[GoldenRun]:
     """What `dumpcmp golden` does: plan the inputs (see `plan_inputs`) and dump every sample; one sample goes to
     `out_dir`, several to `out_dir/0`, `out_dir/1`, ... (like the device side's data_index folders)."""
-    plans, count = plan_inputs(model_path, sources, preprocess, seed)
+    plans, count = plan_inputs(model_path, sources, preprocess, seed, shapes)
+    top = Path(out_dir)
+    created = not top.exists()
     runs = []
-    for k in range(count):
-        feeds = load_sample(plans, k, seed)
-        target = Path(out_dir) if count == 1 else Path(out_dir) / str(k)
-        described = {p.input.name: p.describe(k) for p in plans}
-        runs.append(dump_golden(model_path, feeds, target, seed=seed, batch_bytes=batch_bytes, check=check,
-                                force=force, sources=described))
+    try:
+        for k in range(count):
+            feeds = load_sample(plans, k, seed)
+            target = top if count == 1 else top / str(k)
+            described = {p.input.name: p.describe(k) for p in plans}
+            runs.append(dump_golden(model_path, feeds, target, seed=seed, batch_bytes=batch_bytes, check=check,
+                                    force=force, sources=described, include_constants=include_constants))
+    except DumpcmpError as error:
+        if created:
+            shutil.rmtree(top, ignore_errors=True)
+        raise _with_free_dims_hint(error, plans) from error
+    except BaseException:
+        if created:  # a failed run leaves no folder behind that it made itself
+            shutil.rmtree(top, ignore_errors=True)
+        raise
     return runs
 
 

@@ -79,7 +79,10 @@ MAX_FILE_NAME = 255
 #: The mapping table of hashed names, in the folder that holds the hashed files.
 MAPPING_FILE = "mapping.csv"
 #: Files of a dump folder that are not dumps and are not reported as skipped.
-BOOKKEEPING_FILES = frozenset({MAPPING_FILE, "convert_failed_file_list.txt"})
+#: Files the tools write beside the dumps (not dumps, never reported as skipped): the hash mapping, convert's
+#: failure list, `dumpcmp golden`'s index and run record, `dumpcmp simulate`'s graph JSON (its default name).
+BOOKKEEPING_FILES = frozenset({MAPPING_FILE, "convert_failed_file_list.txt", "golden_index.csv", "golden_run.json",
+                               "model.json"})
 #: Task type numbers of the FFTS+ suffix (msaccucmp's table).
 TASK_TYPES = {"0": "AICORE", "1": "AICPU", "2": "DEBUG", "3": "HCCL", "4": "FFTSPLUS"}
 

@@ -236,6 +236,28 @@ class GroundTruthIndex:
     def __iter__(self) -> Iterator[GroundTruthEntry]:
         return iter(self.files.values())
 
+    def by_sample(self, root: str) -> dict[int, GroundTruthIndex]:
+        """The ground truth of each sample when the tree under `root` keeps samples in `{k}/` folders (what
+        `dumpcmp golden` writes for several samples): k -> that folder's index, newest winning inside it only."""
+        groups: dict[int, list[GroundTruthEntry]] = {}
+        for e in list(self.files.values()) + self.superseded:
+            parts = os.path.relpath(e.path, root).split(os.sep)
+            if len(parts) > 1 and parts[0].isdigit() and parts[0].isascii():
+                groups.setdefault(int(parts[0]), []).append(e)
+        out = {}
+        for k, entries in sorted(groups.items()):
+            idx = GroundTruthIndex()
+            idx._add_all(entries)
+            out[k] = idx
+        return out
+
+    def mixed_folders(self) -> int:
+        """How many tensors have candidates in more than one folder (the newest wins across them)."""
+        folders: dict[str, set[str]] = {}
+        for e in list(self.files.values()) + self.superseded:
+            folders.setdefault(e.name.key, set()).add(os.path.dirname(e.path))
+        return sum(1 for f in folders.values() if len(f) > 1)
+
     def _add_all(self, entries: Iterable[GroundTruthEntry]) -> None:
         entries = list(entries)
         best = naming.newest_by_key(entries, key=lambda e: e.name.key, timestamp=lambda e: e.name.timestamp,

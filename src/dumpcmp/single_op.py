@@ -28,14 +28,40 @@ from .pairing import TensorPair
 __all__ = ["compare_op", "find_pair"]
 
 
-def find_pair(pairs: list[TensorPair], op_name: str, kind: str, index: int) -> TensorPair:
-    """The row of `op_name`'s `kind` `index`; NotFoundError with the closest names or the tensors the op has."""
+def find_pair(pairs: list[TensorPair], op_name: str, kind: str, index: int,
+              graph_originals: dict[str, tuple[str, ...]] | None = None) -> TensorPair:
+    """The row of `op_name`'s `kind` `index`; `op_name` is a device op's name, or an original (ONNX) op's name,
+    a member of a fused op too (`graph_originals`: device op -> its original op names, from the graph JSON).
+    NotFoundError with the closest names (originals shown with their device op) or the tensors the op has."""
     names = {p.npu_op for p in pairs if p.npu_op is not None}
     wanted = op_name if op_name in names else next((n for n in names if sanitize(n) == sanitize(op_name)), None)
+    # an original (ONNX) name: the device op that stands for it, a fused op too
+    originals: dict[str, set[str]] = {}
+    for p in pairs:
+        if p.npu_op is not None and str(p.relation) != "Inserted":  # a compiler-inserted Cast only carries it
+            for o in p.ground_truth_ops or ():
+                originals.setdefault(o, set()).add(p.npu_op)
+    for device_op, members in (graph_originals or {}).items():
+        if device_op in names:
+            for o in members:
+                originals.setdefault(o, set()).add(device_op)
     if wanted is None:
-        close = difflib.get_close_matches(op_name, sorted(names), n=5, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(names)} device ops were dumped)"
-        raise NotFoundError(f"no device op named {op_name!r}{hint}")
+        hits = originals.get(op_name) or next((v for k, v in originals.items() if sanitize(k) == sanitize(op_name)),
+                                              set())
+        if len(hits) == 1:
+            wanted = next(iter(hits))
+        elif len(hits) > 1:
+            raise NotFoundError(f"{op_name!r} is an original op of several device ops: {', '.join(sorted(hits))}; "
+                                "give one of them")
+    if wanted is None:
+        shown = {n: n for n in names}
+        for o, ops in originals.items():
+            if o not in shown and len(ops) == 1 and next(iter(ops)) != o:
+                shown[o] = f"{o} (in {next(iter(ops))})"
+        close = difflib.get_close_matches(op_name, sorted(shown), n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(shown[c] for c in close)}?" if close else \
+            f" ({len(names)} device ops were dumped)"
+        raise NotFoundError(f"no device op named {op_name!r} (nor an original op of one){hint}")
     mine = [p for p in pairs if p.npu_op == wanted]
     for p in mine:
         if p.kind == kind and p.index == index:
@@ -70,7 +96,13 @@ def compare_op(
         names = "\n  ".join(r.run for r in runs)
         raise DumpcmpError(f"{left} holds {len(runs)} runs; select one with --device/--model/--iteration:\n  {names}")
     run = runs[0]
-    pair = find_pair(run.pairs, op_name, kind, index)
+    graph_originals = None
+    if fusion_json is not None:
+        from .graph import load_graph
+
+        graph_originals = {op.name: tuple(op.original_op_names or ()) for op in load_graph(fusion_json).ops
+                           if not op.is_inserted}
+    pair = find_pair(run.pairs, op_name, kind, index, graph_originals)
     if pair.skip_reason:
         raise DumpcmpError(f"{pair.tensor_index}: not compared: {pair.skip_reason}")
     if pair.npu_ref is not None and pair.npu_ref.dump is None:

@@ -66,6 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_file(positional: str | None, option: str | None) -> str:
+    """The file given either as the first argument or with -i/--input (view and shape take it both ways)."""
+    from ..errors import ConfigError
+
+    if positional is not None and option is not None and positional != option:
+        raise ConfigError(f"two files given ({positional} and -i {option}); give one")
+    if positional is None and option is None:
+        raise ConfigError("no dump file: give it as the first argument or with -i FILE")
+    return positional if positional is not None else option  # type: ignore[return-value]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .._io import Terminated, install_signal_cleanup, remove_leftovers
 

@@ -129,11 +129,22 @@ def run_new(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(acl_json_text(config))
         _print_to_stderr(problems)
+        _say_check_differs(problems)
         return 0
     path = write_acl_json(config, args.output, force=args.force)
     print(f"wrote {path}")
     _print_problems(problems, str(path))
+    _say_check_differs(problems)
     return 0
+
+
+def _say_check_differs(problems: Sequence[Any]) -> None:
+    """`new` writes a config for a dump_path that may only exist on the device, so a missing or read-only one is a
+    warning here; `check` (run where the application runs) makes it an error unless --remote. Say so, so that the
+    two never seem to disagree."""
+    if any("dump_path" in str(p) and ("does not exist" in str(p) or "writable" in str(p)) for p in problems):
+        print("note: `dumpcmp acl-json check` reports this dump_path as an error on this machine; pass it --remote "
+              "when the path is on the device", file=sys.stderr)
 
 
 def _print_to_stderr(problems: Sequence[Any]) -> None:

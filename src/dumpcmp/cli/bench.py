@@ -66,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--repeats", type=int, default=5, help="timed runs per measurement (default 5)")
         q.add_argument("--json", metavar="FILE", help="write the results and the machine's description here")
         q.add_argument("--plot", metavar="FILE.png", help="bar chart of GB/s (needs matplotlib: dumpcmp[plot])")
-        q.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+        q.add_argument("--quiet", action="store_true", help="no progress bar (-q is compare's quantization file)")
         q.set_defaults(run=run)
 
     q = kinds.add_parser("layouts", help="layout conversions (decode and encode) against memcpy, a memory read "

@@ -14,9 +14,22 @@ from pathlib import Path
 from . import count, positive
 
 
+EPILOG = """\
+samples and iterations: a ground truth written by `dumpcmp golden` for several samples (DIR/0, DIR/1, ...) pairs
+sample k with iteration (data_index) k; --gt-sample K takes folder K for every iteration. The summary says which.
+
+examples:
+  dumpcmp compare -l dump/ -r golden/ -f dump/model.json -o result.csv
+  dumpcmp compare -l dump/ -r golden/ -f model.json --iteration 1 --threshold 0.995
+  dumpcmp compare -l dump/ -r golden/ -f model.json -alg 0,1,7 --extra -o result.csv --force
+  dumpcmp compare -l dump/ -r golden/ -f model.json -d conv1 -t output -i 0 -o detail/
+  dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
+"""
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare device dumps with ground truth, operator by operator",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-l", "--left", required=True, metavar="DIR", help='"My Output": the device dump folder or tree')
     p.add_argument("-r", "--right", required=True, metavar="DIR",
                    help='"Ground Truth": a folder of {op}.{index}.{timestamp}.npy files, or another device dump')
@@ -40,6 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", dest="model_name", help="select the model name")
     p.add_argument("--model-id", type=int, help="select the model id")
     p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    p.add_argument("--gt-sample", type=count, default=None, metavar="K",
+                   help="compare every iteration with the ground truth's sample folder K/ (default: iteration k "
+                        "with folder k/, as golden writes several samples)")
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
@@ -94,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
-                           quiet=args.quiet, precise=args.precise, **selection)
+                           quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, **selection)
     several = len(results) > 1
     paths = [_result_path(args.output, args.csv, result.run, several) for result in results]
     if not args.force:

@@ -34,30 +34,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="preprocessing script with get_image() per image input (NAME=SCRIPT, or in input order; "
                         "a,b.py lists allowed)")
     p.add_argument("--seed", type=int, default=None, help="random data for inputs without -i")
+    p.add_argument("--shape", action="extend", nargs="+", default=[], metavar="NAME=D,D,...",
+                   help="sizes of an input's free dimensions for random data (e.g. x=1,3,224,224)")
+    p.add_argument("--include-constants", action="store_true",
+                   help="also write outputs computed from the weights alone (Constant nodes and what folds them)")
     p.add_argument("--batch-mb", type=float, default=512,
                    help="memory for exposed outputs per onnxruntime run, MB (default 512); more runs when smaller")
     p.add_argument("--no-check", action="store_true",
                    help="skip the plain run that checks exposing outputs does not change the final outputs")
     p.add_argument("--force", action="store_true", help="write into a folder that already has ground truth")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
-    from ..golden import golden_from_sources
+    from ..golden import CONSTANT_NOTE, golden_from_sources, parse_shapes
 
     if args.batch_mb <= 0:
         raise ConfigError(f"--batch-mb {args.batch_mb}: must be positive")
     runs = golden_from_sources(args.model, args.output, args.inputs, args.preprocess, seed=args.seed,
                                batch_bytes=int(args.batch_mb * 1024 * 1024), check=not args.no_check,
-                               force=args.force)
-    for r in runs:
+                               force=args.force, include_constants=args.include_constants,
+                               shapes=parse_shapes(args.shape))
+    for r in [] if args.quiet else runs:
         written = r.written
         ops = len({rec.op_name for rec in written})
-        skipped = [rec for rec in r.records if not rec.file]
+        constants = [rec for rec in r.records if not rec.file and CONSTANT_NOTE in rec.note]
+        skipped = [rec for rec in r.records if not rec.file and CONSTANT_NOTE not in rec.note]
         print(f"{r.out_dir}: {len(written)} tensors of {ops} ops in {len(r.batches)} run"
               f"{'s' * (len(r.batches) != 1)}" + (", final outputs equal to a plain run" if r.checked else ""))
+        if constants:
+            print(f"  {len(constants)} constant outputs (weights only) not written; --include-constants writes them")
         for rec in skipped:
             print(f"  skipped {rec.op_name}:{rec.output_index} ({rec.op_type}): {rec.note}")
+        inside = {rec.op_name: rec for rec in r.records if "inside its subgraphs" in rec.note}
+        for rec in inside.values():
+            print(f"  {rec.op_name} ({rec.op_type}): {rec.note[rec.note.index('outputs inside'):]}")
         print(f"  index: {r.index_path}")
     return 0

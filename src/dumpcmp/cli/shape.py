@@ -1,4 +1,4 @@
-"""`dumpcmp shape -i DUMP_FILE -format FMT -o DIR`: a dump's tensors converted from their device layout to FMT, one
+"""`dumpcmp shape -i DUMP_FILE -format FMT -o DIR` (or the file as the first argument, as `dumpcmp view` takes it): a dump's tensors converted from their device layout to FMT, one
 `.npy` each, named `{dump_file_name}.{output|input}.{index}.{1x3x224x224}.npy` (the original tool's
 shape_conversion). Values keep the dump's dtype (bf16 and the 8/6/4-bit floats as float32)."""
 
@@ -26,7 +26,8 @@ examples:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("shape", help="convert a dump's tensors to another layout (.npy)", description=__doc__,
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-i", "--input", required=True, metavar="DUMP_FILE", help="the NPU dump file")
+    p.add_argument("dump", metavar="DUMP_FILE", nargs="?", help="the NPU dump file (or -i DUMP_FILE)")
+    p.add_argument("-i", "--input", metavar="DUMP_FILE", help="the NPU dump file (the original tool's flag)")
     p.add_argument("-format", "--format", required=True, metavar="FMT", help="target format: NCHW, NHWC, ND, ...")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the .npy files (created)")
     p.add_argument("-shape", "--shape", metavar="D,D,..", help="target shape, e.g. 1,3,224,224")
@@ -41,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..convert import shape_convert
+    from . import one_file
+
+    args.input = one_file(args.dump, args.input)
 
     written = shape_convert(args.input, args.format, args.output, shape=args.shape, tensor=args.tensor,
                             index=args.index, custom=args.custom, padded=args.padded, force=args.force)

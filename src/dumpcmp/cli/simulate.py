@@ -37,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--preprocess", action="extend", nargs="+", default=[], metavar="SCRIPT",
                    help="preprocessing script with get_image() per image input")
     p.add_argument("--seed", type=int, default=None, help="random data for inputs without -i")
+    p.add_argument("--shape", action="extend", nargs="+", default=[], metavar="NAME=D,D,...",
+                   help="sizes of an input's free dimensions for random data (e.g. x=1,3,224,224)")
     p.add_argument("-o", "--output", default=None, metavar="DIR",
                    help="dump path (default: the acl.json's dump_path)")
     p.add_argument("--acl-json", default=None, metavar="FILE", help="dump configuration (checked first)")
@@ -48,11 +50,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json-out", default=None, metavar="FILE", help="graph JSON path (default DIR/model.json)")
     p.add_argument("--batch-mb", type=float, default=512,
                    help="memory for exposed tensors per onnxruntime run, MB (default 512)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
+    from ..golden import parse_shapes
     from ..simulate import simulate_from_sources
 
     if args.batch_mb <= 0:
@@ -60,11 +64,14 @@ def run(args: argparse.Namespace) -> int:
     if args.device_id < 0 or args.model_id < 0:
         raise ConfigError("--device-id and --model-id must not be negative")
     r = simulate_from_sources(args.model, args.output, args.inputs, args.preprocess, seed=args.seed,
+                              shapes=parse_shapes(args.shape),
                               precision=args.precision, acl_json=args.acl_json, dump_mode=args.dump_mode,
                               device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
                               json_out=args.json_out, batch_bytes=int(args.batch_mb * 1024 * 1024))
     for note in r.notes:
         print(f"dumpcmp: warning: {note}", file=sys.stderr)
+    if args.quiet:
+        return 0
     fused = ", ".join("+".join(chain) for chain in r.fused) or "none"
     print(f"{r.precision} simulation of {r.model_name}: {len(r.files)} dump files ({r.mode}) of "
           f"{len(r.dumped_ops)} ops, {len(r.sample_dirs)} sample{'s' * (len(r.sample_dirs) != 1)}")

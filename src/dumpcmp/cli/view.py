@@ -1,4 +1,4 @@
-"""`dumpcmp view DUMP_FILE -o DIR [--txt]`: what a dump holds, and each input and output as
+"""`dumpcmp view DUMP_FILE -o DIR [--txt]` (or `-i DUMP_FILE`, as `dumpcmp shape` takes it): what a dump holds, and each input and output as
 `{dump_file_name}.{kind}.{i}.npy` in its stored layout; with --txt also `.txt` with one value a line, written
 exactly (%.5g float16, %.9g float32, %.17g float64, integers as integers)."""
 
@@ -10,7 +10,8 @@ import argparse
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("view", help="a dump's tensors as .npy (and text) files, with a summary",
                        description=__doc__)
-    p.add_argument("dump", metavar="DUMP_FILE", help="the dump file")
+    p.add_argument("dump", metavar="DUMP_FILE", nargs="?", help="the dump file (or -i DUMP_FILE)")
+    p.add_argument("-i", "--input", metavar="DUMP_FILE", help="the dump file, as `dumpcmp shape -i` takes it")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the files (created)")
     p.add_argument("--txt", action="store_true", help="also write one value a line")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
@@ -27,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from ..convert import view
     from ..dump import open_dump
 
+    from . import one_file
+
+    args.dump = one_file(args.dump, args.input)
     written = view(args.dump, args.output, txt=args.txt, force=args.force)
     dump = open_dump(args.dump)
     files: dict[tuple[str, int], list[str]] = {}

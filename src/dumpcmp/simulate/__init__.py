@@ -49,7 +49,7 @@ from ..dump import TensorData, write_dump
 from ..errors import ConfigError, DumpcmpError, NotFoundError
 from ..naming import build_device_dump_name, safe_file_name, sanitize
 from ._device import DeviceGraph, Output, SimOp, Value, encode
-from ._lower import Lowered, check_supported, lower_fp16, name_nodes, quantize_int8
+from ._lower import Lowered, check_supported, constants_to_initializers, fold_conv_bn, lower_fp16, name_nodes, quantize_int8
 
 __all__ = ["PRECISIONS", "DumpConfig", "SimulateResult", "lower_model", "read_acl_config", "simulate",
            "simulate_from_sources"]
@@ -172,9 +172,9 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
 
     if precision not in PRECISIONS:
         raise ConfigError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
-    source = model
+    source, _ = fold_conv_bn(constants_to_initializers(model))
     if precision == "int8":
-        source = quantize_int8(model, samples, where)
+        source = quantize_int8(source, samples, where)
     try:
         return lower_fp16(source, value_types(source, samples[0]), precision)
     except DumpcmpError:
@@ -326,7 +326,8 @@ def _check_samples(model: Any, samples: Sequence[Mapping[str, np.ndarray]] | Non
         feeds: dict[str, np.ndarray] = {}
         for mi in declared:
             if mi.name in sample:
-                feeds[mi.name] = check_input(mi, np.ascontiguousarray(sample[mi.name]), f"sample {k}")
+                feeds[mi.name] = check_input(mi, np.require(sample[mi.name], requirements="C"),
+                                             f"sample {k}")
             elif rng is not None:
                 feeds[mi.name] = random_input(mi, rng)
             else:
@@ -376,9 +377,10 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     lowered = lower_model(model, precision, feeds, str(path))
     low_types = value_types(lowered.model, feeds[0])
     graph = DeviceGraph(model, lowered, low_types, feeds[0], name)
-    notes = list(config.notes)
+    notes = list(config.notes) + lowered.findings
     ops = _select(graph, config.layers, notes, str(acl_json or path))
 
+    made_dump_path = not config.dump_path.exists()
     run_dir, _ = _time_folder(config.dump_path, now)
     model_dir = run_dir / str(int(device_id)) / sanitize(name) / str(int(model_id))
     writer = _Writer(graph, lowered, config.mode, path, batch_bytes)
@@ -399,7 +401,7 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
             files += writer.run_sample(ops, sample, folder, next_stamp, sizes)
     except BaseException:
         # the time folder is this run's own: a failed run leaves no half-written dumps behind
-        shutil.rmtree(run_dir, ignore_errors=True)
+        shutil.rmtree(config.dump_path if made_dump_path else run_dir, ignore_errors=True)
         raise
 
     json_path = Path(json_out) if json_out is not None else config.dump_path / DEFAULT_JSON_NAME
@@ -410,13 +412,16 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
 
 def simulate_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None,
                           sources: Sequence[str] = (), preprocess: Sequence[str] = (), *, seed: int | None = None,
-                          **options: Any) -> SimulateResult:
+                          shapes: Mapping[str, Sequence[int]] | None = None, **options: Any) -> SimulateResult:
     """What `dumpcmp simulate` does: the `-i` sources and `--preprocess` scripts are read as `dumpcmp golden`
     reads them (`golden.plan_inputs`), every sample becoming one data_index."""
-    from ..golden import load_sample, plan_inputs
+    from ..golden import _with_free_dims_hint, load_sample, plan_inputs
 
     if not Path(model_path).is_file():
         raise NotFoundError(f"{model_path}: no such model file")
-    plans, count = plan_inputs(model_path, sources, preprocess, seed)
+    plans, count = plan_inputs(model_path, sources, preprocess, seed, shapes)
     samples = [load_sample(plans, k, seed) for k in range(count)]
-    return simulate(model_path, out_dir, samples=samples, seed=seed, **options)
+    try:
+        return simulate(model_path, out_dir, samples=samples, seed=seed, **options)
+    except DumpcmpError as error:
+        raise _with_free_dims_hint(error, plans) from error

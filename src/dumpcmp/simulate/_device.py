@@ -6,8 +6,8 @@ What the compiler does that is imitated here (spec: fusion-json.md):
   `_datadump_original_op_names` and say in their output_desc which original tensor they hold.
 - Conv+BatchNormalization(+Relu) and Conv+Relu chains become one `Conv2D` op named by concatenating the originals'
   names, listing them in `_datadump_original_op_names`; its output is the chain's last op's output (the value of
-  that op in the lower-precision run). The fused op's inputs are the Conv's (the device folds the BatchNorm
-  parameters into the Conv's weights and bias; the Conv's own, unfolded ones are what gets dumped).
+  that op in the lower-precision run). The fused op's inputs are the Conv's, with the BatchNorm parameters
+  folded into its weights and bias in float32 before the cast to float16 (`_lower.fold_conv_bn`), as compiled.
 - Quantized models: an activation QuantizeLinear becomes an `AscendQuant` op (int8 output), an activation
   DequantizeLinear an `AscendDequant` op whose output_desc points at the original tensor that was quantized; a
   weight's DequantizeLinear disappears and the consuming op reads the int8 weight (a Const), as on the device.
@@ -115,7 +115,7 @@ def plain_format(layout: str, rank: int) -> str:
 def encode(array: np.ndarray, layout_name: str, groups: int = 1) -> np.ndarray:
     """`array` (plain, framework order) in the device layout, C0 by dtype."""
     if layout_name in ("ND", "NCHW"):
-        return np.ascontiguousarray(array)
+        return np.require(array, requirements="C")
     src = "ND" if layout_name == "FRACTAL_NZ" else "NCHW"
     return L.convert(array, src, layout_name, groups=groups)
 
@@ -184,6 +184,12 @@ class DeviceGraph:
         self._chain_end: dict[str, tuple[str, int]] = {}
         self._const: dict[str, tuple[str, int]] = {}
         self._orig_outputs = {node_name(n): list(n.output) for n in original.graph.node}
+        from ..golden import constant_tensors
+
+        consts = constant_tensors(original.graph)
+        # nodes computed from the weights alone: the compiler folds them into Const data, never run or dumped
+        self._folded = {node_name(n) for n in original.graph.node
+                        if any(o for o in n.output) and all(o in consts for o in n.output if o)}
         self._orig_elem = self._original_elem_types()
         self.fused: list[list[str]] = []
         self._build()
@@ -407,7 +413,7 @@ class DeviceGraph:
             else:
                 name = self._unique(node.name)
                 op_type, originals = DEVICE_TYPES.get(node.op_type, node.op_type), [node.name]
-            kind = "const" if node.op_type == "Constant" else "exec"
+            kind = "const" if node.op_type == "Constant" or node.name in self._folded else "exec"
             attrs: list[dict[str, Any]] = []
             data_inputs = list(first.input)
             if node.op_type in ("QuantizeLinear", "DequantizeLinear"):

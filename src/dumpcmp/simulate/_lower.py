@@ -47,6 +47,8 @@ class Lowered:
     """graph input -> the tensor holding its float16 copy (the device's input Cast)."""
     rounded: set[str] = field(default_factory=set)
     """Original tensor names whose values are float16 in the lowered model."""
+    findings: list[str] = field(default_factory=list)
+    """Weights or constants whose finite float32 values do not fit float16 (they become inf on the device)."""
 
 
 def node_name(node: Any) -> str:
@@ -62,11 +64,175 @@ def name_nodes(model: Any) -> None:
 
 
 def check_supported(model: Any, where: str) -> None:
-    for node in model.graph.node:
-        for attr in node.attribute:
-            if attr.HasField("g") or len(attr.graphs):
-                raise ConfigError(f"{where}: node {node_name(node)!r} ({node.op_type}) has a subgraph; simulate "
-                                  "does not lower control flow (If/Loop/Scan) to fp16/int8")
+    """Nothing is refused any more: a node with subgraphs (If/Loop/Scan) is lowered as one op (see
+    `_rename_outer`); kept as the hook for a model simulate cannot lower."""
+
+
+def subgraphs(node: Any) -> list[Any]:
+    return [g for attr in node.attribute for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)]
+
+
+def _rename_outer(graph: Any, mapping: Mapping[str, str], defined: frozenset[str] = frozenset()) -> None:
+    """Point the uses of outer-scope names in `graph` (a subgraph) at `mapping`'s names, unless shadowed."""
+    local = set(defined) | {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    for n in graph.node:
+        for i, x in enumerate(n.input):
+            if x in mapping and x not in local:
+                n.input[i] = mapping[x]
+        for g in subgraphs(n):
+            _rename_outer(g, mapping, frozenset(local))
+        local.update(n.output)
+    for o in graph.output:
+        if o.name in mapping and o.name not in local:
+            # a subgraph output that is an outer value as it is: pass the float32 view through an Identity
+            ident = graph.node.add()
+            ident.op_type, ident.name = "Identity", o.name + "__dumpcmp_outer"
+            ident.input.append(mapping[o.name])
+            ident.output.append(o.name + "__dumpcmp_outer")
+            o.name = o.name + "__dumpcmp_outer"
+
+
+FP16_MAX = 65504.0
+
+
+def _const_values(graph: Any) -> dict[str, Any]:
+    """name -> TensorProto of every initializer and Constant node value of `graph`."""
+    out = {t.name: t for t in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.output:
+            for attr in n.attribute:
+                if attr.name == "value" and attr.HasField("t"):
+                    out[n.output[0]] = attr.t
+    return out
+
+
+def fold_conv_bn(model: Any) -> tuple[Any, list[tuple[str, str]]]:
+    """`model` with every BatchNormalization that follows a Conv (its only consumer, input 0) folded into the
+    Conv's weights and bias in float64, rounded once to float32, as a compiler does before lowering precision.
+    The BatchNormalization becomes an Identity of the same name and output, so names and the fused chain stay;
+    Constant nodes only the folded parameters used are dropped. Returns the model and the (conv, bn) pairs.
+    Nodes must be named (`name_nodes`)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    consts = _const_values(graph)
+    consumers: dict[str, list[tuple[Any, int]]] = {}
+    for n in graph.node:
+        for i, t in enumerate(n.input):
+            if t:
+                consumers.setdefault(t, []).append((n, i))
+    outputs = {o.name for o in graph.output}
+    producer = {o: n for n in graph.node for o in n.output if o}
+    plan = []
+    for bn in graph.node:
+        if bn.op_type != "BatchNormalization" or len(bn.input) < 5 or len([o for o in bn.output if o]) != 1:
+            continue
+        conv = producer.get(bn.input[0])
+        if conv is None or conv.op_type != "Conv" or len(conv.output) != 1 or conv.output[0] in outputs:
+            continue
+        if len(consumers.get(conv.output[0], [])) != 1 or len(conv.input) < 2:
+            continue
+        names = [conv.input[1], *(conv.input[2:3] if len(conv.input) > 2 and conv.input[2] else []), *bn.input[1:5]]
+        if not all(x in consts and consts[x].data_type in (1, 10, 11) for x in names):
+            continue
+        plan.append((conv, bn))
+    if not plan:
+        return model, []
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    by_name = {n.name: n for n in g.node}
+    taken = {t.name for t in g.initializer} | {x for n in g.node for x in list(n.input) + list(n.output)}
+    pairs = []
+    for conv0, bn0 in plan:
+        conv, bn = by_name[conv0.name], by_name[bn0.name]
+        w = numpy_helper.to_array(consts[conv.input[1]]).astype(np.float64)
+        bias = (numpy_helper.to_array(consts[conv.input[2]]).astype(np.float64)
+                if len(conv.input) > 2 and conv.input[2] else np.zeros(w.shape[0]))
+        gamma, beta, mean, var = (numpy_helper.to_array(consts[x]).astype(np.float64) for x in bn.input[1:5])
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        scale = gamma / np.sqrt(var + eps)
+        wf = (w * scale.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+        bf = ((bias - mean) * scale + beta).astype(np.float32)
+        names = []
+        for base, array in ((conv.name + "_bnfold_w", wf), (conv.name + "_bnfold_b", bf)):
+            name, k = base, 0
+            while name in taken:
+                k += 1
+                name = f"{base}_{k}"
+            taken.add(name)
+            g.initializer.append(numpy_helper.from_array(array, name))
+            names.append(name)
+        del conv.input[1:]
+        conv.input.extend(names)
+        y = bn.output[0]
+        bn.CopyFrom(helper.make_node("Identity", [bn.input[0]], [y], name=bn.name))
+        pairs.append((conv.name, bn.name))
+    used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
+    for sub_users in (_subgraph_uses(n) for n in g.node):
+        used |= sub_users
+    keep = [n for n in g.node if n.op_type != "Constant" or any(o in used for o in n.output)]
+    del g.node[:]
+    g.node.extend(keep)
+    live = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(live)
+    inputs = [vi for vi in g.input if vi.name in used or vi.name not in consts]
+    del g.input[:]
+    g.input.extend(inputs)
+    return out, pairs
+
+
+def constants_to_initializers(model: Any) -> Any:
+    """`model` with its float Constant nodes (weights exported as nodes) turned into initializers, as a compiler
+    holds them: Const data, never an executed op, and quantized as weights."""
+    import onnx
+
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    moved = []
+    for n in graph.node:
+        t = next((a.t for a in n.attribute if a.name == "value" and a.HasField("t")), None)
+        if n.op_type == "Constant" and t is not None and t.data_type == _FLOAT and n.output[0] not in outputs:
+            moved.append((n, t))
+    if not moved:
+        return model
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    names = {n.output[0] for n, _ in moved}
+    keep = [n for n in g.node if not (n.op_type == "Constant" and n.output and n.output[0] in names)]
+    for n, t in moved:
+        init = g.initializer.add()
+        init.CopyFrom(t)
+        init.name = n.output[0]
+    del g.node[:]
+    g.node.extend(keep)
+    return out
+
+
+def _subgraph_uses(node: Any) -> set[str]:
+    from ..golden import _subgraph_outer_names
+
+    return _subgraph_outer_names(node)
+
+
+def overflow_findings(model: Any, names: set[str]) -> list[str]:
+    """The weights and constants among `names` whose finite values exceed float16's range."""
+    from onnx import numpy_helper
+
+    found = []
+    for name, t in _const_values(model.graph).items():
+        if name not in names or t.data_type != _FLOAT:
+            continue
+        a = numpy_helper.to_array(t)
+        finite = a[np.isfinite(a)]
+        if finite.size and float(np.abs(finite).max()) > FP16_MAX:
+            n = int((np.abs(finite) > FP16_MAX).sum())
+            found.append(f"weight/constant {name!r} holds {n} value{'s' * (n != 1)} beyond float16's range "
+                         f"(max |x| {float(np.abs(finite).max()):.6g} > {FP16_MAX:g}): it becomes inf on the device")
+    return found
 
 
 def _elem_types(model: Any, types: Mapping[str, Any]) -> dict[str, int]:
@@ -129,12 +295,20 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
     g = out.graph
     del g.node[:]
     del g.value_info[:]
-    lowered = Lowered(out, precision, rounded=set(rounded))
+    lowered = Lowered(out, precision, rounded=set(rounded), findings=overflow_findings(model, rounded))
 
+    # old-opset models list their weights as graph inputs too: on the device they are weights, not inputs
+    weights_as_inputs = [vi for vi in g.input if vi.name in initializers]
+    if weights_as_inputs:
+        keep_inputs = [vi for vi in g.input if vi.name not in initializers]
+        del g.input[:]
+        g.input.extend(keep_inputs)
+        out.ir_version = max(out.ir_version, 4)
     for t in g.initializer:
         if t.name in rounded:
             array = numpy_helper.to_array(t)
-            t.CopyFrom(numpy_helper.from_array(array.astype(np.float16), t.name))
+            with np.errstate(over="ignore"):  # a weight beyond fp16 becomes inf, as on the device (a finding)
+                t.CopyFrom(numpy_helper.from_array(array.astype(np.float16), t.name))
 
     fp16_name: dict[str, str] = {t: t for t in rounded}
     view32: dict[str, str] = {}
@@ -148,21 +322,30 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
             lowered.input_fp16[x] = h
             fp16_name[x] = h
 
-    from ..golden import execution_order
+    from ..golden import _subgraph_outer_names, execution_order
+
+    def fp32_view(t: str) -> str:
+        h = fp16_name[t]
+        if h not in view32:
+            v = fresh(h + _SUFFIX_FP32)
+            cast = fresh(f"{h}_to_fp32")
+            g.node.append(helper.make_node("Cast", [h], [v], name=cast, to=_FLOAT))
+            lowered.inserted.add(cast)
+            view32[h] = v
+        return view32[h]
 
     for node in execution_order(graph):
         new = onnx.NodeProto()
         new.CopyFrom(node)
         for i, t in enumerate(node.input):
             if t and t in rounded:
-                h = fp16_name[t]
-                if h not in view32:
-                    v = fresh(h + _SUFFIX_FP32)
-                    cast = fresh(f"{h}_to_fp32")
-                    g.node.append(helper.make_node("Cast", [h], [v], name=cast, to=_FLOAT))
-                    lowered.inserted.add(cast)
-                    view32[h] = v
-                new.input[i] = view32[h]
+                new.input[i] = fp32_view(t)
+        outer = sorted(t for t in _subgraph_outer_names(node) if t in rounded)
+        if outer:
+            # control flow runs as one op: its body computes in float32 on the float16 values it reads
+            mapping = {t: fp32_view(t) for t in outer}
+            for sub in subgraphs(new):
+                _rename_outer(sub, mapping)
         posts = []
         for j, t in enumerate(node.output):
             if t and t in rounded:

@@ -10,8 +10,23 @@ original nodes a device op stands for and cuts them out as a runnable sub-model;
 tensors into the original layout, shape and dtype; `replay` runs the regions, a bounded batch at a time.
 """
 
+import sys as _sys
+import types as _types
+
 from .regions import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
 from .feeds import decode, device_feeds, device_tensor
+from .core import LocateResult, LocateRow, locate, locate_runs
 
 __all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "region_of", "to_onnx", "decode",
-           "device_feeds", "device_tensor"]
+           "device_feeds", "device_tensor", "LocateResult", "LocateRow", "locate", "locate_runs"]
+
+
+class _CallableModule(_types.ModuleType):
+    """`dumpcmp.locate(model, dump, ground_truth, fusion_json=...)` calls `locate`, while `dumpcmp.locate.regions`
+    and the other modules stay importable under that name."""
+
+    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return locate(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule

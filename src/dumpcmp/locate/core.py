@@ -49,6 +49,7 @@ DEFAULT_ALGORITHMS = (0, 1, 7)
 _BASE = (0, 1, 5, 7)  # what the verdict needs: cosine, max abs, mean/std (for the reference's RMS), RMSE
 _INT8 = ("DT_INT8", "INT8", "DT_INT4", "INT4", "DT_UINT8", "UINT8")
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
+_QUANT_NOISE = 0.05  # relative RMSE an int8 op on its dequantized input stays below when only rounding differs
 
 
 def default_rrmse(threshold: float) -> float:
@@ -428,7 +429,9 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         row.note = (f"int8 unit {chain}, fed the float {', '.join(row.region.inputs)}; on its dequantized input "
                     f"the op alone has cosine {_fmt(row.compute.cosine)}, relative RMSE {_fmt(row.compute.rrmse)}"
                     + (": the error is the int8 quantization of its input"
-                       if row.compute.rrmse < row.own.rrmse / 2 else ""))
+                       if row.compute.rrmse < row.own.rrmse / 2 else
+                       ": the op itself computes differently (its weights or arithmetic), not only the quantization"
+                       if row.compute.rrmse > _QUANT_NOISE else ""))
     elif len(row.members) > 1:
         row.note = f"quantize/dequantize pair {' -> '.join(row.members)}, replayed as the identity"
     elif row.region is not None and row.region.identity:

@@ -511,7 +511,7 @@ def locate_runs(
     quiet: bool = True,
 ) -> list[LocateResult]:
     """Replay every device operator of every selected run on its own device inputs (module doc); one
-    LocateResult per run. `algorithms`: extra metrics for own (indices or names; cosine, max abs error and RMSE
+    LocateResult per run. `algorithms`: extra metrics for own (indices, names or "all"; cosine, max abs error and RMSE
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
     tensors decoded and replayed at once."""
     from ..comparison import paired_runs
@@ -524,6 +524,8 @@ def locate_runs(
         raise ConfigError(f"threshold {threshold}: a cosine similarity in (0, 1]")
     om = model if isinstance(model, OriginalModel) else OriginalModel.load(model)
     graph = load_graph(fusion_json, quant_fusion=quant_json)
+    if isinstance(algorithms, str) and algorithms.strip().lower() == "all":
+        algorithms = range(10)
     algos = tuple(parse_algorithms(algorithms)) if algorithms is not None else DEFAULT_ALGORITHMS
     limit = default_rrmse(threshold) if rrmse is None else float(rrmse)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
@@ -551,6 +553,30 @@ def locate(model: str | os.PathLike[str] | OriginalModel, left: str | os.PathLik
         runs = "\n  ".join(r.run for r in results)
         raise DumpcmpError(f"{left} holds {len(results)} runs; select one or use locate_runs():\n  {runs}")
     return results[0]
+
+
+#: the columns `dumpcmp compare --locate` adds after the original tool's
+COMPARE_COLUMNS = ("OwnCosine", "OwnRelRMSE", "InheritedCosine", "InheritedRelRMSE", "Verdict")
+
+
+def compare_columns(result: LocateResult) -> dict[str, Any]:
+    """Cells for `ComparisonResult.write(columns=...)`: on the output rows of each located operator, its own and
+    inherited cosine and relative RMSE and its verdict; empty on other rows."""
+    by_op = {r.op: r for r in result.rows}
+
+    def cell(get: Any) -> Any:
+        def f(row: Any) -> str:
+            pair = row.pair
+            lr = by_op.get(pair.npu_op) if pair is not None and pair.kind == "output" else None
+            return "" if lr is None else get(lr)
+        return f
+
+    def num(m: str, attr: str) -> Any:
+        return cell(lambda r: "NaN" if getattr(r, m) is None else _fmt(getattr(getattr(r, m), attr)))
+
+    return {"OwnCosine": num("own", "cosine"), "OwnRelRMSE": num("own", "rrmse"),
+            "InheritedCosine": num("inherited", "cosine"), "InheritedRelRMSE": num("inherited", "rrmse"),
+            "Verdict": cell(lambda r: r.verdict)}
 
 
 def to_json(results: Sequence[LocateResult]) -> str:

@@ -66,5 +66,6 @@ def test_a_planted_fault_in_a_real_cnn_is_named_exactly(tmp_path: Path, precisio
     noise = 5e-3 if precision == "fp16" else 0.06
     assert all(row.own.rrmse < noise for row in r.rows[:position] if row.own is not None)
     after = [row for row in r.rows[position + 1:] if row.own is not None and row.op != op.name]
-    assert all(row.own.rrmse < noise for row in after)
+    # int8: quantization noise downstream grows with the faulty values it is fed, but stays within the threshold
+    assert all(row.own.rrmse < noise if precision == "fp16" else not r.crosses(row.own) for row in after)
     assert any(row.inherited is not None and row.inherited.cosine < 0.999 for row in after)

@@ -22,12 +22,19 @@ def _plant(model: Path, target: Path, weight: str) -> None:
     plant_fault(model, target, weight, noise=0.5)
 
 
-def _conv_weight(model_path: Path, conv: str) -> str:
+def _target(model_path: Path, kind: str):  # type: ignore[no-untyped-def]
     import onnx
 
-    model = onnx.load(model_path, load_external_data=False)
-    node = next(n for n in model.graph.node if (n.name or n.output[0]) == conv)
-    return node.input[1]
+    nodes = list(onnx.load(model_path, load_external_data=False).graph.node)
+    if kind == "unfused":
+        return next(n for n in nodes if n.op_type == "MatMul")
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for t in n.input:
+            readers.setdefault(t, []).append(n)
+    convs = [n for n in nodes if n.op_type == "Conv" and [r.op_type for r in readers.get(n.output[0], [])] ==
+             ["BatchNormalization"]]
+    return convs[len(convs) // 2]
 
 
 @pytest.mark.parametrize("precision,kind", [("fp16", "fused"), ("fp16", "unfused"), ("int8", "fused")])
@@ -38,19 +45,15 @@ def test_a_planted_fault_in_a_real_cnn_is_named_exactly(tmp_path: Path, precisio
     model = realnets.realnet_or_skip("ocr_cls")
     x = np.random.default_rng(0).standard_normal((1, 3, 48, 96)).astype(np.float32)
     dump_golden(model, {"x": x}, tmp_path / "gt")
-    # find the op to break in the healthy compiled graph: a fused Conv+BN in the middle, or the MatMul head
-    healthy = simulate(model, tmp_path / "healthy", precision="fp16", samples=[{"x": x}], dump_mode="output")
-    graph = load_graph(healthy.json_path)
-    if kind == "fused":
-        fused = [op for op in graph.ops if op.type == "Conv2D" and len(graph.original_names(op)) > 1]
-        op = fused[len(fused) // 2]
-        weight = _conv_weight(model, graph.original_names(op)[0])
-    else:
-        op = next(op for op in graph.ops if op.type == "MatMulV2")
-        weight = _conv_weight(model, graph.original_names(op)[0])
+    # the op to break: a Conv that the compiler fuses with its BatchNormalization, in the middle; or the MatMul head
+    node = _target(model, kind)
+    weight = node.input[1]
     _plant(model, tmp_path / "faulty.onnx", weight)
     sim = simulate(tmp_path / "faulty.onnx", tmp_path / "dump", precision=precision, samples=[{"x": x}],
                    dump_mode="all", model_name="ocr_cls")
+    graph = load_graph(sim.json_path)
+    op = next(o for o in graph.ops if (node.name or node.output[0]) in graph.original_names(o))
+    assert (len(graph.original_names(op)) > 1) == (kind == "fused")
     r = dumpcmp.locate(model, tmp_path / "dump", tmp_path / "gt", fusion_json=sim.json_path)
     assert r.origin is not None
     rows = {row.op: row for row in r.rows}

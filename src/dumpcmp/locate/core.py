@@ -391,10 +391,16 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
 
 
 # ---- the loop ------------------------------------------------------------------------------------------------
+_SMALL_FILE = 16 * 1024 * 1024  # ground truth below this is read whole (cheaper than a mapping), larger is mapped
+
+
 def _truth(pair: TensorPair) -> np.ndarray | None:
     ref = pair.ground_truth_ref
     if ref is None or pair.skip_reason is not None:
         return None
+    path = str(ref.path)
+    if path.endswith(".npy") and os.path.getsize(path) < _SMALL_FILE:
+        return np.load(path, allow_pickle=False)
     data = ref.open()
     if isinstance(data, np.ndarray):
         return data
@@ -557,7 +563,7 @@ def locate_runs(
     algos = tuple(parse_algorithms(algorithms)) if algorithms is not None else DEFAULT_ALGORITHMS
     limit = default_rrmse(threshold) if rrmse is None else float(rrmse)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
-                       model_name=model_name, model_id=model_id, data_index=data_index)
+                       model_name=model_name, model_id=model_id, data_index=data_index, graph=graph)
     results = []
     for run in runs:
         if run.device_vs_device:

@@ -22,6 +22,7 @@ COMMANDS = {
     "demo": "dumpcmp.cli.demo",
     "golden": "dumpcmp.cli.golden",
     "info": "dumpcmp.cli.info",
+    "locate": "dumpcmp.cli.locate",
     "sample": "dumpcmp.cli.sample",
     "shape": "dumpcmp.cli.shape",
     "simulate": "dumpcmp.cli.simulate",

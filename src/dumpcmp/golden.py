@@ -452,7 +452,7 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
             array = np.load(p, allow_pickle=False)
         except (ValueError, OSError) as error:
             raise ConfigError(f"{p}: not a readable .npy file: {error}") from error
-        return check_input(mi, np.ascontiguousarray(array), str(p))
+        return check_input(mi, np.require(array, requirements="C"), str(p))
     if p.suffix.lower() != ".bin":
         raise ConfigError(f"{p}: input {mi.name!r}: give a .npy or .bin file, or an image with --preprocess "
                           "SCRIPT for this input")
@@ -548,7 +548,7 @@ def preprocess_image(fn: Callable[..., Any], image: Path, mi: ModelInput, script
             raise ConfigError(f"{script}: get_image({str(image)!r}) returned {array.dtype}, input {mi.name!r} "
                               f"needs {mi.dtype}; convert in the script")
         array = array.astype(mi.dtype)
-    return check_input(mi, np.ascontiguousarray(array), f"{script}: get_image({str(image)!r})")
+    return check_input(mi, np.require(array, requirements="C"), f"{script}: get_image({str(image)!r})")
 
 
 @dataclass
@@ -781,7 +781,8 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     source_notes = dict(sources or {})
     for mi in declared:
         if mi.name in given:
-            feeds[mi.name] = check_input(mi, np.ascontiguousarray(given[mi.name]), f"input {mi.name!r}")
+            feeds[mi.name] = check_input(mi, np.require(given[mi.name], requirements="C"),
+                                         f"input {mi.name!r}")
             source_notes.setdefault(mi.name, "array")
         elif rng is not None:
             feeds[mi.name] = random_input(mi, rng)

@@ -326,7 +326,8 @@ def _check_samples(model: Any, samples: Sequence[Mapping[str, np.ndarray]] | Non
         feeds: dict[str, np.ndarray] = {}
         for mi in declared:
             if mi.name in sample:
-                feeds[mi.name] = check_input(mi, np.ascontiguousarray(sample[mi.name]), f"sample {k}")
+                feeds[mi.name] = check_input(mi, np.require(sample[mi.name], requirements="C"),
+                                             f"sample {k}")
             elif rng is not None:
                 feeds[mi.name] = random_input(mi, rng)
             else:

@@ -115,7 +115,7 @@ def plain_format(layout: str, rank: int) -> str:
 def encode(array: np.ndarray, layout_name: str, groups: int = 1) -> np.ndarray:
     """`array` (plain, framework order) in the device layout, C0 by dtype."""
     if layout_name in ("ND", "NCHW"):
-        return np.ascontiguousarray(array)
+        return np.require(array, requirements="C")
     src = "ND" if layout_name == "FRACTAL_NZ" else "NCHW"
     return L.convert(array, src, layout_name, groups=groups)
 

@@ -62,11 +62,32 @@ def name_nodes(model: Any) -> None:
 
 
 def check_supported(model: Any, where: str) -> None:
-    for node in model.graph.node:
-        for attr in node.attribute:
-            if attr.HasField("g") or len(attr.graphs):
-                raise ConfigError(f"{where}: node {node_name(node)!r} ({node.op_type}) has a subgraph; simulate "
-                                  "does not lower control flow (If/Loop/Scan) to fp16/int8")
+    """Nothing is refused any more: a node with subgraphs (If/Loop/Scan) is lowered as one op (see
+    `_rename_outer`); kept as the hook for a model simulate cannot lower."""
+
+
+def subgraphs(node: Any) -> list[Any]:
+    return [g for attr in node.attribute for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)]
+
+
+def _rename_outer(graph: Any, mapping: Mapping[str, str], defined: frozenset[str] = frozenset()) -> None:
+    """Point the uses of outer-scope names in `graph` (a subgraph) at `mapping`'s names, unless shadowed."""
+    local = set(defined) | {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    for n in graph.node:
+        for i, x in enumerate(n.input):
+            if x in mapping and x not in local:
+                n.input[i] = mapping[x]
+        for g in subgraphs(n):
+            _rename_outer(g, mapping, frozenset(local))
+        local.update(n.output)
+    for o in graph.output:
+        if o.name in mapping and o.name not in local:
+            # a subgraph output that is an outer value as it is: pass the float32 view through an Identity
+            ident = graph.node.add()
+            ident.op_type, ident.name = "Identity", o.name + "__dumpcmp_outer"
+            ident.input.append(mapping[o.name])
+            ident.output.append(o.name + "__dumpcmp_outer")
+            o.name = o.name + "__dumpcmp_outer"
 
 
 def _elem_types(model: Any, types: Mapping[str, Any]) -> dict[str, int]:
@@ -148,21 +169,30 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
             lowered.input_fp16[x] = h
             fp16_name[x] = h
 
-    from ..golden import execution_order
+    from ..golden import _subgraph_outer_names, execution_order
+
+    def fp32_view(t: str) -> str:
+        h = fp16_name[t]
+        if h not in view32:
+            v = fresh(h + _SUFFIX_FP32)
+            cast = fresh(f"{h}_to_fp32")
+            g.node.append(helper.make_node("Cast", [h], [v], name=cast, to=_FLOAT))
+            lowered.inserted.add(cast)
+            view32[h] = v
+        return view32[h]
 
     for node in execution_order(graph):
         new = onnx.NodeProto()
         new.CopyFrom(node)
         for i, t in enumerate(node.input):
             if t and t in rounded:
-                h = fp16_name[t]
-                if h not in view32:
-                    v = fresh(h + _SUFFIX_FP32)
-                    cast = fresh(f"{h}_to_fp32")
-                    g.node.append(helper.make_node("Cast", [h], [v], name=cast, to=_FLOAT))
-                    lowered.inserted.add(cast)
-                    view32[h] = v
-                new.input[i] = view32[h]
+                new.input[i] = fp32_view(t)
+        outer = sorted(t for t in _subgraph_outer_names(node) if t in rounded)
+        if outer:
+            # control flow runs as one op: its body computes in float32 on the float16 values it reads
+            mapping = {t: fp32_view(t) for t in outer}
+            for sub in subgraphs(new):
+                _rename_outer(sub, mapping)
         posts = []
         for j, t in enumerate(node.output):
             if t and t in rounded:

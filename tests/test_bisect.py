@@ -15,34 +15,33 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-from onnx import numpy_helper  # noqa: E402
 
 from dumpcmp.bisect import bisect  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.demo import build_model  # noqa: E402
 from dumpcmp.golden import dump_golden  # noqa: E402
 
-SIMULATE = f"{shlex.quote(sys.executable)} -m dumpcmp simulate {{model}} --precision fp16 -i input={{x}} " \
+SIMULATE = f"{shlex.quote(sys.executable)} -m dumpcmp simulate {{model}} --precision fp16 -i x={{x}} " \
            "--acl-json {acl_json} -o {dump}"
 
 
 @pytest.fixture(scope="module")
 def net(tmp_path_factory):
+    from locate_nets import build_net, net_input, plant_fault
+
     base = tmp_path_factory.mktemp("bisect")
-    model = build_model(base / "demo_net.onnx")
-    x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    model = build_net(base / "net.onnx", attention=False)
+    m = onnx.load(str(model))  # ending at the logits: a final softmax can hide the error (saturated class)
+    assert m.graph.node[-1].op_type == "Softmax"
+    del m.graph.node[-1]
+    m.graph.output[0].name = "logits"
+    onnx.save(m, model)
+    x = net_input()
     np.save(base / "x.npy", x)
-    dump_golden(model, {"input": x}, base / "gt")
-    m = onnx.load(str(model))  # the device's copy: conv3's weights replaced
-    for t in m.graph.initializer:
-        if t.name == "conv3_w":
-            w = np.random.default_rng(9).standard_normal(numpy_helper.to_array(t).shape).astype(np.float32)
-            t.CopyFrom(numpy_helper.from_array(w * 0.2, t.name))
+    dump_golden(model, {"x": x}, base / "gt")
     (base / "device").mkdir()
-    onnx.save(m, base / "device" / "demo_net.onnx")
+    faulty = plant_fault(model, base / "device" / "net.onnx", "b1a_w", noise=3.0)  # the device's copy
     command = SIMULATE.replace("{x}", shlex.quote(str(base / "x.npy")))
-    return {"base": base, "model": model, "faulty": base / "device" / "demo_net.onnx", "gt": base / "gt",
-            "command": command}
+    return {"base": base, "model": model, "faulty": faulty, "gt": base / "gt", "command": command}
 
 
 def test_planted_fault_found_in_log2_rounds(net, tmp_path, capsys):
@@ -53,10 +52,13 @@ def test_planted_fault_found_in_log2_rounds(net, tmp_path, capsys):
     printed = capsys.readouterr().out
     state = [json.loads(line) for line in (out / "bisect.jsonl").read_text().splitlines()]
     candidates, rounds = state[0]["candidates"], state[1:]
-    assert candidates == ["conv1bn1relu1", "pool1", "conv2bn2relu2", "conv3bn3", "add1", "relu3", "gap", "flatten",
-                          "fc", "prob"]
-    assert "first layer below the threshold 0.99: conv3bn3 (conv3, bn3)" in printed
-    assert "the layer before it, conv2bn2relu2, is above" in printed
+    assert candidates == ["stem_convstem_bnstem_relu", "b0a_convb0a_bn", "b0_sig", "b0_silu", "b0b_convb0b_bnb0b_relu",
+                          "b0_add", "b1a_convb1a_bn", "b1_sig", "b1_silu", "b1b_convb1b_bnb1b_relu", "b1_add", "gap",
+                          "flatten", "fc"]
+    assert "first layer below the threshold 0.99: b1a_convb1a_bn (b1a_conv, b1a_bn)" in printed
+    assert "the layer before it, b0_add, is above" in printed
+    assert "locate on b1a_convb1a_bn's own device inputs (one more run, dump_mode all): the error starts at " \
+           "b1a_convb1a_bn" in printed
     assert len(rounds) <= math.ceil(math.log2(len(candidates))) + 1
     for r in rounds:  # every round dumped one layer, and only it
         assert len(r["layers"]) == 1
@@ -73,7 +75,7 @@ def test_healthy_network_ends_with_no_layer_below(net, tmp_path):
     lines: list[str] = []
     r = bisect(net["model"], net["command"], net["gt"], tmp_path / "ok", echo=lines.append)
     assert r.layer is None and r.runs == 1
-    assert lines[-1].startswith("no layer below the threshold 0.99: the last layer prob has cosine")
+    assert lines[-1].startswith("no layer below the threshold 0.99: the last layer fc has cosine")
 
 
 def test_interrupted_bisect_resumes_and_failing_command_passes_its_code(net, tmp_path, capsys):
@@ -82,7 +84,7 @@ def test_interrupted_bisect_resumes_and_failing_command_passes_its_code(net, tmp
     failing = f"if [ {{round}} -ge 3 ] && [ ! -e {shlex.quote(str(flag))} ]; then echo device lost >&2; exit 7; fi; " \
               + net["command"]
     args = ["bisect", str(net["model"]), "--run", failing, "-r", str(net["gt"]), "-o", str(out), "--device-model",
-            str(net["faulty"])]
+            str(net["faulty"]), "--no-locate"]
     assert main(args) == 7
     captured = capsys.readouterr()
     assert "the device run failed with exit code 7" in captured.err and "device lost" in captured.err
@@ -91,15 +93,15 @@ def test_interrupted_bisect_resumes_and_failing_command_passes_its_code(net, tmp
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "resuming after round 2" in printed and "round 1:" not in printed
-    assert "first layer below the threshold 0.99: conv3bn3" in printed
+    assert "first layer below the threshold 0.99: b1a_convb1a_bn" in printed
     rounds = (out / "bisect.jsonl").read_text().splitlines()[1:]
     assert [json.loads(r)["number"] for r in rounds] == list(range(1, len(rounds) + 1))
 
 
 def test_several_layers_a_round_and_bad_options(net, tmp_path):
     r = bisect(net["model"], net["command"], net["gt"], tmp_path / "k", device_model=net["faulty"], per_round=3,
-               echo=lambda s: None)
-    assert r.layer == "conv3bn3" and r.runs <= 3
+               echo=lambda s: None, with_locate=False)
+    assert r.layer == "b1a_convb1a_bn" and r.runs <= 3
     assert all(len(x.layers) <= 3 for x in r.rounds)
     from dumpcmp.errors import ConfigError
 

@@ -4,7 +4,9 @@ truth flow in; each round writes an acl.json that dumps only the layers it needs
 layers with the ground truth and halves the suspect range, so the first layer below the threshold is found in
 about ⌈log2 n⌉ + 1 device runs for n layers. Out come `OUT/round_NN/` folders (acl.json, dump, run.log, result.csv),
 `OUT/bisect.log` (every round, as printed) and `OUT/bisect.jsonl` (the state an interrupted bisect resumes from),
-and a `BisectResult`. A failing command stops the bisect with `RunFailed` (its exit code and output).
+and a `BisectResult`. The layer found, `dumpcmp locate` replays it on its own device inputs (one more run, dumping
+its inputs too, in `OUT/locate/`): is the error born there or did it arrive? A failing command stops the bisect with
+`RunFailed` (its exit code and output).
 
 The search assumes that a layer's error persists downstream (what a precision loss does): the last layer is
 checked first (above the threshold: no layer below it), then the range between the last layer known above and the
@@ -75,9 +77,14 @@ class BisectResult:
     folder: Path | None
     """The round folder whose dump holds the layer's output."""
     notes: list[str] = field(default_factory=list)
+    graph_json: Path | None = None
+    """The graph JSON the rounds were compared with."""
+    locate: str | None = None
+    """What `dumpcmp locate` says about the layer, replayed on its own device inputs (None: not run)."""
 
     @property
     def runs(self) -> int:
+        """Device runs of the search (the locate run not counted)."""
         return len(self.rounds)
 
 
@@ -103,7 +110,7 @@ def _substitute(command: str, values: dict[str, str]) -> str:
 class _Bisect:
     def __init__(self, model: Path, command: str, ground_truth: Path, out: Path, *, graph_json: Path | None,
                  device_model: Path, model_name: str, threshold: float, per_round: int,
-                 echo: Callable[[str], None], timeout: float | None) -> None:
+                 echo: Callable[[str], None], timeout: float | None, with_locate: bool) -> None:
         from ..scan import scan_ground_truth
 
         self.model, self.command, self.ground_truth, self.out = model, command, ground_truth, out
@@ -118,7 +125,8 @@ class _Bisect:
         self.rounds: list[Round] = []
         self.lines: list[str] = []
         self.notes: list[str] = []
-        self.graph: Any = None
+        self.with_locate = with_locate
+        self.last_graph: Path | None = None
 
     # -- state -----------------------------------------------------------------------------------------------------
     def load(self) -> int:
@@ -166,14 +174,15 @@ class _Bisect:
         raise ConfigError(f"round folder {folder}: no graph JSON; give -f GRAPH.json (atc --mode=1 --json) or let "
                           "the command write {graph_json}")
 
-    def run(self, number: int, layers: Sequence[str]) -> tuple[dict[str, float], dict[str, bool], Path]:
+    def run(self, number: int, layers: Sequence[str], mode: str = "output",
+            name: str | None = None) -> tuple[dict[str, float], dict[str, bool], Path]:
         from .._io import atomic_write_text
         from ..acljson import acl_json_text, new_acl_json
         from ..comparison import compare_runs
         from ..graph import load_graph
         from ..naming import sanitize
 
-        folder = self.out / f"round_{number:02d}"
+        folder = self.out / (name or f"round_{number:02d}")
         if folder.exists():  # an interrupted round of this bisect: its own folder, redone from scratch
             if not (folder / MARKER).exists():
                 raise ConfigError(f"{folder}: exists and was not written by dumpcmp bisect; choose another -o")
@@ -182,7 +191,7 @@ class _Bisect:
         dump.mkdir(parents=True)
         atomic_write_text(folder / MARKER, "")
         config = new_acl_json([(self.model_name, list(layers))], dump_path=os.fspath(dump.absolute()),
-                              dump_mode="output")
+                              dump_mode=mode)
         acl = atomic_write_text(folder / "acl.json", acl_json_text(config))
         command = _substitute(self.command, {
             "model": os.fspath(self.device_model), "acl_json": os.fspath(acl.absolute()),
@@ -199,6 +208,9 @@ class _Bisect:
             self.header["candidates"] = candidate_layers(load_graph(graph_path), self.gt)
             if not self.header["candidates"]:
                 raise ConfigError(f"{graph_path}: no compiled op has ground truth in {self.ground_truth}")
+        self.last_graph = graph_path
+        if name is not None:
+            return {}, {}, folder
         try:
             results = compare_runs(dump, self.ground_truth, fusion_json=graph_path, quiet=True)
         except DumpcmpError as error:
@@ -311,7 +323,7 @@ class _Bisect:
                      f"run{'s' * (len(self.rounds) != 1)}")
             self.save()
             return BisectResult(None, [], c, last, cands, self.rounds, resumed, self.threshold, log, None,
-                                self.notes)
+                                self.notes, self._graph_for(self.rounds[-1]))
         layer = cands[hi]
         where = next(r for r in reversed(self.rounds) if layer in r.cosine)
         previous = cands[lo] if lo >= 0 else None
@@ -319,7 +331,7 @@ class _Bisect:
         try:
             from ..graph import load_graph
 
-            graph = load_graph(self._graph_path(Path(where.folder), Path(where.folder) / "dump"))
+            graph = load_graph(self._graph_for(where))
             op = graph.get(layer)
             originals = list(graph.original_names(op)) if op is not None else []
         except DumpcmpError:
@@ -330,21 +342,47 @@ class _Bisect:
                  f", cosine {where.cosine[layer]:.6f}; {before}. {len(self.rounds)} device runs for {len(cands)} "
                  f"layers (⌈log2 n⌉ + 1 = {bound})")
         self.save()
+        statement = self.locate(layer) if self.with_locate else None
         return BisectResult(layer, originals, where.cosine[layer], previous, cands, self.rounds, resumed,
-                            self.threshold, log, Path(where.folder), self.notes)
+                            self.threshold, log, Path(where.folder), self.notes, self._graph_for(where), statement)
+
+    def _graph_for(self, r: Round) -> Path:
+        self.last_graph = self._graph_path(Path(r.folder), Path(r.folder) / "dump")
+        return self.last_graph
+
+    def locate(self, layer: str) -> str:
+        """One more device run dumping the layer's inputs and outputs (dump_mode all), replayed by `dumpcmp
+        locate` on its own device inputs: is the error born in it, or did it arrive?"""
+        if self.header.get("locate", {}).get("layer") == layer:
+            statement = self.header["locate"]["statement"]
+            self.say(f"locate (logged): {statement}")
+            return statement
+        from ..locate import locate
+
+        _, _, folder = self.run(0, [layer], mode="all", name="locate")
+        result = locate(self.model, folder / "dump", self.ground_truth, fusion_json=self.last_graph,
+                        threshold=self.threshold)
+        result.write(folder / "locate.csv", force=True)
+        statement = result.statement()
+        self.header["locate"] = {"layer": layer, "statement": statement, "folder": os.fspath(folder)}
+        self.say(f"locate on {layer}'s own device inputs (one more run, dump_mode all): {statement}")
+        self.save()
+        return statement
 
 
 def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.PathLike[str],
            out: str | os.PathLike[str], *, graph_json: str | os.PathLike[str] | None = None,
            device_model: str | os.PathLike[str] | None = None, model_name: str | None = None,
            threshold: float = 0.99, per_round: int = 1, echo: Callable[[str], None] = print,
-           timeout: float | None = None) -> BisectResult:
+           timeout: float | None = None, with_locate: bool = True) -> BisectResult:
     """Find the first layer below `threshold` with as few device runs as a binary search needs (module docstring).
 
     command: a shell command with placeholders {model} (`device_model`, default `model`), {acl_json}, {dump},
         {graph_json} (where the run may write the graph JSON when `graph_json` is not given) and {round};
     model_name: the acl.json's model_name (default: the device model's file stem);
     per_round: layers dumped per run (1: binary search; k: the range is cut in k + 1 parts);
+    with_locate: after the search, one more run dumping the layer's inputs too (dump_mode all), replayed by
+        `dumpcmp.locate` on them: whether the error is born in the layer or arrives with its inputs;
     echo: called with every line printed. An existing `out` holding a bisect of the same model, ground truth and
         threshold is resumed."""
     model_path = Path(model)
@@ -369,5 +407,5 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
     job = _Bisect(model_path, command, Path(ground_truth), out_dir,
                   graph_json=Path(graph_json) if graph_json is not None else None, device_model=device,
                   model_name=model_name or device.stem, threshold=threshold, per_round=per_round, echo=echo,
-                  timeout=timeout)
+                  timeout=timeout, with_locate=with_locate)
     return job.search()

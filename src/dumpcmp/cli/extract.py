@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     for note in r.notes:
         print(f"dumpcmp: warning: {note}", file=sys.stderr)
     region = r.region
-    print(f"{len(region.nodes)} layers from {', '.join(region.starts)} to {', '.join(region.ends)} -> {r.folder}")
+    print(f"{len(region.nodes)} layers from {', '.join(args.start)} to {', '.join(args.end)} -> {r.folder}")
     print(f"  model.onnx    inputs {', '.join(region.inputs)}; outputs {', '.join(region.outputs)}")
     for x, path in r.inputs.items():
         print(f"  inputs/       {path.name} (+ .bin, {args.bin_dtype}) from {r.sources[x]}")

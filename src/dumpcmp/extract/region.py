@@ -125,7 +125,8 @@ class Network:
         """(node names, the tensor meant when `name` is a tensor) for a start (`role` "start") or an end.
 
         A node name is that node; a tensor name is, for a start, the nodes reading it, and for an end, the node
-        writing it; a device op name is the original nodes it was compiled from."""
+        writing it; a device op name is the original nodes it was compiled from (as an end: the last of them,
+        whose output the op holds)."""
         if name in self.nodes:
             return [name], None
         if name in self.producer or name in self.graph_inputs:
@@ -146,7 +147,9 @@ class Network:
                 if not originals:
                     raise ConfigError(f"{self.path}: device op {op.name!r} ({op.type}) has no original layer (the "
                                       "compiler inserted it); name the layer before or after it")
-                return sorted(originals, key=self.position.__getitem__), None
+                originals = sorted(originals, key=self.position.__getitem__)
+                # an end op ends where its output comes from: the last layer of a fused chain
+                return (originals[-1:] if role == "end" else originals), None
         by_sanitized = {sanitize(n): n for n in self.nodes}
         if sanitize(name) in by_sanitized:
             return [by_sanitized[sanitize(name)]], None

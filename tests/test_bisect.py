@@ -57,8 +57,8 @@ def test_planted_fault_found_in_log2_rounds(net, tmp_path, capsys):
                           "flatten", "fc"]
     assert "first layer below the threshold 0.99: b1a_convb1a_bn (b1a_conv, b1a_bn)" in printed
     assert "the layer before it, b0_add, is above" in printed
-    assert "locate on b1a_convb1a_bn's own device inputs (one more run, dump_mode all): the error starts at " \
-           "b1a_convb1a_bn" in printed
+    assert "locate on b0_add, b1a_convb1a_bn replayed on their own device inputs (one more run, dump_mode all): " \
+           "the error starts at b1a_convb1a_bn" in printed
     assert len(rounds) <= math.ceil(math.log2(len(candidates))) + 1
     for r in rounds:  # every round dumped one layer, and only it
         assert len(r["layers"]) == 1

@@ -146,6 +146,8 @@ class _Bisect:
         if header.get("command") != self.command:
             self.notes.append("the command differs from the one the earlier rounds ran; resuming with the new one")
         self.header["candidates"] = header.get("candidates")
+        if "locate" in header:
+            self.header["locate"] = header["locate"]
         self.rounds = rounds
         log = self.out / LOG
         self.lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
@@ -342,7 +344,7 @@ class _Bisect:
                  f", cosine {where.cosine[layer]:.6f}; {before}. {len(self.rounds)} device runs for {len(cands)} "
                  f"layers (⌈log2 n⌉ + 1 = {bound})")
         self.save()
-        statement = self.locate(layer) if self.with_locate else None
+        statement = self.locate(layer, previous) if self.with_locate else None
         return BisectResult(layer, originals, where.cosine[layer], previous, cands, self.rounds, resumed,
                             self.threshold, log, Path(where.folder), self.notes, self._graph_for(where), statement)
 
@@ -350,22 +352,40 @@ class _Bisect:
         self.last_graph = self._graph_path(Path(r.folder), Path(r.folder) / "dump")
         return self.last_graph
 
-    def locate(self, layer: str) -> str:
-        """One more device run dumping the layer's inputs and outputs (dump_mode all), replayed by `dumpcmp
-        locate` on its own device inputs: is the error born in it, or did it arrive?"""
+    def around(self, layer: str, previous: str | None) -> list[str]:
+        """The compiled ops from the last layer above the threshold to `layer`, both included (inserted Cast,
+        TransData and quantize ops between them too): what locate replays."""
+        from ..extract.region import NOT_RUN_DEVICE_TYPES
+        from ..graph import load_graph
+
+        graph = load_graph(self.last_graph)
+        end = graph.get(layer)
+        start = graph.get(previous) if previous is not None else None
+        if end is None:
+            return [layer]
+        first = start.position if start is not None else end.position
+        return [op.name for op in graph.ops if first <= op.position <= end.position
+                and op.type not in NOT_RUN_DEVICE_TYPES]
+
+    def locate(self, layer: str, previous: str | None) -> str:
+        """One more device run dumping the inputs and outputs (dump_mode all) of the ops from the last layer above
+        the threshold to `layer`, replayed by `dumpcmp locate` on their own device inputs: is the error born in
+        the layer, or did it arrive?"""
         if self.header.get("locate", {}).get("layer") == layer:
             statement = self.header["locate"]["statement"]
             self.say(f"locate (logged): {statement}")
             return statement
         from ..locate import locate
 
-        _, _, folder = self.run(0, [layer], mode="all", name="locate")
+        ops = self.around(layer, previous)
+        _, _, folder = self.run(0, ops, mode="all", name="locate")
         result = locate(self.model, folder / "dump", self.ground_truth, fusion_json=self.last_graph,
                         threshold=self.threshold)
         result.write(folder / "locate.csv", force=True)
         statement = result.statement()
         self.header["locate"] = {"layer": layer, "statement": statement, "folder": os.fspath(folder)}
-        self.say(f"locate on {layer}'s own device inputs (one more run, dump_mode all): {statement}")
+        self.say(f"locate on {', '.join(ops)} replayed on their own device inputs (one more run, dump_mode all): "
+                 f"{statement}")
         self.save()
         return statement
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -127,7 +128,7 @@ def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) ->
         where = "the device dump (with -f, through the graph JSON)" if data == "device" else "the ground truth"
         hint = ""
         if data == "device" and gt is not None and all(gt.get(*wanted[x]) is not None for x in missing):
-            hint = "; the ground truth has them: pass --data ground-truth"
+            hint = f"; the ground truth has {'them' if len(missing) > 1 else 'it'}: pass --data ground-truth"
         elif data == "device":
             hint = ("; no device op wrote them (fused away, or not dumped): start the region at a layer whose input "
                     "a dumped op wrote, dump with dump_mode all, or pass -r GT --data ground-truth")
@@ -187,9 +188,9 @@ def _log_text(net: Network, region: Region, final: Path, inputs: Mapping[str, np
 
 
 def _commands(final: Path, stems: Mapping[str, str], precision: str) -> list[str]:
-    feeds = " ".join(f"{x}=inputs/{s}.npy" for x, s in stems.items())
+    feeds = " ".join(shlex.quote(f"{x}=inputs/{s}.npy") for x, s in stems.items())
     return [
-        f"cd {final.absolute()}",
+        f"cd {shlex.quote(os.fspath(final.absolute()))}",
         "# the sub-model in onnxruntime (fp32) on the exported inputs: every layer's output, as ground truth",
         f"dumpcmp golden model.onnx -i {feeds} -o sub_golden",
         "# the sub-model on the device, dumping exactly the exported layers: compile model.onnx (atc --framework=5"

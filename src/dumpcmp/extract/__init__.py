@@ -27,13 +27,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, DumpcmpError
+from ..errors import ConfigError
 from .region import Layer, Network, Region
 
 __all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "Network", "Region", "extract", "list_layers", "load_network"]
 
 BIN_DTYPES = {"fp16": "float16", "float16": "float16", "fp32": "float32", "float32": "float32", "int8": "int8",
-              "uint8": "uint8", "int32": "int32", "int64": "int64", "bf16": "bfloat16"}
+              "uint8": "uint8", "int32": "int32", "int64": "int64"}
 MODEL_NAME = "model"
 
 
@@ -262,11 +262,7 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
         notes.append(f"the dump run holds no file of the region's device ops ({', '.join(touching[:5])}): "
                      "dump_data/ is empty")
     layers = _acl_layers(net, region)
-    bin_type = np.dtype(BIN_DTYPES[bin_dtype]) if bin_dtype != "bf16" else None
-    if bin_type is None:
-        import ml_dtypes
-
-        bin_type = np.dtype(ml_dtypes.bfloat16)
+    bin_type = np.dtype(BIN_DTYPES[bin_dtype])
 
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -103,6 +103,10 @@ def test_several_layers_a_round_and_bad_options(net, tmp_path):
                echo=lambda s: None, with_locate=False)
     assert r.layer == "b1a_convb1a_bn" and r.runs <= 3
     assert all(len(x.layers) <= 3 for x in r.rounds)
+    # --last: the search ends at b0_add, where the fault has not arrived yet
+    r = bisect(net["model"], net["command"], net["gt"], tmp_path / "last", device_model=net["faulty"],
+               last="b0_add", echo=lambda s: None, with_locate=False)
+    assert r.layer is None and r.candidates[-1] == "b0_add"
     from dumpcmp.errors import ConfigError
 
     with pytest.raises(ConfigError, match="must use {acl_json}"):

@@ -101,6 +101,22 @@ def candidate_layers(graph: Any, gt: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
+    """The index of the candidate that is (or was compiled from) layer `last`."""
+    from ..naming import sanitize
+
+    for i, name in enumerate(candidates):
+        op = graph.get(name)
+        names = [name] + (list(graph.original_names(op)) if op is not None else [])
+        if last in names or sanitize(last) in map(sanitize, names):
+            return i
+    import difflib
+
+    close = difflib.get_close_matches(last, candidates, n=5, cutoff=0.5)
+    raise ConfigError(f"--last {last!r}: no layer the bisect can test is named so or compiled from it"
+                      + (f"; closest: {', '.join(close)}" if close else ""))
+
+
 def _substitute(command: str, values: dict[str, str]) -> str:
     for key, value in values.items():
         command = command.replace("{" + key + "}", shlex.quote(value))
@@ -110,7 +126,7 @@ def _substitute(command: str, values: dict[str, str]) -> str:
 class _Bisect:
     def __init__(self, model: Path, command: str, ground_truth: Path, out: Path, *, graph_json: Path | None,
                  device_model: Path, model_name: str, threshold: float, per_round: int,
-                 echo: Callable[[str], None], timeout: float | None, with_locate: bool) -> None:
+                 echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None) -> None:
         from ..scan import scan_ground_truth
 
         self.model, self.command, self.ground_truth, self.out = model, command, ground_truth, out
@@ -121,11 +137,12 @@ class _Bisect:
             raise ConfigError(f"{ground_truth}: no ground-truth files ({{op}}.{{index}}.{{timestamp}}.npy)")
         self.header: dict[str, Any] = {"model": os.fspath(model.absolute()),
                                        "ground_truth": os.fspath(ground_truth.absolute()),
-                                       "threshold": threshold, "command": command, "candidates": None}
+                                       "threshold": threshold, "command": command, "last": last, "candidates": None}
         self.rounds: list[Round] = []
         self.lines: list[str] = []
         self.notes: list[str] = []
         self.with_locate = with_locate
+        self.last = last
         self.last_graph: Path | None = None
 
     # -- state -----------------------------------------------------------------------------------------------------
@@ -139,7 +156,7 @@ class _Bisect:
             rounds = [Round(**r) for r in records[1:]]
         except (ValueError, TypeError, IndexError, KeyError) as error:
             raise ConfigError(f"{path}: not a bisect state file ({error}); choose another -o") from error
-        for key in ("model", "ground_truth", "threshold"):
+        for key in ("model", "ground_truth", "threshold", "last"):
             if header.get(key) != self.header[key]:
                 raise ConfigError(f"{self.out}: holds a bisect with another {key} ({header.get(key)!r}, not "
                                   f"{self.header[key]!r}); choose another -o to start a new one")
@@ -207,9 +224,11 @@ class _Bisect:
             raise RunFailed(command, done.returncode, output, folder)
         graph_path = self._graph_path(folder, dump)
         if self.header["candidates"] is None:
-            self.header["candidates"] = candidate_layers(load_graph(graph_path), self.gt)
-            if not self.header["candidates"]:
+            graph = load_graph(graph_path)
+            cands = candidate_layers(graph, self.gt)
+            if not cands:
                 raise ConfigError(f"{graph_path}: no compiled op has ground truth in {self.ground_truth}")
+            self.header["candidates"] = cands[:_last_index(graph, cands, self.last) + 1] if self.last else cands
         self.last_graph = graph_path
         if name is not None:
             return {}, {}, folder
@@ -394,12 +413,14 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
            out: str | os.PathLike[str], *, graph_json: str | os.PathLike[str] | None = None,
            device_model: str | os.PathLike[str] | None = None, model_name: str | None = None,
            threshold: float = 0.99, per_round: int = 1, echo: Callable[[str], None] = print,
-           timeout: float | None = None, with_locate: bool = True) -> BisectResult:
+           timeout: float | None = None, with_locate: bool = True, last: str | None = None) -> BisectResult:
     """Find the first layer below `threshold` with as few device runs as a binary search needs (module docstring).
 
     command: a shell command with placeholders {model} (`device_model`, default `model`), {acl_json}, {dump},
         {graph_json} (where the run may write the graph JSON when `graph_json` is not given) and {round};
     model_name: the acl.json's model_name (default: the device model's file stem);
+    last: the last layer to search up to (a compiled op or an original layer name; default the model's last):
+        for outputs that hide an error (a saturated softmax);
     per_round: layers dumped per run (1: binary search; k: the range is cut in k + 1 parts);
     with_locate: after the search, one more run dumping the layer's inputs too (dump_mode all), replayed by
         `dumpcmp.locate` on them: whether the error is born in the layer or arrives with its inputs;
@@ -427,5 +448,5 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
     job = _Bisect(model_path, command, Path(ground_truth), out_dir,
                   graph_json=Path(graph_json) if graph_json is not None else None, device_model=device,
                   model_name=model_name or device.stem, threshold=threshold, per_round=per_round, echo=echo,
-                  timeout=timeout, with_locate=with_locate)
+                  timeout=timeout, with_locate=with_locate, last=last)
     return job.search()

@@ -40,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device-model", metavar="FILE", help="what {model} stands for (default MODEL)")
     p.add_argument("--model-name", help="the acl.json's model_name (default: the device model's file stem)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
+    p.add_argument("--last", metavar="LAYER",
+                   help="search up to this layer (compiled op or original name; default the last): for outputs that "
+                        "hide an error, such as a saturated softmax")
     p.add_argument("--per-round", type=int, default=1, metavar="K",
                    help="layers dumped per run (default 1: binary search; K cuts the range in K+1 parts)")
     p.add_argument("--no-locate", action="store_true",
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         r = bisect(args.model, args.command, args.right, args.output, graph_json=args.fusion_json,
                    device_model=args.device_model, model_name=args.model_name, threshold=args.threshold,
                    per_round=args.per_round, echo=print, timeout=args.timeout,
-                   with_locate=not args.no_locate)
+                   with_locate=not args.no_locate, last=args.last)
     except RunFailed as failed:
         sys.stdout.flush()
         print(f"dumpcmp: error: {failed} (in {failed.folder}); its output:", file=sys.stderr)

@@ -48,6 +48,7 @@ class Layer:
     """One line of `--list`."""
 
     position: int
+    """Its number among the layers listed (Constant nodes are not listed)."""
     name: str
     op_type: str
     outputs: tuple[str, ...]
@@ -105,12 +106,12 @@ class Network:
 
     def layers(self) -> list[Layer]:
         """Every computing node in execution order with its output shapes and device ops."""
-        out = []
-        for i, n in enumerate(self.order):
+        out: list[Layer] = []
+        for n in self.order:
             if n.name in self.constant and n.op_type == "Constant":
                 continue
             outs = tuple(o for o in n.output if o)
-            out.append(Layer(i, n.name, n.op_type, outs, tuple(self.shape(o) for o in outs),
+            out.append(Layer(len(out), n.name, n.op_type, outs, tuple(self.shape(o) for o in outs),
                              tuple(self.device_of.get(n.name, ()))))
         return out
 

@@ -92,15 +92,19 @@ def plant_fault(src: Path, dst: Path, weight: str, *, scale: float = 0.0, noise:
 
     model = onnx.load(src)
     rng = np.random.default_rng(seed)
-    for k, t in enumerate(model.graph.initializer):
-        if t.name == weight:
-            w = numpy_helper.to_array(t).astype(np.float32)
-            rms = float(np.sqrt(np.mean(w.astype(np.float64) ** 2)))
-            w = w * (1 + scale) + rng.standard_normal(w.shape).astype(np.float32) * noise * rms
-            model.graph.initializer[k].CopyFrom(numpy_helper.from_array(w.astype(np.float32), weight))
-            onnx.save(model, dst)
-            return dst
-    raise KeyError(weight)
+    # the weight is an initializer, or the value of a Constant node (older exporters)
+    tensors = [t for t in model.graph.initializer if t.name == weight] + \
+        [a.t for n in model.graph.node if n.op_type == "Constant" and list(n.output) == [weight]
+         for a in n.attribute if a.name == "value"]
+    if not tensors:
+        raise KeyError(weight)
+    t = tensors[0]
+    w = numpy_helper.to_array(t).astype(np.float32)
+    rms = float(np.sqrt(np.mean(w.astype(np.float64) ** 2)))
+    w = w * (1 + scale) + rng.standard_normal(w.shape).astype(np.float32) * noise * rms
+    t.CopyFrom(numpy_helper.from_array(w.astype(np.float32), t.name))
+    onnx.save(model, dst)
+    return dst
 
 
 def net_input(size: int = 8, seed: int = 3) -> np.ndarray:

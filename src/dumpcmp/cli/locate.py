@@ -60,11 +60,9 @@ def run(args: argparse.Namespace) -> int:
         raise DumpcmpError(f"{out}: exists and is not a folder")
     if not args.force and (out / "locate.csv").exists():
         raise DumpcmpError(f"{out / 'locate.csv'}: exists; choose another folder or pass --force to replace it")
-    algorithms = None if args.algorithms is None else \
-        ("0,1,2,3,4,5,6,7,8,9" if args.algorithms.strip().lower() == "all" else args.algorithms)
     results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
                           quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
-                          algorithms=algorithms, time=args.time, device_id=args.device_id,
+                          algorithms=args.algorithms, time=args.time, device_id=args.device_id,
                           model_name=args.model_name, model_id=args.model_id, data_index=args.data_index,
                           threads=args.threads, quiet=args.quiet)
     out.mkdir(parents=True, exist_ok=True)

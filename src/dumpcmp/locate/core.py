@@ -243,8 +243,11 @@ class LocateResult:
         from ..comparison import text_table
 
         counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in VERDICTS}
+        quant = sum(1 for r in self.rows if r.verdict == "not replayed" and r.op_type in QUANTIZE_TYPES
+                    and r.note.startswith("quantize op"))
         lines = [f"{self.run}: {len(self.rows)} device operators, {len(self.rows) - counts['not replayed']} replayed "
-                 f"on their own device inputs, {counts['not replayed']} not replayed"]
+                 f"on their own device inputs, {counts['not replayed']} not replayed"
+                 + (f" ({quant} of them quantize ops, replayed with their dequantize op)" if quant else "")]
         origin = self.origin
         lines.append("  " + self.statement())
         if origin is not None and origin.quantized and origin.compute is not None:
@@ -288,6 +291,8 @@ class _Unit:
     feeds: list[TensorPair] = field(default_factory=list)
     outputs: list[TensorPair] = field(default_factory=list)
     compute_feeds: list[TensorPair] = field(default_factory=list)
+    weight: str | None = None
+    """A quantized weight's original name: the replay is its original value."""
 
 
 def _is_quantized_op(op: Any) -> bool:
@@ -300,13 +305,15 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
     for p in pairs:
         if p.npu_op is not None:
             by_op.setdefault(p.npu_op, []).append(p)
+    # the ops of the graph by their graph name (a dump's op name may be sanitized: `.` written as `_`)
+    by_graph = {ps[0].graph_op: ps for ps in by_op.values() if ps[0].graph_op is not None}
     units = []
     for k, (name, ps) in enumerate(by_op.items()):
         row = LocateRow(index=k, op=name, op_type=ps[0].op_type or "", members=(name,))
         unit = _Unit(row)
         units.append(unit)
         try:
-            _plan(om, graph, by_op, ps, unit)
+            _plan(om, graph, by_graph, ps, unit)
         except RegionError as error:
             row.note = str(error)
     return units
@@ -314,6 +321,16 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
 
 def _input_pair(by_op: dict[str, list[TensorPair]], op: str, index: int) -> TensorPair | None:
     return next((p for p in by_op.get(op, ()) if p.kind == "input" and p.index == index), None)
+
+
+def _quantized_weight(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], quantize: Any) -> str | None:
+    """The original weight a quantize op reads (an initializer or a Constant node's output), else None."""
+    source = _input_pair(by_op, quantize.name, 0)
+    name = original_tensor(om, source) if source is not None else None
+    if name is None:
+        up = graph.producer(quantize, 0)
+        name = up[0].name if up is not None and up[0].type in ("Const", "Constant") else None
+    return name if name is not None and om.is_weight(name) else None
 
 
 def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps: list[TensorPair],
@@ -334,11 +351,19 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     quantize = quantize_of(graph, g)
     feeds: list[TensorPair] = []
     if quantize is not None:
+        row.members = (quantize.name, g.name)
+        weight = _quantized_weight(om, graph, by_op, quantize)
+        if weight is not None:
+            # a weight quantized at run time: the replay is the original weight, own its quantization error
+            row.region = Region((), (weight,), (weight,))
+            unit.weight = weight
+            unit.outputs = outs
+            row.note = f"weight {weight} quantized by {quantize.name}, compared with the original weight"
+            return
         source = _input_pair(by_op, quantize.name, 0)
         if source is None:
             raise RegionError(f"the quantize op {quantize.name} feeding it was not dumped with its input")
         feeds = [source]
-        row.members = (quantize.name, g.name)
         originals: Sequence[str] = ()
     else:
         quantized = _is_quantized_op(g)
@@ -402,11 +427,11 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         return
     best: tuple[Measure, Measure | None, str, Measure | None] | None = None
     for p in unit.outputs:
-        name = original_tensor(om, p)
+        name = unit.weight or original_tensor(om, p)
         replay = job.outputs[name]
         device = device_tensor(om, p, shape=replay.shape)
         own = _measure(device, replay, own_metrics)
-        truth = _truth(p)
+        truth = _truth(p) if unit.weight is None else replay
         total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
         alone = None
         if compute is not None and not compute.error:
@@ -432,6 +457,8 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
                        if row.compute.rrmse < row.own.rrmse / 2 else
                        ": the op itself computes differently (its weights or arithmetic), not only the quantization"
                        if row.compute.rrmse > _QUANT_NOISE else ""))
+    elif unit.weight is not None:
+        pass
     elif len(row.members) > 1:
         row.note = f"quantize/dequantize pair {' -> '.join(row.members)}, replayed as the identity"
     elif row.region is not None and row.region.identity:
@@ -460,7 +487,8 @@ def _run_batch(om: OriginalModel, batch: Sequence[_Unit], own_metrics: Sequence[
     jobs: list[tuple[_Unit, Job, Job | None]] = []
     for unit in batch:
         try:
-            job = Job(unit.row.region, _decode_feeds(om, unit.feeds))
+            feeds = {unit.weight: om.value(unit.weight)} if unit.weight else _decode_feeds(om, unit.feeds)
+            job = Job(unit.row.region, feeds)
             compute = None
             if unit.compute_feeds:
                 compute = Job(unit.row.region, _decode_feeds(om, unit.compute_feeds))
@@ -511,7 +539,7 @@ def locate_runs(
     quiet: bool = True,
 ) -> list[LocateResult]:
     """Replay every device operator of every selected run on its own device inputs (module doc); one
-    LocateResult per run. `algorithms`: extra metrics for own (indices or names; cosine, max abs error and RMSE
+    LocateResult per run. `algorithms`: extra metrics for own (indices, names or "all"; cosine, max abs error and RMSE
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
     tensors decoded and replayed at once."""
     from ..comparison import paired_runs
@@ -524,6 +552,8 @@ def locate_runs(
         raise ConfigError(f"threshold {threshold}: a cosine similarity in (0, 1]")
     om = model if isinstance(model, OriginalModel) else OriginalModel.load(model)
     graph = load_graph(fusion_json, quant_fusion=quant_json)
+    if isinstance(algorithms, str) and algorithms.strip().lower() == "all":
+        algorithms = range(10)
     algos = tuple(parse_algorithms(algorithms)) if algorithms is not None else DEFAULT_ALGORITHMS
     limit = default_rrmse(threshold) if rrmse is None else float(rrmse)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
@@ -551,6 +581,30 @@ def locate(model: str | os.PathLike[str] | OriginalModel, left: str | os.PathLik
         runs = "\n  ".join(r.run for r in results)
         raise DumpcmpError(f"{left} holds {len(results)} runs; select one or use locate_runs():\n  {runs}")
     return results[0]
+
+
+#: the columns `dumpcmp compare --locate` adds after the original tool's
+COMPARE_COLUMNS = ("OwnCosine", "OwnRelRMSE", "InheritedCosine", "InheritedRelRMSE", "Verdict")
+
+
+def compare_columns(result: LocateResult) -> dict[str, Any]:
+    """Cells for `ComparisonResult.write(columns=...)`: on the output rows of each located operator, its own and
+    inherited cosine and relative RMSE and its verdict; empty on other rows."""
+    by_op = {r.op: r for r in result.rows}
+
+    def cell(get: Any) -> Any:
+        def f(row: Any) -> str:
+            pair = row.pair
+            lr = by_op.get(pair.npu_op) if pair is not None and pair.kind == "output" else None
+            return "" if lr is None else get(lr)
+        return f
+
+    def num(m: str, attr: str) -> Any:
+        return cell(lambda r: "NaN" if getattr(r, m) is None else _fmt(getattr(getattr(r, m), attr)))
+
+    return {"OwnCosine": num("own", "cosine"), "OwnRelRMSE": num("own", "rrmse"),
+            "InheritedCosine": num("inherited", "cosine"), "InheritedRelRMSE": num("inherited", "rrmse"),
+            "Verdict": cell(lambda r: r.verdict)}
 
 
 def to_json(results: Sequence[LocateResult]) -> str:

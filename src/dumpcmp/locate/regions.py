@@ -108,6 +108,16 @@ class OriginalModel:
         p = self.producer.get(tensor)
         return p is not None and self.nodes[p].op_type == "Constant"
 
+    def value(self, tensor: str) -> np.ndarray:
+        """The value of a weight: an initializer's, or a Constant node's `value`."""
+        from onnx import numpy_helper
+
+        t = self.initializers.get(tensor)
+        if t is None:
+            node = self.nodes[self.producer[tensor]]
+            t = next(a.t for a in node.attribute if a.name == "value")
+        return numpy_helper.to_array(t)
+
     def dtype(self, tensor: str) -> np.dtype | None:
         """The tensor's element type in the original model (None when shape inference does not know it)."""
         import onnx
@@ -126,7 +136,7 @@ class OriginalModel:
         if tp is None or not tp.HasField("tensor_type") or not tp.tensor_type.HasField("shape"):
             return None
         dims = tp.tensor_type.shape.dim
-        if not all(d.HasField("dim_value") for d in dims):
+        if not all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
             return None
         return tuple(int(d.dim_value) for d in dims)
 

@@ -1,11 +1,12 @@
 """`dumpcmp bisect` with `dumpcmp simulate` as the device: a planted fault (one op's weights perturbed in the device's
-copy of the model) found in ⌈log2 n⌉ + 1 runs each dumping one layer, a healthy network ended after one run, the
-rounds logged, an interrupted bisect resumed from its log, a failing command's exit code and output passed on."""
+copy of the model) found in ⌈log2 n⌉ + 1 runs each dumping one layer through an interruption (a failing command's
+exit code and output passed on, the bisect resumed from its log), a healthy network ended after one run."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -44,14 +45,27 @@ def net(tmp_path_factory):
     return {"base": base, "model": model, "faulty": faulty, "gt": base / "gt", "command": command}
 
 
-def test_planted_fault_found_in_log2_rounds(net, tmp_path, capsys):
+def test_planted_fault_found_in_log2_rounds_through_an_interruption(net, tmp_path, capsys):
+    # the device fails at round 3 (exit 7): the bisect stops with that code and output; run again, it resumes
     out = tmp_path / "b"
-    code = main(["bisect", str(net["model"]), "--run", net["command"], "-r", str(net["gt"]), "-o", str(out),
-                 "--device-model", str(net["faulty"])])
-    assert code == 0
+    flag = tmp_path / "go"
+    failing = f"if [ {{round}} -ge 3 ] && [ ! -e {shlex.quote(str(flag))} ]; then echo device lost >&2; exit 7; fi; " \
+              + net["command"]
+    args = ["bisect", str(net["model"]), "--run", failing, "-r", str(net["gt"]), "-o", str(out), "--device-model",
+            str(net["faulty"])]
+    assert main(args) == 7
+    captured = capsys.readouterr()
+    assert "the device run failed with exit code 7" in captured.err and "device lost" in captured.err
+    assert len((out / "bisect.jsonl").read_text().splitlines()) == 1 + 2  # header and two rounds
+    first = captured.out
+    flag.write_text("")
+    assert main(args) == 0
     printed = capsys.readouterr().out
+    assert "resuming after round 2" in printed and "round 1:" not in printed
+
     state = [json.loads(line) for line in (out / "bisect.jsonl").read_text().splitlines()]
     candidates, rounds = state[0]["candidates"], state[1:]
+    assert [r["number"] for r in rounds] == list(range(1, len(rounds) + 1))
     assert candidates == ["stem_convstem_bnstem_relu", "b0a_convb0a_bn", "b0_sig", "b0_silu", "b0b_convb0b_bnb0b_relu",
                           "b0_add", "b1a_convb1a_bn", "b1_sig", "b1_silu", "b1b_convb1b_bnb1b_relu", "b1_add", "gap",
                           "flatten", "fc"]
@@ -66,9 +80,10 @@ def test_planted_fault_found_in_log2_rounds(net, tmp_path, capsys):
         assert acl["dump_list"][0]["layer"] == r["layers"]
         dumped = [p.name.split(".")[1] for p in Path(r["folder"], "dump").rglob("*.*.*.*") if p.is_file()]
         assert dumped == r["layers"]
-        assert f"round {r['number']}: dumped 1 layer: {r['layers'][0]}" in printed
+        assert f"round {r['number']}: dumped 1 layer: {r['layers'][0]}" in first + printed
     log = (out / "bisect.log").read_text()
-    assert log.count(" round ") == len(rounds) and "first layer below" in log
+    assert len(re.findall(r"  round \d+: dumped", log)) == len(rounds)
+    assert "first layer below" in log and "resuming after round 2" in log
 
 
 def test_healthy_network_ends_with_no_layer_below(net, tmp_path):
@@ -76,26 +91,6 @@ def test_healthy_network_ends_with_no_layer_below(net, tmp_path):
     r = bisect(net["model"], net["command"], net["gt"], tmp_path / "ok", echo=lines.append)
     assert r.layer is None and r.runs == 1
     assert lines[-1].startswith("no layer below the threshold 0.99: the last layer fc has cosine")
-
-
-def test_interrupted_bisect_resumes_and_failing_command_passes_its_code(net, tmp_path, capsys):
-    out = tmp_path / "b"
-    flag = tmp_path / "go"
-    failing = f"if [ {{round}} -ge 3 ] && [ ! -e {shlex.quote(str(flag))} ]; then echo device lost >&2; exit 7; fi; " \
-              + net["command"]
-    args = ["bisect", str(net["model"]), "--run", failing, "-r", str(net["gt"]), "-o", str(out), "--device-model",
-            str(net["faulty"]), "--no-locate"]
-    assert main(args) == 7
-    captured = capsys.readouterr()
-    assert "the device run failed with exit code 7" in captured.err and "device lost" in captured.err
-    assert len((out / "bisect.jsonl").read_text().splitlines()) == 1 + 2  # header and two rounds
-    flag.write_text("")
-    assert main(args) == 0
-    printed = capsys.readouterr().out
-    assert "resuming after round 2" in printed and "round 1:" not in printed
-    assert "first layer below the threshold 0.99: b1a_convb1a_bn" in printed
-    rounds = (out / "bisect.jsonl").read_text().splitlines()[1:]
-    assert [json.loads(r)["number"] for r in rounds] == list(range(1, len(rounds) + 1))
 
 
 def test_several_layers_a_round_and_bad_options(net, tmp_path):

@@ -33,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bisect", help="find the first bad layer in O(log n) device runs, dumping few layers each",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="the original .onnx file")
-    p.add_argument("--run", dest="command", required=True, metavar="CMD", help="the device run, with placeholders (below)")
+    p.add_argument("--run", dest="command", required=True, metavar="CMD",
+                   help="the device run, with placeholders (below)")
     p.add_argument("-r", "--right", required=True, metavar="DIR", help="the ground truth folder")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the rounds and the log")
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")

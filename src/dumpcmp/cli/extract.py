@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--end", action="append", default=[], metavar="NAME", help="an end layer (repeatable)")
     p.add_argument("-l", "--left", metavar="DIR", help="the device dump folder or tree")
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
-    p.add_argument("-r", "--right", metavar="DIR", help="the ground truth folder (for expected/ and --data ground-truth)")
+    p.add_argument("-r", "--right", metavar="DIR",
+                   help="the ground truth folder (for expected/ and --data ground-truth)")
     p.add_argument("-o", "--output", metavar="DIR", help="folder in which dump_result_{time}/ is written")
     p.add_argument("--data", choices=("device", "ground-truth"), default="device",
                    help="where the region's input data comes from (default: the device dump)")

@@ -113,7 +113,8 @@ def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) ->
                 missing.append(x)
                 continue
             src = found[x]
-            arrays[x] = decode(src.tensor(), shape=net.shape(x), dtype=net.dtype(x), origin_format=src.pair.origin_format)
+            arrays[x] = decode(src.tensor(), shape=net.shape(x), dtype=net.dtype(x),
+                               origin_format=src.pair.origin_format)
             sources[x] = f"device dump {src.describe()}"
     else:
         for x in region.inputs:
@@ -127,11 +128,12 @@ def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) ->
     if missing:
         where = "the device dump (with -f, through the graph JSON)" if data == "device" else "the ground truth"
         hint = ""
+        them = "them" if len(missing) > 1 else "it"
         if data == "device" and gt is not None and all(gt.get(*wanted[x]) is not None for x in missing):
-            hint = f"; the ground truth has {'them' if len(missing) > 1 else 'it'}: pass --data ground-truth"
+            hint = f"; the ground truth has {them}: pass --data ground-truth"
         elif data == "device":
-            hint = ("; no device op wrote them (fused away, or not dumped): start the region at a layer whose input "
-                    "a dumped op wrote, dump with dump_mode all, or pass -r GT --data ground-truth")
+            hint = (f"; no dumped device op wrote {them} (fused away, or not dumped): start the region at a layer "
+                    "whose input a dumped op wrote, dump with dump_mode all, or pass -r GT --data ground-truth")
         raise ConfigError(f"the region's input{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))} "
                           f"ha{'ve' if len(missing) > 1 else 's'} no data in {where}{hint}")
     return arrays, sources

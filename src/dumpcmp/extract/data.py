@@ -58,7 +58,8 @@ def device_ops(group: DumpGroup) -> list[DeviceOp]:
     return ops
 
 
-def find_tensors(group: DumpGroup, graph: Graph | None, wanted: Mapping[str, tuple[str, int]]) -> dict[str, DeviceTensor]:
+def find_tensors(group: DumpGroup, graph: Graph | None,
+                 wanted: Mapping[str, tuple[str, int]]) -> dict[str, DeviceTensor]:
     """tensor name -> the device tensor holding it, for `wanted` (tensor name -> (producing node, output index);
     a model input is (its name, 0), as the ground truth names it). Outputs are preferred to inputs; raw integer
     tensors of quantized ops are never taken."""

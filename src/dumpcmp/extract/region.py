@@ -4,7 +4,8 @@
 model's graph JSON, so that a start or an end can be an original node name, a tensor name or a device op name.
 `Network.region(starts, ends)` is every node that is both downstream of a start and upstream of an end; its inputs
 are the activations entering it (weights, initializers and Constant-only subgraphs travel inside), its outputs the
-end layers' outputs. `sub_model` cuts that region out as a runnable model with `dumpcmp.locate.regions` (shared with `locate`).
+end layers' outputs. `sub_model` cuts that region out as a runnable model with `dumpcmp.locate.regions` (shared
+with `locate`).
 """
 
 from __future__ import annotations

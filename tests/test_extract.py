@@ -246,3 +246,20 @@ def test_real_network(tmp_path):
     got = ort.InferenceSession(str(gtd / "model.onnx")).run(None, {inp: xg})[0]
     np.testing.assert_allclose(got, np.load(gtd / "expected" / f"{stem}.npy"), rtol=1e-4, atol=1e-4)
     assert len(os.listdir(dev / "dump_data")) == 3
+
+
+def test_interrupted_export_leaves_nothing_and_keeps_the_folder(demo, tmp_path, monkeypatch):
+    import dumpcmp.extract as ex
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("user file")
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ex, "_link", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ex.extract(demo["model"], ["conv2"], ["add1"], dump=demo["dump"], graph_json=demo["json"], out=out)
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+    assert all(p.exists() for p in demo["files"].values())  # the dumps were never moved

@@ -17,9 +17,11 @@ from ..errors import DumpcmpError
 COMMANDS = {
     "acl-json": "dumpcmp.cli.acl_json",
     "bench": "dumpcmp.cli.bench",
+    "bisect": "dumpcmp.cli.bisect",
     "compare": "dumpcmp.cli.compare",
     "convert": "dumpcmp.cli.convert",
     "demo": "dumpcmp.cli.demo",
+    "extract": "dumpcmp.cli.extract",
     "golden": "dumpcmp.cli.golden",
     "info": "dumpcmp.cli.info",
     "locate": "dumpcmp.cli.locate",

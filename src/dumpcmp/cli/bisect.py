@@ -1,0 +1,76 @@
+"""`dumpcmp bisect MODEL.onnx --run "CMD" -r GT -o OUT`: find the first layer below the threshold with about
+⌈log2 n⌉ + 1 device runs, for networks whose full dump does not fit on disk or takes too long. Each round writes an
+acl.json that dumps only the layers it tests, runs CMD (your device run), compares those layers with the ground
+truth and halves the suspect range. Every round is printed and logged in OUT/bisect.log; run the same command again
+to resume an interrupted bisect. The layer found is then replayed by `dumpcmp locate` on its own device inputs (one
+more run, dumping its inputs too). A failing CMD stops the bisect with its exit code and output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EPILOG = """\
+placeholders in CMD (replaced by shell-quoted paths):
+  {model}       the device model (--device-model, default MODEL)
+  {acl_json}    this round's acl.json (OUT/round_NN/acl.json): dump only these layers
+  {dump}        this round's dump folder (OUT/round_NN/dump; also the acl.json's dump_path)
+  {graph_json}  where the run may write the compiled graph JSON when -f is not given (OUT/round_NN/model.json)
+  {round}       the round number
+
+without -f, the graph JSON is {graph_json} or the one *.json the run leaves in {dump} (dumpcmp simulate writes
+{dump}/model.json); the first round then dumps the layers writing the model's outputs, by their ONNX names.
+
+examples:
+  dumpcmp bisect net.onnx -r gt/ -o bisect/ -f net.json \\
+      --run "msame --model net.om --input x.bin --output out --acl-json {acl_json}"
+  dumpcmp bisect net.onnx -r gt/ -o bisect/ \\
+      --run "dumpcmp simulate {model} --precision int8 -i x.npy --acl-json {acl_json} -o {dump}"
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bisect", help="find the first bad layer in O(log n) device runs, dumping few layers each",
+                       description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="the original .onnx file")
+    p.add_argument("--run", dest="command", required=True, metavar="CMD",
+                   help="the device run, with placeholders (below)")
+    p.add_argument("-r", "--right", required=True, metavar="DIR", help="the ground truth folder")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the rounds and the log")
+    p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
+    p.add_argument("--device-model", metavar="FILE", help="what {model} stands for (default MODEL)")
+    p.add_argument("--model-name", help="the acl.json's model_name (default: the device model's file stem)")
+    p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
+    p.add_argument("--last", metavar="LAYER",
+                   help="search up to this layer (compiled op or original name; default the last): for outputs that "
+                        "hide an error, such as a saturated softmax")
+    p.add_argument("--per-round", type=int, default=1, metavar="K",
+                   help="layers dumped per run (default 1: binary search; K cuts the range in K+1 parts)")
+    p.add_argument("--no-locate", action="store_true",
+                   help="skip the last run that replays the layer found on its own device inputs (dumpcmp locate)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="limit for one device run")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bisect import RunFailed, bisect
+
+    try:
+        r = bisect(args.model, args.command, args.right, args.output, graph_json=args.fusion_json,
+                   device_model=args.device_model, model_name=args.model_name, threshold=args.threshold,
+                   per_round=args.per_round, echo=print, timeout=args.timeout,
+                   with_locate=not args.no_locate, last=args.last)
+    except RunFailed as failed:
+        sys.stdout.flush()
+        print(f"dumpcmp: error: {failed} (in {failed.folder}); its output:", file=sys.stderr)
+        sys.stderr.write(failed.output if failed.output.endswith("\n") or not failed.output
+                         else failed.output + "\n")
+        return failed.returncode if 0 < failed.returncode < 256 else 1
+    if r.layer is not None and r.folder is not None:
+        print(f"  its dump: {r.folder / 'dump'}; log: {r.log}")
+        print(f"  next: dumpcmp extract {args.model} --start {r.layer} --end {r.layer} -l {r.folder / 'dump'} "
+              f"-f {r.graph_json} -r {args.right} --data ground-truth "
+              f"-o {args.output}")
+    else:
+        print(f"  log: {r.log}")
+    return 0

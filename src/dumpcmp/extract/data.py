@@ -1,0 +1,90 @@
+"""Which device dump holds an original tensor, and its values in the original layout, shape and dtype.
+
+The compiled graph (`-f`) says which original tensor every device output holds (the pairing rules of
+`dumpcmp.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken from
+the output first. Device layouts are decoded by `dumpcmp.locate.feeds.decode` (shared with `locate`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import DumpcmpError, NotFoundError
+from ..locate.feeds import decode
+from ..graph import Graph
+from ..pairing import DeviceOp, TensorPair, pair_with_ground_truth
+from ..scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
+
+@dataclass
+class DeviceTensor:
+    """One tensor of one device dump file that holds an original tensor."""
+
+    entry: DumpEntry
+    kind: str
+    index: int
+    pair: TensorPair
+
+    def describe(self) -> str:
+        t = self.tensor()
+        return f"{self.entry.file_name} {self.kind} {self.index}, {t.format} {t.data_type}"
+
+    def tensor(self) -> Any:
+        d = self.entry.open()
+        ts = d.inputs if self.kind == "input" else d.outputs
+        return ts[self.index]
+
+
+def select_run(dump: str | os.PathLike[str], **selection: Any) -> DumpGroup:
+    """The one run of a dump tree that the selection (time, device_id, model_name, model_id, data_index) names."""
+    index = scan(dump)
+    if index.dump_count == 0:
+        raise NotFoundError(f"{dump}: no device dump files found")
+    return index.select(**selection)
+
+
+def device_ops(group: DumpGroup) -> list[DeviceOp]:
+    """The newest dump of every op in a run, with its tensor counts (headers only)."""
+    ops = []
+    for e in group.newest().values():
+        try:
+            d = e.open()
+        except DumpcmpError:
+            continue  # an unreadable dump holds no data to take
+        ops.append(DeviceOp(e.op_name, e.op_type, len(d.inputs), len(d.outputs), order=e.order(), ref=e))
+    return ops
+
+
+def find_tensors(group: DumpGroup, graph: Graph | None,
+                 wanted: Mapping[str, tuple[str, int]]) -> dict[str, DeviceTensor]:
+    """tensor name -> the device tensor holding it, for `wanted` (tensor name -> (producing node, output index);
+    a model input is (its name, 0), as the ground truth names it). Outputs are preferred to inputs; raw integer
+    tensors of quantized ops are never taken."""
+    keys = {f"{node}.{idx}": tensor for tensor, (node, idx) in wanted.items()}
+    pairs = pair_with_ground_truth(device_ops(group), keys, graph)
+    found: dict[str, DeviceTensor] = {}
+    for kind in ("output", "input"):
+        for p in pairs:
+            if p.kind != kind or p.npu_ref is None or p.ground_truth_ref is None or p.skip_reason is not None:
+                continue
+            found.setdefault(p.ground_truth_ref, DeviceTensor(p.npu_ref, kind, p.index or 0, p))
+    return found
+
+
+def ground_truth(gt: GroundTruthIndex, node: str, idx: int, shape: Sequence[int] | None,
+                 dtype: np.dtype | None) -> np.ndarray | None:
+    """The ground truth of output `idx` of `node` (None when there is no file)."""
+    entry = gt.get(node, idx)
+    if entry is None:
+        return None
+    data = entry.open()
+    if not isinstance(data, np.ndarray):  # a framework dump
+        outs = data.outputs
+        return decode(outs[min(idx, len(outs) - 1)], shape=shape, dtype=dtype)
+    a = np.asarray(data)
+    if dtype is not None and a.dtype != dtype:
+        a = a.astype(dtype)
+    return np.ascontiguousarray(a)

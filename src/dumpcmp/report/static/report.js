@@ -1,0 +1,120 @@
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const byRow = new Map(data.rows.map((r) => [r.i, r]));
+  const esc = (s) => String(s == null ? "" : s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  const num = (v) => (v == null ? "NaN" : Number(v).toPrecision(6));
+
+  function histSvg(h) {
+    const W = 520, H = 170, L = 8, B = 22;
+    const npu = h.npu, gt = h.gt, n = npu.counts.length;
+    const top = Math.max(1, ...npu.counts, ...gt.counts);
+    const x = (v) => L + ((v - npu.lo) / (npu.hi - npu.lo)) * (W - 2 * L);
+    const bw = (W - 2 * L) / n;
+    let s = `<svg class="hist" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`;
+    npu.counts.forEach((c, k) => {
+      const bh = (c / top) * (H - B - 8);
+      s += `<rect class="bar" x="${(L + k * bw).toFixed(1)}" y="${(H - B - bh).toFixed(1)}" width="${Math.max(bw - 0.5, 0.5).toFixed(1)}" height="${bh.toFixed(1)}"><title>device ${c}</title></rect>`;
+    });
+    let d = "";
+    gt.counts.forEach((c, k) => {
+      const y = (H - B - (c / top) * (H - B - 8)).toFixed(1);
+      d += `${k ? "L" : "M"}${(L + k * bw).toFixed(1)},${y}L${(L + (k + 1) * bw).toFixed(1)},${y}`;
+    });
+    s += `<path class="gt" d="${d}"><title>ground truth</title></path>`;
+    for (const [side, hh] of [["device", npu], ["ground truth", gt]]) {
+      for (const v of [hh.min, hh.max]) {
+        if (v != null) s += `<line class="mm" x1="${x(v).toFixed(1)}" x2="${x(v).toFixed(1)}" y1="4" y2="${H - B}"><title>${side} ${v === hh.min ? "min" : "max"} ${num(v)}</title></line>`;
+      }
+    }
+    s += `<text x="${L}" y="${H - 6}">${num(npu.lo)}</text><text x="${W - L}" y="${H - 6}" text-anchor="end">${num(npu.hi)}</text></svg>`;
+    return s;
+  }
+
+  function openRow(i, scroll) {
+    const r = byRow.get(i);
+    if (!r) return;
+    document.querySelectorAll(".sel").forEach((e) => e.classList.remove("sel"));
+    document.querySelectorAll(`[data-row="${i}"]`).forEach((e) => e.classList.add("sel"));
+    const box = document.getElementById("details");
+    box.hidden = false;
+    box.dataset.row = String(i);
+    document.getElementById("d-title").textContent = `#${r.i} ${r.name}`;
+    let h = `<table><tr><th>OpType</th><td>${esc(r.op)}</td></tr><tr><th>status</th><td>${esc(r.status)} (${esc(r.cls)})</td></tr>` +
+      `<tr><th>NPUDump</th><td>${esc(r.npu)} ${esc(r.npu_dtype)}</td></tr><tr><th>GroundTruth</th><td>${esc(r.gt)} ${esc(r.gt_dtype)}</td></tr>` +
+      `<tr><th>Shape</th><td>${esc(r.shape)}</td></tr>`;
+    if (r.reason) h += `<tr><th>CompareFailReason</th><td>${esc(r.reason)}</td></tr>`;
+    h += "</table>";
+    if (r.m) {
+      h += "<table><tr>" + Object.keys(r.m).map((k) => `<th>${esc(k)}</th>`).join("") + "</tr><tr>" +
+        Object.values(r.m).map((v) => `<td>${esc(v)}</td>`).join("") + "</tr></table>";
+      const g = r.range;
+      h += `<p>device ${num(g.npu[0])} .. ${num(g.npu[1])} (${g.npu_nan} NaN, ${g.npu_inf} inf); ground truth ${num(g.gt[0])} .. ${num(g.gt[1])} (${g.gt_nan} NaN, ${g.gt_inf} inf); ${g.count} elements</p>`;
+    }
+    if (r.locate) h += `<p>locate: own cosine ${num(r.locate.own)}, inherited ${num(r.locate.inherited)}, total ${num(r.locate.total)} ${esc(r.locate.verdict)}</p>`;
+    const adv = data.advice.filter((a) => a.row === r.i);
+    if (adv.length) h += "<ul>" + adv.map((a) => `<li><b>${esc(a.rule)}</b>: ${esc(a.message)}</li>`).join("") + "</ul>";
+    if (r.hist) h += `<h3>Histogram (blue: device, black: ground truth, red dashed: min and max)</h3>${histSvg(r.hist)}`;
+    else if (r.m) h += `<p class="note">No histogram embedded for this layer (the report holds the worst layers'; rerun with --histograms all).</p>`;
+    if (r.top && r.top.length) {
+      h += "<h3>Largest element errors</h3><table><tr><th>Index</th><th>NPUDump</th><th>GroundTruth</th><th>AbsoluteError</th></tr>" +
+        r.top.map((t) => `<tr><td>${t.index}</td><td>${num(t.npu)}</td><td>${num(t.ground_truth)}</td><td>${num(t.abs_error)}</td></tr>`).join("") + "</table>";
+    }
+    document.getElementById("d-body").innerHTML = h;
+    if (scroll) box.scrollIntoView({ block: "nearest" });
+  }
+
+  function fromHash() {
+    const m = /^#row-(\d+)$/.exec(location.hash);
+    if (m) openRow(Number(m[1]), true);
+  }
+  document.addEventListener("click", (ev) => {
+    const t = ev.target.closest("[data-row]");
+    if (!t || t.id === "details") return;
+    const i = Number(t.getAttribute("data-row"));
+    if (location.hash !== `#row-${i}`) history.replaceState(null, "", `#row-${i}`);
+    openRow(i, t.tagName.toLowerCase() === "circle");
+  });
+  window.addEventListener("hashchange", fromHash);
+
+  // table: sort by a header click (numbers numerically, NaN last), filter by text / status / class
+  const table = document.getElementById("rows");
+  const tbody = table.tBodies[0];
+  const allRows = Array.from(tbody.rows);
+  table.tHead.addEventListener("click", (ev) => {
+    const th = ev.target.closest("th");
+    if (!th) return;
+    const col = th.cellIndex;
+    const asc = !th.classList.contains("asc");
+    table.tHead.querySelectorAll("th").forEach((h) => h.classList.remove("asc", "desc"));
+    th.classList.add(asc ? "asc" : "desc");
+    const key = (tr) => {
+      const s = tr.cells[col].textContent;
+      const v = Number(s);
+      return s !== "" && Number.isFinite(v) ? v : s === "NaN" || s === "" ? null : s;
+    };
+    const rows = Array.from(tbody.rows);
+    rows.sort((a, b) => {
+      const x = key(a), y = key(b);
+      if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+      const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+      return asc ? c : -c;
+    });
+    tbody.append(...rows);
+  });
+  const filter = document.getElementById("filter"), status = document.getElementById("status"), cls = document.getElementById("cls");
+  function applyFilter() {
+    const q = filter.value.toLowerCase(), st = status.value, c = cls.value;
+    let shown = 0;
+    for (const tr of allRows) {
+      const ok = (!st || tr.dataset.status === st) && (!c || tr.dataset.cls === c) && (!q || tr.textContent.toLowerCase().includes(q));
+      tr.hidden = !ok;
+      if (ok) shown++;
+    }
+    document.getElementById("shown").textContent = `${shown} of ${allRows.length} rows`;
+  }
+  [filter, status, cls].forEach((e) => e.addEventListener("input", applyFilter));
+  applyFilter();
+  fromHash();
+  document.body.dataset.ready = "1";
+})();

@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "normalise_locate"]
+__all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "normalise_locate", "distinct_rows"]
 
 FP16_MAX = 65504.0
 
@@ -107,9 +107,21 @@ def _is_conv(op_type: str) -> bool:
     return "conv" in op_type.lower()
 
 
+def distinct_rows(result: Any) -> list[Any]:
+    """The compared rows without the inputs that repeat an output: an op's output dumped again as the next op's
+    input holds the same values against the same ground truth, so it would be advised twice."""
+    def key(r: Any) -> tuple[Any, ...]:
+        return (r.pair.ground_truth_key if r.pair else r.ground_truth,
+                tuple(r.result.format(i) for i in result.algorithms))
+
+    compared = [r for r in result.rows if r.result is not None]
+    outputs = {key(r) for r in compared if r.pair is None or r.pair.kind == "output"}
+    return [r for r in compared if r.pair is None or r.pair.kind == "output" or key(r) not in outputs]
+
+
 def _fp16_overflow(result: Any) -> list[Advice]:
     out = []
-    for r in result.rows:
+    for r in distinct_rows(result):
         res = r.result
         if res is None:
             continue
@@ -176,8 +188,8 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
 
 def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
     out = []
-    for r in result.rows:
-        if r.result is None or 7 not in result.algorithms:
+    for r in distinct_rows(result):
+        if 7 not in result.algorithms:
             continue
         rmse = r.value(7)
         if math.isfinite(rmse) and rmse > t.rmse:

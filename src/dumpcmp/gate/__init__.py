@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..advice import RULES, Advice
+from ..advice import RULES, Advice, distinct_rows
 from ..errors import ConfigError
 
 __all__ = ["GateOutcome", "evaluate", "parse_rules"]
@@ -51,14 +51,13 @@ def parse_rules(values: Iterable[str] | None) -> list[str]:
 def evaluate(result: Any, *, fail_below: float | None = None, fail_on: Sequence[str] = (),
              advice: Sequence[Advice] = ()) -> GateOutcome:
     """Every compared row whose cosine is below `fail_below` (or NaN while the device side overflowed or went all
-    zero), and every advice of a rule in `fail_on`."""
+    zero; an input repeating an output's values is listed once, as the output), and every advice of a rule in
+    `fail_on`."""
     out = GateOutcome()
     if fail_below is not None:
         if not -1.0 <= fail_below <= 1.0:
             raise ConfigError(f"--fail-below must be a cosine similarity in [-1, 1], not {fail_below}")
-        for r in result.rows:
-            if r.result is None:
-                continue
+        for r in distinct_rows(result):
             c = r.cosine
             if c < fail_below or (math.isnan(c) and (r.overflow or r.dead)):
                 out.failing.append(f"#{r.index} {r.tensor_index} ({r.op_type}): cosine "

@@ -21,7 +21,6 @@ from typing import Any, Iterable, Sequence
 
 from .._io import atomic_write_text
 from ..advice import Advice, LocateRow, Thresholds, advise, normalise_locate
-from ..metrics import METRICS
 from ..progress import Progress
 
 __all__ = ["ReportData", "collect", "render", "write_report", "verdict", "classify", "largest_drop"]
@@ -138,20 +137,25 @@ def _locate_by_row(result: Any, locate: Sequence[LocateRow]) -> dict[int, Locate
     return out
 
 
-def _row_record(r: Any, kind: str, algorithms: Sequence[int]) -> dict[str, Any]:
-    rec: dict[str, Any] = {
-        "i": r.index, "name": r.tensor_index or r.ground_truth, "op": r.op_type, "status": r.status, "cls": kind,
-        "kind": r.pair.kind if r.pair is not None else "", "npu": r.npu_dump, "gt": r.ground_truth,
-        "npu_dtype": r.npu_data_type, "gt_dtype": r.ground_truth_data_type, "shape": r.shape,
-        "reason": r.fail_reason,
-    }
+def _g7(v: Any) -> float | None:
+    """A value as the page shows it: 7 significant digits (float32 precision), None when not finite."""
+    f = _num(v)
+    return None if f is None else float(f"{f:.7g}")
+
+
+def _row_record(r: Any, kind: str) -> dict[str, Any]:
+    """What the details panel needs beyond the table's cells (which it reads from the table row)."""
+    rec: dict[str, Any] = {"i": r.index, "name": r.tensor_index or r.ground_truth, "cls": kind}
     if r.result is not None:
         res = r.result
-        rec["m"] = {METRICS[i]: (res.format(i)) for i in algorithms}
-        rec["range"] = {"npu": [_num(res.min_x), _num(res.max_x)], "gt": [_num(res.min_y), _num(res.max_y)],
-                        "count": int(res.count), "npu_nan": int(res.nan_x), "npu_inf": int(res.inf_x),
-                        "gt_nan": int(res.nan_y), "gt_inf": int(res.inf_y)}
+        rec["range"] = [_g7(res.min_x), _g7(res.max_x), _g7(res.min_y), _g7(res.max_y), int(res.count),
+                        int(res.nan_x), int(res.inf_x), int(res.nan_y), int(res.inf_y)]
     return rec
+
+
+def _hist_record(h: Any) -> list[Any]:
+    """[lo, hi, min, max, nan, +inf, -inf, counts...] of one side."""
+    return [_g7(h.lo), _g7(h.hi), _g7(h.min), _g7(h.max), h.nan, h.pos_inf, h.neg_inf] + [int(c) for c in h.counts]
 
 
 def _clean(obj: Any) -> Any:
@@ -192,12 +196,13 @@ def render(data: ReportData) -> str:
     header, body = table[0], table[1:]
     recs = []
     for r in result.rows:
-        rec = _row_record(r, kinds[r.index], result.algorithms)
+        rec = _row_record(r, kinds[r.index])
         if r.index in data.histograms:
             hx, hy = data.histograms[r.index]
-            rec["hist"] = {"npu": hx.to_dict(), "gt": hy.to_dict()}
+            rec["hist"] = [_hist_record(hx), _hist_record(hy)]
         if r.index in data.tops:
-            rec["top"] = data.tops[r.index]
+            rec["top"] = [[t["index"], _g7(t["npu"]), _g7(t["ground_truth"]), _g7(t["abs_error"])]
+                          for t in data.tops[r.index]]
         if r.index in loc_rows:
             lr = loc_rows[r.index]
             rec["locate"] = {"own": _num(lr.own_cosine), "inherited": _num(lr.inherited_cosine),
@@ -228,7 +233,7 @@ def render(data: ReportData) -> str:
                   chart_svg(series(consts), data.threshold, element_id="chart-constants")]
     parts += ["</section>", "<section id=\"details\" hidden><h2>Layer <span id=\"d-title\"></span></h2>"
               "<div id=\"d-body\"></div></section>",
-              _advice_section(data.advice), _table_section(header, body, recs),
+              _advice_section(data.advice), _table_section(header, body, result.rows, kinds),
               f"<script type=\"application/json\" id=\"data\">{_json_script(payload)}</script>",
               f"<script>{_static('report.js')}</script></body></html>"]
     return "".join(parts)
@@ -281,7 +286,7 @@ def _advice_section(advice: Sequence[Advice]) -> str:
     return "".join(out)
 
 
-def _table_section(header: list[str], body: list[list[str]], recs: list[dict[str, Any]]) -> str:
+def _table_section(header: list[str], body: list[list[str]], rows: Sequence[Any], kinds: dict[int, str]) -> str:
     out = ["<section id=\"table-section\"><h2>All rows</h2><div class=\"filters\">"
            "<input id=\"filter\" type=\"search\" placeholder=\"filter: any text in the row\">"
            "<select id=\"status\"><option value=\"\">all statuses</option><option>compared</option>"
@@ -291,11 +296,12 @@ def _table_section(header: list[str], body: list[list[str]], recs: list[dict[str
            "<div class=\"scroll\"><table id=\"rows\"><thead><tr>"]
     out += [f"<th data-col=\"{k}\">{escape(h)}</th>" for k, h in enumerate(header + ["Status"])]
     out.append("</tr></thead><tbody>")
-    for cells, rec in zip(body, recs):
-        klass = rec["status"] + (" const" if rec["cls"] == "constant" else "")
-        out.append(f"<tr id=\"r{rec['i']}\" data-row=\"{rec['i']}\" data-status=\"{rec['status']}\" "
-                   f"data-cls=\"{rec['cls']}\" class=\"{klass}\">")
-        out += [f"<td>{escape(c)}</td>" for c in cells + [rec["status"]]]
+    for cells, r in zip(body, rows):
+        status, kind = r.status, kinds[r.index]
+        klass = status + (" const" if kind == "constant" else "")
+        out.append(f"<tr id=\"r{r.index}\" data-row=\"{r.index}\" data-status=\"{status}\" "
+                   f"data-cls=\"{kind}\" class=\"{klass}\">")
+        out += [f"<td>{escape(c)}</td>" for c in cells + [status]]
         out.append("</tr>")
     out.append("</tbody></table></div></section>")
     return "".join(out)

@@ -5,9 +5,12 @@
   const esc = (s) => String(s == null ? "" : s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   const num = (v) => (v == null ? "NaN" : Number(v).toPrecision(6));
 
+  // one side of a histogram: [lo, hi, min, max, nan, +inf, -inf, counts...]
+  const side = (a) => ({ lo: a[0], hi: a[1], min: a[2], max: a[3], nan: a[4], pinf: a[5], ninf: a[6], counts: a.slice(7) });
+
   function histSvg(h) {
     const W = 520, H = 170, L = 8, B = 22;
-    const npu = h.npu, gt = h.gt, n = npu.counts.length;
+    const npu = side(h[0]), gt = side(h[1]), n = npu.counts.length;
     const top = Math.max(1, ...npu.counts, ...gt.counts);
     const x = (v) => L + ((v - npu.lo) / (npu.hi - npu.lo)) * (W - 2 * L);
     const bw = (W - 2 * L) / n;
@@ -22,43 +25,45 @@
       d += `${k ? "L" : "M"}${(L + k * bw).toFixed(1)},${y}L${(L + (k + 1) * bw).toFixed(1)},${y}`;
     });
     s += `<path class="gt" d="${d}"><title>ground truth</title></path>`;
-    for (const [side, hh] of [["device", npu], ["ground truth", gt]]) {
-      for (const v of [hh.min, hh.max]) {
-        if (v != null) s += `<line class="mm" x1="${x(v).toFixed(1)}" x2="${x(v).toFixed(1)}" y1="4" y2="${H - B}"><title>${side} ${v === hh.min ? "min" : "max"} ${num(v)}</title></line>`;
+    for (const [name, hh] of [["device", npu], ["ground truth", gt]]) {
+      for (const [what, v] of [["min", hh.min], ["max", hh.max]]) {
+        if (v != null) s += `<line class="mm" x1="${x(v).toFixed(1)}" x2="${x(v).toFixed(1)}" y1="4" y2="${H - B}"><title>${name} ${what} ${num(v)}</title></line>`;
       }
     }
     s += `<text x="${L}" y="${H - 6}">${num(npu.lo)}</text><text x="${W - L}" y="${H - 6}" text-anchor="end">${num(npu.hi)}</text></svg>`;
+    for (const [name, hh] of [["device", npu], ["ground truth", gt]]) {
+      if (hh.nan || hh.pinf || hh.ninf) s += `<p>${name}: ${hh.nan} NaN, ${hh.pinf} +inf, ${hh.ninf} -inf (not in the bins)</p>`;
+    }
     return s;
   }
 
+  const headers = Array.from(document.querySelectorAll("#rows thead th")).map((th) => th.textContent);
+
   function openRow(i, scroll) {
     const r = byRow.get(i);
-    if (!r) return;
+    const tr = document.getElementById(`r${i}`);
+    if (!r || !tr) return;
     document.querySelectorAll(".sel").forEach((e) => e.classList.remove("sel"));
     document.querySelectorAll(`[data-row="${i}"]`).forEach((e) => e.classList.add("sel"));
     const box = document.getElementById("details");
     box.hidden = false;
-    box.dataset.row = String(i);
+    box.dataset.open = String(i);
     document.getElementById("d-title").textContent = `#${r.i} ${r.name}`;
-    let h = `<table><tr><th>OpType</th><td>${esc(r.op)}</td></tr><tr><th>status</th><td>${esc(r.status)} (${esc(r.cls)})</td></tr>` +
-      `<tr><th>NPUDump</th><td>${esc(r.npu)} ${esc(r.npu_dtype)}</td></tr><tr><th>GroundTruth</th><td>${esc(r.gt)} ${esc(r.gt_dtype)}</td></tr>` +
-      `<tr><th>Shape</th><td>${esc(r.shape)}</td></tr>`;
-    if (r.reason) h += `<tr><th>CompareFailReason</th><td>${esc(r.reason)}</td></tr>`;
-    h += "</table>";
-    if (r.m) {
-      h += "<table><tr>" + Object.keys(r.m).map((k) => `<th>${esc(k)}</th>`).join("") + "</tr><tr>" +
-        Object.values(r.m).map((v) => `<td>${esc(v)}</td>`).join("") + "</tr></table>";
+    const cells = Array.from(tr.cells).map((td) => td.textContent);
+    let h = "<table>" + headers.map((name, k) => (cells[k] !== "" ? `<tr><th>${esc(name)}</th><td>${esc(cells[k])}</td></tr>` : "")).join("") + "</table>";
+    h += `<p>${esc(r.cls === "constant" ? "a weight or constant (an input no dumped operator produces)" : "an activation")}</p>`;
+    if (r.range) {
       const g = r.range;
-      h += `<p>device ${num(g.npu[0])} .. ${num(g.npu[1])} (${g.npu_nan} NaN, ${g.npu_inf} inf); ground truth ${num(g.gt[0])} .. ${num(g.gt[1])} (${g.gt_nan} NaN, ${g.gt_inf} inf); ${g.count} elements</p>`;
+      h += `<p>device ${num(g[0])} .. ${num(g[1])} (${g[5]} NaN, ${g[6]} inf); ground truth ${num(g[2])} .. ${num(g[3])} (${g[7]} NaN, ${g[8]} inf); ${g[4]} elements</p>`;
     }
     if (r.locate) h += `<p>locate: own cosine ${num(r.locate.own)}, inherited ${num(r.locate.inherited)}, total ${num(r.locate.total)} ${esc(r.locate.verdict)}</p>`;
     const adv = data.advice.filter((a) => a.row === r.i);
     if (adv.length) h += "<ul>" + adv.map((a) => `<li><b>${esc(a.rule)}</b>: ${esc(a.message)}</li>`).join("") + "</ul>";
     if (r.hist) h += `<h3>Histogram (blue: device, black: ground truth, red dashed: min and max)</h3>${histSvg(r.hist)}`;
-    else if (r.m) h += `<p class="note">No histogram embedded for this layer (the report holds the worst layers'; rerun with --histograms all).</p>`;
+    else if (r.range) h += `<p class="note">No histogram embedded for this layer (the report holds the worst layers'; rerun with --histograms all).</p>`;
     if (r.top && r.top.length) {
       h += "<h3>Largest element errors</h3><table><tr><th>Index</th><th>NPUDump</th><th>GroundTruth</th><th>AbsoluteError</th></tr>" +
-        r.top.map((t) => `<tr><td>${t.index}</td><td>${num(t.npu)}</td><td>${num(t.ground_truth)}</td><td>${num(t.abs_error)}</td></tr>`).join("") + "</table>";
+        r.top.map((t) => `<tr><td>${t[0]}</td><td>${num(t[1])}</td><td>${num(t[2])}</td><td>${num(t[3])}</td></tr>`).join("") + "</table>";
     }
     document.getElementById("d-body").innerHTML = h;
     if (scroll) box.scrollIntoView({ block: "nearest" });
@@ -70,7 +75,7 @@
   }
   document.addEventListener("click", (ev) => {
     const t = ev.target.closest("[data-row]");
-    if (!t || t.id === "details") return;
+    if (!t) return;
     const i = Number(t.getAttribute("data-row"));
     if (location.hash !== `#row-${i}`) history.replaceState(null, "", `#row-${i}`);
     openRow(i, t.tagName.toLowerCase() === "circle");

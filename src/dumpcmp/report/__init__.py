@@ -145,7 +145,7 @@ def _g7(v: Any) -> float | None:
 
 def _row_record(r: Any, kind: str) -> dict[str, Any]:
     """What the details panel needs beyond the table's cells (which it reads from the table row)."""
-    rec: dict[str, Any] = {"i": r.index, "name": r.tensor_index or r.ground_truth, "cls": kind}
+    rec: dict[str, Any] = {"i": r.index, "name": r.tensor_index or r.ground_truth, "cls": kind, "st": r.status}
     if r.result is not None:
         res = r.result
         rec["range"] = [_g7(res.min_x), _g7(res.max_x), _g7(res.min_y), _g7(res.max_y), int(res.count),
@@ -208,7 +208,8 @@ def render(data: ReportData) -> str:
             rec["locate"] = {"own": _num(lr.own_cosine), "inherited": _num(lr.inherited_cosine),
                              "total": _num(lr.total_cosine), "verdict": lr.verdict}
         recs.append(rec)
-    payload = _clean({"rows": recs, "advice": [a.to_dict() for a in data.advice], "verdict": v,
+    cells = [row_cells + [r.status] for row_cells, r in zip(body, result.rows)]
+    payload = _clean({"rows": recs, "cells": cells, "advice": [a.to_dict() for a in data.advice], "verdict": v,
                       "threshold": data.threshold})
 
     def series(rows: Iterable[Any]) -> list[dict[str, Any]]:
@@ -233,7 +234,7 @@ def render(data: ReportData) -> str:
                   chart_svg(series(consts), data.threshold, element_id="chart-constants")]
     parts += ["</section>", "<section id=\"details\" hidden><h2>Layer <span id=\"d-title\"></span></h2>"
               "<div id=\"d-body\"></div></section>",
-              _advice_section(data.advice), _table_section(header, body, result.rows, kinds),
+              _advice_section(data.advice), _table_section(header),
               f"<script type=\"application/json\" id=\"data\">{_json_script(payload)}</script>",
               f"<script>{_static('report.js')}</script></body></html>"]
     return "".join(parts)
@@ -286,24 +287,19 @@ def _advice_section(advice: Sequence[Advice]) -> str:
     return "".join(out)
 
 
-def _table_section(header: list[str], body: list[list[str]], rows: Sequence[Any], kinds: dict[int, str]) -> str:
+def _table_section(header: list[str]) -> str:
+    """The table's frame; the page script fills it from the data a page at a time (2,000 rows of 20 cells laid out
+    at once cost seconds in a browser)."""
     out = ["<section id=\"table-section\"><h2>All rows</h2><div class=\"filters\">"
            "<input id=\"filter\" type=\"search\" placeholder=\"filter: any text in the row\">"
            "<select id=\"status\"><option value=\"\">all statuses</option><option>compared</option>"
            "<option>failed</option><option>skipped</option><option>unmatched</option></select>"
            "<select id=\"cls\"><option value=\"\">activations and constants</option><option>activation</option>"
-           "<option>constant</option></select><span id=\"shown\"></span></div>"
+           "<option>constant</option></select><button id=\"prev\">&lt;</button><span id=\"shown\"></span>"
+           "<button id=\"next\">&gt;</button></div>"
            "<div class=\"scroll\"><table id=\"rows\"><thead><tr>"]
     out += [f"<th data-col=\"{k}\">{escape(h)}</th>" for k, h in enumerate(header + ["Status"])]
-    out.append("</tr></thead><tbody>")
-    for cells, r in zip(body, rows):
-        status, kind = r.status, kinds[r.index]
-        klass = status + (" const" if kind == "constant" else "")
-        out.append(f"<tr id=\"r{r.index}\" data-row=\"{r.index}\" data-status=\"{status}\" "
-                   f"data-cls=\"{kind}\" class=\"{klass}\">")
-        out += [f"<td>{escape(c)}</td>" for c in cells + [status]]
-        out.append("</tr>")
-    out.append("</tbody></table></div></section>")
+    out.append("</tr></thead><tbody></tbody></table></div></section>")
     return "".join(out)
 
 

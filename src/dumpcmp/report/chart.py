@@ -20,7 +20,8 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
 
 
 def _panel(points: Sequence[tuple[int, float]], labels: dict[int, str], x_of, y0: float, lo: float, hi: float,
-           title: str, cls: str, threshold: float | None = None, dashed: Sequence[tuple[int, float]] = ()) -> list[str]:
+           title: str, cls: str, threshold: float | None = None, dashed: Sequence[tuple[int, float]] = (),
+           radius: float = 3.2) -> list[str]:
     out = [f'<g class="panel {cls}">',
            f'<rect x="{LEFT}" y="{y0:.1f}" width="{WIDTH - LEFT - RIGHT}" height="{PANEL}" class="frame"/>',
            f'<text x="{LEFT}" y="{y0 - 5:.1f}" class="ptitle">{escape(title)}</text>']
@@ -44,13 +45,14 @@ def _panel(points: Sequence[tuple[int, float]], labels: dict[int, str], x_of, y0
             out.append(f'<polyline points="{path}" class="line {klass}"/>')
     for i, v in dashed:
         if math.isfinite(v):
-            out.append(f'<circle cx="{x_of(i):.1f}" cy="{y_of(v):.1f}" r="2.5" class="pt own" data-row="{i}">'
+            out.append(f'<circle cx="{x_of(i):.1f}" cy="{y_of(v):.1f}" r="{radius * 0.8:.1f}" class="pt own" '
+                       f'data-row="{i}">'
                        f'<title>{escape(labels[i])}: own {_fmt(v)}</title></circle>')
     for i, v in points:
         bad = not math.isfinite(v)
         cy = y_of(lo if bad else v)
         klass = "pt bad" if bad or (threshold is not None and v < threshold) else "pt"
-        out.append(f'<circle cx="{x_of(i):.1f}" cy="{cy:.1f}" r="3.2" class="{klass}" data-row="{i}">'
+        out.append(f'<circle cx="{x_of(i):.1f}" cy="{cy:.1f}" r="{radius:.1f}" class="{klass}" data-row="{i}">'
                    f'<title>{escape(labels[i])}: {"NaN" if bad else _fmt(v)}</title></circle>')
     out.append("</g>")
     return out
@@ -81,11 +83,12 @@ def chart_svg(rows: Sequence[dict], threshold: float, *, own: dict[int, float] |
     height = TOP + 2 * PANEL + GAP + 24
     parts = [f'<svg id="{element_id}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
              f'height="{height}" viewBox="0 0 {WIDTH} {height}">']
+    radius = min(3.2, max(0.8, span / n / 2))  # points of a 1,000-operator model must not cover each other
     parts += _panel(cos, labels, x_of, TOP, lo, 1.0,
                     "cosine similarity" + (" (dashed: own error from locate)" if own_pts else ""), "cos",
-                    threshold, own_pts)
+                    threshold, own_pts, radius)
     parts += _panel(rel, labels, x_of, TOP + PANEL + GAP, 0.0, rel_hi,
-                    "relative RMSE (RelativeEuclideanDistance ||x - y|| / ||y||)", "rel")
+                    "relative RMSE (RelativeEuclideanDistance ||x - y|| / ||y||)", "rel", radius=radius)
     parts.append(f'<text x="{LEFT}" y="{height - 4}" class="tick start">operators in execution order '
                  f'({n}); click a point for its details</text></svg>')
     return "".join(parts)

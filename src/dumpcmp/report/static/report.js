@@ -38,18 +38,18 @@
   }
 
   const headers = Array.from(document.querySelectorAll("#rows thead th")).map((th) => th.textContent);
+  const pos = new Map(data.rows.map((r, k) => [r.i, k]));
 
   function openRow(i, scroll) {
     const r = byRow.get(i);
-    const tr = document.getElementById(`r${i}`);
-    if (!r || !tr) return;
+    if (!r) return;
     document.querySelectorAll(".sel").forEach((e) => e.classList.remove("sel"));
     document.querySelectorAll(`[data-row="${i}"]`).forEach((e) => e.classList.add("sel"));
     const box = document.getElementById("details");
     box.hidden = false;
     box.dataset.open = String(i);
     document.getElementById("d-title").textContent = `#${r.i} ${r.name}`;
-    const cells = Array.from(tr.cells).map((td) => td.textContent);
+    const cells = data.cells[pos.get(i)];
     let h = "<table>" + headers.map((name, k) => (cells[k] !== "" ? `<tr><th>${esc(name)}</th><td>${esc(cells[k])}</td></tr>` : "")).join("") + "</table>";
     h += `<p>${esc(r.cls === "constant" ? "a weight or constant (an input no dumped operator produces)" : "an activation")}</p>`;
     if (r.range) {
@@ -82,10 +82,33 @@
   });
   window.addEventListener("hashchange", fromHash);
 
-  // table: sort by a header click (numbers numerically, NaN last), filter by text / status / class
+  // table: a page of rows at a time; sort by a header click (numbers numerically, NaN and empty last), filter by
+  // text / status / class over all rows
+  const PAGE = 200;
   const table = document.getElementById("rows");
   const tbody = table.tBodies[0];
-  const allRows = Array.from(tbody.rows);
+  const text = data.cells.map((c) => c.join(" ").toLowerCase());
+  let order = data.rows.map((_, k) => k);
+  let shown = order, page = 0;
+  function draw() {
+    const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    const open = document.getElementById("details").dataset.open;
+    tbody.innerHTML = shown.slice(page * PAGE, (page + 1) * PAGE).map((k) => {
+      const r = data.rows[k];
+      const cls = r.st + (r.cls === "constant" ? " const" : "") + (String(r.i) === open ? " sel" : "");
+      return `<tr id="r${r.i}" data-row="${r.i}" data-status="${r.st}" data-cls="${r.cls}" class="${cls}">` +
+        data.cells[k].map((c) => `<td>${esc(c)}</td>`).join("") + "</tr>";
+    }).join("");
+    const first = shown.length ? page * PAGE + 1 : 0;
+    document.getElementById("shown").textContent = ` rows ${first}-${Math.min((page + 1) * PAGE, shown.length)} of ${shown.length} (${data.rows.length} in all) `;
+  }
+  function applyFilter() {
+    const q = filter.value.toLowerCase(), st = status.value, c = cls.value;
+    shown = order.filter((k) => (!st || data.rows[k].st === st) && (!c || data.rows[k].cls === c) && (!q || text[k].includes(q)));
+    page = 0;
+    draw();
+  }
   table.tHead.addEventListener("click", (ev) => {
     const th = ev.target.closest("th");
     if (!th) return;
@@ -93,32 +116,23 @@
     const asc = !th.classList.contains("asc");
     table.tHead.querySelectorAll("th").forEach((h) => h.classList.remove("asc", "desc"));
     th.classList.add(asc ? "asc" : "desc");
-    const key = (tr) => {
-      const s = tr.cells[col].textContent;
+    const key = (k) => {
+      const s = data.cells[k][col];
       const v = Number(s);
       return s !== "" && Number.isFinite(v) ? v : s === "NaN" || s === "" ? null : s;
     };
-    const rows = Array.from(tbody.rows);
-    rows.sort((a, b) => {
+    order = order.slice().sort((a, b) => {
       const x = key(a), y = key(b);
-      if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+      if (x === null || y === null) return x === y ? a - b : x === null ? 1 : -1;
       const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-      return asc ? c : -c;
+      return (asc ? c : -c) || a - b;
     });
-    tbody.append(...rows);
+    applyFilter();
   });
   const filter = document.getElementById("filter"), status = document.getElementById("status"), cls = document.getElementById("cls");
-  function applyFilter() {
-    const q = filter.value.toLowerCase(), st = status.value, c = cls.value;
-    let shown = 0;
-    for (const tr of allRows) {
-      const ok = (!st || tr.dataset.status === st) && (!c || tr.dataset.cls === c) && (!q || tr.textContent.toLowerCase().includes(q));
-      tr.hidden = !ok;
-      if (ok) shown++;
-    }
-    document.getElementById("shown").textContent = `${shown} of ${allRows.length} rows`;
-  }
   [filter, status, cls].forEach((e) => e.addEventListener("input", applyFilter));
+  document.getElementById("prev").addEventListener("click", () => { page--; draw(); });
+  document.getElementById("next").addEventListener("click", () => { page++; draw(); });
   applyFilter();
   fromHash();
   document.body.dataset.ready = "1";

@@ -155,7 +155,7 @@ def _row_record(r: Any, kind: str) -> dict[str, Any]:
 
 def _hist_record(h: Any) -> list[Any]:
     """[lo, hi, min, max, nan, +inf, -inf, counts...] of one side."""
-    return [_g7(h.lo), _g7(h.hi), _g7(h.min), _g7(h.max), h.nan, h.pos_inf, h.neg_inf] + [int(c) for c in h.counts]
+    return [_num(h.lo), _num(h.hi), _g7(h.min), _g7(h.max), h.nan, h.pos_inf, h.neg_inf] + [int(c) for c in h.counts]
 
 
 def _clean(obj: Any) -> Any:

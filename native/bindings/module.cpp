@@ -49,4 +49,5 @@ PYBIND11_MODULE(_core, m) {
     bind_compare(m);
     bind_detail(m);
     bind_kld_hooks(m);
+    bind_histogram(m);
 }

@@ -22,6 +22,7 @@ void bind_layout(py::module_& m);
 void bind_compare(py::module_& m);
 void bind_detail(py::module_& m);
 void bind_kld_hooks(py::module_& m);
+void bind_histogram(py::module_& m);
 
 // Translate core exceptions; dumpcmp::DumpError becomes dumpcmp.errors.DumpError (defined in Python, a ValueError).
 void register_errors(py::module_& m);

@@ -70,6 +70,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-lines", type=positive, default=1_000_000, help="with -d: data rows per detail CSV file")
     p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
                    help="with -d: detail as CSV files (default) or .npy columns")
+    p.add_argument("--html", metavar="HTML", help="also write the HTML report (see dumpcmp report)")
+    from ..advice.options import add_options
+
+    add_options(p)
     p.set_defaults(run=run)
 
 
@@ -111,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     if args.op is not None:
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
+    from ..report.finish import check_outputs, finish
+
+    check_outputs(args, args.html)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, **selection)
@@ -140,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
             print(result.summary(args.threshold), file=sys.stderr if path is None else sys.stdout)
             if path is not None:
                 print(f"  result: {path}")
-    return 0
+    # advice, the HTML report, the gates (exit 1 when one fails) and --json
+    return finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout)
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:

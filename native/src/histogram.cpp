@@ -1,0 +1,205 @@
+#include "dumpcmp/histogram.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "dumpcmp/parallel.hpp"
+
+namespace dumpcmp {
+
+namespace {
+
+constexpr std::size_t kWindow = std::size_t{1} << 16;
+
+// Work split: one task per thread, each taking every `tasks`-th window, with its own partial result; partials of
+// integers and min/max merge to the same result whatever the thread count.
+unsigned task_count(std::uint64_t n, unsigned threads) {
+    if (threads == 0) threads = num_threads();
+    const std::uint64_t windows = (n + kWindow - 1) / kWindow;
+    return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, windows)));
+}
+
+template <class PerWindow>
+void for_windows(const TensorSource& s, unsigned task, unsigned tasks, PerWindow&& per_window) {
+    SourceScratch scratch;
+    const std::uint64_t n = s.count();
+    for (std::uint64_t first = std::uint64_t{task} * kWindow; first < n; first += std::uint64_t{tasks} * kWindow) {
+        const auto len = static_cast<std::size_t>(std::min<std::uint64_t>(kWindow, n - first));
+        per_window(s.read_float32(first, len, scratch), len, first);
+    }
+}
+
+void count_special(double v, ValueRange& r) {
+    if (std::isnan(v)) {
+        ++r.nan;
+    } else if (v > 0) {
+        ++r.pos_inf;
+    } else {
+        ++r.neg_inf;
+    }
+}
+
+void merge(ValueRange& into, const ValueRange& part) {
+    if (part.finite > 0) {
+        if (into.finite == 0) {
+            into.min = part.min;
+            into.max = part.max;
+        } else {
+            into.min = std::min(into.min, part.min);
+            into.max = std::max(into.max, part.max);
+        }
+    }
+    into.finite += part.finite;
+    into.nan += part.nan;
+    into.pos_inf += part.pos_inf;
+    into.neg_inf += part.neg_inf;
+}
+
+void add_finite(double v, ValueRange& r) {
+    if (r.finite == 0) {
+        r.min = r.max = v;
+    } else {
+        r.min = std::min(r.min, v);
+        r.max = std::max(r.max, v);
+    }
+    ++r.finite;
+}
+
+// numpy.histogram's bin edges (np.linspace: i * step + lo, the last edge exactly hi) and bin search.
+struct Bins {
+    double lo, hi, step;
+    std::size_t n;
+    double edge(std::size_t i) const { return i == n ? hi : static_cast<double>(i) * step + lo; }
+    std::size_t of(double v) const {
+        auto i = static_cast<std::size_t>(((v - lo) / (hi - lo)) * static_cast<double>(n));
+        if (i == n) --i;
+        if (v < edge(i)) {
+            --i;
+        } else if (i != n - 1 && v >= edge(i + 1)) {
+            ++i;
+        }
+        return i;
+    }
+};
+
+}  // namespace
+
+ValueRange value_range(const TensorSource& s, unsigned threads) {
+    const unsigned tasks = task_count(s.count(), threads);
+    std::vector<ValueRange> parts(tasks);
+    parallel_for(tasks, [&](std::size_t t) {
+        ValueRange& r = parts[t];
+        for_windows(s, static_cast<unsigned>(t), tasks, [&](const float* v, std::size_t len, std::uint64_t) {
+            for (std::size_t i = 0; i < len; ++i) {
+                const double d = v[i];
+                if (std::isfinite(d)) {
+                    add_finite(d, r);
+                } else {
+                    count_special(d, r);
+                }
+            }
+        });
+    }, tasks);
+    ValueRange out;
+    for (const auto& p : parts) merge(out, p);
+    return out;
+}
+
+Histogram histogram(const TensorSource& s, std::size_t bins, double lo, double hi, unsigned threads) {
+    if (bins == 0) throw std::invalid_argument("a histogram needs at least one bin");
+    if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi))
+        throw std::invalid_argument("histogram range must be finite with lo < hi, not [" + std::to_string(lo) + ", " +
+                                    std::to_string(hi) + "]");
+    const Bins b{lo, hi, (hi - lo) / static_cast<double>(bins), bins};
+    const unsigned tasks = task_count(s.count(), threads);
+    std::vector<Histogram> parts(tasks);
+    parallel_for(tasks, [&](std::size_t t) {
+        Histogram& h = parts[t];
+        h.counts.assign(bins, 0);
+        for_windows(s, static_cast<unsigned>(t), tasks, [&](const float* v, std::size_t len, std::uint64_t) {
+            for (std::size_t i = 0; i < len; ++i) {
+                const double d = v[i];
+                if (!std::isfinite(d)) {
+                    count_special(d, h.range);
+                    continue;
+                }
+                add_finite(d, h.range);
+                if (d < lo) {
+                    ++h.below;
+                } else if (d > hi) {
+                    ++h.above;
+                } else {
+                    ++h.counts[b.of(d)];
+                }
+            }
+        });
+    }, tasks);
+    Histogram out;
+    out.lo = lo;
+    out.hi = hi;
+    out.counts.assign(bins, 0);
+    for (const auto& p : parts) {
+        for (std::size_t i = 0; i < bins; ++i) out.counts[i] += p.counts[i];
+        out.below += p.below;
+        out.above += p.above;
+        merge(out.range, p.range);
+    }
+    return out;
+}
+
+Histogram histogram_auto(const TensorSource& s, std::size_t bins, unsigned threads) {
+    const ValueRange r = value_range(s, threads);
+    double lo = 0.0, hi = 1.0;
+    if (r.finite > 0) {
+        lo = r.min;
+        hi = r.max;
+        if (!(lo < hi)) {
+            lo -= 0.5;
+            hi += 0.5;
+        }
+    }
+    return histogram(s, bins, lo, hi, threads);
+}
+
+std::vector<ElementError> top_errors(const TensorSource& x, const TensorSource& y, std::size_t n, unsigned threads) {
+    if (x.count() != y.count())
+        throw std::invalid_argument("the two sides have " + std::to_string(x.count()) + " and " +
+                                    std::to_string(y.count()) + " elements");
+    if (n == 0) return {};
+    // a min-heap of the n largest so far: the root is the one to drop first
+    auto worse = [](const ElementError& a, const ElementError& b) {
+        return a.abs_error != b.abs_error ? a.abs_error > b.abs_error : a.index < b.index;
+    };
+    const unsigned tasks = task_count(x.count(), threads);
+    std::vector<std::vector<ElementError>> parts(tasks);
+    parallel_for(tasks, [&](std::size_t t) {
+        auto& heap = parts[t];
+        SourceScratch sy;
+        for_windows(x, static_cast<unsigned>(t), tasks, [&](const float* xs, std::size_t len, std::uint64_t first) {
+            const float* ys = y.read_float32(first, len, sy);
+            for (std::size_t i = 0; i < len; ++i) {
+                const double e = std::fabs(static_cast<double>(xs[i]) - static_cast<double>(ys[i]));
+                if (!std::isfinite(e)) continue;
+                const ElementError cand{first + i, xs[i], ys[i], e};
+                if (heap.size() < n) {
+                    heap.push_back(cand);
+                    std::push_heap(heap.begin(), heap.end(), worse);
+                } else if (worse(cand, heap.front())) {
+                    std::pop_heap(heap.begin(), heap.end(), worse);
+                    heap.back() = cand;
+                    std::push_heap(heap.begin(), heap.end(), worse);
+                }
+            }
+        });
+    }, tasks);
+    std::vector<ElementError> all;
+    for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    std::sort(all.begin(), all.end(), worse);
+    if (all.size() > n) all.resize(n);
+    return all;
+}
+
+}  // namespace dumpcmp

@@ -1,0 +1,81 @@
+"""The command-line options every command that gives advice or gates shares (compare, report)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from . import RULES, Thresholds
+
+_HELP = {
+    "rmse": "int16-layer: RootMeanSquareError above which a layer is advised 16 bit (default 0.5)",
+    "conv_input_range": "wide-conv-input: max - min of a convolution input above which it is advised 16 bit "
+                        "(default 30)",
+    "outlier_share": "int8-outliers: share of values in the central part of the range that flags outliers "
+                     "(default 0.999)",
+    "outlier_ratio": "int8-outliers: the central part is 1/RATIO of the range (default 8)",
+    "single_share": "single-layer/drift: share of the final cosine drop one layer must add to be named (default 0.5)",
+}
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("advice and gates")
+    defaults = Thresholds()
+    for name, text in _HELP.items():
+        g.add_argument("--advice-" + name.replace("_", "-"), dest="advice_" + name, type=float,
+                       default=getattr(defaults, name), metavar="X", help=text)
+    g.add_argument("--min-max", metavar="TXT", help="a calibrator's tensor_min_max.txt (wide-conv-input reads it)")
+    g.add_argument("--locate", metavar="JSON",
+                   help="a locate result: a JSON list of {op, own_cosine, inherited_cosine, total_cosine, verdict}")
+    g.add_argument("--fail-below", type=float, metavar="COSINE",
+                   help="exit 1 when a compared tensor's cosine similarity is below COSINE (failing layers listed)")
+    g.add_argument("--fail-on", action="append", metavar="RULE",
+                   help=f"exit 1 when an advice rule triggers ({', '.join(RULES)}, or any); repeatable")
+    g.add_argument("--json", dest="json_path", metavar="FILE",
+                   help="write the verdict, advice and gate as JSON (- for standard output)")
+
+
+def thresholds(args: argparse.Namespace) -> Thresholds:
+    t = Thresholds(cosine=getattr(args, "threshold", 0.99))
+    for name in _HELP:
+        setattr(t, name, getattr(args, "advice_" + name))
+    return t
+
+
+def load_locate(path: str | None) -> list[Any]:
+    from ..errors import ConfigError, DumpError
+
+    if path is None:
+        return []
+    p = Path(path)
+    if p.suffix.lower() == ".onnx":
+        try:
+            import dumpcmp.locate  # noqa: F401  (built by the locate work; not in this tree yet)
+        except ImportError:
+            raise ConfigError(f"{p}: running locate on an ONNX model needs dumpcmp.locate, which this build does "
+                              f"not have; pass locate's result as JSON instead") from None
+        raise ConfigError(f"{p}: pass locate's result as JSON (the report reads own/inherited/total per op)")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DumpError(f"{p}: cannot read: {error.strerror}") from None
+    except ValueError as error:
+        raise DumpError(f"{p}: not JSON: {error}") from None
+    rows = data.get("rows", data.get("ops")) if isinstance(data, dict) else data
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "op" in r for r in rows):
+        raise ConfigError(f"{p}: expected a list of objects with op, own_cosine, inherited_cosine, total_cosine")
+    return rows
+
+
+def write_json(path: str, payload: Any, *, force: bool) -> None:
+    import sys
+
+    from .._io import atomic_write_text
+
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(path, text, force=force, what="JSON file")

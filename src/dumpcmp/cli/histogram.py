@@ -1,0 +1,90 @@
+"""`dumpcmp histogram`: one PNG per layer with the distribution of its values (counts in blue, min and max as red
+dashed lines; the ground truth overlaid with -r), as SigmaStar's DumpDebug histogram.py draws them.
+
+The counts come from a C++ reduction over the mapped data in at most two passes (range, then counts). An existing
+output folder is never emptied: without --force it is an error, with --force same-named PNGs are replaced and
+nothing else is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import count
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("histogram", help="one histogram PNG per layer (device, and ground truth overlaid)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", metavar="DUMP_OR_FOLDER", help="a dump file, a dump folder/tree or a .npy folder")
+    p.add_argument("-r", "--right", metavar="DIR", help="ground truth to overlay (pairs as compare does)")
+    p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (with -r)")
+    p.add_argument("--min-max", metavar="TXT", help="a calibrator's tensor_min_max.txt: its min/max are the red lines")
+    p.add_argument("-o", "--output", default="Histograms", metavar="DIR", help="output folder (default Histograms)")
+    p.add_argument("--bins", type=int, default=256, help="bins (default 256)")
+    p.add_argument("--inputs", action="store_true", help="also draw every operator's inputs (without -r)")
+    p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
+    p.add_argument("--force", action="store_true", help="write into an existing folder, replacing same-named PNGs")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..errors import ConfigError, DumpcmpError
+    from ..histogram import histogram, lookup_min_max, pair_histograms, read_min_max
+    from ..histogram.layers import compared_layers, dump_layers
+    from ..histogram.plot import draw, safe_name
+    from ..progress import Progress
+
+    if args.bins < 1:
+        raise ConfigError(f"--bins must be at least 1, not {args.bins}")
+    out = Path(args.output)
+    if out.exists():
+        if not out.is_dir():
+            raise DumpcmpError(f"{out}: exists and is not a folder")
+        if any(out.iterdir()) and not args.force:
+            raise DumpcmpError(f"{out}: exists and is not empty; choose another folder or pass --force to write "
+                               f"into it (nothing in it is deleted)")
+    min_max = read_min_max(args.min_max) if args.min_max else None
+    if args.right:
+        from ..comparison import compare
+
+        result = compare(args.target, args.right, fusion_json=args.fusion_json, algorithms="0",
+                         threads=args.threads, quiet=True)
+        layers = list(compared_layers(result))
+    else:
+        if args.fusion_json:
+            raise ConfigError("-f pairs with ground truth: give -r too")
+        layers = list(dump_layers(args.target, inputs=args.inputs))
+    out.mkdir(parents=True, exist_ok=True)
+    written, problems = 0, []
+    with Progress(len(layers), "histograms", quiet=args.quiet) as progress:
+        for k, layer in enumerate(layers):
+            progress.advance()
+            if layer.error or (layer.device is None and layer.ground_truth is None):
+                problems.append(f"{layer.name}: {layer.error or 'nothing to read'}")
+                continue
+            mm = lookup_min_max(min_max, [layer.name]) if min_max else None
+            try:
+                if layer.ground_truth is not None and layer.device is not None:
+                    hx, hy = pair_histograms(layer.device, layer.ground_truth, args.bins, args.threads, mm)
+                else:
+                    src = layer.device if layer.device is not None else layer.ground_truth
+                    hx, hy = histogram(src, args.bins, threads=args.threads), None
+                    if mm is not None:
+                        from ..histogram import common_range
+
+                        hx = histogram(src, args.bins, common_range((hx.min, hx.max), mm), args.threads)
+            except (DumpcmpError, ValueError) as error:
+                problems.append(f"{layer.name}: {error}")
+                continue
+            title = f"#{k} {layer.name}" + (f" ({layer.op_type})" if layer.op_type else "")
+            draw(out / f"{k:04d}_{safe_name(layer.name)}.png", title, hx, hy, mm, force=args.force)
+            written += 1
+    if not args.quiet:
+        print(f"{written} histograms in {out}" + (f"; {len(problems)} layers not drawn:" if problems else ""))
+        for p in problems[:20]:
+            print("  " + p)
+    return 0

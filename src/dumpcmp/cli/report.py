@@ -1,0 +1,64 @@
+"""`dumpcmp report`: compare a device dump with its ground truth and write one self-contained HTML report (run,
+verdict, a chart per operator, the full table, histograms and top errors of the worst layers, advice).
+
+Exit codes: 0 written (and the gates pass), 1 a gate failed (--fail-below, --fail-on), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import count
+
+
+def _layers(text: str) -> int | None:
+    if text == "all":
+        return None
+    return count(text)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from ..advice.options import add_options
+
+    p = sub.add_parser("report", help="an HTML report of a comparison (chart, table, histograms, advice)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-l", "--left", required=True, metavar="DIR", help='"My Output": the device dump folder or tree')
+    p.add_argument("-r", "--right", required=True, metavar="DIR", help='"Ground Truth": .npy folder or device dump')
+    p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
+    p.add_argument("-q", "--quant-fusion-rule", metavar="JSON", help="quantization fusion rule file (AMCT)")
+    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the report file")
+    p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
+    p.add_argument("-alg", "--algorithms", metavar="LIST", help="metrics by index (default all)")
+    p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
+    p.add_argument("--histograms", type=_layers, default=20, metavar="N|all",
+                   help="embed histograms and top errors of the N worst layers (default 20), or of all")
+    p.add_argument("--bins", type=int, default=64, help="histogram bins (default 64)")
+    p.add_argument("--top-n", type=count, default=10, help="largest element errors per embedded layer (default 10)")
+    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
+    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
+    p.add_argument("--model", dest="model_name", help="select the model name")
+    p.add_argument("--model-id", type=int, help="select the model id")
+    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
+    p.add_argument("--force", action="store_true", help="replace an existing report / JSON file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    add_options(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..comparison import compare_runs
+    from ..errors import ConfigError
+    from ..report.finish import check_outputs, finish
+
+    if args.bins < 1:
+        raise ConfigError(f"--bins must be at least 1, not {args.bins}")
+    check_outputs(args, args.output)
+    results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+                           algorithms=args.algorithms, custom=args.custom, threads=args.threads, quiet=args.quiet,
+                           time=args.time, device_id=args.device_id, model_name=args.model_name,
+                           model_id=args.model_id, data_index=args.data_index)
+    if not args.quiet:
+        for result in results:
+            print(result.summary(args.threshold))
+    return finish(results, args, html=args.output, layers=args.histograms, bins=args.bins, top_n=args.top_n)

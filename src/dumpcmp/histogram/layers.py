@@ -1,0 +1,100 @@
+"""Which tensors `dumpcmp histogram` draws: every output (and with `inputs`, every input) of a dump file or folder,
+every .npy of a ground-truth folder, or every compared row of a comparison with ground truth."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .. import layout as _layout
+from .._native import core
+from ..errors import DumpcmpError, NotFoundError
+
+
+@dataclass
+class Layer:
+    name: str                     # the tensor: `{op}:output:0`, or a ground-truth file's op name
+    op_type: str
+    device: Any | None            # TensorSource, or None (ground truth only)
+    ground_truth: Any | None = None
+    error: str = ""               # why it cannot be read (the layer is reported, not drawn)
+
+
+def _plain_source(dump: Any, kind: str, index: int) -> Any:
+    """A dump tensor decoded from its device layout by its own original shape (padding left out)."""
+    t = (dump.inputs if kind == "input" else dump.outputs)[index]
+    problem = t.problem()
+    if problem:
+        raise DumpcmpError(f"{dump.path}: {problem}")
+    fmt = t.format
+    if fmt in _layout.DEVICE_FORMATS and t.original_shape is not None:
+        from ..comparison import _Sides
+
+        five = fmt in ("NDC1HWC0", "FRACTAL_Z_3D") or len(t.original_shape) == 5
+        dst = "ND" if fmt == "FRACTAL_NZ" else ("NCDHW" if five else "NCHW")
+        dst, shape = _Sides.own_plain(t, None, dst)
+        return core.source_from_dump(dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
+    return core.source_from_dump(dump._file, kind, index)
+
+
+def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
+    """Every tensor of a dump file, a dump folder/tree (execution order) or a ground-truth folder."""
+    from ..dump import open_dump
+    from ..scan import scan
+
+    path = Path(target)
+    if path.is_file() and path.suffix == ".npy":
+        yield Layer(path.stem, "", core.source_from_array(np.ascontiguousarray(np.load(path, mmap_mode="r"))))
+        return
+    if path.is_file():
+        files = [(path, "")]
+    else:
+        index = scan(path)
+        files = []
+        for group in index:
+            files += [(e.path, e.op_type) for e in sorted(group.newest().values(), key=lambda e: e.order())]
+        if not files and index.ground_truth.files:
+            for key, entry in index.ground_truth.files.items():
+                try:
+                    data = entry.open()
+                    src = core.source_from_array(np.ascontiguousarray(data)) if isinstance(data, np.ndarray) \
+                        else core.source_from_dump(data._file, "output", 0)
+                    yield Layer(str(key), "", src)
+                except (DumpcmpError, ValueError, OSError) as error:
+                    yield Layer(str(key), "", None, error=str(error))
+            return
+        if not files:
+            raise NotFoundError(f"{path}: no dump or ground-truth files found")
+    for file, op_type in files:
+        try:
+            dump = open_dump(file)
+        except (DumpcmpError, OSError) as error:
+            yield Layer(Path(file).name, op_type, None, error=str(error))
+            continue
+        kinds = (("input", dump.inputs),) if inputs else ()
+        for kind, tensors in kinds + (("output", dump.outputs),):
+            for i in range(len(tensors)):
+                name = f"{dump.op_name}:{kind}:{i}"
+                try:
+                    yield Layer(name, op_type or getattr(dump, "op_type", ""), _plain_source(dump, kind, i))
+                except (DumpcmpError, ValueError) as error:
+                    yield Layer(name, op_type, None, error=str(error))
+
+
+def compared_layers(result: Any, custom: Any = None) -> Iterator[Layer]:
+    """Every compared row of a comparison: device and ground truth read as the comparison read them."""
+    from . import row_sources
+
+    for row in result.rows:
+        if row.result is None:
+            continue
+        name = row.tensor_index or row.ground_truth
+        try:
+            x, y = row_sources(row, result.ground_truth_has_address, custom)
+            yield Layer(name, row.op_type, x, y)
+        except (DumpcmpError, ValueError, OSError) as error:
+            yield Layer(name, row.op_type, None, error=str(error))

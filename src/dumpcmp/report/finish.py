@@ -1,0 +1,80 @@
+"""What `compare` and `report` do after the comparison: advice, the HTML report, the gate, `--json`; the exit
+code (0 pass, 1 a gate failed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..advice import Advice
+from ..advice.options import load_locate, thresholds, write_json
+from ..gate import evaluate, parse_rules
+
+
+def _html_path(path: str, run: str, several: bool) -> Path:
+    p = Path(path)
+    if several:
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
+        p = p.with_name(f"{p.stem}_{safe}{p.suffix}")
+    return p
+
+
+def check_outputs(args: argparse.Namespace, html: str | None) -> None:
+    """Before a long run: output files that exist (without --force) or whose folder is missing are errors now."""
+    from ..errors import DumpcmpError
+
+    parse_rules(args.fail_on)
+    for path in (html, None if args.json_path in (None, "-") else args.json_path):
+        if path is None:
+            continue
+        p = Path(path)
+        folder = p.parent if str(p.parent) else Path(".")
+        if not folder.is_dir():
+            raise DumpcmpError(f"{p}: the folder {folder} does not exist")
+        if p.exists() and not args.force:
+            raise DumpcmpError(f"{p}: exists; choose another name or pass --force to replace it")
+
+
+def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None, layers: int | None = 20,
+           bins: int = 64, top_n: int = 10, out: Any = None) -> int:
+    from ..advice import advise
+    from ..histogram import read_min_max
+    from . import build, render, verdict, write_report
+
+    out = out or sys.stdout
+    rules = parse_rules(args.fail_on)
+    locate = load_locate(args.locate)
+    min_max = read_min_max(args.min_max) if args.min_max else None
+    t = thresholds(args)
+    failed = False
+    runs = []
+    for result in results:
+        if html is not None:
+            data = build(result, threshold=args.threshold, thresholds=t, layers=layers, bins=bins, top_n=top_n,
+                         locate=locate, min_max=min_max, custom=getattr(args, "custom", None), threads=args.threads,
+                         quiet=args.quiet)
+            path = write_report(_html_path(html, result.run, len(results) > 1), render(data), force=args.force)
+            advice: list[Advice] = data.advice
+            if not args.quiet:
+                print(f"  report: {path}", file=out)
+        else:
+            advice = advise(result, thresholds=t, min_max=min_max, locate=locate)
+        gate = evaluate(result, fail_below=args.fail_below, fail_on=rules, advice=advice)
+        if not args.quiet:
+            for a in advice:
+                print("  advice " + a.line(), file=out)
+        if args.fail_below is not None or rules:
+            print(gate.text(), file=out if gate.passed else sys.stderr)
+        failed |= not gate.passed
+        from . import _clean
+
+        runs.append(_clean({"run": result.run, "left": result.left, "right": result.right,
+                            "counts": result.counts(), "verdict": verdict(result, args.threshold),
+                            "advice": [a.to_dict() for a in advice],
+                            "gate": {"passed": gate.passed, "failing": gate.failing,
+                                     "fail_below": args.fail_below, "fail_on": rules}}))
+    if args.json_path:
+        write_json(args.json_path, {"runs": runs, "passed": not failed}, force=args.force)
+    return 1 if failed else 0

@@ -27,7 +27,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         g.add_argument("--advice-" + name.replace("_", "-"), dest="advice_" + name, type=float,
                        default=getattr(defaults, name), metavar="X", help=text)
     g.add_argument("--min-max", metavar="TXT", help="a calibrator's tensor_min_max.txt (wide-conv-input reads it)")
-    g.add_argument("--locate", metavar="JSON",
+    if "--locate" not in p._option_string_actions: g.add_argument("--locate", metavar="JSON",
                    help="a locate result: a JSON list of {op, own_cosine, inherited_cosine, total_cosine, verdict}")
     g.add_argument("--fail-below", type=float, metavar="COSINE",
                    help="exit 1 when a compared tensor's cosine similarity is below COSINE (failing layers listed)")

@@ -224,3 +224,18 @@ def test_view_and_shape_take_the_file_both_ways(tmp_path, capsys):
         assert main([*argv, "-o", str(tmp_path / "out"), "--force"]) == 0, argv
     assert main(["view", "-o", str(tmp_path / "out")]) == 2
     assert "first argument or with -i" in capsys.readouterr().err
+
+
+def test_device_vs_device_right_run_selectable(tmp_path, capsys):
+    model = _conv_bn(tmp_path / "m.onnx", var_scale=1.0)
+    rng = np.random.default_rng(9)
+    (tmp_path / "in").mkdir()
+    for k in range(2):
+        np.save(tmp_path / "in" / f"{k}.npy", rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
+    assert main(["simulate", str(model), "-i", str(tmp_path / "in"), "-o", str(tmp_path / "a"), "--quiet"]) == 0
+    same = dumpcmp.comparison.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=1)
+    other = dumpcmp.comparison.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=0)
+    assert all(r.cosine == pytest.approx(1.0) for r in same[0] if r.result is not None)
+    assert any(r.cosine < 0.9 for r in other[0] if r.result is not None)
+    assert main(["compare", "-l", str(tmp_path / "a"), "-r", str(tmp_path / "a"), "--iteration", "1",
+                 "--right-iteration", "0", "--quiet"]) == 0

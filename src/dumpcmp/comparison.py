@@ -549,6 +549,8 @@ def paired_runs(
     model_id: int | None = None,
     data_index: int | None = None,
     gt_sample: int | None = None,
+    right_time: str | None = None,
+    right_data_index: int | None = None,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
     `quant_json`; by name without; by file name against another device dump)."""
@@ -570,13 +572,23 @@ def paired_runs(
     runs = []
     for group in groups:
         if device_vs_device:
-            right_groups = right_index.find(**{k: v for k, v in selection.items() if k != "time"}) or list(right_index)
-            match = [g for g in right_groups if (g.key.device_id, g.key.model_name, g.key.data_index) ==
-                     (group.key.device_id, group.key.model_name, group.key.data_index)] or right_groups
+            if right_time is not None or right_data_index is not None:  # the right-hand run chosen explicitly
+                match = right_index.find(time=right_time, data_index=right_data_index)
+                if len(match) > 1:
+                    match = [g for g in match if (g.key.device_id, g.key.model_name) ==
+                             (group.key.device_id, group.key.model_name)] or match
+            else:
+                right_groups = right_index.find(**{k: v for k, v in selection.items() if k != "time"}) or \
+                    list(right_index)
+                match = [g for g in right_groups if (g.key.device_id, g.key.model_name, g.key.data_index) ==
+                         (group.key.device_id, group.key.model_name, group.key.data_index)] or right_groups
+            if not match:
+                runs_r = ", ".join(g.key.describe() for g in right_index) or "none"
+                raise NotFoundError(f"{right}: no run matches --right-time/--right-iteration (runs: {runs_r})")
             if len(match) != 1:
                 names = ", ".join(g.key.describe() for g in match)
                 raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
-                                    f"select one with the run options")
+                                    f"select the right-hand one with --right-time / --right-iteration")
             pairs = pair_device_to_device(_device_ops(group), _device_ops(match[0]))
         else:
             gt_files, notes = _sample_ground_truth(group, right_index, gt_sample)
@@ -605,16 +617,20 @@ def compare_runs(
     threads: int = 0,
     quiet: bool = True,
     gt_sample: int | None = None,
+    right_time: str | None = None,
+    right_data_index: int | None = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
     algorithms: `-alg` indices or names (default all ten); custom: a folder of user layout converters;
     time/device_id/model_name/model_id/data_index: select runs of the left tree; threads: 0 = all cores;
-    quiet: no progress bar.
+    quiet: no progress bar; gt_sample: the ground truth's sample folder for every run (default: folder k for
+    data_index k); right_time/right_data_index: the right-hand run of a device-vs-device comparison.
     """
     algos = parse_algorithms(algorithms)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
-                       model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample)
+                       model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
+                       right_time=right_time, right_data_index=right_data_index)
     sides = _Sides(custom)
     results = []
     for run in runs:

@@ -24,6 +24,7 @@ examples:
   dumpcmp compare -l dump/ -r golden/ -f model.json -alg 0,1,7 --extra -o result.csv --force
   dumpcmp compare -l dump/ -r golden/ -f model.json -d conv1 -t output -i 0 -o detail/
   dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
+  dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
 """
 
 
@@ -53,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gt-sample", type=count, default=None, metavar="K",
                    help="compare every iteration with the ground truth's sample folder K/ (default: iteration k "
                         "with folder k/, as golden writes several samples)")
+    p.add_argument("--right-time", metavar="YYYYMMDDhhmmss", help="device vs device: the right-hand run's time")
+    p.add_argument("--right-iteration", dest="right_data_index", type=count, metavar="DATA_INDEX",
+                   help="device vs device: the right-hand run's iteration")
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
@@ -107,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
-                           quiet=args.quiet, gt_sample=args.gt_sample, **selection)
+                           quiet=args.quiet, gt_sample=args.gt_sample, right_time=args.right_time,
+                           right_data_index=args.right_data_index, **selection)
     several = len(results) > 1
     paths = [_result_path(args.output, args.csv, result.run, several) for result in results]
     if not args.force:

@@ -96,24 +96,37 @@ def test_scalar_inputs_shape_option_and_free_dims_error(tmp_path, capsys):
         golden_from_sources(model, tmp_path / "gt2", seed=0, shapes={"x": (4, 4)})
 
 
-def test_if_model_simulated(tmp_path):
+def test_if_models(tmp_path):
     def branch(name, op):
         return helper.make_graph([helper.make_node(op, ["x", "x"], [f"{name}_y"], name=f"{name}_op")], name, [],
                                  [helper.make_tensor_value_info(f"{name}_y", F, None)])
     nodes = [helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
              helper.make_node("Greater", ["s", "zero"], ["c"], name="cond"),
              helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch("then", "Add"),
-                              else_branch=branch("else", "Mul"))]
+                              else_branch=branch("else", "Mul")),
+             helper.make_node("Relu", ["y"], ["z"], name="relu")]
     model = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("x", F, [2, 3])],
-                  [helper.make_tensor_value_info("y", F, None)], [("zero", np.array(0, np.float32))])
-    run = dump_golden(model, None, tmp_path / "gt", seed=0)
-    note = next(r.note for r in run.records if r.op_name == "if")
-    assert "then_branch: then_y" in note and "else_branch: else_y" in note and "not exposed" in note
+                  [helper.make_tensor_value_info("z", F, None)], [("zero", np.array(0, np.float32))])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    # a static condition: the branch taken is inlined on both sides, its nodes compared as layers
+    run = dump_golden(model, {"x": x}, tmp_path / "gt")
+    assert {r.op_name for r in run.written} == {"x", "sum", "cond", "then_op", "relu"}
     for precision in ("fp16", "int8"):
-        r = simulate(model, tmp_path / precision, precision=precision, seed=0)
+        r = simulate(model, tmp_path / precision, precision=precision, samples=[{"x": x}])
+        assert "then_op" in r.dumped_ops and not r.notes
         res = dumpcmp.compare(tmp_path / precision, tmp_path / "gt", fusion_json=r.json_path)
-        row = next(row for row in res if row.op_type == "If")
-        assert row.cosine > 0.999
+        assert res.counts()["unmatched"] == 0
+        assert next(row for row in res if row.npu_dump == "then_op").cosine > 0.999
+    # a condition that differs between samples: the If stays one op on both sides, and both say what is hidden
+    samples = [{"x": x}, {"x": -x}]
+    runs = dump_golden(model, samples[1], tmp_path / "gt2", control_samples=samples)
+    note = next(r.note for r in runs.records if r.op_name == "if")
+    assert "then_branch: then_y" in note and "else_branch: else_y" in note and "not exposed" in note
+    r = simulate(model, tmp_path / "two", samples=samples)
+    assert any("kept as one op" in n for n in r.notes)
+    res = dumpcmp.comparison.compare_runs(tmp_path / "two", tmp_path / "gt2", fusion_json=r.json_path,
+                                          data_index=1)[0]
+    assert next(row for row in res if row.op_type == "If").cosine > 0.999
 
 
 def _with_constants(path: Path) -> Path:

@@ -49,7 +49,8 @@ from ..dump import TensorData, write_dump
 from ..errors import ConfigError, DumpcmpError, NotFoundError
 from ..naming import build_device_dump_name, safe_file_name, sanitize
 from ._device import DeviceGraph, Output, SimOp, Value, encode
-from ._lower import Lowered, check_supported, constants_to_initializers, fold_conv_bn, lower_fp16, name_nodes, quantize_int8
+from ._lower import (Lowered, constants_to_initializers, fold_conv_bn, lower_fp16, name_nodes,
+                     quantize_int8)
 
 __all__ = ["PRECISIONS", "DumpConfig", "SimulateResult", "lower_model", "read_acl_config", "simulate",
            "simulate_from_sources"]
@@ -159,7 +160,6 @@ def _load(path: Path) -> Any:
         import onnx.external_data_helper as ext
 
         ext.load_external_data_for_model(model, str(path.parent))
-    check_supported(model, str(path))
     name_nodes(model)
     return model
 

@@ -252,3 +252,14 @@ def test_device_vs_device_right_run_selectable(tmp_path, capsys):
     assert any(r.cosine < 0.9 for r in other[0] if r.result is not None)
     assert main(["compare", "-l", str(tmp_path / "a"), "-r", str(tmp_path / "a"), "--iteration", "1",
                  "--right-iteration", "0", "--quiet"]) == 0
+
+
+def test_one_ground_truth_for_several_iterations_is_said(tmp_path):
+    model = _conv_bn(tmp_path / "m.onnx", var_scale=1.0)
+    x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    dump_golden(model, {"x": x}, tmp_path / "gt")
+    simulate(model, tmp_path / "dump", samples=[{"x": x}, {"x": x}])
+    results = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt")
+    assert len(results) == 2
+    for res in results:
+        assert "one set (no sample folders) for each of the 2 iterations" in res.summary()

@@ -511,7 +511,8 @@ class PairedRun:
     """How the ground truth was chosen, when that needs saying (samples, several candidates)."""
 
 
-def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | None) -> tuple[Any, list[str]]:
+def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | None,
+                         iterations: int = 1) -> tuple[Any, list[str]]:
     """The ground-truth files for one device run: sample folder k (`dumpcmp golden` with several samples writes
     DIR/0, DIR/1, ...) for data_index k, or `gt_sample` for every run; the whole tree when it has no sample
     folders. Whatever is not one-to-one is said in the notes, never resolved silently."""
@@ -534,6 +535,8 @@ def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: in
     mixed = gt.mixed_folders()
     notes = [f"ground truth: {mixed} tensors have files in several folders; the newest of each was taken"] \
         if mixed else []
+    if iterations > 1:
+        notes.append(f"ground truth: one set (no sample folders) for each of the {iterations} iterations")
     return dict(gt.files), notes
 
 
@@ -591,7 +594,8 @@ def paired_runs(
                                     f"select the right-hand one with --right-time / --right-iteration")
             pairs = pair_device_to_device(_device_ops(group), _device_ops(match[0]))
         else:
-            gt_files, notes = _sample_ground_truth(group, right_index, gt_sample)
+            iterations = len({g.key.data_index for g in groups})
+            gt_files, notes = _sample_ground_truth(group, right_index, gt_sample, iterations)
             pairs = pair_with_ground_truth(_device_ops(group), gt_files, graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input

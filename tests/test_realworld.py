@@ -263,3 +263,20 @@ def test_one_ground_truth_for_several_iterations_is_said(tmp_path):
     assert len(results) == 2
     for res in results:
         assert "one set (no sample folders) for each of the 2 iterations" in res.summary()
+
+
+def test_values_below_fp16_range_are_not_a_broken_layer(tmp_path):
+    nodes = [helper.make_node("Mul", ["x", "tiny"], ["t"], name="shrink"),
+             helper.make_node("Sigmoid", ["t"], ["y"], name="sig"),
+             helper.make_node("Mul", ["t", "tiny"], ["z"], name="shrink2")]
+    model = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("x", F, [4, 8])],
+                  [helper.make_tensor_value_info("y", F, None), helper.make_tensor_value_info("z", F, None)],
+                  [("tiny", np.array(1e-4, np.float32))])
+    dump_golden(model, None, tmp_path / "gt", seed=0)
+    r = simulate(model, tmp_path / "dump", seed=0)
+    res = dumpcmp.compare(tmp_path / "dump", tmp_path / "gt", fusion_json=r.json_path)
+    shrink2 = next(row for row in res if row.npu_dump == "shrink2")  # |z| ~ 1e-8: flushed to (sub)normal fp16
+    assert res.below_fp16_range(shrink2) and not shrink2.cosine > 0.99
+    assert not res.below_fp16_range(next(row for row in res if row.npu_dump == "sig"))
+    assert res.first_below(0.99) is None
+    assert "below float16's normal range" in res.summary()

@@ -55,6 +55,9 @@ _DTYPE_NAMES = {
 _FIVE_D = ("NDC1HWC0", "FRACTAL_Z_3D")
 
 
+FP16_TINY = 6.103515625e-05  # float16's smallest normal value
+
+
 def _dtype_name(data_type: str) -> str:
     return _DTYPE_NAMES.get(data_type, data_type.lower())
 
@@ -137,6 +140,15 @@ class ComparisonResult:
     constant_files: frozenset[str] = frozenset()
     """Ground-truth files holding weights or constants (golden_index.csv): reported apart, never "first bad"."""
 
+    def below_fp16_range(self, row: Row) -> bool:
+        """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
+        float16's normal range (|x| < 6.1e-5): it rounds to zero or a few subnormal steps, so its cosine similarity
+        says nothing about the layer."""
+        res = row.result
+        inserted = row.pair is not None and str(row.pair.relation) == "Inserted"  # the output Cast of such a value
+        return res is not None and (row.npu_data_type.lower() == "float16" or inserted) and res.count > 0 and \
+            max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY
+
     def is_constant(self, row: Row) -> bool:
         ref = row.pair.ground_truth_ref if row.pair is not None else None
         return ref is not None and getattr(ref, "path", None) in self.constant_files
@@ -145,7 +157,8 @@ class ComparisonResult:
         """The two consecutive compared outputs (execution order, constants left out) between which the cosine
         similarity falls the most: where a healthy drift turns into a break."""
         outs = [r for r in self.rows if r.result is not None and not self.is_constant(r)
-                and (r.pair is None or r.pair.kind == "output") and not math.isnan(r.cosine)]
+                and not self.below_fp16_range(r) and (r.pair is None or r.pair.kind == "output")
+                and not math.isnan(r.cosine)]
         best = None
         for a, b in zip(outs, outs[1:]):
             if best is None or a.cosine - b.cosine > best[0].cosine - best[1].cosine:
@@ -168,7 +181,7 @@ class ComparisonResult:
         """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
         the device side holds NaN/inf)."""
         for r in self.rows:
-            if r.result is None or self.is_constant(r):
+            if r.result is None or self.is_constant(r) or self.below_fp16_range(r):
                 continue
             c = r.cosine
             if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
@@ -288,6 +301,11 @@ class ComparisonResult:
         over = sum(1 for r in self.rows if r.overflow)
         if over:
             lines.append(f"  {over} device tensors hold NaN or inf")
+        tiny = [r for r in self.rows if self.below_fp16_range(r)]
+        if tiny:
+            lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
+                         f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].tensor_index}): their cosine "
+                         "says nothing, left out of first below and largest drop")
         consts = [r for r in self.rows if r.result is not None and self.is_constant(r)]
         if consts and 0 in self.algorithms:
             low = [r for r in consts if not r.cosine >= threshold]

@@ -280,3 +280,30 @@ def test_values_below_fp16_range_are_not_a_broken_layer(tmp_path):
     assert not res.below_fp16_range(next(row for row in res if row.npu_dump == "sig"))
     assert res.first_below(0.99) is None
     assert "below float16's normal range" in res.summary()
+
+
+def test_loop_model_simulated_as_one_op(tmp_path):
+    # body: acc_out = acc_in * w + x (w and x come from the enclosing graph: w a weight, x an activation)
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc_in", "w"], ["m"], name="body_mul"),
+         helper.make_node("Add", ["m", "h"], ["acc_out"], name="body_add"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("acc_in", F, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", F, [2, 3])])
+    nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"),
+             helper.make_node("Loop", ["n", "", "h"], ["acc"], name="loop", body=body),
+             helper.make_node("Sigmoid", ["acc"], ["y"], name="sig")]
+    model = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("x", F, [2, 3])],
+                  [helper.make_tensor_value_info("y", F, None)],
+                  [("n", np.array(3, np.int64)), ("w", np.full((2, 3), 0.5, np.float32))])
+    run = dump_golden(model, None, tmp_path / "gt", seed=0)
+    note = next(r.note for r in run.records if r.op_name == "loop")
+    assert "body: m, acc_out, cond_out" in note
+    for precision in ("fp16", "int8"):
+        r = simulate(model, tmp_path / precision, precision=precision, seed=0)
+        res = dumpcmp.compare(tmp_path / precision, tmp_path / "gt", fusion_json=r.json_path)
+        assert next(row for row in res if row.npu_dump == "loop").cosine > 0.999
+        assert res.first_below(0.99) is None

@@ -180,7 +180,7 @@ def _save_atomic(path: str, write: Callable[[str], Any], force: bool) -> None:
     try:
         write(tmp)
         if not force and os.path.lexists(path):
-            raise ConfigError(f"{path}: exists; not overwritten (use --force)")
+            raise ConfigError(f"{path}: exists; not overwritten (use --force, force=True in Python)")
         os.replace(tmp, path)
     finally:
         if os.path.lexists(tmp):
@@ -201,9 +201,10 @@ def _check_free(paths: Iterable[str], force: bool) -> None:
     if taken:
         shown = ", ".join(taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3 else "")
         if len(taken) == 1:
-            raise ConfigError(f"{taken[0]}: exists; nothing was written (choose a new folder or use --force)")
+            raise ConfigError(f"{taken[0]}: exists; nothing was written (choose a new folder or use --force, "
+                              "force=True in Python)")
         raise ConfigError(f"{len(taken)} output files already exist: {shown}; nothing was written (choose a new "
-                          "folder or use --force)")
+                          "folder or use --force, force=True in Python)")
 
 
 def _make_dir(out_dir: PathLike) -> str:

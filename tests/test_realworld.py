@@ -307,3 +307,12 @@ def test_loop_model_simulated_as_one_op(tmp_path):
         res = dumpcmp.compare(tmp_path / precision, tmp_path / "gt", fusion_json=r.json_path)
         assert next(row for row in res if row.npu_dump == "loop").cosine > 0.999
         assert res.first_below(0.99) is None
+
+
+def test_free_dims_hint_only_for_a_failed_run(tmp_path):
+    model = _scalar_and_free(tmp_path / "m.onnx")
+    np.save(tmp_path / "s.npy", np.array(2.0, np.float32))
+    golden_from_sources(model, tmp_path / "gt", [f"s={tmp_path / 's.npy'}"], seed=0, shapes={"x": (2, 3)})
+    with pytest.raises(ConfigError) as info:  # a folder that holds ground truth: nothing to do with free dims
+        golden_from_sources(model, tmp_path / "gt", [f"s={tmp_path / 's.npy'}"], seed=0)
+    assert "already holds ground truth" in str(info.value) and "--shape" not in str(info.value)

@@ -178,6 +178,16 @@ def test_samples_pair_with_iterations(tmp_path, capsys):
                                               fusion_json=tmp_path / "dump" / "model.json")
     assert crossed[0].first_below(0.9) is not None  # sample 1 against iteration 0: genuinely different
     assert "--gt-sample" in crossed[0].summary()
+    swapped = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt", gt_sample={0: 1, 1: 0},
+                                              fusion_json=tmp_path / "dump" / "model.json")
+    assert [r.notes for r in swapped] == [["ground truth: sample folder 1/ (--gt-sample)"],
+                                          ["ground truth: sample folder 0/ (--gt-sample)"]]
+    assert main(["compare", "-l", str(tmp_path / "dump"), "-r", str(tmp_path / "gt"), "--gt-sample", "0:1,1:0",
+                 "-o", str(tmp_path / "r.csv")]) == 0
+    assert "sample folder 1/ (--gt-sample)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:  # a usage error, as argparse reports one
+        main(["compare", "-l", str(tmp_path / "dump"), "-r", str(tmp_path / "gt"), "--gt-sample", "0:x"])
+    assert info.value.code == 2 and "ITERATION:K pairs" in capsys.readouterr().err
 
 
 def test_largest_drop_in_summary(tmp_path):

@@ -22,7 +22,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -529,13 +529,15 @@ class PairedRun:
     """How the ground truth was chosen, when that needs saying (samples, several candidates)."""
 
 
-def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | None,
+def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | Mapping[int, int] | None,
                          iterations: int = 1) -> tuple[Any, list[str]]:
     """The ground-truth files for one device run: sample folder k (`dumpcmp golden` with several samples writes
     DIR/0, DIR/1, ...) for data_index k, or `gt_sample` for every run; the whole tree when it has no sample
     folders. Whatever is not one-to-one is said in the notes, never resolved silently."""
     gt = right_index.ground_truth
     samples = gt.by_sample(right_index.root)
+    if isinstance(gt_sample, Mapping):  # an explicit iteration -> sample mapping; iterations not in it: k -> k
+        gt_sample = gt_sample.get(group.key.data_index) if group.key.data_index is not None else None
     k = group.key.data_index if gt_sample is None else gt_sample
     if samples:
         if k is not None and k in samples:
@@ -569,7 +571,7 @@ def paired_runs(
     model_name: str | None = None,
     model_id: int | None = None,
     data_index: int | None = None,
-    gt_sample: int | None = None,
+    gt_sample: int | Mapping[int, int] | None = None,
     right_time: str | None = None,
     right_data_index: int | None = None,
 ) -> list[PairedRun]:
@@ -638,7 +640,7 @@ def compare_runs(
     custom: str | os.PathLike[str] | None = None,
     threads: int = 0,
     quiet: bool = True,
-    gt_sample: int | None = None,
+    gt_sample: int | Mapping[int, int] | None = None,
     right_time: str | None = None,
     right_data_index: int | None = None,
 ) -> list[ComparisonResult]:
@@ -646,8 +648,8 @@ def compare_runs(
 
     algorithms: `-alg` indices or names (default all ten); custom: a folder of user layout converters;
     time/device_id/model_name/model_id/data_index: select runs of the left tree; threads: 0 = all cores;
-    quiet: no progress bar; gt_sample: the ground truth's sample folder for every run (default: folder k for
-    data_index k); right_time/right_data_index: the right-hand run of a device-vs-device comparison.
+    quiet: no progress bar; gt_sample: the ground truth's sample folder for every run, or {data_index: folder}
+    (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device comparison.
     """
     algos = parse_algorithms(algorithms)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,

@@ -16,7 +16,8 @@ from . import count, positive
 
 EPILOG = """\
 samples and iterations: a ground truth written by `dumpcmp golden` for several samples (DIR/0, DIR/1, ...) pairs
-sample k with iteration (data_index) k; --gt-sample K takes folder K for every iteration. The summary says which.
+sample k with iteration (data_index) k; --gt-sample K takes folder K for every iteration, --gt-sample 0:1,1:0 maps
+each iteration to a folder. The summary says which folder each run was compared with.
 
 examples:
   dumpcmp compare -l dump/ -r golden/ -f dump/model.json -o result.csv
@@ -51,9 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", dest="model_name", help="select the model name")
     p.add_argument("--model-id", type=int, help="select the model id")
     p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
-    p.add_argument("--gt-sample", type=count, default=None, metavar="K",
-                   help="compare every iteration with the ground truth's sample folder K/ (default: iteration k "
-                        "with folder k/, as golden writes several samples)")
+    p.add_argument("--gt-sample", type=_sample_map, default=None, metavar="K|I:K,...",
+                   help="compare every iteration with the ground truth's sample folder K/, or iteration I with "
+                        "folder K/ (default: iteration k with folder k/, as golden writes several samples)")
     p.add_argument("--right-time", metavar="YYYYMMDDhhmmss", help="device vs device: the right-hand run's time")
     p.add_argument("--right-iteration", dest="right_data_index", type=count, metavar="DATA_INDEX",
                    help="device vs device: the right-hand run's iteration")
@@ -69,6 +70,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
                    help="with -d: detail as CSV files (default) or .npy columns")
     p.set_defaults(run=run)
+
+
+def _sample_map(text: str) -> int | dict[int, int]:
+    """`--gt-sample K` or `--gt-sample I:K,I:K`."""
+    try:
+        if ":" not in text:
+            return count(text)
+        pairs = [item.split(":") for item in text.split(",") if item]
+        return {count(i): count(k) for i, k in pairs}
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K, or ITERATION:K pairs such as 0:1,1:0") from None
 
 
 def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) -> tuple[Path | None, bool]:

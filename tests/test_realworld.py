@@ -96,24 +96,37 @@ def test_scalar_inputs_shape_option_and_free_dims_error(tmp_path, capsys):
         golden_from_sources(model, tmp_path / "gt2", seed=0, shapes={"x": (4, 4)})
 
 
-def test_if_model_simulated(tmp_path):
+def test_if_models(tmp_path):
     def branch(name, op):
         return helper.make_graph([helper.make_node(op, ["x", "x"], [f"{name}_y"], name=f"{name}_op")], name, [],
                                  [helper.make_tensor_value_info(f"{name}_y", F, None)])
     nodes = [helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
              helper.make_node("Greater", ["s", "zero"], ["c"], name="cond"),
              helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch("then", "Add"),
-                              else_branch=branch("else", "Mul"))]
+                              else_branch=branch("else", "Mul")),
+             helper.make_node("Relu", ["y"], ["z"], name="relu")]
     model = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("x", F, [2, 3])],
-                  [helper.make_tensor_value_info("y", F, None)], [("zero", np.array(0, np.float32))])
-    run = dump_golden(model, None, tmp_path / "gt", seed=0)
-    note = next(r.note for r in run.records if r.op_name == "if")
-    assert "then_branch: then_y" in note and "else_branch: else_y" in note and "not exposed" in note
+                  [helper.make_tensor_value_info("z", F, None)], [("zero", np.array(0, np.float32))])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    # a static condition: the branch taken is inlined on both sides, its nodes compared as layers
+    run = dump_golden(model, {"x": x}, tmp_path / "gt")
+    assert {r.op_name for r in run.written} == {"x", "sum", "cond", "then_op", "relu"}
     for precision in ("fp16", "int8"):
-        r = simulate(model, tmp_path / precision, precision=precision, seed=0)
+        r = simulate(model, tmp_path / precision, precision=precision, samples=[{"x": x}])
+        assert "then_op" in r.dumped_ops and not r.notes
         res = dumpcmp.compare(tmp_path / precision, tmp_path / "gt", fusion_json=r.json_path)
-        row = next(row for row in res if row.op_type == "If")
-        assert row.cosine > 0.999
+        assert res.counts()["unmatched"] == 0
+        assert next(row for row in res if row.npu_dump == "then_op").cosine > 0.999
+    # a condition that differs between samples: the If stays one op on both sides, and both say what is hidden
+    samples = [{"x": x}, {"x": -x}]
+    runs = dump_golden(model, samples[1], tmp_path / "gt2", control_samples=samples)
+    note = next(r.note for r in runs.records if r.op_name == "if")
+    assert "then_branch: then_y" in note and "else_branch: else_y" in note and "not exposed" in note
+    r = simulate(model, tmp_path / "two", samples=samples)
+    assert any("kept as one op" in n for n in r.notes)
+    res = dumpcmp.comparison.compare_runs(tmp_path / "two", tmp_path / "gt2", fusion_json=r.json_path,
+                                          data_index=1)[0]
+    assert next(row for row in res if row.op_type == "If").cosine > 0.999
 
 
 def _with_constants(path: Path) -> Path:
@@ -165,6 +178,16 @@ def test_samples_pair_with_iterations(tmp_path, capsys):
                                               fusion_json=tmp_path / "dump" / "model.json")
     assert crossed[0].first_below(0.9) is not None  # sample 1 against iteration 0: genuinely different
     assert "--gt-sample" in crossed[0].summary()
+    swapped = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt", gt_sample={0: 1, 1: 0},
+                                              fusion_json=tmp_path / "dump" / "model.json")
+    assert [r.notes for r in swapped] == [["ground truth: sample folder 1/ (--gt-sample)"],
+                                          ["ground truth: sample folder 0/ (--gt-sample)"]]
+    assert main(["compare", "-l", str(tmp_path / "dump"), "-r", str(tmp_path / "gt"), "--gt-sample", "0:1,1:0",
+                 "-o", str(tmp_path / "r.csv")]) == 0
+    assert "sample folder 1/ (--gt-sample)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:  # a usage error, as argparse reports one
+        main(["compare", "-l", str(tmp_path / "dump"), "-r", str(tmp_path / "gt"), "--gt-sample", "0:x"])
+    assert info.value.code == 2 and "ITERATION:K pairs" in capsys.readouterr().err
 
 
 def test_largest_drop_in_summary(tmp_path):
@@ -224,3 +247,82 @@ def test_view_and_shape_take_the_file_both_ways(tmp_path, capsys):
         assert main([*argv, "-o", str(tmp_path / "out"), "--force"]) == 0, argv
     assert main(["view", "-o", str(tmp_path / "out")]) == 2
     assert "first argument or with -i" in capsys.readouterr().err
+
+
+def test_device_vs_device_right_run_selectable(tmp_path, capsys):
+    model = _conv_bn(tmp_path / "m.onnx", var_scale=1.0)
+    rng = np.random.default_rng(9)
+    (tmp_path / "in").mkdir()
+    for k in range(2):
+        np.save(tmp_path / "in" / f"{k}.npy", rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
+    assert main(["simulate", str(model), "-i", str(tmp_path / "in"), "-o", str(tmp_path / "a"), "--quiet"]) == 0
+    same = dumpcmp.comparison.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=1)
+    other = dumpcmp.comparison.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=0)
+    assert all(r.cosine == pytest.approx(1.0) for r in same[0] if r.result is not None)
+    assert any(r.cosine < 0.9 for r in other[0] if r.result is not None)
+    assert main(["compare", "-l", str(tmp_path / "a"), "-r", str(tmp_path / "a"), "--iteration", "1",
+                 "--right-iteration", "0", "--quiet"]) == 0
+
+
+def test_one_ground_truth_for_several_iterations_is_said(tmp_path):
+    model = _conv_bn(tmp_path / "m.onnx", var_scale=1.0)
+    x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    dump_golden(model, {"x": x}, tmp_path / "gt")
+    simulate(model, tmp_path / "dump", samples=[{"x": x}, {"x": x}])
+    results = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt")
+    assert len(results) == 2
+    for res in results:
+        assert "one set (no sample folders) for each of the 2 iterations" in res.summary()
+
+
+def test_values_below_fp16_range_are_not_a_broken_layer(tmp_path):
+    nodes = [helper.make_node("Mul", ["x", "tiny"], ["t"], name="shrink"),
+             helper.make_node("Sigmoid", ["t"], ["y"], name="sig"),
+             helper.make_node("Mul", ["t", "tiny"], ["z"], name="shrink2")]
+    model = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("x", F, [4, 8])],
+                  [helper.make_tensor_value_info("y", F, None), helper.make_tensor_value_info("z", F, None)],
+                  [("tiny", np.array(1e-4, np.float32))])
+    dump_golden(model, None, tmp_path / "gt", seed=0)
+    r = simulate(model, tmp_path / "dump", seed=0)
+    res = dumpcmp.compare(tmp_path / "dump", tmp_path / "gt", fusion_json=r.json_path)
+    shrink2 = next(row for row in res if row.npu_dump == "shrink2")  # |z| ~ 1e-8: flushed to (sub)normal fp16
+    assert res.below_fp16_range(shrink2) and not shrink2.cosine > 0.99
+    assert not res.below_fp16_range(next(row for row in res if row.npu_dump == "sig"))
+    assert res.first_below(0.99) is None
+    assert "below float16's normal range" in res.summary()
+
+
+def test_loop_model_simulated_as_one_op(tmp_path):
+    # body: acc_out = acc_in * w + x (w and x come from the enclosing graph: w a weight, x an activation)
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc_in", "w"], ["m"], name="body_mul"),
+         helper.make_node("Add", ["m", "h"], ["acc_out"], name="body_add"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("acc_in", F, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", F, [2, 3])])
+    nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"),
+             helper.make_node("Loop", ["n", "", "h"], ["acc"], name="loop", body=body),
+             helper.make_node("Sigmoid", ["acc"], ["y"], name="sig")]
+    model = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("x", F, [2, 3])],
+                  [helper.make_tensor_value_info("y", F, None)],
+                  [("n", np.array(3, np.int64)), ("w", np.full((2, 3), 0.5, np.float32))])
+    run = dump_golden(model, None, tmp_path / "gt", seed=0)
+    note = next(r.note for r in run.records if r.op_name == "loop")
+    assert "body: m, acc_out, cond_out" in note
+    for precision in ("fp16", "int8"):
+        r = simulate(model, tmp_path / precision, precision=precision, seed=0)
+        res = dumpcmp.compare(tmp_path / precision, tmp_path / "gt", fusion_json=r.json_path)
+        assert next(row for row in res if row.npu_dump == "loop").cosine > 0.999
+        assert res.first_below(0.99) is None
+
+
+def test_free_dims_hint_only_for_a_failed_run(tmp_path):
+    model = _scalar_and_free(tmp_path / "m.onnx")
+    np.save(tmp_path / "s.npy", np.array(2.0, np.float32))
+    golden_from_sources(model, tmp_path / "gt", [f"s={tmp_path / 's.npy'}"], seed=0, shapes={"x": (2, 3)})
+    with pytest.raises(ConfigError) as info:  # a folder that holds ground truth: nothing to do with free dims
+        golden_from_sources(model, tmp_path / "gt", [f"s={tmp_path / 's.npy'}"], seed=0)
+    assert "already holds ground truth" in str(info.value) and "--shape" not in str(info.value)

@@ -55,6 +55,9 @@ _DTYPE_NAMES = {
 _FIVE_D = ("NDC1HWC0", "FRACTAL_Z_3D")
 
 
+FP16_TINY = 6.103515625e-05  # float16's smallest normal value
+
+
 def _dtype_name(data_type: str) -> str:
     return _DTYPE_NAMES.get(data_type, data_type.lower())
 
@@ -143,6 +146,15 @@ class ComparisonResult:
     constant_files: frozenset[str] = frozenset()
     """Ground-truth files holding weights or constants (golden_index.csv): reported apart, never "first bad"."""
 
+    def below_fp16_range(self, row: Row) -> bool:
+        """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
+        float16's normal range (|x| < 6.1e-5): it rounds to zero or a few subnormal steps, so its cosine similarity
+        says nothing about the layer."""
+        res = row.result
+        inserted = row.pair is not None and str(row.pair.relation) == "Inserted"  # the output Cast of such a value
+        return res is not None and (row.npu_data_type.lower() == "float16" or inserted) and res.count > 0 and \
+            max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY
+
     def is_constant(self, row: Row) -> bool:
         ref = row.pair.ground_truth_ref if row.pair is not None else None
         return ref is not None and getattr(ref, "path", None) in self.constant_files
@@ -151,7 +163,8 @@ class ComparisonResult:
         """The two consecutive compared outputs (execution order, constants left out) between which the cosine
         similarity falls the most: where a healthy drift turns into a break."""
         outs = [r for r in self.rows if r.result is not None and not self.is_constant(r)
-                and (r.pair is None or r.pair.kind == "output") and not math.isnan(r.cosine)]
+                and not self.below_fp16_range(r) and (r.pair is None or r.pair.kind == "output")
+                and not math.isnan(r.cosine)]
         best = None
         for a, b in zip(outs, outs[1:]):
             if best is None or a.cosine - b.cosine > best[0].cosine - best[1].cosine:
@@ -174,7 +187,7 @@ class ComparisonResult:
         """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
         the device side holds NaN/inf)."""
         for r in self.rows:
-            if r.result is None or self.is_constant(r):
+            if r.result is None or self.is_constant(r) or self.below_fp16_range(r):
                 continue
             c = r.cosine
             if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
@@ -298,6 +311,11 @@ class ComparisonResult:
         over = sum(1 for r in self.rows if r.overflow)
         if over:
             lines.append(f"  {over} device tensors hold NaN or inf")
+        tiny = [r for r in self.rows if self.below_fp16_range(r)]
+        if tiny:
+            lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
+                         f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].tensor_index}): their cosine "
+                         "says nothing, left out of first below and largest drop")
         consts = [r for r in self.rows if r.result is not None and self.is_constant(r)]
         if consts and 0 in self.algorithms:
             low = [r for r in consts if not r.cosine >= threshold]
@@ -522,12 +540,15 @@ class PairedRun:
     """How the ground truth was chosen, when that needs saying (samples, several candidates)."""
 
 
-def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | None) -> tuple[Any, list[str]]:
+def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | Mapping[int, int] | None,
+                         iterations: int = 1) -> tuple[Any, list[str]]:
     """The ground-truth files for one device run: sample folder k (`dumpcmp golden` with several samples writes
     DIR/0, DIR/1, ...) for data_index k, or `gt_sample` for every run; the whole tree when it has no sample
     folders. Whatever is not one-to-one is said in the notes, never resolved silently."""
     gt = right_index.ground_truth
     samples = gt.by_sample(right_index.root)
+    if isinstance(gt_sample, Mapping):  # an explicit iteration -> sample mapping; iterations not in it: k -> k
+        gt_sample = gt_sample.get(group.key.data_index) if group.key.data_index is not None else None
     k = group.key.data_index if gt_sample is None else gt_sample
     if samples:
         if k is not None and k in samples:
@@ -545,6 +566,8 @@ def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: in
     mixed = gt.mixed_folders()
     notes = [f"ground truth: {mixed} tensors have files in several folders; the newest of each was taken"] \
         if mixed else []
+    if iterations > 1:
+        notes.append(f"ground truth: one set (no sample folders) for each of the {iterations} iterations")
     return dict(gt.files), notes
 
 
@@ -559,7 +582,9 @@ def paired_runs(
     model_name: str | None = None,
     model_id: int | None = None,
     data_index: int | None = None,
-    gt_sample: int | None = None,
+    gt_sample: int | Mapping[int, int] | None = None,
+    right_time: str | None = None,
+    right_data_index: int | None = None,
     graph: Graph | None = None,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
@@ -582,16 +607,27 @@ def paired_runs(
     runs = []
     for group in groups:
         if device_vs_device:
-            right_groups = right_index.find(**{k: v for k, v in selection.items() if k != "time"}) or list(right_index)
-            match = [g for g in right_groups if (g.key.device_id, g.key.model_name, g.key.data_index) ==
-                     (group.key.device_id, group.key.model_name, group.key.data_index)] or right_groups
+            if right_time is not None or right_data_index is not None:  # the right-hand run chosen explicitly
+                match = right_index.find(time=right_time, data_index=right_data_index)
+                if len(match) > 1:
+                    match = [g for g in match if (g.key.device_id, g.key.model_name) ==
+                             (group.key.device_id, group.key.model_name)] or match
+            else:
+                right_groups = right_index.find(**{k: v for k, v in selection.items() if k != "time"}) or \
+                    list(right_index)
+                match = [g for g in right_groups if (g.key.device_id, g.key.model_name, g.key.data_index) ==
+                         (group.key.device_id, group.key.model_name, group.key.data_index)] or right_groups
+            if not match:
+                runs_r = ", ".join(g.key.describe() for g in right_index) or "none"
+                raise NotFoundError(f"{right}: no run matches --right-time/--right-iteration (runs: {runs_r})")
             if len(match) != 1:
                 names = ", ".join(g.key.describe() for g in match)
                 raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
-                                    f"select one with the run options")
+                                    f"select the right-hand one with --right-time / --right-iteration")
             pairs = pair_device_to_device(_device_ops(group), _device_ops(match[0]))
         else:
-            gt_files, notes = _sample_ground_truth(group, right_index, gt_sample)
+            iterations = len({g.key.data_index for g in groups})
+            gt_files, notes = _sample_ground_truth(group, right_index, gt_sample, iterations)
             pairs = pair_with_ground_truth(_device_ops(group), gt_files, graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
@@ -617,17 +653,22 @@ def compare_runs(
     threads: int = 0,
     quiet: bool = True,
     precise: bool = False,
-    gt_sample: int | None = None,
+    gt_sample: int | Mapping[int, int] | None = None,
+    right_time: str | None = None,
+    right_data_index: int | None = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
     algorithms: `-alg` indices or names (default all ten); custom: a folder of user layout converters;
     time/device_id/model_name/model_id/data_index: select runs of the left tree; threads: 0 = all cores;
-    quiet: no progress bar; precise: float64 per-element terms instead of the original tool's float32 ones.
+    quiet: no progress bar; precise: float64 per-element terms instead of the original tool's float32 ones;
+    gt_sample: the ground truth's sample folder for every run, or {data_index: folder}
+    (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device comparison.
     """
     algos = parse_algorithms(algorithms)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
-                       model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample)
+                       model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
+                       right_time=right_time, right_data_index=right_data_index)
     sides = _Sides(custom)
     results = []
     for run in runs:

@@ -193,9 +193,10 @@ def _check_free(paths: Iterable[str], force: bool) -> None:
     if taken:
         shown = ", ".join(taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3 else "")
         if len(taken) == 1:
-            raise ConfigError(f"{taken[0]}: exists; nothing was written (choose a new folder or use --force)")
+            raise ConfigError(f"{taken[0]}: exists; nothing was written (choose a new folder or use --force, "
+                              "force=True in Python)")
         raise ConfigError(f"{len(taken)} output files already exist: {shown}; nothing was written (choose a new "
-                          "folder or use --force)")
+                          "folder or use --force, force=True in Python)")
 
 
 def _make_dir(out_dir: PathLike) -> str:

@@ -214,7 +214,7 @@ def export_detail(
         existing = [p for p in paths + extras if os.path.lexists(p)]
         if existing:
             more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
-            raise ConfigError(f"{existing[0]} already exists{more}; pass force to replace the detail files")
+            raise ConfigError(f"{existing[0]} already exists{more}; use --force (force=True in Python) to replace the detail files")
 
     n_detail = len(detail_names)
     # The set is written in a private temporary folder and moved into place together: all files or none, never

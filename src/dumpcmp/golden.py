@@ -712,8 +712,8 @@ def free_dims_note(plans: Sequence[InputPlan]) -> str:
 
 def _with_free_dims_hint(error: DumpcmpError, plans: Sequence[InputPlan]) -> DumpcmpError:
     free = free_dims_note(plans)
-    if not free or isinstance(error, ConfigError) and "--shape" in str(error):
-        return error
+    if not free or "onnxruntime" not in str(error) or "--shape" in str(error):
+        return error  # only a failed run can be the free dimensions' fault
     return ConfigError(f"{error}; the random inputs' free dimensions were set to 1 ({free}): give their sizes "
                        "with --shape NAME=D,D,...")
 
@@ -845,6 +845,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
                 out_dir: str | os.PathLike[str], *, seed: int | None = None,
                 batch_bytes: int = DEFAULT_BATCH_BYTES, check: bool = True, force: bool = False,
                 sources: Mapping[str, str] | None = None, include_constants: bool = False,
+                control_samples: Sequence[Mapping[str, np.ndarray]] | None = None,
                 _external_strategy: str | None = None) -> GoldenRun:
     """Run the ONNX model on `inputs` (name -> array; inputs left out get random data when `seed` is given) and
     write every op output to `out_dir` as `{op_name}.{output_index}.{timestamp}.npy`, with `golden_index.csv`.
@@ -852,14 +853,16 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     `batch_bytes` bounds the outputs held at once (see the module doc). `check`: make a plain run first and
     require every batch's final outputs to equal it. A folder that already has a golden index is refused unless
     `force`. `sources` (name -> description) only goes into golden_run.json. Outputs computed from the weights
-    alone (`constant_tensors`) are not written unless `include_constants`: their index rows say so.
+    alone (`constant_tensors`) are not written unless `include_constants`: their index rows say so. An If whose
+    condition is the same on `control_samples` (default: these inputs) is inlined (`dumpcmp.controlflow`): the
+    nodes of the branch taken are written as layers of their own, as `dumpcmp simulate` dumps them.
     """
     out = Path(out_dir)
     created = not out.exists()
     try:
         return _dump_golden(model_path, inputs, out, seed=seed, batch_bytes=batch_bytes, check=check, force=force,
                             sources=sources, include_constants=include_constants,
-                            _external_strategy=_external_strategy)
+                            control_samples=control_samples, _external_strategy=_external_strategy)
     except BaseException:
         if created:  # a failed run leaves no folder behind that it made itself
             shutil.rmtree(out, ignore_errors=True)
@@ -868,7 +871,8 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
 
 def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray] | None, out: Path, *,
                  seed: int | None, batch_bytes: int, check: bool, force: bool, sources: Mapping[str, str] | None,
-                 include_constants: bool, _external_strategy: str | None) -> GoldenRun:
+                 include_constants: bool, control_samples: Sequence[Mapping[str, np.ndarray]] | None,
+                 _external_strategy: str | None) -> GoldenRun:
     onnx, ort = _require_onnx()
     path = Path(model_path)
     model = load_model(path)
@@ -902,6 +906,12 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
                           "(force=True in Python; the new files get later timestamps, so they win)")
     out.mkdir(parents=True, exist_ok=True)
 
+    flow = ""
+    if any(n.op_type == "If" for n in model.graph.node):
+        from .controlflow import inline_static_ifs
+
+        model, flow_notes = inline_static_ifs(model, list(control_samples or [feeds]))
+        flow = "; ".join(flow_notes) or "every If inlined (its condition is the same on every sample)"
     nodes = execution_order(model.graph, path)
     types = value_types(model, feeds)
     runner = Runner(model, path, external, _external_strategy)
@@ -1020,6 +1030,7 @@ def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, f
         "model": str(path.resolve()),
         "inputs": {n: source_notes.get(n, "") for n in feeds},
         "seed": seed,
+        "control_flow": flow,
         "timestamp_base": base,
         "batches": len(batches),
         "checked_against_plain_run": check,
@@ -1059,12 +1070,13 @@ def golden_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.Pa
     created = not top.exists()
     runs = []
     try:
+        samples = [load_sample(plans, k, seed) for k in range(count)]
         for k in range(count):
-            feeds = load_sample(plans, k, seed)
             target = top if count == 1 else top / str(k)
             described = {p.input.name: p.describe(k) for p in plans}
-            runs.append(dump_golden(model_path, feeds, target, seed=seed, batch_bytes=batch_bytes, check=check,
-                                    force=force, sources=described, include_constants=include_constants))
+            runs.append(dump_golden(model_path, samples[k], target, seed=seed, batch_bytes=batch_bytes, check=check,
+                                    force=force, sources=described, include_constants=include_constants,
+                                    control_samples=samples))
     except DumpcmpError as error:
         if created:
             shutil.rmtree(top, ignore_errors=True)

@@ -16,7 +16,8 @@ from . import count, positive
 
 EPILOG = """\
 samples and iterations: a ground truth written by `dumpcmp golden` for several samples (DIR/0, DIR/1, ...) pairs
-sample k with iteration (data_index) k; --gt-sample K takes folder K for every iteration. The summary says which.
+sample k with iteration (data_index) k; --gt-sample K takes folder K for every iteration, --gt-sample 0:1,1:0 maps
+each iteration to a folder. The summary says which folder each run was compared with.
 
 examples:
   dumpcmp compare -l dump/ -r golden/ -f dump/model.json -o result.csv
@@ -24,6 +25,7 @@ examples:
   dumpcmp compare -l dump/ -r golden/ -f model.json -alg 0,1,7 --extra -o result.csv --force
   dumpcmp compare -l dump/ -r golden/ -f model.json -d conv1 -t output -i 0 -o detail/
   dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
+  dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
 """
 
 
@@ -53,9 +55,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", dest="model_name", help="select the model name")
     p.add_argument("--model-id", type=int, help="select the model id")
     p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
-    p.add_argument("--gt-sample", type=count, default=None, metavar="K",
-                   help="compare every iteration with the ground truth's sample folder K/ (default: iteration k "
-                        "with folder k/, as golden writes several samples)")
+    p.add_argument("--gt-sample", type=_sample_map, default=None, metavar="K|I:K,...",
+                   help="compare every iteration with the ground truth's sample folder K/, or iteration I with "
+                        "folder K/ (default: iteration k with folder k/, as golden writes several samples)")
+    p.add_argument("--right-time", metavar="YYYYMMDDhhmmss", help="device vs device: the right-hand run's time")
+    p.add_argument("--right-iteration", dest="right_data_index", type=count, metavar="DATA_INDEX",
+                   help="device vs device: the right-hand run's iteration")
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
@@ -75,6 +80,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     add_options(p)
     p.set_defaults(run=run)
+
+
+def _sample_map(text: str) -> int | dict[int, int]:
+    """`--gt-sample K` or `--gt-sample I:K,I:K`."""
+    try:
+        if ":" not in text:
+            return count(text)
+        pairs = [item.split(":") for item in text.split(",") if item]
+        return {count(i): count(k) for i, k in pairs}
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K, or ITERATION:K pairs such as 0:1,1:0") from None
 
 
 def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) -> tuple[Path | None, bool]:
@@ -120,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args, args.html)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
-                           quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, **selection)
+                           quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
+                           right_data_index=args.right_data_index, **selection)
     located: dict[str, dict] = {}
     if args.locate is not None:
         from ..locate.core import compare_columns, locate_runs

@@ -1,6 +1,7 @@
-"""`dumpcmp shape -i DUMP_FILE -format FMT -o DIR` (or the file as the first argument, as `dumpcmp view` takes it): a dump's tensors converted from their device layout to FMT, one
-`.npy` each, named `{dump_file_name}.{output|input}.{index}.{1x3x224x224}.npy` (the original tool's
-shape_conversion). Values keep the dump's dtype (bf16 and the 8/6/4-bit floats as float32)."""
+"""`dumpcmp shape -i DUMP_FILE -format FMT -o DIR` (or the file as the first argument, as `dumpcmp view` takes it):
+a dump's tensors converted from their device layout to FMT, one `.npy` each, named
+`{dump_file_name}.{output|input}.{index}.{1x3x224x224}.npy` (the original tool's shape_conversion). Values keep the
+dump's dtype (bf16 and the 8/6/4-bit floats as float32)."""
 
 from __future__ import annotations
 

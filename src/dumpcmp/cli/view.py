@@ -1,6 +1,6 @@
-"""`dumpcmp view DUMP_FILE -o DIR [--txt]` (or `-i DUMP_FILE`, as `dumpcmp shape` takes it): what a dump holds, and each input and output as
-`{dump_file_name}.{kind}.{i}.npy` in its stored layout; with --txt also `.txt` with one value a line, written
-exactly (%.5g float16, %.9g float32, %.17g float64, integers as integers)."""
+"""`dumpcmp view DUMP_FILE -o DIR [--txt]` (or `-i DUMP_FILE`, as `dumpcmp shape` takes it): what a dump holds,
+and each input and output as `{dump_file_name}.{kind}.{i}.npy` in its stored layout; with --txt also `.txt` with one
+value a line, written exactly (%.5g float16, %.9g float32, %.17g float64, integers as integers)."""
 
 from __future__ import annotations
 

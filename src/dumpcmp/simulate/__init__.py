@@ -49,7 +49,8 @@ from ..dump import TensorData, write_dump
 from ..errors import ConfigError, DumpcmpError, NotFoundError
 from ..naming import build_device_dump_name, safe_file_name, sanitize
 from ._device import DeviceGraph, Output, SimOp, Value, encode
-from ._lower import Lowered, check_supported, constants_to_initializers, fold_conv_bn, lower_fp16, name_nodes, quantize_int8
+from ._lower import (Lowered, constants_to_initializers, fold_conv_bn, lower_fp16, name_nodes,
+                     quantize_int8)
 
 __all__ = ["PRECISIONS", "DumpConfig", "SimulateResult", "lower_model", "read_acl_config", "simulate",
            "simulate_from_sources"]
@@ -159,7 +160,6 @@ def _load(path: Path) -> Any:
         import onnx.external_data_helper as ext
 
         ext.load_external_data_for_model(model, str(path.parent))
-    check_supported(model, str(path))
     name_nodes(model)
     return model
 
@@ -371,13 +371,19 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
         raise ConfigError(f"{config.dump_path}: exists and is not a folder")
     name = config.model_name or candidates[0]
     feeds = _check_samples(model, samples, seed, str(path))
+    flow_notes: list[str] = []
+    if any(n.op_type == "If" for n in model.graph.node):
+        from ..controlflow import inline_static_ifs
+
+        model, flow_notes = inline_static_ifs(model, feeds)  # the same decision golden makes on these samples
+        name_nodes(model)
 
     from ..golden import tensor_nbytes, value_types
 
     lowered = lower_model(model, precision, feeds, str(path))
     low_types = value_types(lowered.model, feeds[0])
     graph = DeviceGraph(model, lowered, low_types, feeds[0], name)
-    notes = list(config.notes) + lowered.findings
+    notes = list(config.notes) + flow_notes + lowered.findings
     ops = _select(graph, config.layers, notes, str(acl_json or path))
 
     made_dump_path = not config.dump_path.exists()

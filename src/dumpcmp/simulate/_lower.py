@@ -6,6 +6,12 @@ each float output. That is how an NPU computes (fp16 tensors in memory, fp32 acc
 units, rounded when the result is stored), it needs no float16 kernel in onnxruntime (the CPU provider lacks many),
 and results do not depend on which ops happen to have one. onnxconverter-common's converter was not used: it adds
 a dependency, and it keeps whole ops in float32 where kernels are missing, so their outputs would not be rounded.
+A node with subgraphs (If/Loop/Scan left after `dumpcmp.controlflow` inlined the static Ifs) is one op: its body
+computes in float32 on the float16 values it reads from the enclosing graph, its outputs rounded like any op's.
+
+Before lowering, as a compiler does: float Constant nodes become weights (`constants_to_initializers`), and a
+BatchNormalization after a Conv is folded into the Conv's weights and bias in float32 (`fold_conv_bn`). A weight or
+constant whose finite values exceed float16's range is a finding (`Lowered.findings`), not an error.
 
 int8: onnxruntime's static quantizer (QDQ format, int8 activations and weights, MinMax calibration on the samples)
 quantizes the inputs of Conv, Gemm and MatMul, as an NPU's int8 model does (AscendQuant in front of the cube ops,
@@ -61,11 +67,6 @@ def name_nodes(model: Any) -> None:
     for node in model.graph.node:
         if not node.name:
             node.name = node_name(node)
-
-
-def check_supported(model: Any, where: str) -> None:
-    """Nothing is refused any more: a node with subgraphs (If/Loop/Scan) is lowered as one op (see
-    `_rename_outer`); kept as the hook for a model simulate cannot lower."""
 
 
 def subgraphs(node: Any) -> list[Any]:
@@ -169,9 +170,11 @@ def fold_conv_bn(model: Any) -> tuple[Any, list[tuple[str, str]]]:
         y = bn.output[0]
         bn.CopyFrom(helper.make_node("Identity", [bn.input[0]], [y], name=bn.name))
         pairs.append((conv.name, bn.name))
+    from ..golden import _subgraph_outer_names
+
     used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
-    for sub_users in (_subgraph_uses(n) for n in g.node):
-        used |= sub_users
+    for n in g.node:
+        used |= _subgraph_outer_names(n)
     keep = [n for n in g.node if n.op_type != "Constant" or any(o in used for o in n.output)]
     del g.node[:]
     g.node.extend(keep)
@@ -210,12 +213,6 @@ def constants_to_initializers(model: Any) -> Any:
     del g.node[:]
     g.node.extend(keep)
     return out
-
-
-def _subgraph_uses(node: Any) -> set[str]:
-    from ..golden import _subgraph_outer_names
-
-    return _subgraph_outer_names(node)
 
 
 def overflow_findings(model: Any, names: set[str]) -> list[str]:

@@ -1098,7 +1098,10 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         const double nx = f32 ? sqrt_f32(t.x.sum_sq) : std::sqrt(t.x.sum_sq);
         const double ny = f32 ? sqrt_f32(t.y.sum_sq) : std::sqrt(t.y.sum_sq);
         if (options.scalar) v = 1.0;
-        else if (nx <= kMetricEps && ny < kMetricEps) v = 1.0;
+        else if (nx <= kMetricEps && ny < kMetricEps) {
+            v = 1.0;
+            r.cosine_zero_norms = true;
+        }
         else if (std::sqrt(nx) <= kMetricEps || std::sqrt(ny) <= kMetricEps) {
             v = kNaN;  // one side all zero: not computed
             if (want(Metric::CosineSimilarity)) r.undefined |= metric_bit(Metric::CosineSimilarity);
@@ -1154,9 +1157,18 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         double v = kNaN;  // NaN/inf data: computed, nan
         if (k.needed && kld == nullptr) {
             r.undefined |= metric_bit(Metric::KullbackLeiblerDivergence);  // pass 2 not run
-        } else if (k.needed) {
+        } else if (k.needed && options.precise) {
             const double sp = kld->sum_p, sq = kld->sum_q;
-            v = r32(kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp));
+            v = kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp);
+            // KL divergence of two distributions is >= 0; a negative value is rounding of a zero divergence.
+            v = v < 0.0 ? 0.0 : v;
+        } else if (k.needed) {
+            // The original divides p and q by their float32 sums: P = p / Sp32, Q = q / Sq32, which sum to
+            // Sp/Sp32 and Sq/Sq32, not 1. That shifts the result by up to about 1e-7, which shows in the printed
+            // digits when the divergence is small, so it is mirrored: sum P log(P/Q) = (sum p log(p/q) + Sp
+            // log(Sq32/Sp32)) / Sp32.
+            const double sp = kld->sum_p, sp32 = to_f32(sp), sq32 = to_f32(kld->sum_q);
+            v = r32((kld->sum_p_log_pq + sp * std::log1p((sq32 - sp32) / sp32)) / sp32);
             // KL divergence of two distributions is >= 0; a negative value is rounding of a zero divergence.
             v = v < 0.0 ? 0.0 : v;
         }
@@ -1172,6 +1184,7 @@ std::string format_metric(int index, const MetricResult& r) {
     const bool selected = (r.metrics & metric_bit(m)) != 0;
     const bool bool_skipped = r.both_bool && m != Metric::CosineSimilarity && m != Metric::RelativeEuclideanDistance;
     if (!selected || bool_skipped || r.count == 0 || (r.undefined & metric_bit(m)) != 0) return "NaN";
+    if (m == Metric::CosineSimilarity && r.cosine_zero_norms) return "1.0";  // the original's text, unformatted
     if (m == Metric::StandardDeviation) {
         auto one = [](double v) { return python_fixed(std::fabs(v) < 0.001 ? 0.0 : v, 3); };
         return "(" + one(r.mean_x) + ";" + one(r.std_x) + "),(" + one(r.mean_y) + ";" + one(r.std_y) + ")";

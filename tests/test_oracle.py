@@ -7,7 +7,9 @@ on it as the original did (model level with the graph JSON, NPU vs NPU, seven si
 - every row of the original's result files is present in ours, and no other row;
 - every non-metric cell equals the original's text (the corpus's folder read as `{CORPUS}`);
 - every metric cell equals the original's printed digits;
-- every single-operator file is byte for byte the original's.
+- every single-operator file is byte for byte the original's (run under the same NumPy major version: where tied
+  or NaN errors meet in a top-N file, the original's choice follows NumPy's argpartition, whose internals changed in
+  NumPy 2; expected/numpy2/ holds the original's files under NumPy 2 where they differ).
 
 The NPU vs NPU file's Index is the original's directory listing order, so it is not compared there.
 """
@@ -22,7 +24,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "oracle"))
 
 import agreement  # noqa: E402
-from agreement import EXPECTED, MODEL_RUNS, cell_diffs, corpus_text, model_rows, read_rows, row_key  # noqa: E402
+from agreement import (  # noqa: E402
+    EXPECTED, MODEL_RUNS, cell_diffs, corpus_text, model_rows, read_rows, reference, row_key,
+)
 
 METRICS = {"CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
            "KullbackLeiblerDivergence", "StandardDeviation", "MeanAbsoluteError", "RootMeanSquareError",
@@ -58,16 +62,6 @@ KNOWN_METRIC_DIFFERENCES = {
     ("npu_vs_npu_result.csv", "exact32", "exact32:output:0"): _NEG0,
     ("npu_vs_npu_result.csv", "pool1", "pool1:output:0"): _SUM32,
 }
-
-_ARGPARTITION = ("the original picks and orders tied and NaN errors by NumPy's argpartition, whose internals "
-                 "changed between NumPy 1.26 (the oracle's) and NumPy 2 (ours); the two agree under one NumPy")
-KNOWN_FILE_DIFFERENCES = {
-    "single/nan_op_output_0_absolute_error_topn.csv": _ARGPARTITION,
-    "single/nan_op_output_0_relative_error_topn.csv": _ARGPARTITION,
-    "single/zero_gt_output_0_relative_error_topn.csv": _ARGPARTITION,
-    "single/exact32_output_0_absolute_error_topn.csv": _ARGPARTITION,
-}
-
 
 def _expected_rows() -> list[tuple[str, tuple[str, ...]]]:
     out = []
@@ -132,15 +126,13 @@ def test_metric_cells(tables, name, key):
     assert diffs == []
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(f, marks=[pytest.mark.xfail(reason=KNOWN_FILE_DIFFERENCES[f], strict=True)]
-                 if f in KNOWN_FILE_DIFFERENCES else []) for f in _single_files()])
+@pytest.mark.parametrize("name", _single_files())
 def test_single_op_file_bytes(ours, name):
     files, corpus = ours
     mine = files[name]
     assert mine.is_file(), f"{mine} was not written"
     data = mine.read_bytes() if name.endswith(".npy") else corpus_text(mine, corpus).encode("utf-8")
-    assert data == (EXPECTED / name).read_bytes()
+    assert data == reference(name).read_bytes()
 
 
 def test_expected_outputs_stay_small():

@@ -51,6 +51,15 @@ def run_ours(directory: Path) -> dict[str, Path]:
     return files
 
 
+def reference(name: str) -> Path:
+    """The original's file for this NumPy: the top-N files it writes under NumPy 2 differ where tied or NaN
+    errors are ordered by NumPy's argpartition (expected/numpy2/); everything else is the same under both."""
+    import numpy as np
+
+    alt = EXPECTED / "numpy2" / name
+    return alt if int(np.__version__.split(".")[0]) >= 2 and alt.is_file() else EXPECTED / name
+
+
 def corpus_text(path: Path, corpus: Path) -> str:
     return path.read_text(encoding="utf-8").replace(str(corpus), PLACEHOLDER)
 
@@ -118,7 +127,7 @@ def figures(files: dict[str, Path], corpus: Path) -> str:
     single = [k for k in files if k.startswith("single/")]
     same = [k for k in single if files[k].is_file() and
             (files[k].read_bytes() if k.endswith(".npy") else corpus_text(files[k], corpus).encode())
-            == (EXPECTED / k).read_bytes()]
+            == reference(k).read_bytes()]
     lines += [f"  {k}: differs" for k in single if k not in same]
     return (f"model-level cells {cells_ok}/{cells}, rows {rows_ok}/{rows}; single-op files {len(same)}/{len(single)}"
             + ("\n" + "\n".join(lines) if lines else ""))

@@ -4,6 +4,7 @@ fused and inserted ops, against ground-truth .npy files; the result file is chec
 from __future__ import annotations
 
 import csv
+import io
 import math
 
 import numpy as np
@@ -385,3 +386,16 @@ def test_long_channel_rows_are_compared_in_whole_tile_blocks(tmp_path, rng):
             assert r.format(i) == want.format(i)
     # the window is one C0 block whatever the option below it: the same bits for 1 and 2 threads, both sizes
     assert len({tuple(r.value(i) for i in range(10) if i != 5) for r in results}) == 1
+
+
+def test_csv_cells_that_could_run_as_formulas(tmp_path):
+    from dumpcmp.comparison import _csv_text, csv_safe
+
+    assert [csv_safe(c) for c in ("-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1")] == \
+        ["-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1"]
+    assert [csv_safe(c) for c in ("=cmd|' /C calc'!A0", "+1+1", "-op", "%x", "@SUM(1)", "a;=b", "\uff1dx")] == \
+        [" =cmd|' /C calc'!A0", " +1+1", " -op", " %x", " @SUM(1)", " a;=b", " \uff1dx"]
+    text = _csv_text([["Index", "CompareFailReason"], ["0", "line one\nline two\r"]])
+    assert list(csv.reader(io.StringIO(text, newline=""))) == [["Index", "CompareFailReason"],
+                                                                ["0", "line one\nline two\r"]]
+    assert '"line one\nline two\r"' in text

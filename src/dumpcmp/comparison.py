@@ -20,6 +20,7 @@ import csv
 import io
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -309,10 +310,26 @@ def _extra_cells(res: MetricResult | None) -> list[str]:
             str(res.nan_y), str(res.inf_y)]
 
 
+# A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
+# after a ';' (the original tool's rule).
+_FORMULA = re.compile(r"^[\uff1d\uff0b\uff0d+\-=%@]|;[\uff1d\uff0b\uff0d+\-=%@]")
+
+
+def csv_safe(cell: str) -> str:
+    """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
+    (the original refuses such a file; one odd op name must not cost the whole result)."""
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return " " + cell if _FORMULA.search(cell) else cell
+
+
 def _csv_text(table: list[list[str]]) -> str:
     buf = io.StringIO()
+    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF
     w = csv.writer(buf, lineterminator="\n")
-    w.writerows(table)
+    w.writerows([csv_safe(c) for c in row] for row in table)
     return buf.getvalue()
 
 

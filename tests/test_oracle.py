@@ -2,7 +2,8 @@
 
 tests/oracle/make_corpus.py builds the corpus (fixed seed); tests/oracle/expected/ holds the original's output
 files for it, made by tests/oracle/regenerate.py. Here the corpus is rebuilt in a temporary folder, dumpcmp runs
-on it as the original did (model level with the graph JSON, NPU vs NPU, seven single-operator runs) and:
+on it as the original did (model level with the graph JSON, NPU vs NPU, a quantized model with its quant fusion rule
+file, seven single-operator runs) and:
 
 - every row of the original's result files is present in ours, and no other row;
 - every non-metric cell equals the original's text (the corpus's folder read as `{CORPUS}`);
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "oracle"))
 
 import agreement  # noqa: E402
 from agreement import (  # noqa: E402
-    EXPECTED, MODEL_RUNS, cell_diffs, corpus_text, model_rows, read_rows, reference, row_key,
+    EXPECTED, MODEL_RUNS, cell_diffs, corpus_text, model_rows, read_rows, reference, row_key, with_graph,
 )
 
 METRICS = {"CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
@@ -65,9 +66,9 @@ KNOWN_METRIC_DIFFERENCES = {
 
 def _expected_rows() -> list[tuple[str, tuple[str, ...]]]:
     out = []
-    for name, with_graph in MODEL_RUNS.items():
+    for name in MODEL_RUNS:
         table = read_rows((EXPECTED / name).read_text(encoding="utf-8"))
-        out += [(name, row_key(table[0], r, with_graph)) for r in table[1:]]
+        out += [(name, row_key(table[0], r, with_graph(name))) for r in table[1:]]
     return out
 
 
@@ -91,8 +92,8 @@ def ours(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tables(ours):
     files, corpus = ours
-    return {name: model_rows((EXPECTED / name).read_text(encoding="utf-8"), corpus_text(files[name], corpus), g)
-            for name, g in MODEL_RUNS.items()}
+    return {name: model_rows((EXPECTED / name).read_text(encoding="utf-8"), corpus_text(files[name], corpus),
+                             with_graph(name)) for name in MODEL_RUNS}
 
 
 @pytest.mark.parametrize("name", list(MODEL_RUNS))
@@ -101,11 +102,12 @@ def test_every_row_and_no_other(ours, name):
     expected = read_rows((EXPECTED / name).read_text(encoding="utf-8"))
     mine = read_rows(corpus_text(files[name], corpus))
     assert mine[0] == expected[0]  # the header
-    with_graph = MODEL_RUNS[name]
-    keys = [row_key(expected[0], r, with_graph) for r in expected[1:]]
-    my_keys = [row_key(mine[0], r, with_graph) for r in mine[1:]]
+    assert files[name].read_bytes().count(b"\r\n") == (EXPECTED / name).read_bytes().count(b"\r\n")  # CR LF
+    graph = with_graph(name)
+    keys = [row_key(expected[0], r, graph) for r in expected[1:]]
+    my_keys = [row_key(mine[0], r, graph) for r in mine[1:]]
     assert sorted(my_keys) == sorted(keys)
-    if with_graph:
+    if graph:
         assert my_keys == keys  # the same order too
 
 

@@ -33,7 +33,7 @@ from ._native import core
 from .errors import DumpcmpError, NotFoundError
 from .graph import Graph, Op, load_graph
 from .metrics import METRICS, MetricResult, parse_algorithms
-from .pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_skip_reason
+from .pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_pair_members
 from .progress import Progress
 from .scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, scan
 
@@ -327,8 +327,9 @@ def csv_safe(cell: str) -> str:
 
 def _csv_text(table: list[list[str]]) -> str:
     buf = io.StringIO()
-    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF
-    w = csv.writer(buf, lineterminator="\n")
+    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the original
+    # tool's (the csv module's default)
+    w = csv.writer(buf, lineterminator="\r\n")
     w.writerows([csv_safe(c) for c in row] for row in table)
     return buf.getvalue()
 
@@ -776,7 +777,10 @@ def _graph_group_name(op: Op) -> str:
 
 def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
     """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
-    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out."""
+    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
+    and so are, as the original's quantization rules say, ops inside a quant/dequant pair and the raw-integer
+    tensors of quant (outputs) and dequant (inputs) ops."""
+    left_out = quant_pair_members(graph)
     numbers: dict[str, int] = {}
     members: dict[int, list[Op]] = {}
     for op in graph.ops:
@@ -787,7 +791,7 @@ def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
     outside: list[Row] = []
     for r in rows:
         p = r.pair
-        if p is None or p.npu_op is None:
+        if p is None or p.npu_op is None or (r.skipped and p.skip_reason is not None):
             continue
         if p.graph_op is None:
             outside.append(r)
@@ -799,6 +803,8 @@ def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
         for op in ops:
             truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
             mine = by_op.pop(op.name, None)
+            if op.name in left_out:
+                continue
             if not mine:
                 out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type="NaN", npu_address="NaN",
                                ground_truth=truth, ground_truth_data_type="NaN", ground_truth_address="NaN",

@@ -21,7 +21,16 @@ sys.path.insert(0, str(HERE))
 import make_corpus  # noqa: E402
 
 PLACEHOLDER = "{CORPUS}"
-MODEL_RUNS = {"model_result.csv": True, "npu_vs_npu_result.csv": False}  # file -> run with the graph JSON
+# result file -> (left, right, graph, quant rule) corpus paths of its run; NPU vs NPU has no graph
+MODEL_RUNS = {
+    "model_result.csv": ("dump", "gt", "graph", None),
+    "npu_vs_npu_result.csv": ("dump", "npu2", None, None),
+    "quant_result.csv": ("q_dump", "q_gt", "q_graph", "q_rule"),
+}
+
+
+def with_graph(name: str) -> bool:
+    return MODEL_RUNS[name][2] is not None
 
 
 def run_ours(directory: Path) -> dict[str, Path]:
@@ -33,11 +42,12 @@ def run_ours(directory: Path) -> dict[str, Path]:
     out = directory / "ours"
     out.mkdir()
     files = {}
-    for name, with_graph in MODEL_RUNS.items():
-        args = ["compare", "-l", str(paths["dump"]), "-r", str(paths["gt"] if with_graph else paths["npu2"]),
-                "-o", str(out / name), "--quiet"]
-        if with_graph:
-            args += ["-f", str(paths["graph"])]
+    for name, (left, right, graph, rule) in MODEL_RUNS.items():
+        args = ["compare", "-l", str(paths[left]), "-r", str(paths[right]), "-o", str(out / name), "--quiet"]
+        if graph:
+            args += ["-f", str(paths[graph])]
+        if rule:
+            args += ["-q", str(paths[rule])]
         main(args)
         files[name] = out / name
     for op, kind, index in make_corpus.SINGLE_OPS:
@@ -110,9 +120,9 @@ def cell_diffs(header: list[str], exp: list[str], ours: list[str] | None) -> lis
 def figures(files: dict[str, Path], corpus: Path) -> str:
     cells = cells_ok = rows = rows_ok = 0
     lines = []
-    for name, with_graph in MODEL_RUNS.items():
+    for name in MODEL_RUNS:
         table = model_rows((EXPECTED / name).read_text(encoding="utf-8"), corpus_text(files[name], corpus),
-                           with_graph)
+                           with_graph(name))
         header = table[("",)][0]
         for key, (exp, ours) in table.items():
             if key == ("",):

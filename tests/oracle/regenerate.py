@@ -81,6 +81,12 @@ def main() -> None:
                                      "-out", str(out)])
         keep(model_result(out), expected / "model_result.csv", corpus)
 
+        out = root / "quant"
+        out.mkdir()
+        run_tool(args.python, tool, ["-m", str(paths["q_dump"]), "-g", str(paths["q_gt"]), "-f", str(paths["q_graph"]),
+                                     "-q", str(paths["q_rule"]), "-out", str(out)])
+        keep(model_result(out), expected / "quant_result.csv", corpus)
+
         out = root / "npu_vs_npu"
         out.mkdir()
         run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["npu2"]), "-out", str(out)])

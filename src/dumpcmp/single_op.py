@@ -116,10 +116,20 @@ def compare_op(
                                f"{x.count} elements, ground truth {list(gt_shape)} has {y.count}")
     device_t = sides.tensor(pair.npu_ref, kind, index)
     npu_names, truth_names = _summary_names(run, pair)
+    format_line = _format_line(device_t, pair, shape)
+    if len(tuple(shape)) == 0:
+        shape = (1,)  # the original lists a scalar as one element, at coordinates 0 0 0 0
+    truth_bool = gt_t.data_type == "BOOL" if run.device_vs_device else _ground_truth_dtype(pair) == "bool"
     return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=truth_names,
                          kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
                          threads=threads, force=force, npu_dtype=numpy_dtype(device_t.data_type),
-                         format_line=_format_line(device_t, pair, shape), npu_summary_name=npu_names)
+                         format_line=format_line, npu_summary_name=npu_names,
+                         bool_pair=device_t.data_type == "BOOL" and truth_bool)
+
+
+def _ground_truth_dtype(pair: TensorPair) -> str:
+    data = pair.ground_truth_ref.open()
+    return np.asarray(data).dtype.name if isinstance(data, np.ndarray) else ""
 
 
 def _summary_names(run: Any, pair: TensorPair) -> tuple[str, str]:

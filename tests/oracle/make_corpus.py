@@ -43,6 +43,9 @@ SINGLE_OPS = [
     ("nan_op", "output", 0),       # NaN and inf in the device tensor
     ("zero_gt", "output", 0),      # all-zero ground truth
     ("exact32", "output", 0),      # fp32 with relative differences near 1e-6
+    ("greater", "output", 0),      # bool
+    ("softmax", "output", 0),      # bf16 device tensor
+    ("scalar_op", "output", 0),    # a scalar
 ]
 
 DTYPES = {"float32": "DT_FLOAT", "float16": "DT_FLOAT16", "bfloat16": "DT_BF16", "int8": "DT_INT8",

@@ -431,9 +431,11 @@ class _Sides:
             return core.source_from_dump(ref.dump._file, kind, index), t
         if fmt not in _layout.DEVICE_FORMATS:
             dst = target_format or _plain_target(fmt, pair, len(target_shape))
-            if fmt in _LETTERED and fmt != dst and tuple(t.shape) != tuple(target_shape) and \
-                    len(fmt) == len(dst) == len(target_shape):
-                # the same tensor in another axis order: permuted to the ground truth's
+            origin_known = (pair.origin_format or "").upper() in _LETTERED
+            if fmt in _LETTERED and fmt != dst and len(fmt) == len(dst) == len(target_shape) and \
+                    (origin_known or tuple(t.shape) != tuple(target_shape)):
+                # the same tensor in another axis order: permuted to the ground truth's (by the formats when the
+                # graph gives the ground truth's, as the original does, even where the two shapes read the same)
                 if self.converters is not None and (fmt, dst) in self.converters:
                     plain = self.converters.apply(fmt, dst, t.array(), t.shape, target_shape)
                     return core.source_from_array(np.ascontiguousarray(plain)), t

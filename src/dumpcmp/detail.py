@@ -173,8 +173,11 @@ def export_detail(
     """Write the detail of x (NPU dump) against y (ground truth) for op `op_name`'s `kind` tensor `index`.
 
     `shape` is the compared shape (the coordinates' axes; its product is both sides' element count), `layout_name`
-    the summary's Format line (or `format_line` when given). With `npu_dtype` (the device tensor's NumPy dtype) the original tool's other files
-    are written too: the two top-N files and ``{prefix}.npy`` (see `write_original_extras`). `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``.
+    the summary's Format line; `format_line`, when given, is that line and the coordinate column's title instead
+    (the original's `N C H W`, `ID`). `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``;
+    `npu_summary_name` the summary's NPUDump line (default `op_name`). With `npu_dtype` (the device tensor's NumPy
+    dtype) the original tool's other files are written too: the two top-N files and ``{prefix}.npy`` (see
+    `write_original_extras`); `bool_pair` writes two bool tensors as the original does.
     Raises ConfigError for bad options, an unusable folder or files that exist (without `force`), DumpcmpError for
     a write failure, ValueError for sides that do not match `shape`; nothing is left behind in any of those cases.
     """

@@ -86,7 +86,10 @@ def row_key(header: list[str], row: list[str], with_graph: bool) -> tuple[str, .
     return (row[col["NPUDump"]], tensor)
 
 
-def model_rows(expected_text: str, ours_text: str, with_graph: bool) -> dict[tuple[str, ...], tuple[list[str], list[str] | None]]:
+Rows = dict[tuple[str, ...], tuple[list[str], list[str] | None]]
+
+
+def model_rows(expected_text: str, ours_text: str, with_graph: bool) -> Rows:
     """{row key: (expected cells, our cells or None)} plus the header under key ('',)."""
     exp, mine = read_rows(expected_text), read_rows(ours_text)
     exp_header, our_header = exp[0], mine[0] if mine else []

@@ -287,7 +287,27 @@ def build_corpus(seed: int = SEED) -> Corpus:
     f_dev = (f.astype(np.float64) * (1 + c.rng.uniform(-1e-6, 1e-6, f.shape))).astype(np.float32)
     c.op("exact_nd", "Mul", [inp("exact32:0", e_dev, "DT_FLOAT", "NCHW", "NCHW")],
          [out(f_dev, "DT_FLOAT", "ND", "ND", origin="exact_nd")])
+
+    # Every dtype in every device layout: one output each, against an fp32 (bool: bool) ground truth.
+    for dtype, layout_name in [(d, f) for d in DTYPES.values() for f in MATRIX_LAYOUTS]:
+        name = f"m_{dtype[3:].lower()}_{layout_name.lower()}"
+        plain, shape = ("ND", (18, 20)) if layout_name in ("FRACTAL_NZ", "ND") else ("NCHW", (20, 3, 3, 3))
+        if dtype == "DT_BOOL":
+            truth = c.rng.random(shape) < 0.5
+            dev = truth.copy()
+            dev.reshape(-1)[::11] ^= True
+        elif dtype in ("DT_INT8", "DT_INT32"):
+            truth = c.rng.integers(-100, 100, shape).astype(np.float32)
+            dev = truth + (c.rng.random(shape) < 0.1)
+        else:
+            truth = c.normal(shape)
+            dev = truth + c.normal(shape, 0.01)
+        c.truth[name] = truth
+        c.op(name, "Abs", [], [out(dev, dtype, layout_name, plain, origin=name)])
     return c
+
+
+MATRIX_LAYOUTS = ("NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "ND")
 
 
 def build_quant_corpus(seed: int = SEED + 1) -> Corpus:

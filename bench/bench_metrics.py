@@ -3,8 +3,8 @@
     python bench/bench_metrics.py --size 512MB [--threads 1,2] [--simd avx2] [--json out.json]
 
 fp16 device vs fp32 ground truth and fp32 vs fp32 (plain arrays, and fp16 NC1HWC0/FRACTAL_NZ dumps read through
-their layout); GB/s of both sides' bytes, against a C++ memory-read probe over the same bytes and a NumPy float64
-implementation of the ten metrics, which also checks every kernel run; peak RSS beyond the inputs.
+their layout); GB/s of both sides' bytes, against a C++ memory-read probe over the same bytes and a NumPy
+implementation of the original's float32 formulas, which also checks every kernel run; peak RSS beyond the inputs.
 The measuring code is dumpcmp.benchmark.compare, which `dumpcmp bench compare` runs too.
 """
 

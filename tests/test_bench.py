@@ -321,6 +321,30 @@ def test_dumps_device_vs_device_without_ground_truth(tmp_path, capsys):
     assert "itself (device vs device)" in dumps.format_table(result)
 
 
+def test_dumps_all_zero_sides_are_checked_not_refused(tmp_path, capsys):
+    """A device tensor that is all zero (and a zero ground truth): KLD is a number for the engine and the
+    reference alike (the original's clamp), so the run checks those rows instead of stopping."""
+    from dumpcmp.dump import TensorData, write_dump
+
+    run = tmp_path / "dump" / "20260101000000" / "0" / "net" / "1" / "0"
+    run.mkdir(parents=True)
+    gt = tmp_path / "gt"
+    gt.mkdir()
+    rng = np.random.default_rng(2)
+    cases = {"zero_device": (np.zeros((4, 50), np.float16), rng.standard_normal((4, 50)).astype(np.float32)),
+             "zero_truth": (rng.standard_normal((4, 50)).astype(np.float16), np.zeros((4, 50), np.float32)),
+             "zero_both": (np.zeros((4, 50), np.float16), np.zeros((4, 50), np.float32))}
+    for k, (name, (device, truth)) in enumerate(cases.items()):
+        write_dump(run / f"Relu.{name}.{k + 1}.{1700000000000000 + k}", op_name=name,
+                   outputs=[TensorData(device, format="ND")])
+        np.save(gt / f"{name}.0.{1700000000000000 + k}.npy", truth)
+    code, _, err = run_cli(["bench", "dumps", str(tmp_path / "dump"), "-r", str(gt), "--threads", "1",
+                            "--repeats", "1", "--check-rows", "all"], capsys)
+    assert code == 0, err
+    result = dumps.run_dumps_benchmark(tmp_path / "dump", gt, threads=(1,), repeat=1)
+    assert result["checked"] and result["checked_rows"] == 3
+
+
 def test_dumps_a_wrong_comparison_is_caught(tmp_path, monkeypatch, capsys):
     dump, gt = generate_model(tmp_path / "model", ops=2, bytes_per_side=1 << 16)
     real = dumps.reference_for_row

@@ -1098,7 +1098,10 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         const double nx = f32 ? sqrt_f32(t.x.sum_sq) : std::sqrt(t.x.sum_sq);
         const double ny = f32 ? sqrt_f32(t.y.sum_sq) : std::sqrt(t.y.sum_sq);
         if (options.scalar) v = 1.0;
-        else if (nx <= kMetricEps && ny < kMetricEps) v = 1.0;
+        else if (nx <= kMetricEps && ny < kMetricEps) {
+            v = 1.0;
+            r.cosine_zero_norms = true;
+        }
         else if (std::sqrt(nx) <= kMetricEps || std::sqrt(ny) <= kMetricEps) {
             v = kNaN;  // one side all zero: not computed
             if (want(Metric::CosineSimilarity)) r.undefined |= metric_bit(Metric::CosineSimilarity);
@@ -1172,6 +1175,7 @@ std::string format_metric(int index, const MetricResult& r) {
     const bool selected = (r.metrics & metric_bit(m)) != 0;
     const bool bool_skipped = r.both_bool && m != Metric::CosineSimilarity && m != Metric::RelativeEuclideanDistance;
     if (!selected || bool_skipped || r.count == 0 || (r.undefined & metric_bit(m)) != 0) return "NaN";
+    if (m == Metric::CosineSimilarity && r.cosine_zero_norms) return "1.0";  // the original's text, unformatted
     if (m == Metric::StandardDeviation) {
         auto one = [](double v) { return python_fixed(std::fabs(v) < 0.001 ? 0.0 : v, 3); };
         return "(" + one(r.mean_x) + ";" + one(r.std_x) + "),(" + one(r.mean_y) + ";" + one(r.std_y) + ")";

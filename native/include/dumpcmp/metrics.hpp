@@ -107,6 +107,7 @@ struct MetricOptions {
 struct MetricResult {
     MetricMask metrics = 0;  // the selection the result was made for
     MetricMask undefined = 0;  // selected but not computed (an all-zero side's cosine): printed `NaN`
+    bool cosine_zero_norms = false;  // both norms below EPS: cosine 1, which the original prints as "1.0"
     bool scalar = false;
     bool precise = false;
     bool both_bool = false;
@@ -127,7 +128,7 @@ MetricResult finalize(const MetricPartial& pass1, const KldPartial* kld, const M
 
 // The original tool's printed form of metric `index`: "%.6f" (a computed NaN or inf as Python prints it: `nan`,
 // `inf`, `-inf`), `NaN` for a metric not computed (not selected, bool tensors, an all-zero side's cosine, no
-// elements), KLD below EPS as 0, StandardDeviation as "(mean_x;std_x),(mean_y;std_y)" with 3 decimals and
+// elements), the cosine of two zero norms as the original's literal "1.0", KLD below EPS as 0, StandardDeviation as "(mean_x;std_x),(mean_y;std_y)" with 3 decimals and
 // |v| < 0.001 as 0. Throws std::out_of_range for an index outside 0..9.
 std::string format_metric(int index, const MetricResult& result);
 

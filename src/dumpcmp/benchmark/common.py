@@ -327,6 +327,8 @@ def printed_metric(index: int, value: float | Sequence[float]) -> str:
     inf prints as Python's "%.6f" does (`nan`, `inf`)."""
     if value is None:
         return "NaN"
+    if isinstance(value, str):  # a literal the original prints as it is ("1.0" for two zero norms)
+        return value
     if index == 5:
         values = list(value)  # type: ignore[arg-type]
         return "(%s;%s),(%s;%s)" % tuple("%.3f" % (0.0 if abs(v) < 0.001 else v) for v in values)

@@ -159,7 +159,7 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
             Q = norm(Y, lo_y, range_y) / sq32
             splq += float(np.sum(P * np.log(P / Q), dtype=np.float64))
         if nx <= EPS and ny < EPS:
-            cos: float | None = 1.0
+            cos: float | str | None = "1.0"  # the original's literal text
         elif not cos_terms:
             cos = None
         else:
@@ -225,7 +225,7 @@ def numpy_reference64(chunks: Chunks) -> dict[int, object]:
             splq += float(np.sum(p * np.log(p / q)))
         nx, ny = math.sqrt(sxx), math.sqrt(syy)
         if nx <= EPS and ny < EPS:
-            cos: float | None = 1.0
+            cos: float | str | None = "1.0"  # the original's literal text
         elif math.sqrt(nx) <= EPS or math.sqrt(ny) <= EPS:
             cos = None
         else:

@@ -644,9 +644,7 @@ def _finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bo
     elif res.count > 0 and 0 in algos:
         zero_x = _all_zero(res.min_x, res.max_x)
         zero_y = _all_zero(res.min_y, res.max_y)
-        if zero_x and zero_y:
-            row.cells[0] = "1.0"  # the original prints this one value unformatted
-        elif zero_x or zero_y:
+        if zero_x != zero_y:  # both zero: cosine 1.0 and no note
             reasons.append(f"Cannot compare by Cosine Similarity. All the data is zero in "
                            f"{left_path if zero_x else right_path}.")
     if scalar:

@@ -157,3 +157,16 @@ def test_single_op_file_bytes(ours, name):
 def test_expected_outputs_stay_small():
     total = sum(p.stat().st_size for p in EXPECTED.rglob("*") if p.is_file())
     assert total < 1 << 20
+
+
+def test_exit_like_original(tmp_path):
+    from dumpcmp.cli import main
+
+    import make_corpus
+
+    paths = make_corpus.build(tmp_path / "corpus")
+    base = ["compare", "-l", str(paths["dump"]), "-r", str(paths["gt"]), "-f", str(paths["graph"]), "--quiet"]
+    # the graph's Data/Const ops have no dump file: the original exits 2 with its result written
+    assert main(base + ["-o", str(tmp_path / "a.csv")]) == 0
+    assert main(base + ["-o", str(tmp_path / "b.csv"), "--exit-like-original"]) == 2
+    assert (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()

@@ -34,6 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "from the original's)")
     p.add_argument("--extra", action="store_true", help="add MSE, SQNR(dB) and NaN/Inf counts per side")
     p.add_argument("--overflow", action="store_true", help="add the OverFlow column (device side holds NaN/inf)")
+    p.add_argument("--exit-like-original", action="store_true",
+                   help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
     p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
     p.add_argument("--device", dest="device_id", type=int, help="select the device id")
@@ -110,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             print(result.summary(args.threshold), file=sys.stderr if path is None else sys.stdout)
             if path is not None:
                 print(f"  result: {path}")
+    if args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
+        return 2
     return 0
 
 

@@ -418,3 +418,24 @@ def test_csv_cells_that_could_run_as_formulas(tmp_path):
     assert list(csv.reader(io.StringIO(text, newline=""))) == [["Index", "CompareFailReason"],
                                                                 ["0", "line one\nline two\r"]]
     assert '"line one\nline two\r"' in text
+
+
+def test_batch_larger_than_ground_truth_compares_the_first_samples(tmp_path, rng):
+    # as the original: a plain device tensor is cut to the ground truth's extent when its first differing axis is
+    # larger; smaller is an error naming both shapes
+    dev, gt = tmp_path / "d", tmp_path / "g"
+    dev.mkdir()
+    gt.mkdir()
+    y = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    x = np.concatenate([y + 0.01, rng.standard_normal((1, 3, 4, 4)).astype(np.float32)])  # batch 2
+    write_dump(dev / f"Relu.r.1.{TS}", op_name="r", outputs=[TensorData(x, format="NCHW")])
+    np.save(gt / f"r.0.{TS}.npy", y)
+    write_dump(dev / f"Relu.s.2.{TS}", op_name="s", outputs=[TensorData(y, format="NCHW")])
+    np.save(gt / f"s.0.{TS}.npy", x)
+    rows = rows_by_tensor(compare(dev, gt))
+    r = rows["r:output:0"]
+    assert r.status == "compared" and r.result.count == y.size and r.result.format(1) == "0.010000"
+    assert rows["s:output:0"].fail_reason == (
+        "[s] Due to the different shapes on the left and right,the left dump data(1, 3, 4, 4) can not be compared "
+        "to the right dump data(2, 3, 4, 4). Please check the batch of the dump data or the shape may be changed "
+        "due to optimization.")

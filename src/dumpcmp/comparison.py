@@ -652,6 +652,32 @@ def _finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bo
     row.fail_reason = ",".join(r for r in reasons if r)
 
 
+def _shape_tuple_text(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(int(d)) for d in shape) + ")"
+
+
+def _batch_slice(op_name: str, t: Any, gt_shape: tuple[int, ...]) -> Any:
+    """A plain device tensor with more elements than its ground truth, cut to the ground truth's extent as the
+    original does (a dump of batch 2 against a ground truth of batch 1 compares the first sample): going through the
+    axes, the first that differs decides; larger cuts every axis to the ground truth's, smaller is an error naming
+    both shapes. Returns the cut tensor's source, or None when the ranks differ or the cut still does not fit."""
+    mine = tuple(int(d) for d in t.shape)
+    if len(mine) != len(gt_shape) or not mine:
+        return None
+    for a, b in zip(mine, gt_shape):
+        if a < b:
+            raise DumpcmpError(f"[{op_name}] Due to the different shapes on the left and right,the left dump data"
+                               f"{_shape_tuple_text(mine)} can not be compared to the right dump data"
+                               f"{_shape_tuple_text(gt_shape)}. Please check the batch of the dump data or the shape "
+                               f"may be changed due to optimization.")
+        if a > b:
+            break
+    cut = t.array()[tuple(slice(0, b) for b in gt_shape)]
+    if cut.size != int(np.prod(gt_shape, dtype=np.int64)):
+        return None
+    return core.source_from_array(np.ascontiguousarray(cut))
+
+
 def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> str:
     """The Shape column of a compared row, as the original prints it: the flat length where no layout conversion
     happened (ND against ND) or for a scalar, else the (ground-truth) shape it was converted to."""
@@ -738,6 +764,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     y_src, gt_shape, gt_dtype = _ground_truth_array(pair.ground_truth_ref)
                     row.ground_truth_data_type = gt_dtype
                     x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, tuple(gt_shape))
+                    if x_src.count != y_src.count and t.format not in _layout.DEVICE_FORMATS and t.format != "ND":
+                        x_src = _batch_slice(pair.npu_op or "", t, tuple(gt_shape)) or x_src
                     scalar = len(gt_shape) == 0
                     ctx = (scalar or len(t.shape) == 0, t.data_type == "BOOL" and gt_dtype == "bool",
                            npu_ref.entry.path, pair.ground_truth_ref.path)
@@ -746,7 +774,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                         row.npu_data_type = row.ground_truth_data_type = "NaN"
                     left = int(x_src.count)
                     if not device_vs_device and t.format != "ND" and len(t.shape) == len(gt_shape):
-                        # the original first slices a plain tensor to the ground truth's extent, axis by axis
+                        # the original slices a plain tensor to the ground truth's extent first (_batch_slice)
                         left = int(np.prod([min(int(a), int(b)) for a, b in zip(t.shape, gt_shape)]))
                     raise DumpcmpError(_count_reason(pair.npu_op or "", left, int(y_src.count)))
                 if not device_vs_device:

@@ -170,3 +170,16 @@ def test_exit_like_original(tmp_path):
     assert main(base + ["-o", str(tmp_path / "a.csv")]) == 0
     assert main(base + ["-o", str(tmp_path / "b.csv"), "--exit-like-original"]) == 2
     assert (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()
+
+
+def test_single_op_inside_a_quant_pair_is_refused(tmp_path, capsys):
+    from dumpcmp.cli import main
+
+    import make_corpus
+
+    paths = make_corpus.build(tmp_path / "corpus")
+    base = ["compare", "-l", str(paths["q_dump"]), "-r", str(paths["q_gt"]), "-f", str(paths["q_graph"]), "-q",
+            str(paths["q_rule"]), "--quiet", "-o", str(tmp_path / "out")]
+    assert main(base + ["-d", "conv2"]) == 2
+    assert "[conv2] The -op param should not specify an operator in quant/dequant pair." in capsys.readouterr().err
+    assert main(base + ["-d", "conv2_dequant_layer"]) == 0

@@ -23,7 +23,7 @@ from .dump import numpy_dtype
 from .detail import DetailResult, export_detail
 from .errors import DumpcmpError, NotFoundError
 from .naming import sanitize
-from .pairing import TensorPair
+from .pairing import TensorPair, quant_pair_members
 
 __all__ = ["compare_op", "find_pair"]
 
@@ -71,6 +71,8 @@ def compare_op(
         raise DumpcmpError(f"{left} holds {len(runs)} runs; select one with --device/--model/--iteration:\n  {names}")
     run = runs[0]
     pair = find_pair(run.pairs, op_name, kind, index)
+    if run.graph is not None and pair.graph_op in quant_pair_members(run.graph):
+        raise DumpcmpError(f"[{pair.npu_op}] The -op param should not specify an operator in quant/dequant pair.")
     if pair.skip_reason:
         raise DumpcmpError(f"{pair.tensor_index}: not compared: {pair.skip_reason}")
     if pair.npu_ref is not None and pair.npu_ref.dump is None:

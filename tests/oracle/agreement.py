@@ -52,8 +52,8 @@ def run_ours(directory: Path) -> dict[str, Path]:
         files[name] = out / name
     for op, kind, index in make_corpus.SINGLE_OPS:
         single = out / f"single_{op}_{kind}_{index}"
-        main(["compare", "-l", str(paths["dump"]), "-r", str(paths["gt"]), "-f", str(paths["graph"]),
-              "-o", str(single), "-d", op, "-t", kind, "-i", str(index), "--quiet"])
+        main(["compare", *make_corpus.single_op_args(paths, op), "-o", str(single), "-d", op, "-t", kind,
+              "-i", str(index), "--quiet"])
         prefix = f"{op}_{kind}_{index}"
         for f in sorted((EXPECTED / "single").glob(prefix + "*")):
             if f.name[len(prefix):][:1] in ("", ".", "_"):

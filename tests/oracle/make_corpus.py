@@ -46,7 +46,18 @@ SINGLE_OPS = [
     ("greater", "output", 0),      # bool
     ("softmax", "output", 0),      # bf16 device tensor
     ("scalar_op", "output", 0),    # a scalar
+    ("conv2_dequant_layer", "output", 0),  # the quantized model's dequant op (run with -q)
 ]
+QUANT_SINGLE_OPS = {"conv2_dequant_layer"}
+
+
+def single_op_args(paths: dict[str, Path], op: str) -> list[str]:
+    """The corpus arguments of a single-op run: -l, -r, -f (and -q for the quantized model's ops), as dumpcmp
+    spells them; msaccucmp takes -m, -g, -f, -q."""
+    if op in QUANT_SINGLE_OPS:
+        return ["-l", str(paths["q_dump"]), "-r", str(paths["q_gt"]), "-f", str(paths["q_graph"]),
+                "-q", str(paths["q_rule"])]
+    return ["-l", str(paths["dump"]), "-r", str(paths["gt"]), "-f", str(paths["graph"])]
 
 DTYPES = {"float32": "DT_FLOAT", "float16": "DT_FLOAT16", "bfloat16": "DT_BF16", "int8": "DT_INT8",
           "int32": "DT_INT32", "bool": "DT_BOOL"}

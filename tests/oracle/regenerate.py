@@ -95,8 +95,10 @@ def main() -> None:
         for op, kind, index in make_corpus.SINGLE_OPS:
             out = root / f"single_{op}_{kind}_{index}"
             out.mkdir()
-            single = ["-m", str(paths["dump"]), "-g", str(paths["gt"]), "-f", str(paths["graph"]), "-op", op,
-                      "-o" if kind == "output" else "-i", str(index)]
+            tool_flags = {"-l": "-m", "-r": "-g", "-f": "-f", "-q": "-q"}
+            corpus_args = make_corpus.single_op_args(paths, op)
+            single = [tool_flags.get(a, a) for a in corpus_args] + ["-op", op, "-o" if kind == "output" else "-i",
+                                                                    str(index)]
             run_tool(args.python, tool, single + ["-out", str(out)])
             for f in sorted(out.iterdir()):
                 keep(f, expected / "single" / f.name, corpus)

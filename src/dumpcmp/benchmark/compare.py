@@ -9,9 +9,10 @@ Cases (`size_bytes` is the fp32 ground truth per side; the device side has the s
 
 GB/s count the bytes of both sides (the dump's stored bytes, padding included); figures are the median of `repeat`
 timed runs after a warm-up, with the slowest and fastest. The NumPy reference computes the ten metrics as the original
-tool does (float32 terms, `numpy_reference32`) over the whole pair, chunk by chunk (decoding the dumps by the spec's reshape/transpose recipe), and is timed once:
-it is also the check. Every kernel run (case, metric selection, thread count) is checked once against it, as the
-original tool prints the values (`%.6f`); see `common.check_metrics`.
+tool does (float32 terms, `numpy_reference32`) over the whole pair, chunk by chunk (decoding the dumps by the spec's
+reshape/transpose recipe), and is timed once: it is also the check. Every kernel run (case, metric selection,
+thread count) is checked once against it, as the original tool prints the values (`%.6f`); see
+`common.check_metrics`.
 
 Reused by bench/bench_metrics.py and `dumpcmp bench compare`. The temporary folder is removed afterwards.
 """

@@ -58,6 +58,9 @@ __all__ = [
 DEFAULT_MAX_LINES = 1_000_000
 #: Entries of each top list.
 DEFAULT_TOP_N = 20
+#: Elements up to which the original tool's top-N files and device-tensor .npy are written: they need both tensors
+#: and their errors in memory (about 40 bytes an element), where the detail CSV streams.
+ORIGINAL_EXTRAS_LIMIT = 1 << 24
 #: The .npy columns, in file-name form, in the order the core writes them.
 NPY_COLUMNS = ("index", "coordinates", "npu", "ground_truth", "abs_error", "rel_error")
 _KINDS = ("input", "output")
@@ -92,6 +95,7 @@ class DetailResult:
     top_path: str | None
     coordinate_header: str
     format: str
+    notes: tuple[str, ...] = ()     # what was left out, and why
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -241,7 +245,12 @@ def export_detail(
     if force and fmt == "csv":
         _remove_stale(folder, prefix, n_detail)
 
-    if npu_dtype is not None and fmt == "csv":
+    notes: list[str] = []
+    if npu_dtype is not None and fmt == "csv" and x.count > ORIGINAL_EXTRAS_LIMIT:
+        notes.append(f"{x.count} elements: the top-N files and {prefix}.npy are written up to "
+                     f"{ORIGINAL_EXTRAS_LIMIT} elements (they hold the tensors in memory); the top lists are in "
+                     f"{prefix}_top.csv")
+    elif npu_dtype is not None and fmt == "csv":
         xs, ys = _values(x, y, dims, folder, int(threads))
         if bool_pair:
             _write_bool_detail(xs, ys, dims, paths[:n_detail], paths[n_detail], header, int(max_lines))
@@ -257,7 +266,8 @@ def export_detail(
         min_rel_error=raw["min_rel_error"], max_rel_error=raw["max_rel_error"], rel_count=raw["rel_count"],
         top_abs=entries(raw["top_abs"]), top_rel=entries(raw["top_rel"]),
         detail_files=tuple(paths[:n_detail]), summary_path=paths[n_detail],
-        top_path=paths[n_detail + 1] if top_name else None, coordinate_header=header, format=fmt)
+        top_path=paths[n_detail + 1] if top_name else None, coordinate_header=header, format=fmt,
+        notes=tuple(notes))
 
 
 def _remove_stale(folder: str, prefix: str, first_unused: int) -> None:

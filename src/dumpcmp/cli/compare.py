@@ -128,6 +128,8 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
                         fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule, custom=args.custom,
                         max_lines=args.max_lines, top_n=args.top_n, fmt=args.detail_format, threads=args.threads,
                         force=args.force, **selection)
+    for note in result.notes:
+        print(f"dumpcmp: note: {note}", file=sys.stderr)
     if not args.quiet:
         print(f"{result.total_count} elements compared; summary: {result.summary_path}")
         print(f"  absolute error {result.min_abs_error:.6f} .. {result.max_abs_error:.6f}, "

@@ -1157,9 +1157,18 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         double v = kNaN;  // NaN/inf data: computed, nan
         if (k.needed && kld == nullptr) {
             r.undefined |= metric_bit(Metric::KullbackLeiblerDivergence);  // pass 2 not run
-        } else if (k.needed) {
+        } else if (k.needed && options.precise) {
             const double sp = kld->sum_p, sq = kld->sum_q;
-            v = r32(kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp));
+            v = kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp);
+            // KL divergence of two distributions is >= 0; a negative value is rounding of a zero divergence.
+            v = v < 0.0 ? 0.0 : v;
+        } else if (k.needed) {
+            // The original divides p and q by their float32 sums: P = p / Sp32, Q = q / Sq32, which sum to
+            // Sp/Sp32 and Sq/Sq32, not 1. That shifts the result by up to about 1e-7, which shows in the printed
+            // digits when the divergence is small, so it is mirrored: sum P log(P/Q) = (sum p log(p/q) + Sp
+            // log(Sq32/Sp32)) / Sp32.
+            const double sp = kld->sum_p, sp32 = to_f32(sp), sq32 = to_f32(kld->sum_q);
+            v = r32((kld->sum_p_log_pq + sp * std::log1p((sq32 - sp32) / sp32)) / sp32);
             // KL divergence of two distributions is >= 0; a negative value is rounding of a zero divergence.
             v = v < 0.0 ? 0.0 : v;
         }

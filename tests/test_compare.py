@@ -4,6 +4,7 @@ fused and inserted ops, against ground-truth .npy files; the result file is chec
 from __future__ import annotations
 
 import csv
+import io
 import math
 
 import numpy as np
@@ -404,3 +405,37 @@ def test_long_channel_rows_are_compared_in_whole_tile_blocks(tmp_path, rng):
             assert r.format(i) == want.format(i)
     # the window is one C0 block whatever the option below it: the same bits for 1 and 2 threads, both sizes
     assert len({tuple(r.value(i) for i in range(10) if i != 5) for r in results}) == 1
+
+
+def test_csv_cells_that_could_run_as_formulas(tmp_path):
+    from dumpcmp.comparison import _csv_text, csv_safe
+
+    assert [csv_safe(c) for c in ("-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1")] == \
+        ["-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1"]
+    assert [csv_safe(c) for c in ("=cmd|' /C calc'!A0", "+1+1", "-op", "%x", "@SUM(1)", "a;=b", "\uff1dx")] == \
+        [" =cmd|' /C calc'!A0", " +1+1", " -op", " %x", " @SUM(1)", " a;=b", " \uff1dx"]
+    text = _csv_text([["Index", "CompareFailReason"], ["0", "line one\nline two\r"]])
+    assert list(csv.reader(io.StringIO(text, newline=""))) == [["Index", "CompareFailReason"],
+                                                                ["0", "line one\nline two\r"]]
+    assert '"line one\nline two\r"' in text
+
+
+def test_batch_larger_than_ground_truth_compares_the_first_samples(tmp_path, rng):
+    # as the original: a plain device tensor is cut to the ground truth's extent when its first differing axis is
+    # larger; smaller is an error naming both shapes
+    dev, gt = tmp_path / "d", tmp_path / "g"
+    dev.mkdir()
+    gt.mkdir()
+    y = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    x = np.concatenate([y + 0.01, rng.standard_normal((1, 3, 4, 4)).astype(np.float32)])  # batch 2
+    write_dump(dev / f"Relu.r.1.{TS}", op_name="r", outputs=[TensorData(x, format="NCHW")])
+    np.save(gt / f"r.0.{TS}.npy", y)
+    write_dump(dev / f"Relu.s.2.{TS}", op_name="s", outputs=[TensorData(y, format="NCHW")])
+    np.save(gt / f"s.0.{TS}.npy", x)
+    rows = rows_by_tensor(compare(dev, gt))
+    r = rows["r:output:0"]
+    assert r.status == "compared" and r.result.count == y.size and r.result.format(1) == "0.010000"
+    assert rows["s:output:0"].fail_reason == (
+        "[s] Due to the different shapes on the left and right,the left dump data(1, 3, 4, 4) can not be compared "
+        "to the right dump data(2, 3, 4, 4). Please check the batch of the dump data or the shape may be changed "
+        "due to optimization.")

@@ -2,12 +2,15 @@
 
 tests/oracle/make_corpus.py builds the corpus (fixed seed); tests/oracle/expected/ holds the original's output
 files for it, made by tests/oracle/regenerate.py. Here the corpus is rebuilt in a temporary folder, dumpcmp runs
-on it as the original did (model level with the graph JSON, NPU vs NPU, seven single-operator runs) and:
+on it as the original did (model level with the graph JSON, NPU vs NPU, a quantized model with its quant fusion rule
+file, seven single-operator runs) and:
 
 - every row of the original's result files is present in ours, and no other row;
 - every non-metric cell equals the original's text (the corpus's folder read as `{CORPUS}`);
 - every metric cell equals the original's printed digits;
-- every single-operator file is byte for byte the original's.
+- every single-operator file is byte for byte the original's (run under the same NumPy major version: where tied
+  or NaN errors meet in a top-N file, the original's choice follows NumPy's argpartition, whose internals changed in
+  NumPy 2; expected/numpy2/ holds the original's files under NumPy 2 where they differ).
 
 The NPU vs NPU file's Index is the original's directory listing order, so it is not compared there.
 """
@@ -22,7 +25,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "oracle"))
 
 import agreement  # noqa: E402
-from agreement import EXPECTED, MODEL_RUNS, cell_diffs, corpus_text, model_rows, read_rows, row_key  # noqa: E402
+from agreement import (  # noqa: E402
+    EXPECTED, MODEL_RUNS, cell_diffs, corpus_text, model_rows, read_rows, reference, row_key, with_graph,
+)
 
 METRICS = {"CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
            "KullbackLeiblerDivergence", "StandardDeviation", "MeanAbsoluteError", "RootMeanSquareError",
@@ -40,40 +45,47 @@ KNOWN_METRIC_DIFFERENCES = {
     ("model_result.csv", "pool1", "pool1:input:0"): _SUM32,
     ("model_result.csv", "pool1", "pool1:output:0"): _LAST + " (KullbackLeiblerDivergence)",
     ("model_result.csv", "exact_nd", "exact_nd:output:0"): _NEG0,
+    ("model_result.csv", "m_float_nc1hwc0", "m_float_nc1hwc0:output:0"): _SUM32,
+    ("model_result.csv", "m_float_nd", "m_float_nd:output:0"): _SUM32,
+    ("model_result.csv", "m_float16_nchw", "m_float16_nchw:output:0"): _SUM32,
+    ("model_result.csv", "m_float16_nc1hwc0", "m_float16_nc1hwc0:output:0"): _SUM32,
+    ("model_result.csv", "m_float16_fractal_z", "m_float16_fractal_z:output:0"): _SUM32,
+    ("model_result.csv", "m_float16_fractal_nz", "m_float16_fractal_nz:output:0"): _SUM32,
+    ("model_result.csv", "m_float16_nd", "m_float16_nd:output:0"): _SUM32,
+    ("model_result.csv", "m_int8_nchw", "m_int8_nchw:output:0"): _LAST + " (CosineSimilarity)",
     ("npu_vs_npu_result.csv", "int8_conv", "int8_conv:input:1"): _LAST + " (CosineSimilarity)",
     ("npu_vs_npu_result.csv", "conv1relu1", "conv1relu1:input:1"): _SUM32 + "; " + _NEG0,
+    ("npu_vs_npu_result.csv", "m_int32_fractal_nz", "m_int32_fractal_nz:output:0"): _SUM32,
     ("npu_vs_npu_result.csv", "greater", "greater:input:0"): _LAST + " (CosineSimilarity)",
-    ("npu_vs_npu_result.csv", "argmax", "argmax:input:0"): _LAST + " (CosineSimilarity)",
+    ("npu_vs_npu_result.csv", "m_float16_fractal_z", "m_float16_fractal_z:output:0"): _SUM32 + "; " + _NEG0,
+    ("npu_vs_npu_result.csv", "m_float16_nd", "m_float16_nd:output:0"): _NEG0,
     ("npu_vs_npu_result.csv", "matmul", "matmul:input:0"): _NEG0,
     ("npu_vs_npu_result.csv", "matmul", "matmul:output:0"): _SUM32 + "; " + _NEG0,
-    ("npu_vs_npu_result.csv", "fc_part1", "fc_part1:output:0"): _NEG0,
     ("npu_vs_npu_result.csv", "fc_part2", "fc_part2:input:0"): _NEG0,
     ("npu_vs_npu_result.csv", "fc_part2", "fc_part2:output:0"): _NEG0,
+    ("npu_vs_npu_result.csv", "argmax", "argmax:input:0"): _LAST + " (CosineSimilarity)",
     ("npu_vs_npu_result.csv", "trans_data_0", "trans_data_0:input:0"): _NEG0,
     ("npu_vs_npu_result.csv", "trans_data_0", "trans_data_0:output:0"): _NEG0,
     ("npu_vs_npu_result.csv", "exact_nd", "exact_nd:input:0"): _NEG0,
     ("npu_vs_npu_result.csv", "exact_nd", "exact_nd:output:0"): _NEG0,
     ("npu_vs_npu_result.csv", "cast_int8", "cast_int8:input:0"): _NEG0,
+    ("npu_vs_npu_result.csv", "m_float_nd", "m_float_nd:output:0"): _NEG0,
+    ("npu_vs_npu_result.csv", "m_bf16_fractal_z", "m_bf16_fractal_z:output:0"): _NEG0,
+    ("npu_vs_npu_result.csv", "m_float_nhwc", "m_float_nhwc:output:0"): _NEG0,
     ("npu_vs_npu_result.csv", "exact32", "exact32:input:0"): _SUM32,
     ("npu_vs_npu_result.csv", "exact32", "exact32:output:0"): _NEG0,
+    ("npu_vs_npu_result.csv", "fc_part1", "fc_part1:output:0"): _NEG0,
+    ("npu_vs_npu_result.csv", "m_int8_nc1hwc0", "m_int8_nc1hwc0:output:0"): _SUM32,
+    ("npu_vs_npu_result.csv", "m_float16_nhwc", "m_float16_nhwc:output:0"): _NEG0,
     ("npu_vs_npu_result.csv", "pool1", "pool1:output:0"): _SUM32,
+    ("npu_vs_npu_result.csv", "m_float_fractal_z", "m_float_fractal_z:output:0"): _SUM32 + "; " + _NEG0,
 }
-
-_ARGPARTITION = ("the original picks and orders tied and NaN errors by NumPy's argpartition, whose internals "
-                 "changed between NumPy 1.26 (the oracle's) and NumPy 2 (ours); the two agree under one NumPy")
-KNOWN_FILE_DIFFERENCES = {
-    "single/nan_op_output_0_absolute_error_topn.csv": _ARGPARTITION,
-    "single/nan_op_output_0_relative_error_topn.csv": _ARGPARTITION,
-    "single/zero_gt_output_0_relative_error_topn.csv": _ARGPARTITION,
-    "single/exact32_output_0_absolute_error_topn.csv": _ARGPARTITION,
-}
-
 
 def _expected_rows() -> list[tuple[str, tuple[str, ...]]]:
     out = []
-    for name, with_graph in MODEL_RUNS.items():
+    for name in MODEL_RUNS:
         table = read_rows((EXPECTED / name).read_text(encoding="utf-8"))
-        out += [(name, row_key(table[0], r, with_graph)) for r in table[1:]]
+        out += [(name, row_key(table[0], r, with_graph(name))) for r in table[1:]]
     return out
 
 
@@ -97,8 +109,8 @@ def ours(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tables(ours):
     files, corpus = ours
-    return {name: model_rows((EXPECTED / name).read_text(encoding="utf-8"), corpus_text(files[name], corpus), g)
-            for name, g in MODEL_RUNS.items()}
+    return {name: model_rows((EXPECTED / name).read_text(encoding="utf-8"), corpus_text(files[name], corpus),
+                             with_graph(name)) for name in MODEL_RUNS}
 
 
 @pytest.mark.parametrize("name", list(MODEL_RUNS))
@@ -107,11 +119,12 @@ def test_every_row_and_no_other(ours, name):
     expected = read_rows((EXPECTED / name).read_text(encoding="utf-8"))
     mine = read_rows(corpus_text(files[name], corpus))
     assert mine[0] == expected[0]  # the header
-    with_graph = MODEL_RUNS[name]
-    keys = [row_key(expected[0], r, with_graph) for r in expected[1:]]
-    my_keys = [row_key(mine[0], r, with_graph) for r in mine[1:]]
+    assert files[name].read_bytes().count(b"\r\n") == (EXPECTED / name).read_bytes().count(b"\r\n")  # CR LF
+    graph = with_graph(name)
+    keys = [row_key(expected[0], r, graph) for r in expected[1:]]
+    my_keys = [row_key(mine[0], r, graph) for r in mine[1:]]
     assert sorted(my_keys) == sorted(keys)
-    if with_graph:
+    if graph:
         assert my_keys == keys  # the same order too
 
 
@@ -132,17 +145,41 @@ def test_metric_cells(tables, name, key):
     assert diffs == []
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(f, marks=[pytest.mark.xfail(reason=KNOWN_FILE_DIFFERENCES[f], strict=True)]
-                 if f in KNOWN_FILE_DIFFERENCES else []) for f in _single_files()])
+@pytest.mark.parametrize("name", _single_files())
 def test_single_op_file_bytes(ours, name):
     files, corpus = ours
     mine = files[name]
     assert mine.is_file(), f"{mine} was not written"
     data = mine.read_bytes() if name.endswith(".npy") else corpus_text(mine, corpus).encode("utf-8")
-    assert data == (EXPECTED / name).read_bytes()
+    assert data == reference(name).read_bytes()
 
 
 def test_expected_outputs_stay_small():
     total = sum(p.stat().st_size for p in EXPECTED.rglob("*") if p.is_file())
     assert total < 1 << 20
+
+
+def test_exit_like_original(tmp_path):
+    from dumpcmp.cli import main
+
+    import make_corpus
+
+    paths = make_corpus.build(tmp_path / "corpus")
+    base = ["compare", "-l", str(paths["dump"]), "-r", str(paths["gt"]), "-f", str(paths["graph"]), "--quiet"]
+    # the graph's Data/Const ops have no dump file: the original exits 2 with its result written
+    assert main(base + ["-o", str(tmp_path / "a.csv")]) == 0
+    assert main(base + ["-o", str(tmp_path / "b.csv"), "--exit-like-original"]) == 2
+    assert (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()
+
+
+def test_single_op_inside_a_quant_pair_is_refused(tmp_path, capsys):
+    from dumpcmp.cli import main
+
+    import make_corpus
+
+    paths = make_corpus.build(tmp_path / "corpus")
+    base = ["compare", "-l", str(paths["q_dump"]), "-r", str(paths["q_gt"]), "-f", str(paths["q_graph"]), "-q",
+            str(paths["q_rule"]), "--quiet", "-o", str(tmp_path / "out")]
+    assert main(base + ["-d", "conv2"]) == 2
+    assert "[conv2] The -op param should not specify an operator in quant/dequant pair." in capsys.readouterr().err
+    assert main(base + ["-d", "conv2_dequant_layer"]) == 0

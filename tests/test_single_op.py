@@ -98,3 +98,15 @@ def test_errors_exit_2_and_leave_nothing(model, tmp_path, capsys):
 def test_not_found_api(model, tmp_path):
     with pytest.raises(NotFoundError, match="no device op named 'nope'"):
         compare_op(model.root / "dump", model.gt, "nope", tmp_path / "x")
+
+
+def test_original_extras_stop_at_the_memory_limit(model, tmp_path, monkeypatch):
+    import dumpcmp.detail as D
+
+    monkeypatch.setattr(D, "ORIGINAL_EXTRAS_LIMIT", 100)  # the fused output has 500 elements
+    out = tmp_path / "big"
+    result = compare_op(model.root / "dump", model.gt, "conv1bn1relu1", out, fusion_json=model.graph)
+    assert result.notes and "up to 100 elements" in result.notes[0]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["conv1bn1relu1_output_0_0.csv", "conv1bn1relu1_output_0_summary.txt",
+                     "conv1bn1relu1_output_0_top.csv"]

@@ -20,6 +20,7 @@ import csv
 import io
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -32,7 +33,7 @@ from ._native import core
 from .errors import DumpcmpError, NotFoundError
 from .graph import Graph, Op, load_graph
 from .metrics import METRICS, MetricResult, parse_algorithms
-from .pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_skip_reason
+from .pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_pair_members
 from .progress import Progress
 from .scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, scan
 
@@ -363,10 +364,27 @@ def _extra_cells(res: MetricResult | None) -> list[str]:
             str(res.nan_y), str(res.inf_y)]
 
 
+# A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
+# after a ';' (the original tool's rule).
+_FORMULA = re.compile(r"^[\uff1d\uff0b\uff0d+\-=%@]|;[\uff1d\uff0b\uff0d+\-=%@]")
+
+
+def csv_safe(cell: str) -> str:
+    """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
+    (the original refuses such a file; one odd op name must not cost the whole result)."""
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return " " + cell if _FORMULA.search(cell) else cell
+
+
 def _csv_text(table: list[list[str]]) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerows(table)
+    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the original
+    # tool's (the csv module's default)
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerows([csv_safe(c) for c in row] for row in table)
     return buf.getvalue()
 
 
@@ -467,9 +485,11 @@ class _Sides:
             return core.source_from_dump(ref.dump._file, kind, index), t
         if fmt not in _layout.DEVICE_FORMATS:
             dst = target_format or _plain_target(fmt, pair, len(target_shape))
-            if fmt in _LETTERED and fmt != dst and tuple(t.shape) != tuple(target_shape) and \
-                    len(fmt) == len(dst) == len(target_shape):
-                # the same tensor in another axis order: permuted to the ground truth's
+            origin_known = (pair.origin_format or "").upper() in _LETTERED
+            if fmt in _LETTERED and fmt != dst and len(fmt) == len(dst) == len(target_shape) and \
+                    (origin_known or tuple(t.shape) != tuple(target_shape)):
+                # the same tensor in another axis order: permuted to the ground truth's (by the formats when the
+                # graph gives the ground truth's, as the original does, even where the two shapes read the same)
                 if self.converters is not None and (fmt, dst) in self.converters:
                     plain = self.converters.apply(fmt, dst, t.array(), t.shape, target_shape)
                     return core.source_from_array(np.ascontiguousarray(plain)), t
@@ -753,14 +773,38 @@ def _finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bo
     elif res.count > 0 and 0 in algos:
         zero_x = _all_zero(res.min_x, res.max_x)
         zero_y = _all_zero(res.min_y, res.max_y)
-        if zero_x and zero_y:
-            row.cells[0] = "1.0"  # the original prints this one value unformatted
-        elif zero_x or zero_y:
+        if zero_x != zero_y:  # both zero: cosine 1.0 and no note
             reasons.append(f"Cannot compare by Cosine Similarity. All the data is zero in "
                            f"{left_path if zero_x else right_path}.")
     if scalar:
         reasons.append(_SCALAR_REASON)
     row.fail_reason = ",".join(r for r in reasons if r)
+
+
+def _shape_tuple_text(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(int(d)) for d in shape) + ")"
+
+
+def _batch_slice(op_name: str, t: Any, gt_shape: tuple[int, ...]) -> Any:
+    """A plain device tensor with more elements than its ground truth, cut to the ground truth's extent as the
+    original does (a dump of batch 2 against a ground truth of batch 1 compares the first sample): going through the
+    axes, the first that differs decides; larger cuts every axis to the ground truth's, smaller is an error naming
+    both shapes. Returns the cut tensor's source, or None when the ranks differ or the cut still does not fit."""
+    mine = tuple(int(d) for d in t.shape)
+    if len(mine) != len(gt_shape) or not mine:
+        return None
+    for a, b in zip(mine, gt_shape):
+        if a < b:
+            raise DumpcmpError(f"[{op_name}] Due to the different shapes on the left and right,the left dump data"
+                               f"{_shape_tuple_text(mine)} can not be compared to the right dump data"
+                               f"{_shape_tuple_text(gt_shape)}. Please check the batch of the dump data or the shape "
+                               f"may be changed due to optimization.")
+        if a > b:
+            break
+    cut = t.array()[tuple(slice(0, b) for b in gt_shape)]
+    if cut.size != int(np.prod(gt_shape, dtype=np.int64)):
+        return None
+    return core.source_from_array(np.ascontiguousarray(cut))
 
 
 def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> str:
@@ -849,6 +893,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     y_src, gt_shape, gt_dtype = _ground_truth_array(pair.ground_truth_ref)
                     row.ground_truth_data_type = gt_dtype
                     x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, tuple(gt_shape))
+                    if x_src.count != y_src.count and t.format not in _layout.DEVICE_FORMATS and t.format != "ND":
+                        x_src = _batch_slice(pair.npu_op or "", t, tuple(gt_shape)) or x_src
                     scalar = len(gt_shape) == 0
                     ctx = (scalar or len(t.shape) == 0, t.data_type == "BOOL" and gt_dtype == "bool",
                            npu_ref.entry.path, pair.ground_truth_ref.path)
@@ -857,7 +903,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                         row.npu_data_type = row.ground_truth_data_type = "NaN"
                     left = int(x_src.count)
                     if not device_vs_device and t.format != "ND" and len(t.shape) == len(gt_shape):
-                        # the original first slices a plain tensor to the ground truth's extent, axis by axis
+                        # the original slices a plain tensor to the ground truth's extent first (_batch_slice)
                         left = int(np.prod([min(int(a), int(b)) for a, b in zip(t.shape, gt_shape)]))
                     raise DumpcmpError(_count_reason(pair.npu_op or "", left, int(y_src.count)))
                 if not device_vs_device:
@@ -888,7 +934,10 @@ def _graph_group_name(op: Op) -> str:
 
 def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
     """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
-    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out."""
+    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
+    and so are, as the original's quantization rules say, ops inside a quant/dequant pair and the raw-integer
+    tensors of quant (outputs) and dequant (inputs) ops."""
+    left_out = quant_pair_members(graph)
     numbers: dict[str, int] = {}
     members: dict[int, list[Op]] = {}
     for op in graph.ops:
@@ -899,7 +948,7 @@ def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
     outside: list[Row] = []
     for r in rows:
         p = r.pair
-        if p is None or p.npu_op is None:
+        if p is None or p.npu_op is None or (r.skipped and p.skip_reason is not None):
             continue
         if p.graph_op is None:
             outside.append(r)
@@ -911,6 +960,8 @@ def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
         for op in ops:
             truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
             mine = by_op.pop(op.name, None)
+            if op.name in left_out:
+                continue
             if not mine:
                 out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type="NaN", npu_address="NaN",
                                ground_truth=truth, ground_truth_data_type="NaN", ground_truth_address="NaN",

@@ -58,6 +58,9 @@ __all__ = [
 DEFAULT_MAX_LINES = 1_000_000
 #: Entries of each top list.
 DEFAULT_TOP_N = 20
+#: Elements up to which the original tool's top-N files and device-tensor .npy are written: they need both tensors
+#: and their errors in memory (about 40 bytes an element), where the detail CSV streams.
+ORIGINAL_EXTRAS_LIMIT = 1 << 24
 #: The .npy columns, in file-name form, in the order the core writes them.
 NPY_COLUMNS = ("index", "coordinates", "npu", "ground_truth", "abs_error", "rel_error")
 _KINDS = ("input", "output")
@@ -92,6 +95,7 @@ class DetailResult:
     top_path: str | None
     coordinate_header: str
     format: str
+    notes: tuple[str, ...] = ()     # what was left out, and why
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -168,12 +172,16 @@ def export_detail(
     npu_dtype: Any = None,
     format_line: str | None = None,
     npu_summary_name: str | None = None,
+    bool_pair: bool = False,
 ) -> DetailResult:
     """Write the detail of x (NPU dump) against y (ground truth) for op `op_name`'s `kind` tensor `index`.
 
     `shape` is the compared shape (the coordinates' axes; its product is both sides' element count), `layout_name`
-    the summary's Format line (or `format_line` when given). With `npu_dtype` (the device tensor's NumPy dtype) the original tool's other files
-    are written too: the two top-N files and ``{prefix}.npy`` (see `write_original_extras`). `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``.
+    the summary's Format line; `format_line`, when given, is that line and the coordinate column's title instead
+    (the original's `N C H W`, `ID`). `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``;
+    `npu_summary_name` the summary's NPUDump line (default `op_name`). With `npu_dtype` (the device tensor's NumPy
+    dtype) the original tool's other files are written too: the two top-N files and ``{prefix}.npy`` (see
+    `write_original_extras`); `bool_pair` writes two bool tensors as the original does.
     Raises ConfigError for bad options, an unusable folder or files that exist (without `force`), DumpcmpError for
     a write failure, ValueError for sides that do not match `shape`; nothing is left behind in any of those cases.
     """
@@ -191,7 +199,7 @@ def export_detail(
                          f"the tensors {x.count}")
     prefix = detail_prefix(op_name, kind, index)
     gt_name = ground_truth_name if isinstance(ground_truth_name, str) else ",".join(ground_truth_name)
-    header = coordinate_header(dims, layout_name)
+    header = coordinate_header(dims, layout_name) if format_line is None else format_line
 
     folder = os.fspath(out_dir)
     if os.path.lexists(folder) and not os.path.isdir(folder):
@@ -241,9 +249,16 @@ def export_detail(
     if force and fmt == "csv":
         _remove_stale(folder, prefix, n_detail)
 
-    if npu_dtype is not None and fmt == "csv":
-        write_original_extras(x, y, dims, folder, prefix, header, int(top_n), npu_dtype, threads=int(threads),
-                              force=force)
+    notes: list[str] = []
+    if npu_dtype is not None and fmt == "csv" and x.count > ORIGINAL_EXTRAS_LIMIT:
+        notes.append(f"{x.count} elements: the top-N files and {prefix}.npy are written up to "
+                     f"{ORIGINAL_EXTRAS_LIMIT} elements (they hold the tensors in memory); the top lists are in "
+                     f"{prefix}_top.csv")
+    elif npu_dtype is not None and fmt == "csv":
+        xs, ys = _values(x, y, dims, folder, int(threads))
+        if bool_pair:
+            _write_bool_detail(xs, ys, dims, paths[:n_detail], paths[n_detail], header, int(max_lines))
+        write_original_extras(xs, ys, dims, folder, prefix, header, int(top_n), npu_dtype, bool_pair=bool_pair)
 
     padded = padded_shape(dims)
 
@@ -255,7 +270,8 @@ def export_detail(
         min_rel_error=raw["min_rel_error"], max_rel_error=raw["max_rel_error"], rel_count=raw["rel_count"],
         top_abs=entries(raw["top_abs"]), top_rel=entries(raw["top_rel"]),
         detail_files=tuple(paths[:n_detail]), summary_path=paths[n_detail],
-        top_path=paths[n_detail + 1] if top_name else None, coordinate_header=header, format=fmt)
+        top_path=paths[n_detail + 1] if top_name else None, coordinate_header=header, format=fmt,
+        notes=tuple(notes))
 
 
 def _remove_stale(folder: str, prefix: str, first_unused: int) -> None:
@@ -313,6 +329,38 @@ def _finite_or_zero(errors: np.ndarray) -> np.ndarray:
     return np.nan_to_num(errors)
 
 
+def _values(x: core.TensorSource, y: core.TensorSource, dims: Sequence[int], folder: str,
+            threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' float32 values in the compared order, exactly those of the detail CSV (the core's .npy columns,
+    read back). Holds both tensors in memory, as the original does."""
+    with tempfile.TemporaryDirectory(prefix=".dumpcmp-", dir=folder) as tmp:
+        cols = [os.path.join(tmp, f"{c}.npy") for c in NPY_COLUMNS]
+        core.export_detail(x, y, shape=[int(d) for d in dims], format="npy", npy_paths=cols, top_n=0,
+                           threads=threads)
+        return np.load(cols[2]), np.load(cols[3])
+
+
+def _bool_row(i: int, coords: str, x: Any, y: Any, last: str) -> str:
+    return f"{i},{coords},{bool(x)}\t,{bool(y)}\t,-\t,-{last}\n"
+
+
+def _write_bool_detail(xs: np.ndarray, ys: np.ndarray, dims: Sequence[int], csv_paths: Sequence[str],
+                       summary_path: str, header: str, max_lines: int) -> None:
+    """The original's files for two bool tensors: `True`/`False` values, `-` errors, `-` extremes."""
+    padded = padded_shape(dims)
+    title = f"Index,{header},NPUDump,GroundTruth,AbsoluteError,RelativeError\n"
+    for k, path in enumerate(csv_paths):
+        rows = range(k * max_lines, min((k + 1) * max_lines, xs.size))
+        text = title + "".join(_bool_row(i, " ".join(map(str, np.unravel_index(i, padded))), xs[i], ys[i], "")
+                               for i in rows)
+        atomic_write_text(path, text, force=True, what="detail file")
+    with open(summary_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    lines = [ln.split(":")[0] + ":-" if ln.split(":")[0].endswith(("AbsoluteError", "RelativeError")) else ln
+             for ln in lines]
+    atomic_write_text(summary_path, "\n".join(lines) + "\n", force=True, what="summary file")
+
+
 def original_top_lines(xs: np.ndarray, ys: np.ndarray, dims: Sequence[int], top_n: int) -> tuple[list[str], list[str]]:
     """The rows of the original's ``_absolute_error_topn.csv`` and ``_relative_error_topn.csv``, exactly as it picks
     and orders them: NumPy float32 errors, ``argpartition`` over the errors with inf/NaN read as 0, then sorted by
@@ -334,20 +382,21 @@ def original_top_lines(xs: np.ndarray, ys: np.ndarray, dims: Sequence[int], top_
     return out[0], out[1]
 
 
-def write_original_extras(x: core.TensorSource, y: core.TensorSource, dims: Sequence[int], folder: str, prefix: str,
-                          header: str, top_n: int, npu_dtype: Any, *, threads: int = 0, force: bool = False) -> None:
+def write_original_extras(xs: np.ndarray, ys: np.ndarray, dims: Sequence[int], folder: str, prefix: str,
+                          header: str, top_n: int, npu_dtype: Any, *, bool_pair: bool = False) -> None:
     """``{prefix}_absolute_error_topn.csv``, ``{prefix}_relative_error_topn.csv`` (the detail header and the
     original's rows, TABs included) and ``{prefix}.npy`` (the device tensor in the compared layout and shape, in its
-    own dtype; bf16 as float32). The values are the ones the detail CSV holds (read back from the core's .npy
-    columns), so the files agree with it; this holds both tensors in memory, as the original does."""
-    with tempfile.TemporaryDirectory(prefix=".dumpcmp-", dir=folder) as tmp:
-        cols = [os.path.join(tmp, f"{c}.npy") for c in NPY_COLUMNS]
-        core.export_detail(x, y, shape=[int(d) for d in dims], format="npy", npy_paths=cols, top_n=0,
-                           threads=threads)
-        xs = np.load(cols[2])
-        ys = np.load(cols[3])
+    own dtype; bf16 as float32). `xs`/`ys` are the values of the detail CSV. For two bool tensors the original
+    lists the first elements, its errors being undefined."""
     title = f"Index,{header},NPUDump,GroundTruth,AbsoluteError,RelativeError\n"
-    top_abs, top_rel = original_top_lines(xs, ys, dims, top_n)
+    if bool_pair:
+        k = top_n if xs.size >= top_n else xs.size - 1
+        padded = padded_shape(dims)
+        first = [_bool_row(i, " ".join(map(str, np.unravel_index(i, padded))), xs[i], ys[i], "\t")
+                 for i in range(max(k, 0))]
+        top_abs, top_rel = first, first
+    else:
+        top_abs, top_rel = original_top_lines(xs, ys, dims, top_n)
     for kind, lines in (("absolute", top_abs), ("relative", top_rel)):
         name = f"{prefix}_{kind}_error_topn.csv"
         atomic_write_text(os.path.join(folder, _file_name(name, ".csv")), title + "".join(lines), force=True,

@@ -32,6 +32,7 @@ The rules (see spec/fusion-json.md), and the choices made where the spec is sile
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
@@ -46,6 +47,7 @@ __all__ = [
     "pair_with_ground_truth",
     "pair_device_to_device",
     "quant_skip_reason",
+    "quant_pair_members",
     "sanitize_name",
     "fused_output_original",
     "relation_of",
@@ -190,6 +192,46 @@ def quant_skip_reason(
     if kind == "input" and op_type in DEQUANTIZE_TYPES:
         return "input of a dequantize op holds raw integers: compared only after dequantization"
     return None
+
+
+_QUANT_NAME = re.compile(r"_quant_layer|/AscendQuant|/AscendWeightQuant|\.quant|\.weight_quant")
+_DEQUANT_NAME = re.compile(r"_dequant_layer|_anti_quant_layer|/AscendDequant|/AntiQuant|\.dequant|\.anti_quant")
+_NORMAL, _MIDDLE, _QUANT, _DEQUANT = 0, 1, 2, 3
+
+
+def quant_pair_members(graph: Graph) -> set[str]:
+    """The ops the original tool leaves out entirely: those inside a quant/dequant pair (fusion-json.md).
+
+    A quant op's name (or its joined original names) matches the quant pattern and its output is DT_INT8; a
+    dequant op's matches the dequant pattern with a DT_FLOAT16 output (a name matching both is decided by the
+    dtype). Walking in graph order, an op reading an output of a quant op, or of an op already inside a pair, is
+    inside a pair; it is left out unless all its outputs are dequant outputs.
+    """
+    out_types: dict[str, list[int]] = {}
+    members: set[str] = set()
+    for op in graph.ops:
+        joined = "".join(graph.original_names(op)) if op.original_op_names is not None else op.name
+        is_quant = bool(_QUANT_NAME.search(op.name) or _QUANT_NAME.search(joined))
+        is_dequant = bool(_DEQUANT_NAME.search(op.name) or _DEQUANT_NAME.search(joined))
+        in_pair = False
+        for ref in op.data_inputs:
+            types = out_types.get(ref.producer)
+            if types is not None and ref.index < len(types) and types[ref.index] in (_QUANT, _MIDDLE):
+                in_pair = True
+                break
+        types = []
+        for desc in op.output_desc:
+            dtype = (desc.dtype or "").upper()
+            kind = _MIDDLE if in_pair else _NORMAL
+            if is_quant and dtype == "DT_INT8":
+                kind = _QUANT
+            elif is_dequant and dtype == "DT_FLOAT16":
+                kind = _DEQUANT
+            types.append(kind)
+        out_types[op.name] = types
+        if in_pair and not (types and all(t == _DEQUANT for t in types)):
+            members.add(op.name)
+    return members
 
 
 def relation_of(graph: Graph, op: Op) -> Relation:

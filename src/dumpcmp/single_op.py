@@ -23,7 +23,7 @@ from .dump import numpy_dtype
 from .detail import DetailResult, export_detail
 from .errors import DumpcmpError, NotFoundError
 from .naming import sanitize
-from .pairing import TensorPair
+from .pairing import TensorPair, quant_pair_members
 
 __all__ = ["compare_op", "find_pair"]
 
@@ -97,12 +97,11 @@ def compare_op(
         raise DumpcmpError(f"{left} holds {len(runs)} runs; select one with --device/--model/--iteration:\n  {names}")
     run = runs[0]
     graph_originals = None
-    if fusion_json is not None:
-        from .graph import load_graph
-
-        graph_originals = {op.name: tuple(op.original_op_names or ()) for op in load_graph(fusion_json).ops
-                           if not op.is_inserted}
+    if run.graph is not None:
+        graph_originals = {op.name: tuple(op.original_op_names or ()) for op in run.graph.ops if not op.is_inserted}
     pair = find_pair(run.pairs, op_name, kind, index, graph_originals)
+    if run.graph is not None and pair.graph_op in quant_pair_members(run.graph):
+        raise DumpcmpError(f"[{pair.npu_op}] The -op param should not specify an operator in quant/dequant pair.")
     if pair.skip_reason:
         raise DumpcmpError(f"{pair.tensor_index}: not compared: {pair.skip_reason}")
     if pair.npu_ref is not None and pair.npu_ref.dump is None:
@@ -148,10 +147,20 @@ def compare_op(
                                f"{x.count} elements, ground truth {list(gt_shape)} has {y.count}")
     device_t = sides.tensor(pair.npu_ref, kind, index)
     npu_names, truth_names = _summary_names(run, pair)
+    format_line = _format_line(device_t, pair, shape)
+    if len(tuple(shape)) == 0:
+        shape = (1,)  # the original lists a scalar as one element, at coordinates 0 0 0 0
+    truth_bool = gt_t.data_type == "BOOL" if run.device_vs_device else _ground_truth_dtype(pair) == "bool"
     return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=truth_names,
                          kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
                          threads=threads, force=force, npu_dtype=numpy_dtype(device_t.data_type),
-                         format_line=_format_line(device_t, pair, shape), npu_summary_name=npu_names)
+                         format_line=format_line, npu_summary_name=npu_names,
+                         bool_pair=device_t.data_type == "BOOL" and truth_bool)
+
+
+def _ground_truth_dtype(pair: TensorPair) -> str:
+    data = pair.ground_truth_ref.open()
+    return np.asarray(data).dtype.name if isinstance(data, np.ndarray) else ""
 
 
 def _summary_names(run: Any, pair: TensorPair) -> tuple[str, str]:

@@ -43,7 +43,21 @@ SINGLE_OPS = [
     ("nan_op", "output", 0),       # NaN and inf in the device tensor
     ("zero_gt", "output", 0),      # all-zero ground truth
     ("exact32", "output", 0),      # fp32 with relative differences near 1e-6
+    ("greater", "output", 0),      # bool
+    ("softmax", "output", 0),      # bf16 device tensor
+    ("scalar_op", "output", 0),    # a scalar
+    ("conv2_dequant_layer", "output", 0),  # the quantized model's dequant op (run with -q)
 ]
+QUANT_SINGLE_OPS = {"conv2_dequant_layer"}
+
+
+def single_op_args(paths: dict[str, Path], op: str) -> list[str]:
+    """The corpus arguments of a single-op run: -l, -r, -f (and -q for the quantized model's ops), as dumpcmp
+    spells them; msaccucmp takes -m, -g, -f, -q."""
+    if op in QUANT_SINGLE_OPS:
+        return ["-l", str(paths["q_dump"]), "-r", str(paths["q_gt"]), "-f", str(paths["q_graph"]),
+                "-q", str(paths["q_rule"])]
+    return ["-l", str(paths["dump"]), "-r", str(paths["gt"]), "-f", str(paths["graph"])]
 
 DTYPES = {"float32": "DT_FLOAT", "float16": "DT_FLOAT16", "bfloat16": "DT_BF16", "int8": "DT_INT8",
           "int32": "DT_INT32", "bool": "DT_BOOL"}
@@ -78,7 +92,7 @@ class Corpus:
 
     def write(self, out: Path, npu2: bool = True) -> dict[str, Path]:
         dump_dir, gt_dir, npu2_dir = out / "dump", out / "gt", out / "npu2"
-        for d in (dump_dir, gt_dir, npu2_dir):
+        for d in (dump_dir, gt_dir) + ((npu2_dir,) if npu2 else ()):
             d.mkdir(parents=True, exist_ok=True)
         for task, (name, spec) in enumerate(self.dumps.items(), start=1):
             file_name = f"{spec['type']}.{name}.{task}.{TIMESTAMP}"
@@ -131,9 +145,9 @@ def _device(values: np.ndarray, dtype: str, fmt: str, plain_fmt: str, address: i
                       address=address), shape
 
 
-def build_corpus(seed: int = SEED) -> Corpus:
-    c = Corpus(seed)
-    addr = iter(range(0x10000000, 0x20000000, 0x10000))
+def _helpers(c: Corpus, base: int) -> tuple[Any, Any]:
+    """`out(...)` and `inp(...)`: a device tensor with its graph description, addresses counted from `base`."""
+    addr = iter(range(base, base + 0x10000000, 0x10000))
 
     def out(values: np.ndarray, dtype: str, fmt: str, plain_fmt: str, origin: str | None = None, index: int = 0,
             origin_format: str | None = None) -> tuple[TensorData, dict[str, Any]]:
@@ -145,6 +159,13 @@ def build_corpus(seed: int = SEED) -> Corpus:
             origin_format: str | None = None) -> tuple[str, TensorData, dict[str, Any]]:
         t, shape = _device(values, dtype, fmt, plain_fmt, next(addr))
         return src, t, _desc(dtype, fmt, shape, tuple(values.shape), origin_format=origin_format or plain_fmt)
+
+    return out, inp
+
+
+def build_corpus(seed: int = SEED) -> Corpus:
+    c = Corpus(seed)
+    out, inp = _helpers(c, 0x10000000)
 
     # Undumped Data and Const ops with ground truth.
     x = c.normal((1, 3, 5, 5))
@@ -277,24 +298,47 @@ def build_corpus(seed: int = SEED) -> Corpus:
     f_dev = (f.astype(np.float64) * (1 + c.rng.uniform(-1e-6, 1e-6, f.shape))).astype(np.float32)
     c.op("exact_nd", "Mul", [inp("exact32:0", e_dev, "DT_FLOAT", "NCHW", "NCHW")],
          [out(f_dev, "DT_FLOAT", "ND", "ND", origin="exact_nd")])
+
+    # Every dtype in every device layout: one output each, against an fp32 (bool: bool) ground truth.
+    for dtype, layout_name in [(d, f) for d in DTYPES.values() for f in MATRIX_LAYOUTS]:
+        name = f"m_{dtype[3:].lower()}_{layout_name.lower()}"
+        plain, shape = ("ND", (18, 20)) if layout_name in ("FRACTAL_NZ", "ND") else ("NCHW", (20, 3, 3, 3))
+        if dtype == "DT_BOOL":
+            truth = c.rng.random(shape) < 0.5
+            dev = truth.copy()
+            dev.reshape(-1)[::11] ^= True
+        elif dtype in ("DT_INT8", "DT_INT32"):
+            truth = c.rng.integers(-100, 100, shape).astype(np.float32)
+            dev = truth + (c.rng.random(shape) < 0.1)
+        else:
+            truth = c.normal(shape)
+            dev = truth + c.normal(shape, 0.01)
+        c.truth[name] = truth
+        c.op(name, "Abs", [], [out(dev, dtype, layout_name, plain, origin=name)])
     return c
 
 
-def add_quantized(c: Corpus) -> None:
-    """Quant/dequant ops named as the compression toolkit names them (the original then wants a -q rule file)."""
-    # Quantized conv: AscendQuant (int8 NC1HWC0, C0 = 32) -> conv inside the pair -> AscendDequant (fp16).
+MATRIX_LAYOUTS = ("NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "ND")
+
+
+def build_quant_corpus(seed: int = SEED + 1) -> Corpus:
+    """A quantized model: AscendQuant (int8 NC1HWC0, C0 = 32) -> a conv inside the quant/dequant pair (int32) ->
+    AscendDequant (fp16) -> a Relu, named as the compression toolkit names them; the original tool needs the quant
+    fusion rule file (-q) for it."""
+    c = Corpus(seed)
+    out, inp = _helpers(c, 0x30000000)
     q_in = c.normal((1, 8, 4, 4))
-    c.truth["conv2"] = c.normal((1, 8, 4, 4))
     c.truth["q_in"] = q_in
-    c.op("q_in", "Data", [], [(TensorData(q_in), _desc("DT_FLOAT", "NCHW", q_in.shape, q_in.shape))],
-         dumped=False)
+    c.truth["conv2"] = c.normal((1, 8, 4, 4))
+    c.truth["relu_q"] = np.maximum(c.truth["conv2"], 0)
+    c.op("q_in", "Data", [], [(TensorData(q_in), _desc("DT_FLOAT", "NCHW", q_in.shape, q_in.shape))], dumped=False)
     q = np.clip(np.round(q_in * 40), -128, 127)
     c.op("conv2_quant_layer", "AscendQuant", [inp("q_in:0", q_in, "DT_FLOAT16", "NC1HWC0", "NCHW")],
          [out(q, "DT_INT8", "NC1HWC0", "NCHW")], originals=["conv2_quant_layer"])
-    qw = np.clip(np.round(c.normal((8, 8, 1, 1)) * 40), -128, 127)
-    c.truth["conv2_weight"] = qw.astype(np.int8)
-    c.op("conv2_weight", "Const", [], [(TensorData(qw.astype(np.int8)), _desc("DT_INT8", "NCHW", qw.shape,
-                                                                              qw.shape))], dumped=False)
+    qw = np.clip(np.round(c.normal((8, 8, 1, 1)) * 40), -128, 127).astype(np.int8)
+    c.truth["conv2_weight"] = qw
+    c.op("conv2_weight", "Const", [], [(TensorData(qw), _desc("DT_INT8", "NCHW", qw.shape, qw.shape))],
+         dumped=False)
     acc = c.rng.integers(-3000, 3000, (1, 8, 4, 4)).astype(np.int32)
     c.op("conv2", "Conv2D", [inp("conv2_quant_layer:0", q, "DT_INT8", "NC1HWC0", "NCHW"),
                              inp("conv2_weight:0", qw, "DT_INT8", "NCHW", "NCHW")],
@@ -302,12 +346,35 @@ def add_quantized(c: Corpus) -> None:
     deq = c.truth["conv2"] + c.normal((1, 8, 4, 4), 0.02)
     c.op("conv2_dequant_layer", "AscendDequant", [inp("conv2:0", acc, "DT_INT32", "NC1HWC0", "NCHW")],
          [out(deq, "DT_FLOAT16", "NC1HWC0", "NCHW", origin="conv2")], originals=["conv2_dequant_layer"])
+    relu = np.maximum(deq, 0)
+    c.op("relu_q", "Relu", [inp("conv2_dequant_layer:0", deq, "DT_FLOAT16", "NC1HWC0", "NCHW")],
+         [out(relu, "DT_FLOAT16", "NC1HWC0", "NCHW", origin="relu_q")], originals=["relu_q"])
+    return c
 
+
+def quant_rule(c: Corpus) -> dict[str, Any]:
+    """The quant fusion rule file (-q): the quantized model's ops, each its own original (an identity mapping)."""
+    names = []
+    for op in c.ops:
+        for a in op["attr"]:
+            if a["key"] == "_datadump_original_op_names":
+                names += [n for n in a["value"]["list"].get("s", []) if n not in names]
+    ops = [gj.op(name, "Layer", n, outputs=[gj.desc(dtype="DT_FLOAT", layout="NCHW", shape=(1, 8, 4, 4),
+                                                     origin_shape=(1, 8, 4, 4))]) for n, name in enumerate(names)]
+    return gj.document(*ops, model="oracle_quant_rule")
 
 
 def build(directory: str | Path, seed: int = SEED) -> dict[str, Path]:
-    """Write the corpus under `directory` (dump/, gt/, npu2/, model.json); returns those paths."""
-    return build_corpus(seed).write(Path(directory))
+    """Write the corpus under `directory` (dump/, gt/, npu2/, model.json, and the quantized model in quant/: dump/,
+    gt/, model.json, quant_rule.json); returns those paths (the quantized ones as q_dump, q_gt, q_graph, q_rule)."""
+    directory = Path(directory)
+    paths = build_corpus(seed).write(directory)
+    qc = build_quant_corpus(seed + 1)
+    q = qc.write(directory / "quant", npu2=False)
+    rule = directory / "quant" / "quant_rule.json"
+    rule.write_text(json.dumps(quant_rule(qc)), encoding="utf-8")
+    paths.update(q_dump=q["dump"], q_gt=q["gt"], q_graph=q["graph"], q_rule=rule)
+    return paths
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@
 
 `--msaccucmp` is a checkout of the original tool (the folder holding `src/compare/msaccucmp.py`, with its generated
 `dump_data_pb2.py` beside it; see README "Agreement with the original tool"); `--python` the interpreter that runs
-it (with the NumPy and protobuf it needs). This script needs dumpcmp importable (it writes the corpus with
-`dumpcmp.write_dump`). It writes nothing of the original tool into this repository: only the result files, with
+it (with the NumPy and protobuf it needs; the committed outputs come from NumPy 1.26). `--python-numpy2`, an
+interpreter with NumPy 2, runs the single-operator cases again: the files that come out otherwise (the top-N files
+whose tied or NaN errors the original orders by NumPy's argpartition) go to `expected/numpy2/`. This script needs
+dumpcmp importable (it writes the corpus with `dumpcmp.write_dump`). It writes nothing of the original tool into this repository: only the result files, with
 the corpus's temporary path replaced by `{CORPUS}`.
 """
 
@@ -58,6 +60,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--msaccucmp", required=True, type=Path, help="checkout holding src/compare/msaccucmp.py")
     ap.add_argument("--python", default=sys.executable, help="interpreter that runs msaccucmp")
+    ap.add_argument("--python-numpy2", help="an interpreter with NumPy 2 that runs msaccucmp too")
     ap.add_argument("--expected", type=Path, default=HERE / "expected", help="where the outputs go")
     args = ap.parse_args()
     tool = args.msaccucmp.resolve()
@@ -78,6 +81,12 @@ def main() -> None:
                                      "-out", str(out)])
         keep(model_result(out), expected / "model_result.csv", corpus)
 
+        out = root / "quant"
+        out.mkdir()
+        run_tool(args.python, tool, ["-m", str(paths["q_dump"]), "-g", str(paths["q_gt"]), "-f", str(paths["q_graph"]),
+                                     "-q", str(paths["q_rule"]), "-out", str(out)])
+        keep(model_result(out), expected / "quant_result.csv", corpus)
+
         out = root / "npu_vs_npu"
         out.mkdir()
         run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["npu2"]), "-out", str(out)])
@@ -86,10 +95,21 @@ def main() -> None:
         for op, kind, index in make_corpus.SINGLE_OPS:
             out = root / f"single_{op}_{kind}_{index}"
             out.mkdir()
-            run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["gt"]), "-f", str(paths["graph"]),
-                                         "-out", str(out), "-op", op, "-o" if kind == "output" else "-i", str(index)])
+            tool_flags = {"-l": "-m", "-r": "-g", "-f": "-f", "-q": "-q"}
+            corpus_args = make_corpus.single_op_args(paths, op)
+            single = [tool_flags.get(a, a) for a in corpus_args] + ["-op", op, "-o" if kind == "output" else "-i",
+                                                                    str(index)]
+            run_tool(args.python, tool, single + ["-out", str(out)])
             for f in sorted(out.iterdir()):
                 keep(f, expected / "single" / f.name, corpus)
+            if args.python_numpy2:
+                out2 = root / f"numpy2_{op}_{kind}_{index}"
+                out2.mkdir()
+                run_tool(args.python_numpy2, tool, single + ["-out", str(out2)])
+                for f in sorted(out2.iterdir()):
+                    keep(f, root / "cmp" / f.name, corpus)
+                    if (root / "cmp" / f.name).read_bytes() != (expected / "single" / f.name).read_bytes():
+                        keep(f, expected / "numpy2" / "single" / f.name, corpus)
     total = sum(f.stat().st_size for f in expected.rglob("*") if f.is_file())
     print(f"{expected}: {sum(1 for f in expected.rglob('*') if f.is_file())} files, {total} bytes")
 

@@ -49,6 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "from the original's)")
     p.add_argument("--extra", action="store_true", help="add MSE, SQNR(dB) and NaN/Inf counts per side")
     p.add_argument("--overflow", action="store_true", help="add the OverFlow column (device side holds NaN/inf)")
+    p.add_argument("--exit-like-original", action="store_true",
+                   help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
     p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
     p.add_argument("--device", dest="device_id", type=int, help="select the device id")
@@ -165,7 +167,10 @@ def run(args: argparse.Namespace) -> int:
             if path is not None:
                 print(f"  result: {path}")
     # advice, the HTML report, the gates (exit 1 when one fails) and --json
-    return finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout)
+    code = finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout)
+    if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
+        return 2
+    return code
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
@@ -179,6 +184,8 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
                         fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule, custom=args.custom,
                         max_lines=args.max_lines, top_n=args.top_n, fmt=args.detail_format, threads=args.threads,
                         force=args.force, **selection)
+    for note in result.notes:
+        print(f"dumpcmp: note: {note}", file=sys.stderr)
     if not args.quiet:
         print(f"{result.total_count} elements compared; summary: {result.summary_path}")
         print(f"  absolute error {result.min_abs_error:.6f} .. {result.max_abs_error:.6f}, "

@@ -13,6 +13,7 @@
 #include "dumpcmp/dtype.hpp"
 #include "dumpcmp/errors.hpp"
 #include "dumpcmp/format.hpp"
+#include "dumpcmp/safe_file.hpp"
 #include "protowire.hpp"
 
 namespace dumpcmp {
@@ -487,9 +488,16 @@ void write_dump(const std::string& path, const DumpHeader& header, const std::ve
                                             " bytes");
     }
     const std::string head = serialize_header(header);
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) throw DumpError(path, std::string("cannot write: ") + std::strerror(errno));
+    const std::string tmp = temp_path_beside(path);
+    const int fd = create_exclusive(tmp);
+    if (fd < 0) throw DumpError(path, std::string("cannot write: ") + std::strerror(errno));
+    std::FILE* f = ::fdopen(fd, "wb");
+    if (f == nullptr) {
+        const int e = errno;
+        ::close(fd);
+        std::remove(tmp.c_str());
+        throw DumpError(path, std::string("cannot write: ") + std::strerror(e));
+    }
     bool ok = true;
     std::uint8_t prefix[8];
     std::uint64_t n = head.size();

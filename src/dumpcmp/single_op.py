@@ -77,8 +77,22 @@ def compare_op(
     if not pair.comparable:
         raise NotFoundError(f"{pair.tensor_index}: {pair.note or 'no ground truth to compare with'}")
 
+    try:
+        x, y, shape, layout_name = _sources(pair, kind, index, custom, run.device_vs_device)
+    except ValueError as error:  # a layout that does not fit: the same message the model-level compare gives
+        if isinstance(error, DumpcmpError):
+            raise
+        raise DumpcmpError(f"{pair.tensor_index}: {error}") from None
+    return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=pair.ground_truth_column,
+                         kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
+                         threads=threads, force=force)
+
+
+def _sources(pair: TensorPair, kind: str, index: int, custom: Any,
+             device_vs_device: bool) -> tuple[Any, Any, tuple[int, ...], str]:
+    """Both sides of the pair as core sources in one coordinate system: (x, y, shape, layout name)."""
     sides = _Sides(custom)
-    if run.device_vs_device:
+    if device_vs_device:
         gt_ref = pair.ground_truth_ref
         t = sides.tensor(pair.npu_ref, kind, index)
         gt_t = sides.tensor(gt_ref, kind, index)
@@ -113,9 +127,7 @@ def compare_op(
         if x.count != y.count:
             raise DumpcmpError(f"{pair.tensor_index}: shape mismatch: NPU {t.format} {list(t.shape)} gives "
                                f"{x.count} elements, ground truth {list(gt_shape)} has {y.count}")
-    return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=pair.ground_truth_column,
-                         kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
-                         threads=threads, force=force)
+    return x, y, shape, layout_name
 
 
 def _ground_truth_array_data(pair: TensorPair) -> np.ndarray:

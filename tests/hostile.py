@@ -19,7 +19,7 @@ GT_NAME = "conv1.0.1700000000000000.npy"
 MARK = b"OPNAMEXX"  # placeholder replaced by raw bytes that are not UTF-8
 
 
-def dump_bytes(shape=(1, 2, 2, 2), dtype=0, fmt=0, size=None, payload=None, op_name="conv1",
+def dump_bytes(shape=(1, 2, 2, 2), dtype=1, fmt=0, size=None, payload=None, op_name="conv1",
                original_shape=None, with_input=True) -> bytes:
     """A current-format dump of one output (and one input of the same data) built with protobuf itself."""
     m = DumpData()
@@ -27,7 +27,7 @@ def dump_bytes(shape=(1, 2, 2, 2), dtype=0, fmt=0, size=None, payload=None, op_n
     m.op_name = op_name
     count = int(np.prod(shape, dtype=object)) if shape else 1
     if payload is None:
-        itemsize = {0: 4, 1: 2, 3: 4}.get(dtype, 4)
+        itemsize = {1: 4, 2: 2, 3: 1}.get(dtype, 4)  # FLOAT, FLOAT16, INT8
         payload = b"" if count > 1 << 16 else np.arange(count, dtype=np.float32).tobytes()[: count * itemsize]
     o = m.output.add()
     o.data_type, o.format = dtype, fmt
@@ -64,17 +64,18 @@ def broken_dumps() -> dict[str, bytes]:
         "truncated": good[: len(good) - 5],
         "extra_bytes": good + b"\x00" * 7,
         "garbage": bytes(np.random.default_rng(13).integers(0, 256, 1000, dtype=np.uint8)),
-        "overflow_shape": dump_bytes(shape=(2**62, 2), dtype=3, size=0, payload=b""),
-        "overflow_shape_fp16": dump_bytes(shape=(2**62, 4), dtype=1, size=0, payload=b""),
-        "zero_dim": dump_bytes(shape=(8, 14, 16, 0), dtype=1, payload=b""),
-        "zero_dim_5hd": dump_bytes(shape=(1, 0, 2, 2, 16), dtype=1, fmt=3, payload=b"", original_shape=(1, 0, 2, 2)),
-        "zero_dim_nz": dump_bytes(shape=(0, 1, 16, 16), dtype=1, fmt=29, payload=b"", original_shape=(16, 0)),
+        "overflow_shape": dump_bytes(shape=(2**62, 2), dtype=3, size=0, payload=b""),  # INT8: 2**63 bytes wrap
+        "overflow_shape_fp16": dump_bytes(shape=(2**62, 4), dtype=2, size=0, payload=b""),
+        "zero_dim": dump_bytes(shape=(8, 14, 16, 0), dtype=2, payload=b""),
+        "zero_dim_5hd": dump_bytes(shape=(1, 0, 2, 2, 16), dtype=2, fmt=3, payload=b"", original_shape=(1, 0, 2, 2)),
+        "zero_dim_nz": dump_bytes(shape=(0, 1, 16, 16), dtype=2, fmt=29, payload=b"", original_shape=(16, 0)),
         "dims_70": dump_bytes(shape=(1,) * 70, payload=b"\x00\x00\x80\x3f"),
+        "undefined_dtype": dump_bytes(dtype=0, payload=b"\x00" * 32),
         "not_utf8_name": not_utf8,
         "unknown_dtype": dump_bytes(dtype=99),
         "unknown_format": dump_bytes(fmt=77),
         "size_lies": dump_bytes(size=4),
-        "fractal_z_bad": dump_bytes(shape=(3, 1, 16, 16), dtype=1, fmt=4, payload=b"\x00" * (3 * 16 * 16 * 2)),
+        "fractal_z_bad": dump_bytes(shape=(3, 1, 16, 16), dtype=2, fmt=4, payload=b"\x00" * (3 * 16 * 16 * 2)),
     }
 
 

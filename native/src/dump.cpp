@@ -188,7 +188,8 @@ Parsed parse_message(const std::uint8_t* begin, std::uint64_t length, const std:
     Reader r(begin, begin + length, origin);
     std::uint32_t counts[4] = {0, 0, 0, 0};
     while (!r.done()) {
-        auto [field, type] = r.tag();
+        const auto [field, tag_type] = r.tag();
+        const auto type = tag_type;  // a plain variable: C++17 lambdas cannot capture structured bindings (clang)
         auto tensor = [&](TensorKind k, const char* name) {
             expect(type, wire::LEN, std::string("DumpData.") + name);
             parse_tensor(r.sub(), k, counts[static_cast<int>(k)]++, p);

@@ -393,6 +393,8 @@ class _Scanner:
             files: list[str] = []
             subdirs: list[str] = []
             for item in items:
+                if item.name.startswith(".dumpcmp-") and item.name.endswith(".tmp"):
+                    continue  # a temporary of a dumpcmp run writing here (see _io): not an input
                 try:
                     if item.is_dir():
                         subdirs.append(item.path)

@@ -554,6 +554,8 @@ std::string DumpFile::check_tensor(const TensorDesc& t) const {
                std::to_string(checked::kMaxDims) + " are supported";
     const std::uint64_t n = t.element_count();
     if (n == checked::kOverflow) return tensor_label(t) + ": the shape's element count overflows 64 bits";
+    // 16: the widest item an array of any dtype is handed out as (complex128)
+    if (!checked::representable(t.shape, 16)) return tensor_label(t) + ": the shape's dimensions are too large for an array";
     const std::uint64_t need = storage_bytes(*info, n);
     if (need == checked::kOverflow) return tensor_label(t) + ": the shape's byte size overflows 64 bits";
     if (need != t.size) {

@@ -92,7 +92,7 @@ void bind_dump(py::module_& m) {
         .def_property_readonly("original_op", [](const TensorDesc& t) -> py::object {
             if (!t.has_original_op) return py::none();
             py::dict d;
-            d["name"] = t.original_op.name;
+            d["name"] = file_text(t.original_op.name);
             d["output_index"] = t.original_op.output_index;
             d["data_type"] = t.original_op.data_type;
             d["format"] = t.original_op.format;
@@ -111,11 +111,15 @@ void bind_dump(py::module_& m) {
                  return std::make_shared<DumpFile>(path);
              }),
              py::arg("path"))
-        .def_property_readonly("path", &DumpFile::path)
-        .def_property_readonly("version", [](const DumpFile& f) { return f.header().version; })
+        .def_property_readonly("path", [](const DumpFile& f) { return file_text(f.path()); })
+        .def_property_readonly("version", [](const DumpFile& f) { return file_text(f.header().version); })
         .def_property_readonly("dump_time", [](const DumpFile& f) { return f.header().dump_time; })
-        .def_property_readonly("op_name", [](const DumpFile& f) { return f.header().op_name; })
-        .def_property_readonly("attrs", [](const DumpFile& f) { return f.header().attrs; })
+        .def_property_readonly("op_name", [](const DumpFile& f) { return file_text(f.header().op_name); })
+        .def_property_readonly("attrs", [](const DumpFile& f) {
+            py::list out;
+            for (const auto& [k, v] : f.header().attrs) out.append(py::make_tuple(file_text(k), file_text(v)));
+            return out;
+        })
         .def_property_readonly("dfx_message",
                                [](const DumpFile& f) { return py::bytes(f.header().dfx_message); })
         .def_property_readonly("legacy", [](const DumpFile& f) { return f.header().legacy; })
@@ -155,7 +159,7 @@ void bind_dump(py::module_& m) {
         py::list out;
         for (std::size_t i = 0; i < paths.size(); ++i) {
             if (files[i]) out.append(py::cast(files[i]));
-            else out.append(py::str(errors[i]));
+            else out.append(file_text(errors[i]));
         }
         return out;
     }, py::arg("paths"), py::arg("threads") = 0,

@@ -1,9 +1,22 @@
 #include "pycommon.hpp"
 
+#include <cstring>
+
 #include "dumpcmp/errors.hpp"
 #include "dumpcmp/parallel.hpp"
 
 namespace dumpcmp::bindings {
+
+namespace {
+// Messages name files and header strings, which may be any bytes: decoded leniently, so a hostile name never turns
+// the error into a UnicodeDecodeError.
+void set(PyObject* type, const char* what) {
+    PyObject* msg = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "surrogateescape");
+    if (msg == nullptr) return;  // the decode error stays set
+    PyErr_SetObject(type, msg);
+    Py_DECREF(msg);
+}
+}  // namespace
 
 void register_errors(py::module_& m) {
     // Imported once; errors.py is pure Python and does not import _core, so there is no cycle.
@@ -15,7 +28,11 @@ void register_errors(py::module_& m) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const DumpError& e) {
-            PyErr_SetString(dump_error.ptr(), e.what());
+            set(dump_error.ptr(), e.what());
+        } catch (const std::out_of_range& e) {
+            set(PyExc_IndexError, e.what());
+        } catch (const std::invalid_argument& e) {
+            set(PyExc_ValueError, e.what());
         }
     });
     m.attr("DumpError") = dump_error;

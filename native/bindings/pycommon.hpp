@@ -35,6 +35,14 @@ DataType numpy_data_type(const py::dtype& dt, const char* side);
 // A metric mask from indices 0-9 (None = all ten).
 MetricMask mask_from(const std::optional<std::vector<int>>& metrics);
 
+// Text from a file (a header string, a path): any bytes, so decoded with surrogateescape (os.fsdecode's rule) rather
+// than raising UnicodeDecodeError on a hostile or foreign header; os.fsencode gives the bytes back.
+inline py::str file_text(const std::string& s) {
+    PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()), "surrogateescape");
+    if (o == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::str>(o);
+}
+
 inline std::vector<py::ssize_t> to_ssize(const std::vector<std::int64_t>& v) {
     return std::vector<py::ssize_t>(v.begin(), v.end());
 }

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "dumpcmp/parallel.hpp"
+#include "dumpcmp/safe_file.hpp"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the .npy writer declares little-endian columns"
@@ -125,7 +126,7 @@ public:
     // `final_path` is only for messages; data goes to `temp_path`.
     void create(const std::string& temp_path, const std::string& final_path) {
         final_ = final_path;
-        fd_ = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        fd_ = create_exclusive(temp_path);  // never through a planted symlink, never over an existing file
         if (fd_ < 0) fail_io(final_path, "create the file", errno);
     }
     void write_all(const char* p, std::size_t n) {
@@ -170,6 +171,7 @@ class TempSet {
 public:
     explicit TempSet(std::vector<std::string> finals) : finals_(std::move(finals)) {
         serial_ = g_export_serial.fetch_add(1);
+        token_ = random_token();
         created_.assign(finals_.size(), 0);
     }
     TempSet(const TempSet&) = delete;
@@ -181,8 +183,8 @@ public:
     }
 
     std::string temp(std::size_t k) const {
-        return folder_of(finals_[k]) + "/dumpcmp-" + std::to_string(::getpid()) + "-" + std::to_string(serial_) +
-               "-" + std::to_string(k) + ".part";
+        return folder_of(finals_[k]) + "/.dumpcmp-core-" + std::to_string(::getpid()) + "-" + token_ + "-" +
+               std::to_string(serial_) + "-" + std::to_string(k) + ".tmp";
     }
     const std::string& final_path(std::size_t k) const { return finals_[k]; }
     // Marked before the open, so a failed open is also cleaned up (unlink of a missing file is harmless).
@@ -207,6 +209,7 @@ private:
     std::vector<std::string> finals_;
     std::vector<char> created_;
     std::uint64_t serial_ = 0;
+    std::string token_;  // unpredictable: a name cannot be planted ahead
     bool committed_ = false;
 };
 

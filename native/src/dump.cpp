@@ -13,6 +13,7 @@
 #include "dumpcmp/dtype.hpp"
 #include "dumpcmp/errors.hpp"
 #include "dumpcmp/format.hpp"
+#include "dumpcmp/safe_file.hpp"
 #include "protowire.hpp"
 
 namespace dumpcmp {
@@ -187,7 +188,8 @@ Parsed parse_message(const std::uint8_t* begin, std::uint64_t length, const std:
     Reader r(begin, begin + length, origin);
     std::uint32_t counts[4] = {0, 0, 0, 0};
     while (!r.done()) {
-        auto [field, type] = r.tag();
+        const auto [field, tag_type] = r.tag();
+        const auto type = tag_type;  // a plain variable: C++17 lambdas cannot capture structured bindings (clang)
         auto tensor = [&](TensorKind k, const char* name) {
             expect(type, wire::LEN, std::string("DumpData.") + name);
             parse_tensor(r.sub(), k, counts[static_cast<int>(k)]++, p);
@@ -487,9 +489,16 @@ void write_dump(const std::string& path, const DumpHeader& header, const std::ve
                                             " bytes");
     }
     const std::string head = serialize_header(header);
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) throw DumpError(path, std::string("cannot write: ") + std::strerror(errno));
+    const std::string tmp = temp_path_beside(path);
+    const int fd = create_exclusive(tmp);
+    if (fd < 0) throw DumpError(path, std::string("cannot write: ") + std::strerror(errno));
+    std::FILE* f = ::fdopen(fd, "wb");
+    if (f == nullptr) {
+        const int e = errno;
+        ::close(fd);
+        std::remove(tmp.c_str());
+        throw DumpError(path, std::string("cannot write: ") + std::strerror(e));
+    }
     bool ok = true;
     std::uint8_t prefix[8];
     std::uint64_t n = head.size();
@@ -545,6 +554,8 @@ std::string DumpFile::check_tensor(const TensorDesc& t) const {
                std::to_string(checked::kMaxDims) + " are supported";
     const std::uint64_t n = t.element_count();
     if (n == checked::kOverflow) return tensor_label(t) + ": the shape's element count overflows 64 bits";
+    // 16: the widest item an array of any dtype is handed out as (complex128)
+    if (!checked::representable(t.shape, 16)) return tensor_label(t) + ": the shape's dimensions are too large for an array";
     const std::uint64_t need = storage_bytes(*info, n);
     if (need == checked::kOverflow) return tensor_label(t) + ": the shape's byte size overflows 64 bits";
     if (need != t.size) {

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from . import jsonfile
 from ._io import atomic_write_text
 from .errors import ConfigError
 
@@ -413,10 +414,7 @@ def _shell_quote(text: str) -> str:
 
 def _parse(source: str | os.PathLike[str]) -> tuple[Any, list[Problem]]:
     path = Path(source)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from error
+    raw = jsonfile.read_bytes(path, "acl.json", max_bytes=64 << 20)
     problems: list[Problem] = []
     if raw.startswith(b"\xef\xbb\xbf"):
         problems.append(Problem(WARNING, "(file)", "starts with a UTF-8 byte-order mark, which JSON does not allow "
@@ -435,7 +433,7 @@ def _parse(source: str | os.PathLike[str]) -> tuple[Any, list[Problem]]:
                                 "`dumpcmp acl-json new`"))
         return None, problems
     try:
-        return json.loads(text, object_pairs_hook=_object_hook), problems
+        value = json.loads(text, object_pairs_hook=_object_hook)
     except json.JSONDecodeError as error:
         hint = "check for a missing or extra comma, an unclosed bracket or an unquoted key near there"
         if "'" in text and "Expecting property name enclosed in double quotes" in error.msg:
@@ -443,6 +441,15 @@ def _parse(source: str | os.PathLike[str]) -> tuple[Any, list[Problem]]:
         problems.append(Problem(ERROR, "(file)", f"not valid JSON: {error.msg} at line {error.lineno}, column "
                                 f"{error.colno}", hint))
         return None, problems
+    except (RecursionError, ValueError) as error:  # deep nesting; a number of thousands of digits
+        what = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        problems.append(Problem(ERROR, "(file)", f"not valid JSON: {what}", "an acl.json nests four levels"))
+        return None, problems
+    if jsonfile.depth(value) > jsonfile.MAX_DEPTH:
+        problems.append(Problem(ERROR, "(file)", f"not valid JSON: nested more than {jsonfile.MAX_DEPTH} levels",
+                                "an acl.json nests four levels"))
+        return None, problems
+    return value, problems
 
 
 def check_acl_json(source: str | os.PathLike[str] | Mapping[str, Any], cwd: str | os.PathLike[str] | None = None,

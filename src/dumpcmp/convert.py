@@ -527,10 +527,9 @@ def _plain_format(array: np.ndarray, type: str) -> str:
 
 
 def _load_npy(path: str) -> np.ndarray:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (ValueError, EOFError, OSError) as error:
-        raise DumpError(f"{path}: cannot read the .npy file: {error}") from None
+    from .scan import load_npy
+
+    array = load_npy(path)  # the header checked against the file size first
     if not isinstance(array, np.ndarray):
         raise DumpError(f"{path}: holds several arrays (.npz), not one")
     try:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._io import atomic_write, atomic_write_text
 from .errors import ConfigError, DumpcmpError
 
 SEED = 2026
@@ -121,13 +122,13 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
             raise DumpcmpError(f"{out_dir}: exists and is not empty; choose another folder or pass --force")
         _clear_demo_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / _MARKER).write_text("written by dumpcmp demo; `dumpcmp demo --force` may replace this folder's "
-                                   "contents\n")
+    atomic_write_text(out_dir / _MARKER, "written by dumpcmp demo; `dumpcmp demo --force` may replace this "
+                      "folder's contents\n")
     say = (lambda *a: None) if quiet else print  # noqa: E731
 
     model = build_model(out_dir / "demo_net.onnx")
     x = np.random.default_rng(SEED).standard_normal((1, 3, 32, 32)).astype(np.float32)
-    np.save(out_dir / "input.npy", x)
+    atomic_write(out_dir / "input.npy", lambda f: np.save(f, x, allow_pickle=False))
     say(f"1. model           {model}  (Conv+BN+ReLU x3, MaxPool, residual Add, GAP, Gemm, Softmax)")
     gt = out_dir / "ground_truth"
     run = dump_golden(model, {"input": x}, gt)

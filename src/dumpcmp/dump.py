@@ -168,13 +168,13 @@ class Dump:
 
 def open_dump(path: str | os.PathLike[str]) -> Dump:
     """Open a dump file (current or old format). Reads the header only; raises DumpError naming the file."""
-    return Dump(core.DumpFile(os.fspath(path)))
+    return Dump(core.DumpFile(os.fsencode(path)))  # bytes: any file name, UTF-8 or not
 
 
 def open_dumps(paths: Sequence[str | os.PathLike[str]], threads: int = 0) -> list[Dump | DumpError]:
     """Open many dump headers in parallel: a Dump, or the DumpError, per path (never raises for one bad file)."""
     out: list[Dump | DumpError] = []
-    for item in core.read_headers([os.fspath(p) for p in paths], threads):
+    for item in core.read_headers([os.fsencode(p) for p in paths], threads):
         out.append(DumpError(item) if isinstance(item, str) else Dump(item))
     return out
 

@@ -61,7 +61,7 @@ import numpy as np
 
 from . import naming
 from ._io import atomic_write, atomic_write_text, create_temp_file, discard, file_set
-from .errors import ConfigError, DumpcmpError, NotFoundError
+from .errors import ConfigError, DumpcmpError, DumpError, NotFoundError
 
 INDEX_NAME = "golden_index.csv"
 RUN_NAME = "golden_run.json"
@@ -482,11 +482,13 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
     if not p.is_file():
         raise NotFoundError(f"{p}: no such input file (for input {mi.name!r})")
     if p.suffix.lower() == ".npy":
+        from .scan import load_npy
+
         try:
-            array = np.load(p, allow_pickle=False)
-        except (ValueError, OSError) as error:
-            raise ConfigError(f"{p}: not a readable .npy file: {error}") from error
-        return check_input(mi, np.require(array, requirements="C"), str(p))
+            array = load_npy(p)  # the header checked against the file size first
+        except DumpError as error:
+            raise ConfigError(str(error)) from None
+        return check_input(mi, np.ascontiguousarray(array), str(p))
     if p.suffix.lower() != ".bin":
         raise ConfigError(f"{p}: input {mi.name!r}: give a .npy or .bin file, or an image with --preprocess "
                           "SCRIPT for this input")

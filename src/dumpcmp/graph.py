@@ -462,15 +462,9 @@ def parse_graph(document: Any, path: str | None = None) -> Graph:
 
 
 def _read_json(path: str | os.PathLike[str]) -> Any:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise ConfigError(f"{os.fspath(path)}: cannot read the graph file: {exc.strerror or exc}") from None
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{os.fspath(path)}: not a JSON file: {exc}") from None
+    from . import jsonfile
+
+    return jsonfile.load(path, "graph file")
 
 
 def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str] | None = None) -> Graph:

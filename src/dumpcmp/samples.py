@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._io import atomic_write
 from .dump import TensorData, write_dump
 
 SAMPLE_TIME = "20261121120000"
@@ -54,5 +55,5 @@ def make_sample_tree(out_dir: str | os.PathLike[str], seed: int = 0) -> Path:
             outputs=[TensorData(a.astype(np.float16), format=fmt(a), original_shape=a.shape) for a in outs],
         )
         for i, a in enumerate(outs):
-            np.save(truth / f"{name}.{i}.{ts}.npy", a)
+            atomic_write(truth / f"{name}.{i}.{ts}.npy", lambda f, a=a: np.save(f, a, allow_pickle=False))
     return device

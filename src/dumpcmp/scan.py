@@ -60,10 +60,56 @@ def open_npy(path: str | os.PathLike[str]) -> Any:
         magic = handle.read(len(_NPY_MAGIC))
     if magic != _NPY_MAGIC:
         raise DumpError(f"{text}: not a .npy file (it does not start with the NumPy magic bytes)")
+    check_npy(text)
     try:
         return np.load(text, mmap_mode="r", allow_pickle=False)
     except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
         raise DumpError(f"{text}: cannot map the .npy file: {error}") from None
+
+
+def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
+    """(dtype, shape) of a ``.npy`` file from its header, checked against the file's size before anything is
+    allocated: DumpError naming the file when it is empty, not a .npy file, holds Python objects, or holds fewer or
+    more bytes than its header claims (a header claiming 4 TiB in a 100-byte file)."""
+    import math
+
+    import numpy as np
+
+    text = os.fspath(path)
+    try:
+        with open(text, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                raise DumpError(f"{text}: empty file (0 bytes): not a .npy file")
+            try:
+                version = np.lib.format.read_magic(handle)
+                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, fortran, dtype = reader(handle, max_header_size=1 << 16)
+            except (ValueError, EOFError, SyntaxError, TypeError) as error:
+                raise DumpError(f"{text}: not a readable .npy file: {error}") from None
+            data_start = handle.tell()
+    except OSError as error:
+        raise DumpError(f"{text}: cannot read: {error.strerror or error}") from None
+    if dtype.hasobject:
+        raise DumpError(f"{text}: holds Python objects (dtype {dtype}); only plain arrays are read")
+    need = math.prod(int(d) for d in shape) * dtype.itemsize
+    if need != size - data_start:
+        raise DumpError(f"{text}: its header says {dtype} {list(shape)} ({need} bytes) but the file holds "
+                        f"{size - data_start} bytes of data")
+    return dtype, tuple(int(d) for d in shape)
+
+
+def load_npy(path: str | os.PathLike[str]) -> Any:
+    """A ``.npy`` file read into memory after `check_npy`; DumpError naming the file otherwise."""
+    import numpy as np
+
+    check_npy(path)
+    text = os.fspath(path)
+    try:
+        return np.load(text, allow_pickle=False)
+    except (ValueError, EOFError, OSError, MemoryError) as error:
+        raise DumpError(f"{text}: cannot read the .npy file: {error}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +415,8 @@ class _Scanner:
             files: list[str] = []
             subdirs: list[str] = []
             for item in items:
+                if item.name.startswith(".dumpcmp-") and item.name.endswith(".tmp"):
+                    continue  # a temporary of a dumpcmp run writing here (see _io): not an input
                 try:
                     if item.is_dir():
                         subdirs.append(item.path)

@@ -109,8 +109,34 @@ def compare_op(
     if not pair.comparable:
         raise NotFoundError(f"{pair.tensor_index}: {pair.note or 'no ground truth to compare with'}")
 
+    try:
+        x, y, shape, layout_name = _sources(pair, kind, index, custom, run.device_vs_device)
+    except ValueError as error:  # a layout that does not fit: the same message the model-level compare gives
+        if isinstance(error, DumpcmpError):
+            raise
+        raise DumpcmpError(f"{pair.tensor_index}: {error}") from None
     sides = _Sides(custom)
+    device_t = sides.tensor(pair.npu_ref, kind, index)
+    npu_names, truth_names = _summary_names(run, pair)
+    format_line = _format_line(device_t, pair, shape)
+    if len(tuple(shape)) == 0:
+        shape = (1,)  # the original lists a scalar as one element, at coordinates 0 0 0 0
     if run.device_vs_device:
+        truth_bool = sides.tensor(pair.ground_truth_ref, kind, index).data_type == "BOOL"
+    else:
+        truth_bool = _ground_truth_dtype(pair) == "bool"
+    return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=truth_names,
+                         kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
+                         threads=threads, force=force, npu_dtype=numpy_dtype(device_t.data_type),
+                         format_line=format_line, npu_summary_name=npu_names,
+                         bool_pair=device_t.data_type == "BOOL" and truth_bool)
+
+
+def _sources(pair: TensorPair, kind: str, index: int, custom: Any,
+             device_vs_device: bool) -> tuple[Any, Any, tuple[int, ...], str]:
+    """Both sides of the pair as core sources in one coordinate system: (x, y, shape, layout name)."""
+    sides = _Sides(custom)
+    if device_vs_device:
         gt_ref = pair.ground_truth_ref
         t = sides.tensor(pair.npu_ref, kind, index)
         gt_t = sides.tensor(gt_ref, kind, index)
@@ -145,17 +171,7 @@ def compare_op(
         if x.count != y.count:
             raise DumpcmpError(f"{pair.tensor_index}: shape mismatch: NPU {t.format} {list(t.shape)} gives "
                                f"{x.count} elements, ground truth {list(gt_shape)} has {y.count}")
-    device_t = sides.tensor(pair.npu_ref, kind, index)
-    npu_names, truth_names = _summary_names(run, pair)
-    format_line = _format_line(device_t, pair, shape)
-    if len(tuple(shape)) == 0:
-        shape = (1,)  # the original lists a scalar as one element, at coordinates 0 0 0 0
-    truth_bool = gt_t.data_type == "BOOL" if run.device_vs_device else _ground_truth_dtype(pair) == "bool"
-    return export_detail(x, y, shape, out_dir, op_name=pair.npu_op, ground_truth_name=truth_names,
-                         kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
-                         threads=threads, force=force, npu_dtype=numpy_dtype(device_t.data_type),
-                         format_line=format_line, npu_summary_name=npu_names,
-                         bool_pair=device_t.data_type == "BOOL" and truth_bool)
+    return x, y, shape, layout_name
 
 
 def _ground_truth_dtype(pair: TensorPair) -> str:

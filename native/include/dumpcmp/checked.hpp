@@ -41,6 +41,21 @@ std::optional<std::uint64_t> product(const std::vector<Int>& dims) noexcept {
     return n;
 }
 
+// True when an array of these dims with items of `item_bytes` can exist at all, empty or not: the product of the
+// non-zero dims times the item size fits in a signed 64-bit size (NumPy refuses `(2**62, 4, 0)` as "too big").
+template <class Int>
+bool representable(const std::vector<Int>& dims, std::uint64_t item_bytes) noexcept {
+    std::uint64_t n = item_bytes == 0 ? 1 : item_bytes;
+    for (Int d : dims) {
+        if (d < 0) return false;
+        if (d == 0) continue;
+        auto next = mul(n, static_cast<std::uint64_t>(d));
+        if (!next || *next > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+        n = *next;
+    }
+    return true;
+}
+
 // Whole bytes holding `elements` values of `bits` bits each; nullopt on overflow.
 inline std::optional<std::uint64_t> bytes_for_bits(std::uint64_t elements, std::uint64_t bits) noexcept {
     auto total = mul(elements, bits);

@@ -213,7 +213,9 @@ def run(args: argparse.Namespace) -> int:
     result = {"schema": SCHEMA, "benchmark": result["benchmark"], "options": options, **result}
     print(table)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2, default=_jsonable) + "\n", encoding="utf-8")
+        from .._io import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(result, indent=2, default=_jsonable) + "\n")
         print(f"JSON: {os.fspath(args.json)}")
     if args.plot:
         write_plot(result, args.plot)

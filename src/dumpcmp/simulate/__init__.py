@@ -114,8 +114,9 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
         text = "\n".join(f"  {p}".replace("\n", "\n  ") for p in errors)
         raise ConfigError(f"{acl_json}: not a valid acl.json ({len(errors)} problem{'s' * (len(errors) != 1)}; "
                           f"`dumpcmp acl-json check` says more):\n{text}")
-    with open(acl_json, encoding="utf-8") as f:
-        dump = json.load(f)["dump"]
+    from .. import jsonfile
+
+    dump = jsonfile.load(acl_json, "acl.json")["dump"]  # the check above passed: the same reading rules
     if dump.get("dump_scene"):
         raise ConfigError(f"{acl_json}: dump_scene {dump['dump_scene']!r} (exception/watcher dump) is not simulated; "
                           "remove it for a model dump")

@@ -1,0 +1,83 @@
+"""Reading the JSON files users hand to dumpcmp (graph JSON, quantization fusion rules, acl.json) the same way
+everywhere: a size bound checked before reading, a UTF-8 byte-order mark accepted, text that is not UTF-8, nesting
+deeper than any real file and invalid JSON refused with a `ConfigError` naming the file (never a RecursionError or
+MemoryError).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .errors import ConfigError
+
+MAX_DEPTH = 256  # real files nest fewer than 20 levels
+MAX_BYTES = 4 << 30
+BOM = b"\xef\xbb\xbf"
+
+
+def read_bytes(path: str | os.PathLike[str], what: str = "JSON file", max_bytes: int = MAX_BYTES) -> bytes:
+    """The file's bytes, refusing a file larger than `max_bytes` before reading it."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > max_bytes:
+                raise ConfigError(f"{name}: {size} bytes, larger than any {what} dumpcmp reads ({max_bytes})")
+            return f.read(max_bytes + 1)
+    except OSError as error:
+        raise ConfigError(f"{name}: cannot read the {what}: {error.strerror or error}") from None
+
+
+def depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of a parsed value (without recursion), stopping once past `limit`."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            items = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        deepest = max(deepest, d)
+        if deepest > limit:
+            return deepest
+        stack.extend((x, d + 1) for x in items)
+    return deepest
+
+
+def decode(raw: bytes, where: str) -> str:
+    """UTF-8 text without the byte-order mark; ConfigError naming the byte and line otherwise."""
+    if raw.startswith(BOM):
+        raw = raw[len(BOM):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise ConfigError(f"{where}: not a JSON file: not UTF-8 text (byte {error.start}, line {line})") from None
+
+
+def loads(text: str, where: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
+    """json.loads with the nesting bound; ConfigError naming `where` for invalid or too deep JSON."""
+    try:
+        value = json.loads(text, **kwargs)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{where}: not a JSON file: {error.msg} at line {error.lineno}, column {error.colno}") \
+            from None
+    except RecursionError:
+        raise ConfigError(f"{where}: JSON nested too deeply (more than {max_depth} levels)") from None
+    except ValueError as error:  # numbers with thousands of digits
+        raise ConfigError(f"{where}: not a JSON file: {error}") from None
+    if depth(value, max_depth) > max_depth:
+        raise ConfigError(f"{where}: JSON nested too deeply (more than {max_depth} levels)")
+    return value
+
+
+def load(path: str | os.PathLike[str], what: str = "JSON file", *, max_bytes: int = MAX_BYTES,
+         max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
+    """Read and parse a JSON file (see the module docstring)."""
+    name = os.fspath(path)
+    return loads(decode(read_bytes(name, what, max_bytes), name), name, max_depth=max_depth, **kwargs)

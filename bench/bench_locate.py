@@ -9,7 +9,8 @@ Conv+BN, SiLU, Conv+BN+ReLU, Add, an attention-like MatMul/Softmax head, a Gemm;
 operators), and, with --real NAME, a real network from tests/realnets.py when that helper and its cache are there.
 Both sides are timed as the user runs them: `dump_golden` (with its check run, as `dumpcmp golden` does) and
 `dumpcmp.locate` (scan, pairing, decoding, replay, metrics); the device dump is simulated once beforehand. Each is
-run `--repeat` times and the median taken.
+run `--repeat` times and the median taken. Memory: the peak of NumPy buffers alive during one locate
+(tracemalloc), with the default batch and with 4 MiB batches, next to the size of all the ground truth.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -59,8 +61,20 @@ def bench_one(name: str, model: Path, x: dict, work: Path, precision: str, repea
     locate_s = _median_time(locate, repeat)
     assert result is not None
     replayed = sum(1 for r in result.rows if r.own is not None)
+    # memory: the NumPy arrays alive at once (tracemalloc sees NumPy's buffers, not onnxruntime's), with the default
+    # batch and with 4 MiB batches, against all the ground truth's activations together
+    gt_bytes = sum(p.stat().st_size for p in (work / "gt1").glob("*.npy"))
+    peaks = {}
+    for label, batch in (("default", None), ("4MiB", 4 << 20)):
+        tracemalloc.start()
+        dumpcmp.locate(model, work / "dump", work / "gt1", fusion_json=sim.json_path,
+                       **({} if batch is None else {"batch_bytes": batch}))
+        peaks[label] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
     return {"network": name, "precision": precision, "device_ops": len(result.rows), "replayed": replayed,
             "golden_s": golden_s, "locate_s": locate_s, "ratio": locate_s / golden_s,
+            "ground_truth_MiB": gt_bytes / 2**20, "peak_numpy_MiB": peaks["default"] / 2**20,
+            "peak_numpy_4MiB_batches_MiB": peaks["4MiB"] / 2**20,
             "origin": result.origin.op if result.origin else None}
 
 
@@ -102,10 +116,12 @@ def main() -> None:
                                   else random_input(mi, rng))
             (root / name).mkdir()
             rows.append(bench_one(name, path, feeds, root / name, args.precision, args.repeat))
-    print(f"{'network':<26} {'prec':<5} {'ops':>5} {'replayed':>8} {'golden s':>9} {'locate s':>9} {'ratio':>6}")
+    print(f"{'network':<26} {'prec':<5} {'ops':>5} {'replayed':>8} {'golden s':>9} {'locate s':>9} {'ratio':>6} "
+          f"{'GT MiB':>7} {'peak MiB':>8} {'(4MiB batches)':>14}")
     for r in rows:
         print(f"{r['network']:<26} {r['precision']:<5} {r['device_ops']:>5} {r['replayed']:>8} {r['golden_s']:>9.3f} "
-              f"{r['locate_s']:>9.3f} {r['ratio']:>6.2f}")
+              f"{r['locate_s']:>9.3f} {r['ratio']:>6.2f} {r['ground_truth_MiB']:>7.1f} {r['peak_numpy_MiB']:>8.1f} "
+              f"{r['peak_numpy_4MiB_batches_MiB']:>14.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": {"python": platform.python_version(), "cpu": platform.processor(),

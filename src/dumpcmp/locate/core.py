@@ -356,6 +356,7 @@ def _dequantize_after(graph: Any, op: Any) -> str | None:
 
 def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps: list[TensorPair],
           unit: _Unit) -> None:
+    """Fill `unit`: what is fed, what is compared, the region (RegionError: why the op is not replayed)."""
     row = unit.row
     g = graph.get(ps[0].graph_op) if ps[0].graph_op else None
     if g is None:
@@ -373,56 +374,24 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     if integer_user is not None:
         raise RegionError(f"integer op of a quantized chain: replayed as part of {integer_user}")
     quantize = quantize_of(graph, g)
-    feeds: list[TensorPair] = []
     integer = _integer_op_before(graph, g) if quantize is None else None
     if integer is not None:
-        # the device's own form: quantize -> integer op -> dequantize, replayed as one unit fed the float tensors
-        # before quantization (weights from the original model) and compared at the dequantized output
-        members: list[str] = []
-        for p in by_op.get(integer.name, ()):
-            if p.kind != "input":
-                continue
-            up = graph.producer(integer, p.index or 0)
-            q = up[0] if up is not None and up[0].type in QUANTIZE_TYPES else None
-            source = _input_pair(by_op, q.name, 0) if q is not None else p
-            if source is None:
-                raise RegionError(f"the quantize op {q.name} feeding {integer.name} was not dumped with its input")
-            feeds.append(source)
-            members += [q.name] if q is not None else []
-        row.members = tuple(dict.fromkeys(members + [integer.name, g.name]))
-        row.quantized = True
-        originals = tuple(graph.original_names(integer)) + tuple(graph.original_names(g))
+        feeds, originals = _plan_integer_chain(graph, by_op, g, integer, row)
     elif quantize is not None:
-        row.members = (quantize.name, g.name)
         weight = _quantized_weight(om, graph, by_op, quantize)
+        row.members = (quantize.name, g.name)
         if weight is not None:
             # a weight quantized at run time: the replay is the original weight, own its quantization error
             row.region = Region((), (weight,), (weight,))
-            unit.weight = weight
-            unit.outputs = outs
+            unit.weight, unit.outputs = weight, outs
             row.note = f"weight {weight} quantized by {quantize.name}, compared with the original weight"
             return
         source = _input_pair(by_op, quantize.name, 0)
         if source is None:
             raise RegionError(f"the quantize op {quantize.name} feeding it was not dumped with its input")
-        feeds = [source]
-        originals: Sequence[str] = ()
+        feeds, originals = [source], ()
     else:
-        quantized = _is_quantized_op(g)
-        members: list[str] = []
-        for p in ins:
-            up = graph.producer(g, p.index or 0)
-            q = quantize_of(graph, up[0]) if quantized and up is not None else None
-            source = _input_pair(by_op, q.name, 0) if q is not None else None
-            if source is not None:
-                feeds.append(source)
-                members += [q.name, up[0].name]
-                row.quantized = True
-            else:
-                feeds.append(p)
-        if row.quantized:
-            row.members = tuple(dict.fromkeys(members + [g.name]))
-            unit.compute_feeds = [p for p in ins if p.npu_ref is not None]
+        feeds = _plan_op_feeds(graph, by_op, g, ins, unit)
         originals = graph.original_names(g)
     region = _region_from(om, originals, [original_tensor(om, p) for p in feeds],
                           [original_tensor(om, p) for p in outs], row.op)
@@ -430,6 +399,51 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     unit.outputs = [p for p in outs if original_tensor(om, p) in region.outputs]
     unit.compute_feeds = [p for p in unit.compute_feeds if original_tensor(om, p) in region.inputs]
     row.region = region
+
+
+def _plan_integer_chain(graph: Any, by_op: dict[str, list[TensorPair]], dequantize: Any, integer: Any,
+                        row: LocateRow) -> tuple[list[TensorPair], tuple[str, ...]]:
+    """The device's own form, quantize -> integer op -> dequantize, as one unit: fed the float tensors before
+    quantization (weights come from the original model), compared at the dequantized output."""
+    feeds: list[TensorPair] = []
+    members: list[str] = []
+    for p in by_op.get(integer.name, ()):
+        if p.kind != "input":
+            continue
+        up = graph.producer(integer, p.index or 0)
+        q = up[0] if up is not None and up[0].type in QUANTIZE_TYPES else None
+        source = _input_pair(by_op, q.name, 0) if q is not None else p
+        if source is None:
+            raise RegionError(f"the quantize op {q.name} feeding {integer.name} was not dumped with its input")
+        feeds.append(source)
+        members += [q.name] if q is not None else []
+    row.members = tuple(dict.fromkeys(members + [integer.name, dequantize.name]))
+    row.quantized = True
+    return feeds, tuple(graph.original_names(integer)) + tuple(graph.original_names(dequantize))
+
+
+def _plan_op_feeds(graph: Any, by_op: dict[str, list[TensorPair]], g: Any, ins: list[TensorPair],
+                   unit: _Unit) -> list[TensorPair]:
+    """An op's own inputs; for an op reading int8 weights, an input that comes through quantize -> dequantize is
+    fed from before the quantization instead (the simulator's form of a quantized chain)."""
+    row = unit.row
+    quantized = _is_quantized_op(g)
+    feeds: list[TensorPair] = []
+    members: list[str] = []
+    for p in ins:
+        up = graph.producer(g, p.index or 0)
+        q = quantize_of(graph, up[0]) if quantized and up is not None else None
+        source = _input_pair(by_op, q.name, 0) if q is not None else None
+        if source is not None:
+            feeds.append(source)
+            members += [q.name, up[0].name]
+            row.quantized = True
+        else:
+            feeds.append(p)
+    if row.quantized:
+        row.members = tuple(dict.fromkeys(members + [g.name]))
+        unit.compute_feeds = [p for p in ins if p.npu_ref is not None]
+    return feeds
 
 
 # ---- the loop ------------------------------------------------------------------------------------------------

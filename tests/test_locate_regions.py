@@ -100,7 +100,6 @@ def test_device_feeds_are_the_device_inputs_in_the_original_layout_shape_and_dty
 
 
 def test_a_region_onnxruntime_cannot_run_fails_alone_and_control_flow_is_refused(tmp_path: Path) -> None:
-    import onnx
     from onnx import TensorProto, helper
 
     from dumpcmp.locate.regions import Region

@@ -168,9 +168,15 @@ class LocateResult:
         return next((r for r in self.rows if r.verdict == "origin"), None)
 
     def ranking(self, n: int = 10) -> list[LocateRow]:
-        """Replayed operators by own error, largest first (relative RMSE; NaN/inf first)."""
+        """Replayed operators by own error, largest first (relative RMSE; NaN/inf outputs first, operators whose
+        relative RMSE is undefined, such as boolean outputs, last)."""
         done = [r for r in self.rows if r.own is not None]
-        return sorted(done, key=lambda r: (not r.own.broken, -_finite(r.own.rrmse), r.own.cosine, r.index))[:n]
+
+        def key(r: LocateRow) -> tuple[Any, ...]:
+            e = r.own.rrmse
+            return (not r.own.broken, math.isnan(e), -_finite(e) if not math.isnan(e) else 0.0, r.index)
+
+        return sorted(done, key=key)[:n]
 
     def statement(self) -> str:
         """One sentence: where the error starts, or that it accumulates with no single origin."""
@@ -180,9 +186,11 @@ class LocateResult:
             return "no operator could be replayed (see Note)"
         if origin is not None:
             o = origin.own
+            broken = (f"; its device output holds {o.result.inf_x} inf and {o.result.nan_x} NaN values the replay "
+                      f"does not (an overflow)") if o.broken else ""
             return (f"the error starts at {origin.op} ({origin.op_type}): own cosine {_fmt(o.cosine)}, relative RMSE "
                     f"{_fmt(o.rrmse)} on its own device inputs (inherited cosine "
-                    f"{_fmt(origin.inherited.cosine) if origin.inherited else 'n/a'})")
+                    f"{_fmt(origin.inherited.cosine) if origin.inherited else 'n/a'}){broken}")
         with_total = [r for r in replayed if r.total is not None]
         worst_own = self.ranking(1)[0]
         text = (f"no single operator adds error beyond the threshold (own cosine >= {self.threshold:g} and relative "

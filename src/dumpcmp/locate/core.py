@@ -19,7 +19,7 @@ own relative RMSE is above `rrmse` (default sqrt(2 * (1 - threshold)), 0.141 for
 uncorrelated with the signal, relative RMSE = sqrt(2 * (1 - cosine)) when the norms agree, so both rules agree
 there, and the RMSE rule also catches what cosine cannot see, a wrong scale), or its device output holds NaN/inf
 that the replay does not. The first such op in execution order is the `origin`, later ones `adds`; an op within the
-threshold whose total error crosses it shows `inherited` error, else `ok`; `not replayed` says why in Note.
+threshold whose total error crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note.
 """
 
 from __future__ import annotations
@@ -580,6 +580,8 @@ def _verdicts(result: LocateResult) -> None:
     for r in result.rows:
         if r.own is None:
             r.verdict = "not replayed"
+        elif r.inherited is not None and r.inherited.broken:
+            r.verdict = "inherited"  # fed NaN/inf: what it computes from them is not its own error
         elif result.crosses(r.own):
             r.verdict = "adds" if seen_origin else "origin"
             seen_origin = True

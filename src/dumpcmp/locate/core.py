@@ -458,13 +458,20 @@ def _plan_op_feeds(graph: Any, by_op: dict[str, list[TensorPair]], g: Any, ins: 
 _SMALL_FILE = 16 * 1024 * 1024  # ground truth below this is read whole (cheaper than a mapping), larger is mapped
 
 
-def _truth(pair: TensorPair) -> np.ndarray | None:
+def _truth(pair: TensorPair, cache: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
+    """The ground truth of a pair; `cache` (one batch's) keeps what was read, as a tensor is both an op's output
+    and the next op's input."""
     ref = pair.ground_truth_ref
     if ref is None or pair.skip_reason is not None:
         return None
     path = str(ref.path)
+    if cache is not None and path in cache:
+        return cache[path]
     if path.endswith(".npy") and os.path.getsize(path) < _SMALL_FILE:
-        return np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False)
+        if cache is not None:
+            cache[path] = array
+        return array
     data = ref.open()
     if isinstance(data, np.ndarray):
         return data
@@ -478,7 +485,7 @@ def _estimate(om: OriginalModel, unit: _Unit) -> int:
         ts = (ref.inputs if p.kind == "input" else ref.outputs) if ref is not None else []
         if p.index is not None and p.index < len(ts):
             total += int(np.prod(ts[p.index].shape, dtype=np.int64)) * 4
-    return total * 3  # decoded feeds, replay outputs and decoded device outputs
+    return total * 4  # decoded feeds, replay outputs, decoded device outputs, the batch's ground truth
 
 
 def _decode_feeds(om: OriginalModel, pairs: Sequence[TensorPair]) -> dict[str, np.ndarray]:
@@ -490,7 +497,8 @@ def _decode_feeds(om: OriginalModel, pairs: Sequence[TensorPair]) -> dict[str, n
     return out
 
 
-def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_metrics: Sequence[int]) -> None:
+def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_metrics: Sequence[int],
+            cache: dict[str, np.ndarray]) -> None:
     row = unit.row
     if job.error:
         row.note = job.error
@@ -501,7 +509,7 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         replay = job.outputs[name]
         device = device_tensor(om, p, shape=replay.shape)
         own = _measure(device, replay, own_metrics)
-        truth = _truth(p) if unit.weight is None else replay
+        truth = _truth(p, cache) if unit.weight is None else replay
         total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
         alone = None
         if compute is not None and not compute.error:
@@ -512,7 +520,7 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
     row.own, row.total, row.output, row.compute = best
     worst_in: Measure | None = None
     for p in unit.feeds:
-        truth = _truth(p)
+        truth = _truth(p, cache)
         if truth is None:
             continue
         m = _measure(job.feeds[original_tensor(om, p)], truth, DEFAULT_ALGORITHMS)
@@ -567,9 +575,10 @@ def _run_batch(om: OriginalModel, batch: Sequence[_Unit], own_metrics: Sequence[
             continue
         jobs.append((unit, job, compute))
     run_jobs(om, [j for _, job, c in jobs for j in (job, c) if j is not None], threads)
+    cache: dict[str, np.ndarray] = {}
     for unit, job, compute in jobs:
         try:
-            _finish(om, unit, job, compute, own_metrics)
+            _finish(om, unit, job, compute, own_metrics, cache)
         except (DumpcmpError, ValueError, OSError, KeyError) as error:
             unit.row.own = None
             unit.row.note = f"cannot compare: {error}"

@@ -8,8 +8,10 @@ Networks: one generated with onnx.helper (tests/locate_nets.py: Conv+BN+ReLU ste
 Conv+BN, SiLU, Conv+BN+ReLU, Add, an attention-like MatMul/Softmax head, a Gemm; 64 blocks make 344 device
 operators), and, with --real NAME, a real network from tests/realnets.py when that helper and its cache are there.
 Both sides are timed as the user runs them: `dump_golden` (with its check run, as `dumpcmp golden` does) and
-`dumpcmp.locate` (scan, pairing, decoding, replay, metrics); the device dump is simulated once beforehand. Each is
-run `--repeat` times and the median taken.
+`dumpcmp.locate` (scan, pairing, decoding, replay, metrics); the device dump is simulated once beforehand. The two
+are run alternately `--repeat` times and the medians taken, of wall time and of this process's CPU time (all its
+threads; less disturbed by other processes on a shared machine). Memory: the peak of NumPy buffers alive during one locate
+(tracemalloc), with the default batch and with 4 MiB batches, next to the size of all the ground truth.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +31,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 
-def _median_time(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+def _timed(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(wall seconds, CPU seconds of this process, all its threads)."""
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w, time.process_time() - c
 
 
 def bench_one(name: str, model: Path, x: dict, work: Path, precision: str, repeat: int) -> dict:
@@ -49,18 +50,38 @@ def bench_one(name: str, model: Path, x: dict, work: Path, precision: str, repea
         k[0] += 1
         dump_golden(model, x, work / f"gt{k[0]}")
 
-    golden_s = _median_time(golden, repeat)
     result = None
 
     def locate() -> None:
         nonlocal result
         result = dumpcmp.locate(model, work / "dump", work / "gt1", fusion_json=sim.json_path)
 
-    locate_s = _median_time(locate, repeat)
+    # interleaved, so both sides see the same load of a shared machine
+    g_runs, l_runs = [], []
+    for _ in range(repeat):
+        g_runs.append(_timed(golden))
+        l_runs.append(_timed(locate))
+    golden_s = statistics.median(t[0] for t in g_runs)
+    locate_s = statistics.median(t[0] for t in l_runs)
+    golden_cpu = statistics.median(t[1] for t in g_runs)
+    locate_cpu = statistics.median(t[1] for t in l_runs)
     assert result is not None
     replayed = sum(1 for r in result.rows if r.own is not None)
+    # memory: the NumPy arrays alive at once (tracemalloc sees NumPy's buffers, not onnxruntime's), with the default
+    # batch and with 4 MiB batches, against all the ground truth's activations together
+    gt_bytes = sum(p.stat().st_size for p in (work / "gt1").glob("*.npy"))
+    peaks = {}
+    for label, batch in (("default", None), ("4MiB", 4 << 20)):
+        tracemalloc.start()
+        dumpcmp.locate(model, work / "dump", work / "gt1", fusion_json=sim.json_path,
+                       **({} if batch is None else {"batch_bytes": batch}))
+        peaks[label] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
     return {"network": name, "precision": precision, "device_ops": len(result.rows), "replayed": replayed,
             "golden_s": golden_s, "locate_s": locate_s, "ratio": locate_s / golden_s,
+            "golden_cpu_s": golden_cpu, "locate_cpu_s": locate_cpu, "cpu_ratio": locate_cpu / golden_cpu,
+            "ground_truth_MiB": gt_bytes / 2**20, "peak_numpy_MiB": peaks["default"] / 2**20,
+            "peak_numpy_4MiB_batches_MiB": peaks["4MiB"] / 2**20,
             "origin": result.origin.op if result.origin else None}
 
 
@@ -102,10 +123,13 @@ def main() -> None:
                                   else random_input(mi, rng))
             (root / name).mkdir()
             rows.append(bench_one(name, path, feeds, root / name, args.precision, args.repeat))
-    print(f"{'network':<26} {'prec':<5} {'ops':>5} {'replayed':>8} {'golden s':>9} {'locate s':>9} {'ratio':>6}")
+    print(f"{'network':<26} {'prec':<5} {'ops':>5} {'replayed':>8} {'golden s':>9} {'locate s':>9} {'ratio':>6} "
+          f"{'golden cpu':>10} {'locate cpu':>10} {'ratio':>6} {'GT MiB':>7} {'peak MiB':>8} {'(4MiB batches)':>14}")
     for r in rows:
         print(f"{r['network']:<26} {r['precision']:<5} {r['device_ops']:>5} {r['replayed']:>8} {r['golden_s']:>9.3f} "
-              f"{r['locate_s']:>9.3f} {r['ratio']:>6.2f}")
+              f"{r['locate_s']:>9.3f} {r['ratio']:>6.2f} {r['golden_cpu_s']:>10.3f} {r['locate_cpu_s']:>10.3f} "
+              f"{r['cpu_ratio']:>6.2f} {r['ground_truth_MiB']:>7.1f} {r['peak_numpy_MiB']:>8.1f} "
+              f"{r['peak_numpy_4MiB_batches_MiB']:>14.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": {"python": platform.python_version(), "cpu": platform.processor(),

@@ -19,7 +19,7 @@ own relative RMSE is above `rrmse` (default sqrt(2 * (1 - threshold)), 0.141 for
 uncorrelated with the signal, relative RMSE = sqrt(2 * (1 - cosine)) when the norms agree, so both rules agree
 there, and the RMSE rule also catches what cosine cannot see, a wrong scale), or its device output holds NaN/inf
 that the replay does not. The first such op in execution order is the `origin`, later ones `adds`; an op within the
-threshold whose total error crosses it shows `inherited` error, else `ok`; `not replayed` says why in Note.
+threshold whose total error crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note.
 """
 
 from __future__ import annotations
@@ -168,9 +168,15 @@ class LocateResult:
         return next((r for r in self.rows if r.verdict == "origin"), None)
 
     def ranking(self, n: int = 10) -> list[LocateRow]:
-        """Replayed operators by own error, largest first (relative RMSE; NaN/inf first)."""
+        """Replayed operators by own error, largest first (relative RMSE; NaN/inf outputs first, operators whose
+        relative RMSE is undefined, such as boolean outputs, last)."""
         done = [r for r in self.rows if r.own is not None]
-        return sorted(done, key=lambda r: (not r.own.broken, -_finite(r.own.rrmse), r.own.cosine, r.index))[:n]
+
+        def key(r: LocateRow) -> tuple[Any, ...]:
+            e = r.own.rrmse
+            return (not r.own.broken, math.isnan(e), -_finite(e) if not math.isnan(e) else 0.0, r.index)
+
+        return sorted(done, key=key)[:n]
 
     def statement(self) -> str:
         """One sentence: where the error starts, or that it accumulates with no single origin."""
@@ -180,9 +186,11 @@ class LocateResult:
             return "no operator could be replayed (see Note)"
         if origin is not None:
             o = origin.own
+            broken = (f"; its device output holds {o.result.inf_x} inf and {o.result.nan_x} NaN values the replay "
+                      f"does not (an overflow)") if o.broken else ""
             return (f"the error starts at {origin.op} ({origin.op_type}): own cosine {_fmt(o.cosine)}, relative RMSE "
                     f"{_fmt(o.rrmse)} on its own device inputs (inherited cosine "
-                    f"{_fmt(origin.inherited.cosine) if origin.inherited else 'n/a'})")
+                    f"{_fmt(origin.inherited.cosine) if origin.inherited else 'n/a'}){broken}")
         with_total = [r for r in replayed if r.total is not None]
         worst_own = self.ranking(1)[0]
         text = (f"no single operator adds error beyond the threshold (own cosine >= {self.threshold:g} and relative "
@@ -333,8 +341,30 @@ def _quantized_weight(om: OriginalModel, graph: Any, by_op: dict[str, list[Tenso
     return name if name is not None and om.is_weight(name) else None
 
 
+def _integer_op_before(graph: Any, op: Any) -> Any:
+    """The integer op (reading a quantize op's output) whose result dequantize op `op` turns back into floats."""
+    if op.type not in DEQUANTIZE_TYPES:
+        return None
+    up = graph.producer(op, 0)
+    if up is None or up[0].type in QUANTIZE_TYPES or up[0].type in DEQUANTIZE_TYPES:
+        return None
+    reads_quantized = any(p is not None and p[0].type in QUANTIZE_TYPES for p in graph.producers(up[0]))
+    return up[0] if reads_quantized else None
+
+
+def _dequantize_after(graph: Any, op: Any) -> str | None:
+    """The dequantize op that ends the quantized chain an integer op `op` is the middle of, else None."""
+    if op.type in QUANTIZE_TYPES or op.type in DEQUANTIZE_TYPES:
+        return None
+    users = [c for c, _ in graph.consumers(op)]
+    if users and all(u.type in DEQUANTIZE_TYPES and _integer_op_before(graph, u) is op for u in users):
+        return users[0].name
+    return None
+
+
 def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps: list[TensorPair],
           unit: _Unit) -> None:
+    """Fill `unit`: what is fed, what is compared, the region (RegionError: why the op is not replayed)."""
     row = unit.row
     g = graph.get(ps[0].graph_op) if ps[0].graph_op else None
     if g is None:
@@ -348,39 +378,28 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
         raise RegionError("the dump holds no output of this op (dump_mode input)")
     if not ins and (g.data_inputs or g.type in DEQUANTIZE_TYPES):
         raise RegionError("the dump holds no input of this op (dump with dump_mode all to replay it)")
+    integer_user = _dequantize_after(graph, g)
+    if integer_user is not None:
+        raise RegionError(f"integer op of a quantized chain: replayed as part of {integer_user}")
     quantize = quantize_of(graph, g)
-    feeds: list[TensorPair] = []
-    if quantize is not None:
-        row.members = (quantize.name, g.name)
+    integer = _integer_op_before(graph, g) if quantize is None else None
+    if integer is not None:
+        feeds, originals = _plan_integer_chain(graph, by_op, g, integer, row)
+    elif quantize is not None:
         weight = _quantized_weight(om, graph, by_op, quantize)
+        row.members = (quantize.name, g.name)
         if weight is not None:
             # a weight quantized at run time: the replay is the original weight, own its quantization error
             row.region = Region((), (weight,), (weight,))
-            unit.weight = weight
-            unit.outputs = outs
+            unit.weight, unit.outputs = weight, outs
             row.note = f"weight {weight} quantized by {quantize.name}, compared with the original weight"
             return
         source = _input_pair(by_op, quantize.name, 0)
         if source is None:
             raise RegionError(f"the quantize op {quantize.name} feeding it was not dumped with its input")
-        feeds = [source]
-        originals: Sequence[str] = ()
+        feeds, originals = [source], ()
     else:
-        quantized = _is_quantized_op(g)
-        members: list[str] = []
-        for p in ins:
-            up = graph.producer(g, p.index or 0)
-            q = quantize_of(graph, up[0]) if quantized and up is not None else None
-            source = _input_pair(by_op, q.name, 0) if q is not None else None
-            if source is not None:
-                feeds.append(source)
-                members += [q.name, up[0].name]
-                row.quantized = True
-            else:
-                feeds.append(p)
-        if row.quantized:
-            row.members = tuple(dict.fromkeys(members + [g.name]))
-            unit.compute_feeds = [p for p in ins if p.npu_ref is not None]
+        feeds = _plan_op_feeds(graph, by_op, g, ins, unit)
         originals = graph.original_names(g)
     region = _region_from(om, originals, [original_tensor(om, p) for p in feeds],
                           [original_tensor(om, p) for p in outs], row.op)
@@ -390,17 +409,69 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     row.region = region
 
 
+def _plan_integer_chain(graph: Any, by_op: dict[str, list[TensorPair]], dequantize: Any, integer: Any,
+                        row: LocateRow) -> tuple[list[TensorPair], tuple[str, ...]]:
+    """The device's own form, quantize -> integer op -> dequantize, as one unit: fed the float tensors before
+    quantization (weights come from the original model), compared at the dequantized output."""
+    feeds: list[TensorPair] = []
+    members: list[str] = []
+    for p in by_op.get(integer.name, ()):
+        if p.kind != "input":
+            continue
+        up = graph.producer(integer, p.index or 0)
+        q = up[0] if up is not None and up[0].type in QUANTIZE_TYPES else None
+        source = _input_pair(by_op, q.name, 0) if q is not None else p
+        if source is None:
+            raise RegionError(f"the quantize op {q.name} feeding {integer.name} was not dumped with its input")
+        feeds.append(source)
+        members += [q.name] if q is not None else []
+    row.members = tuple(dict.fromkeys(members + [integer.name, dequantize.name]))
+    row.quantized = True
+    return feeds, tuple(graph.original_names(integer)) + tuple(graph.original_names(dequantize))
+
+
+def _plan_op_feeds(graph: Any, by_op: dict[str, list[TensorPair]], g: Any, ins: list[TensorPair],
+                   unit: _Unit) -> list[TensorPair]:
+    """An op's own inputs; for an op reading int8 weights, an input that comes through quantize -> dequantize is
+    fed from before the quantization instead (the simulator's form of a quantized chain)."""
+    row = unit.row
+    quantized = _is_quantized_op(g)
+    feeds: list[TensorPair] = []
+    members: list[str] = []
+    for p in ins:
+        up = graph.producer(g, p.index or 0)
+        q = quantize_of(graph, up[0]) if quantized and up is not None else None
+        source = _input_pair(by_op, q.name, 0) if q is not None else None
+        if source is not None:
+            feeds.append(source)
+            members += [q.name, up[0].name]
+            row.quantized = True
+        else:
+            feeds.append(p)
+    if row.quantized:
+        row.members = tuple(dict.fromkeys(members + [g.name]))
+        unit.compute_feeds = [p for p in ins if p.npu_ref is not None]
+    return feeds
+
+
 # ---- the loop ------------------------------------------------------------------------------------------------
 _SMALL_FILE = 16 * 1024 * 1024  # ground truth below this is read whole (cheaper than a mapping), larger is mapped
 
 
-def _truth(pair: TensorPair) -> np.ndarray | None:
+def _truth(pair: TensorPair, cache: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
+    """The ground truth of a pair; `cache` (one batch's) keeps what was read, as a tensor is both an op's output
+    and the next op's input."""
     ref = pair.ground_truth_ref
     if ref is None or pair.skip_reason is not None:
         return None
     path = str(ref.path)
+    if cache is not None and path in cache:
+        return cache[path]
     if path.endswith(".npy") and os.path.getsize(path) < _SMALL_FILE:
-        return np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False)
+        if cache is not None:
+            cache[path] = array
+        return array
     data = ref.open()
     if isinstance(data, np.ndarray):
         return data
@@ -414,7 +485,7 @@ def _estimate(om: OriginalModel, unit: _Unit) -> int:
         ts = (ref.inputs if p.kind == "input" else ref.outputs) if ref is not None else []
         if p.index is not None and p.index < len(ts):
             total += int(np.prod(ts[p.index].shape, dtype=np.int64)) * 4
-    return total * 3  # decoded feeds, replay outputs and decoded device outputs
+    return total * 4  # decoded feeds, replay outputs, decoded device outputs, the batch's ground truth
 
 
 def _decode_feeds(om: OriginalModel, pairs: Sequence[TensorPair]) -> dict[str, np.ndarray]:
@@ -426,7 +497,8 @@ def _decode_feeds(om: OriginalModel, pairs: Sequence[TensorPair]) -> dict[str, n
     return out
 
 
-def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_metrics: Sequence[int]) -> None:
+def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_metrics: Sequence[int],
+            cache: dict[str, np.ndarray]) -> None:
     row = unit.row
     if job.error:
         row.note = job.error
@@ -437,7 +509,7 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         replay = job.outputs[name]
         device = device_tensor(om, p, shape=replay.shape)
         own = _measure(device, replay, own_metrics)
-        truth = _truth(p) if unit.weight is None else replay
+        truth = _truth(p, cache) if unit.weight is None else replay
         total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
         alone = None
         if compute is not None and not compute.error:
@@ -448,7 +520,7 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
     row.own, row.total, row.output, row.compute = best
     worst_in: Measure | None = None
     for p in unit.feeds:
-        truth = _truth(p)
+        truth = _truth(p, cache)
         if truth is None:
             continue
         m = _measure(job.feeds[original_tensor(om, p)], truth, DEFAULT_ALGORITHMS)
@@ -503,9 +575,10 @@ def _run_batch(om: OriginalModel, batch: Sequence[_Unit], own_metrics: Sequence[
             continue
         jobs.append((unit, job, compute))
     run_jobs(om, [j for _, job, c in jobs for j in (job, c) if j is not None], threads)
+    cache: dict[str, np.ndarray] = {}
     for unit, job, compute in jobs:
         try:
-            _finish(om, unit, job, compute, own_metrics)
+            _finish(om, unit, job, compute, own_metrics, cache)
         except (DumpcmpError, ValueError, OSError, KeyError) as error:
             unit.row.own = None
             unit.row.note = f"cannot compare: {error}"
@@ -516,6 +589,8 @@ def _verdicts(result: LocateResult) -> None:
     for r in result.rows:
         if r.own is None:
             r.verdict = "not replayed"
+        elif r.inherited is not None and r.inherited.broken:
+            r.verdict = "inherited"  # fed NaN/inf: what it computes from them is not its own error
         elif result.crosses(r.own):
             r.verdict = "adds" if seen_origin else "origin"
             seen_origin = True

@@ -9,7 +9,7 @@ from dumpcmp.errors import DumpError
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'to_float32', 'write_dump']
+__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'histogram', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'to_float32', 'top_errors', 'value_range', 'write_dump']
 class TensorDesc:
     """
     One input, output, buffer or workspace of a dump: metadata only.

@@ -42,7 +42,7 @@ class Thresholds:
 
     rmse: float = 0.5
     conv_input_range: float = 30.0
-    outlier_share: float = 0.999
+    outlier_share: float = 0.95
     outlier_ratio: float = 8.0
     single_share: float = 0.5
     cosine: float = 0.99
@@ -143,7 +143,7 @@ def _fp16_overflow(result: Any) -> list[Advice]:
 def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) -> list[Advice]:
     out = []
     by_index = {r.index: r for r in result.rows}
-    for index, h in histograms.items():
+    for index, h in sorted(histograms.items()):
         r = by_index.get(index)
         if r is None or h is None or h.finite == 0 or h.min is None or not h.max > h.min:
             continue

@@ -14,7 +14,7 @@ _HELP = {
     "conv_input_range": "wide-conv-input: max - min of a convolution input above which it is advised 16 bit "
                         "(default 30)",
     "outlier_share": "int8-outliers: share of values in the central part of the range that flags outliers "
-                     "(default 0.999)",
+                     "(default 0.95)",
     "outlier_ratio": "int8-outliers: the central part is 1/RATIO of the range (default 8)",
     "single_share": "single-layer/drift: share of the final cosine drop one layer must add to be named (default 0.5)",
 }

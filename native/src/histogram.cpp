@@ -82,8 +82,8 @@ struct Bins {
     }
 };
 
-// A window's range: the finite values' min/max and count, NaN/inf counted apart.
-void window_range(const float* v, std::size_t len, ValueRange& r) {
+// A window's range, careful path: the finite values' min/max and count, NaN/inf counted apart.
+void window_range_checked(const float* v, std::size_t len, ValueRange& r) {
     double mn = std::numeric_limits<double>::infinity(), mx = -mn;
     std::uint64_t finite = 0;
     for (std::size_t i = 0; i < len; ++i) {
@@ -103,6 +103,30 @@ void window_range(const float* v, std::size_t len, ValueRange& r) {
         part.finite = finite;
         merge(r, part);
     }
+}
+
+// A window's range: a loop the compiler vectorizes (min, max and a count of values beyond the float range, in
+// float32), and the careful loop only for windows holding NaN or inf.
+void window_range(const float* v, std::size_t len, ValueRange& r) {
+    constexpr float big = std::numeric_limits<float>::max();
+    float mn = std::numeric_limits<float>::infinity(), mx = -mn;
+    std::uint32_t special = 0;
+    for (std::size_t i = 0; i < len; ++i) {
+        const float x = v[i];
+        mn = x < mn ? x : mn;
+        mx = x > mx ? x : mx;
+        special += !(x >= -big && x <= big);  // NaN and +-inf
+    }
+    if (special != 0) {
+        window_range_checked(v, len, r);
+        return;
+    }
+    if (len == 0) return;
+    ValueRange part;
+    part.min = mn;
+    part.max = mx;
+    part.finite = len;
+    merge(r, part);
 }
 
 }  // namespace

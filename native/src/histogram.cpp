@@ -71,15 +71,27 @@ struct Bins {
         for (std::size_t i = 0; i < n; ++i) edges[i] = static_cast<double>(i) * step + lo;
         edges[n] = hi;
     }
-    // v in [lo, hi]
+    // How far, in bins, the scaled offset and the computed edges can be from exact: a few ulps of the largest
+    // magnitude in the range, measured in bin widths (large when the range is narrow next to its magnitude).
+    double margin() const {
+        const double eps = std::numeric_limits<double>::epsilon();
+        const double magnitude = std::max(std::fabs(lo), std::fabs(hi));
+        return 16.0 * eps * static_cast<double>(n) * (magnitude / (hi - lo) + 1.0);
+    }
+    // v in [lo, hi]. A value whose scaled offset lies farther than the margin from both edges of its bin is in that
+    // bin; only one close to an edge is checked against the edges.
     std::size_t of(double v) const {
-        const double* e = edges.data();
-        auto i = static_cast<std::size_t>(static_cast<std::int64_t>((v - lo) * scale));
+        const double t = (v - lo) * scale;
+        auto i = static_cast<std::size_t>(static_cast<std::int64_t>(t));
+        const double frac = t - static_cast<double>(i);
+        if (frac > safe && frac < 1.0 - safe && i < n) return i;
         if (i >= n) i = n - 1;
+        const double* e = edges.data();
         i -= static_cast<std::size_t>(v < e[i]);
         i += static_cast<std::size_t>(i != n - 1 && v >= e[i + 1]);
         return i;
     }
+    double safe = margin();
 };
 
 // A window's range, careful path: the finite values' min/max and count, NaN/inf counted apart.

@@ -10,6 +10,7 @@ from ._native import core as _core
 from .comparison import ComparisonResult, Row, compare, compare_runs
 from .dump import Dump, Tensor, TensorData, open_dump, open_dumps, write_dump
 from .errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
+from . import locate  # callable: dumpcmp.locate(model, dump, ground_truth, fusion_json=...)
 
 __version__ = _core.__version__
 
@@ -18,6 +19,7 @@ __all__ = [
     "Row",
     "compare",
     "compare_runs",
+    "locate",
     "ConfigError",
     "Dump",
     "DumpError",

@@ -22,7 +22,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -196,9 +196,11 @@ class ComparisonResult:
         cols.append("CompareFailReason")
         return cols
 
-    def table(self, *, extra: bool = False, overflow: bool = False) -> list[list[str]]:
-        """Header and rows as the strings the result file holds."""
-        out = [self.header(extra=extra, overflow=overflow)]
+    def table(self, *, extra: bool = False, overflow: bool = False,
+              columns: Mapping[str, Callable[[Row], str]] | None = None) -> list[list[str]]:
+        """Header and rows as the strings the result file holds; `columns` (name -> cell of a row) are added after
+        the original tool's (`compare --locate`)."""
+        out = [self.header(extra=extra, overflow=overflow) + list(columns or ())]
         for r in self.rows:
             cells = [str(r.index), r.op_type, r.npu_dump, r.npu_data_type]
             if self.npu_has_address:
@@ -214,18 +216,20 @@ class ComparisonResult:
             if extra:
                 cells += _extra_cells(r.result)
             cells.append(r.fail_reason)
+            cells += [cell(r) for cell in (columns or {}).values()]
             out.append(cells)
         return out
 
     def write(self, path: str | os.PathLike[str], *, csv_format: bool | None = None, extra: bool = False,
-              overflow: bool = False, force: bool = False) -> Path:
+              overflow: bool = False, force: bool = False,
+              columns: Mapping[str, Callable[[Row], str]] | None = None) -> Path:
         """Write the result file: CSV (the default for a `.csv` name, or with csv_format=True) or an aligned text
         table. The file appears whole or not at all; an existing file is kept unless `force`."""
         path = Path(path)
         if csv_format is None:
             csv_format = path.suffix.lower() == ".csv"
-        text = _csv_text(self.table(extra=extra, overflow=overflow)) if csv_format else \
-            text_table(self.table(extra=extra, overflow=overflow))
+        table = self.table(extra=extra, overflow=overflow, columns=columns)
+        text = _csv_text(table) if csv_format else text_table(table)
         return atomic_write_text(path, text, force=force, what="result file")
 
     def to_records(self) -> list[dict[str, Any]]:
@@ -488,16 +492,17 @@ def paired_runs(
     model_name: str | None = None,
     model_id: int | None = None,
     data_index: int | None = None,
+    graph: Graph | None = None,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
-    `quant_json`; by name without; by file name against another device dump)."""
+    `quant_json`; by name without; by file name against another device dump). `graph`: those files already
+    loaded (`load_graph`), so a caller that needs the graph too reads it once."""
     left_index = scan(left)
     if left_index.dump_count == 0:
         raise NotFoundError(f"{left}: no device dump files found"
                             + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
     right_index = scan(right)
-    graph: Graph | None = None
-    if fusion_json is not None or quant_json is not None:
+    if graph is None and (fusion_json is not None or quant_json is not None):
         main = fusion_json if fusion_json is not None else quant_json
         graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
     selection = {"time": time, "device_id": device_id, "model_name": model_name, "model_id": model_id,

@@ -4,7 +4,8 @@ It builds a small but real network in code (ONNX: convolutions with batch norm a
 add, global pooling, a Gemm and a softmax; fixed seed), writes its fp32 ground truth with onnxruntime
 (`dumpcmp golden`), simulates an int8 (or fp16) accelerator run with the device's layouts and a compiler-style
 graph JSON in which ops are fused (`dumpcmp simulate`), compares every operator (`dumpcmp compare -f`), writes
-result.csv and the element-level detail of the worst layer, and prints the commands that do the same on your data.
+result.csv and the element-level detail of the worst layer, replays every operator on its own device inputs to say
+where the error starts (`dumpcmp locate`, locate.csv), and prints the commands that do the same on your data.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class DemoResult:
     detail_dir: Path | None
     worst: str | None
     seconds: float
+    origin: str | None = None
+    """The operator `dumpcmp locate` names as where the error starts."""
 
 
 def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int8", force: bool = False,
@@ -154,6 +157,16 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
         from .detail import format_top_table
 
         say(format_top_table(detail, 5))
+    from .locate import locate
+
+    located = locate(model, out_dir / "dump", gt, fusion_json=sim.json_path)
+    locate_csv = located.write(out_dir / "locate.csv", force=True)
+    say("")
+    say(f"6. where the error starts  {locate_csv}  (every operator replayed in onnxruntime on its own device inputs)")
+    say("  " + located.statement())
+    origin = located.origin
+    if origin is not None and origin.note:
+        say("  " + origin.note)
     seconds = time.perf_counter() - start
     say("")
     say(f"Done in {seconds:.1f} s. The same on your own data:")
@@ -162,16 +175,18 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
     say(f"  dumpcmp simulate {model} --precision {precision} -i input={out_dir / 'input.npy'} -o {out_dir / 'dump'}"
         "   # without an NPU")
     say(f"  dumpcmp compare -l {out_dir / 'dump'} -r {gt} -f {sim.json_path} -o result.csv")
+    say(f"  dumpcmp locate {model} -l {out_dir / 'dump'} -r {gt} -f {sim.json_path} -o locate/")
     if worst is not None and worst_rows:
         w = worst_rows[0]
         say(f"  dumpcmp compare -l {out_dir / 'dump'} -r {gt} -f {sim.json_path} -d {w.pair.npu_op} "
             f"-t {w.pair.kind} -i {w.pair.index or 0} -o detail/")
-    return DemoResult(out_dir, model, gt, out_dir / "dump", sim.json_path, csv_path, detail_dir, worst, seconds)
+    return DemoResult(out_dir, model, gt, out_dir / "dump", sim.json_path, csv_path, detail_dir, worst, seconds,
+                      origin.op if origin is not None else None)
 
 
 _MARKER = ".dumpcmp-demo"
 _DEMO_ITEMS = ("demo_net.onnx", "demo_net.json", "input.npy", "ground_truth", "dump", "result.csv", "detail",
-               _MARKER)
+               "locate.csv", _MARKER)
 
 
 def _clear_demo_folder(folder: Path) -> None:

@@ -24,6 +24,7 @@ COMMANDS = {
     "golden": "dumpcmp.cli.golden",
     "histogram": "dumpcmp.cli.histogram",
     "info": "dumpcmp.cli.info",
+    "locate": "dumpcmp.cli.locate",
     "report": "dumpcmp.cli.report",
     "sample": "dumpcmp.cli.sample",
     "shape": "dumpcmp.cli.shape",

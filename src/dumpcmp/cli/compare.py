@@ -41,6 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="replace existing result files")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
                                                         "standard output when there is no -o)")
+    p.add_argument("--locate", metavar="MODEL.onnx",
+                   help="replay every operator on its own device inputs (dumpcmp locate) and add the columns "
+                        "OwnCosine, OwnRelRMSE, InheritedCosine, InheritedRelRMSE, Verdict after the original's")
     p.add_argument("-d", "--op", dest="op", metavar="OP", help="single-operator mode: the device op to detail")
     p.add_argument("-t", "--tensor", choices=("input", "output"), default="output", help="with -d: input or output")
     p.add_argument("-i", "--index", type=count, default=0, help="with -d: which input/output")
@@ -99,6 +102,17 @@ def run(args: argparse.Namespace) -> int:
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, **selection)
+    located: dict[str, dict] = {}
+    locate_results: dict[str, object] = {}
+    if args.locate is not None:
+        from ..locate.core import compare_columns, locate_runs
+
+        if args.fusion_json is None:
+            raise DumpcmpError("--locate needs the graph JSON (-f)")
+        locate_results = {r.run: r for r in locate_runs(
+            args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+            threshold=args.threshold, threads=args.threads, quiet=args.quiet, **selection)}
+        located = {run: compare_columns(r) for run, r in locate_results.items()}
     several = len(results) > 1
     paths = [_result_path(args.output, args.csv, result.run, several) for result in results]
     if not args.force:
@@ -107,15 +121,18 @@ def run(args: argparse.Namespace) -> int:
                 raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace it")
     for result, (path, csv_format) in zip(results, paths):
         if path is not None:
-            result.write(path, csv_format=csv_format, extra=args.extra, overflow=args.overflow, force=args.force)
+            result.write(path, csv_format=csv_format, extra=args.extra, overflow=args.overflow, force=args.force,
+                         columns=located.get(result.run))
         else:
-            sys.stdout.write(text_table(result.table(extra=args.extra, overflow=args.overflow)))
+            sys.stdout.write(text_table(result.table(extra=args.extra, overflow=args.overflow,
+                                                     columns=located.get(result.run))))
         if not args.quiet:
             print(result.summary(args.threshold), file=sys.stderr if path is None else sys.stdout)
             if path is not None:
                 print(f"  result: {path}")
     # advice, the HTML report, the gates (exit 1 when one fails) and --json
-    return finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout)
+    return finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout,
+                  locate_results=locate_results if args.locate is not None else None)
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:

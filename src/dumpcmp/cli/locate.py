@@ -1,0 +1,80 @@
+"""`dumpcmp locate`: where the error starts. Every device operator is replayed in onnxruntime on its own dumped
+inputs (the original model's nodes it stands for, cut out through the graph JSON), so each gets three numbers:
+inherited (its device inputs against ground truth), own (its device output against the replay: the error it adds)
+and total (against ground truth, as `dumpcmp compare`). The first operator whose own error crosses the threshold is
+where the error starts. The dump must hold inputs (acl.json dump_mode all).
+
+Writes OUT/locate.csv (one file per run when the dump holds several: locate_{run}.csv) and prints the verdict and
+the operators that add the most error; --json FILE (or -) writes the same as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import count
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("locate", help="replay every operator on its own device inputs: where the error starts",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL.onnx", help="the original ONNX model")
+    p.add_argument("-l", "--left", required=True, metavar="DIR", help="the device dump tree (dump_mode all)")
+    p.add_argument("-r", "--right", required=True, metavar="DIR", help="the ground truth (dumpcmp golden)")
+    p.add_argument("-f", "--fusion-json", required=True, metavar="JSON", help="the compiled model's graph JSON")
+    p.add_argument("-q", "--quant-fusion-rule", metavar="JSON", help="quantization fusion rule file (AMCT)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="folder for locate.csv (created)")
+    p.add_argument("--threshold", type=float, default=0.99,
+                   help="own cosine similarity below which an operator adds error (default 0.99)")
+    p.add_argument("--rrmse", type=float, default=None,
+                   help="own relative RMSE (RMSE / RMS of the replay) above which an operator adds error "
+                        "(default sqrt(2*(1-threshold)), 0.141 for 0.99)")
+    p.add_argument("-alg", "--algorithms", metavar="LIST",
+                   help="metrics for own, by index (0-9) or 'all'; cosine, max abs error and RMSE are always there")
+    p.add_argument("--json", metavar="FILE", help="also write the result as JSON (- for standard output)")
+    p.add_argument("--top", type=count, default=10, help="operators to list by own error (default 10)")
+    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
+    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
+    p.add_argument("--model", dest="model_name", help="select the model name")
+    p.add_argument("--model-id", type=int, help="select the model id")
+    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    p.add_argument("--threads", type=count, default=0, help="onnxruntime threads (default: its own choice)")
+    p.add_argument("--force", action="store_true", help="replace existing locate files")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.set_defaults(run=run)
+
+
+def _safe(run: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._io import atomic_write_text
+    from ..errors import DumpcmpError
+    from ..locate.core import locate_runs, to_json
+
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise DumpcmpError(f"{out}: exists and is not a folder")
+    if not args.force and (out / "locate.csv").exists():
+        raise DumpcmpError(f"{out / 'locate.csv'}: exists; choose another folder or pass --force to replace it")
+    results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
+                          quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
+                          algorithms=args.algorithms, time=args.time, device_id=args.device_id,
+                          model_name=args.model_name, model_id=args.model_id, data_index=args.data_index,
+                          threads=args.threads, quiet=args.quiet)
+    out.mkdir(parents=True, exist_ok=True)
+    several = len(results) > 1
+    for result in results:
+        path = out / (f"locate_{_safe(result.run)}.csv" if several else "locate.csv")
+        result.write(path, force=args.force)
+        if not args.quiet:
+            print(result.summary(args.top))
+            print(f"  result: {path}")
+    if args.json == "-":
+        sys.stdout.write(to_json(results) + "\n")
+    elif args.json:
+        atomic_write_text(args.json, to_json(results) + "\n", force=args.force, what="JSON file")
+    return 0

@@ -1,0 +1,32 @@
+"""Where the error starts: every device operator replayed in onnxruntime on its own device inputs.
+
+In: the original ONNX model, a device dump tree (with inputs: dump_mode all or input), the ground truth and the
+compiler's graph JSON. Out: one row per device operator in execution order with three measures side by side:
+*inherited* (the device inputs against their ground truth: error that arrived), *own* (the device output against the
+original region replayed on those device inputs: error the operator adds) and *total* (device output against ground
+truth, what `dumpcmp compare` shows), a verdict per operator (`origin`, `adds`, `inherited`, `ok`, `not replayed`)
+and a statement of where the error starts, or that it accumulates with no single origin. `regions` finds the
+original nodes a device op stands for and cuts them out as a runnable sub-model; `feeds` decodes the device
+tensors into the original layout, shape and dtype; `replay` runs the regions, a bounded batch at a time.
+"""
+
+import sys as _sys
+import types as _types
+
+from .regions import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
+from .feeds import decode, device_feeds, device_tensor
+from .core import LocateResult, LocateRow, locate, locate_runs
+
+__all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "region_of", "to_onnx", "decode",
+           "device_feeds", "device_tensor", "LocateResult", "LocateRow", "locate", "locate_runs"]
+
+
+class _CallableModule(_types.ModuleType):
+    """`dumpcmp.locate(model, dump, ground_truth, fusion_json=...)` calls `locate`, while `dumpcmp.locate.regions`
+    and the other modules stay importable under that name."""
+
+    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return locate(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule

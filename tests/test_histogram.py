@@ -45,6 +45,17 @@ def test_values_on_bin_edges_and_given_range(rng):
     assert h.below == int((v < -1).sum()) and h.above == int((v > 3).sum())
 
 
+@pytest.mark.parametrize("bins", [3, 256, 10_000])
+def test_narrow_range_far_from_zero(rng, bins):
+    # a range narrow next to its magnitude: few float32 values, many on or next to an edge
+    a = (np.float32(12345.0) + rng.uniform(0, 0.05, 100_000)).astype(np.float32)
+    h = histogram(a, bins)
+    np.testing.assert_array_equal(h.counts, numpy_reference(a, bins, h.lo, h.hi))
+    lo, hi = float(a.min()) + 0.004, float(a.max()) - 0.007
+    h = histogram(a, bins, (lo, hi))
+    np.testing.assert_array_equal(h.counts, numpy_reference(a, bins, lo, hi))
+
+
 def test_nan_inf_counted_apart(rng):
     a = rng.standard_normal(200_000).astype(np.float16)
     a[[3, 70_000]] = np.nan

@@ -171,3 +171,35 @@ def test_big_report_in_chromium(big_report, tmp_path):
         print(f"1,000-operator report ({big_report.stat().st_size} bytes): loaded in {seconds:.2f} s")
     finally:
         b.close()
+
+
+def test_report_and_compare_run_locate_on_the_model(tmp_path):
+    """`--locate MODEL.onnx` runs dumpcmp locate: the report shows where the error starts and own vs inherited per
+    operator; `compare --locate MODEL.onnx --html` does the same beside its extra columns."""
+    pytest.importorskip("onnxruntime")
+    from dumpcmp.golden import dump_golden
+    from dumpcmp.simulate import simulate
+
+    from locate_nets import build_net, net_input, plant_fault
+
+    model = build_net(tmp_path / "net.onnx", attention=False)
+    device = plant_fault(model, tmp_path / "faulty.onnx", "b1a_w")
+    x = net_input()
+    dump_golden(model, {"x": x}, tmp_path / "gt")
+    sim = simulate(device, tmp_path / "dump", precision="fp16", samples=[{"x": x}], model_name="net",
+                   dump_mode="all")
+    args = ["-l", str(tmp_path / "dump"), "-r", str(tmp_path / "gt"), "-f", str(sim.json_path),
+            "--locate", str(model), "--quiet"]
+    out = tmp_path / "r.html"
+    assert main(["report", *args, "-o", str(out), "--json", str(tmp_path / "r.json")]) == 0
+    html = out.read_text()
+    assert "where the error starts (locate): b1a_convb1a_bn" in html
+    assert "dashed: own error from locate" in html
+    recs = [r for r in page_data(html)["rows"] if "locate" in r]
+    assert recs and all(set(r["locate"]) == {"own", "inherited", "total", "verdict"} for r in recs)
+    origin = next(r for r in recs if r["locate"]["verdict"] == "origin")
+    assert origin["locate"]["own"] < 0.99 and origin["locate"]["inherited"] > 0.999
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["runs"][0]["verdict"]["error_starts"]["op"] == "b1a_convb1a_bn"
+    assert main(["compare", *args, "-o", str(tmp_path / "c.csv"), "--html", str(tmp_path / "c.html")]) == 0
+    assert "where the error starts (locate): b1a_convb1a_bn" in (tmp_path / "c.html").read_text()

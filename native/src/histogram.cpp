@@ -58,32 +58,88 @@ void merge(ValueRange& into, const ValueRange& part) {
     into.neg_inf += part.neg_inf;
 }
 
-void add_finite(double v, ValueRange& r) {
-    if (r.finite == 0) {
-        r.min = r.max = v;
-    } else {
-        r.min = std::min(r.min, v);
-        r.max = std::max(r.max, v);
-    }
-    ++r.finite;
-}
-
-// numpy.histogram's bin edges (np.linspace: i * step + lo, the last edge exactly hi) and bin search.
+// numpy.histogram's bins: edges as np.linspace makes them (i * step + lo, the last exactly hi); a value's bin is
+// estimated from its scaled offset and corrected against the edges, so it is the bin NumPy's own correction gives
+// (edge[i] <= v < edge[i + 1], the last bin closed) whatever the rounding of the estimate.
 struct Bins {
-    double lo, hi, step;
+    double lo, hi, scale;
     std::size_t n;
-    double edge(std::size_t i) const { return i == n ? hi : static_cast<double>(i) * step + lo; }
+    std::vector<double> edges;
+    Bins(double lo_, double hi_, std::size_t n_)
+        : lo(lo_), hi(hi_), scale(static_cast<double>(n_) / (hi_ - lo_)), n(n_), edges(n_ + 1) {
+        const double step = (hi - lo) / static_cast<double>(n);
+        for (std::size_t i = 0; i < n; ++i) edges[i] = static_cast<double>(i) * step + lo;
+        edges[n] = hi;
+    }
+    // How far, in bins, the scaled offset and the computed edges can be from exact: a few ulps of the largest
+    // magnitude in the range, measured in bin widths (large when the range is narrow next to its magnitude).
+    double margin() const {
+        const double eps = std::numeric_limits<double>::epsilon();
+        const double magnitude = std::max(std::fabs(lo), std::fabs(hi));
+        return 16.0 * eps * static_cast<double>(n) * (magnitude / (hi - lo) + 1.0);
+    }
+    // v in [lo, hi]. A value whose scaled offset lies farther than the margin from both edges of its bin is in that
+    // bin; only one close to an edge is checked against the edges.
     std::size_t of(double v) const {
-        auto i = static_cast<std::size_t>(((v - lo) / (hi - lo)) * static_cast<double>(n));
-        if (i == n) --i;
-        if (v < edge(i)) {
-            --i;
-        } else if (i != n - 1 && v >= edge(i + 1)) {
-            ++i;
-        }
+        const double t = (v - lo) * scale;
+        auto i = static_cast<std::size_t>(static_cast<std::int64_t>(t));
+        const double frac = t - static_cast<double>(i);
+        if (frac > safe && frac < 1.0 - safe && i < n) return i;
+        if (i >= n) i = n - 1;
+        const double* e = edges.data();
+        i -= static_cast<std::size_t>(v < e[i]);
+        i += static_cast<std::size_t>(i != n - 1 && v >= e[i + 1]);
         return i;
     }
+    double safe = margin();
 };
+
+// A window's range, careful path: the finite values' min/max and count, NaN/inf counted apart.
+void window_range_checked(const float* v, std::size_t len, ValueRange& r) {
+    double mn = std::numeric_limits<double>::infinity(), mx = -mn;
+    std::uint64_t finite = 0;
+    for (std::size_t i = 0; i < len; ++i) {
+        const double d = v[i];
+        if (std::isfinite(d)) {
+            mn = d < mn ? d : mn;
+            mx = d > mx ? d : mx;
+            ++finite;
+        } else {
+            count_special(d, r);
+        }
+    }
+    if (finite > 0) {
+        ValueRange part;
+        part.min = mn;
+        part.max = mx;
+        part.finite = finite;
+        merge(r, part);
+    }
+}
+
+// A window's range: a loop the compiler vectorizes (min, max and a count of values beyond the float range, in
+// float32), and the careful loop only for windows holding NaN or inf.
+void window_range(const float* v, std::size_t len, ValueRange& r) {
+    constexpr float big = std::numeric_limits<float>::max();
+    float mn = std::numeric_limits<float>::infinity(), mx = -mn;
+    std::uint32_t special = 0;
+    for (std::size_t i = 0; i < len; ++i) {
+        const float x = v[i];
+        mn = x < mn ? x : mn;
+        mx = x > mx ? x : mx;
+        special += !(x >= -big && x <= big);  // NaN and +-inf
+    }
+    if (special != 0) {
+        window_range_checked(v, len, r);
+        return;
+    }
+    if (len == 0) return;
+    ValueRange part;
+    part.min = mn;
+    part.max = mx;
+    part.finite = len;
+    merge(r, part);
+}
 
 }  // namespace
 
@@ -92,50 +148,45 @@ ValueRange value_range(const TensorSource& s, unsigned threads) {
     std::vector<ValueRange> parts(tasks);
     parallel_for(tasks, [&](std::size_t t) {
         ValueRange& r = parts[t];
-        for_windows(s, static_cast<unsigned>(t), tasks, [&](const float* v, std::size_t len, std::uint64_t) {
-            for (std::size_t i = 0; i < len; ++i) {
-                const double d = v[i];
-                if (std::isfinite(d)) {
-                    add_finite(d, r);
-                } else {
-                    count_special(d, r);
-                }
-            }
-        });
+        for_windows(s, static_cast<unsigned>(t), tasks,
+                    [&](const float* v, std::size_t len, std::uint64_t) { window_range(v, len, r); });
     }, tasks);
     ValueRange out;
     for (const auto& p : parts) merge(out, p);
     return out;
 }
 
-Histogram histogram(const TensorSource& s, std::size_t bins, double lo, double hi, unsigned threads) {
-    if (bins == 0) throw std::invalid_argument("a histogram needs at least one bin");
-    if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi))
-        throw std::invalid_argument("histogram range must be finite with lo < hi, not [" + std::to_string(lo) + ", " +
-                                    std::to_string(hi) + "]");
-    const Bins b{lo, hi, (hi - lo) / static_cast<double>(bins), bins};
+namespace {
+
+// Pass two; `known`: the range pass one found (else it is counted along).
+Histogram count_bins(const TensorSource& s, std::size_t bins, double lo, double hi, unsigned threads,
+                     const ValueRange* known) {
+    const Bins b(lo, hi, bins);
     const unsigned tasks = task_count(s.count(), threads);
     std::vector<Histogram> parts(tasks);
     parallel_for(tasks, [&](std::size_t t) {
         Histogram& h = parts[t];
-        h.counts.assign(bins, 0);
+        // two interleaved count arrays: runs of values in one bin do not wait on the previous increment
+        std::vector<std::uint64_t> counts(2 * bins, 0);
+        std::uint64_t* c0 = counts.data();
+        std::uint64_t* c1 = c0 + bins;
+        std::uint64_t below = 0, above = 0;
         for_windows(s, static_cast<unsigned>(t), tasks, [&](const float* v, std::size_t len, std::uint64_t) {
+            if (known == nullptr) window_range(v, len, h.range);
             for (std::size_t i = 0; i < len; ++i) {
                 const double d = v[i];
-                if (!std::isfinite(d)) {
-                    count_special(d, h.range);
+                if (!(d >= lo && d <= hi)) {  // NaN, inf and values outside the bins
+                    below += d < lo;
+                    above += d > hi;
                     continue;
                 }
-                add_finite(d, h.range);
-                if (d < lo) {
-                    ++h.below;
-                } else if (d > hi) {
-                    ++h.above;
-                } else {
-                    ++h.counts[b.of(d)];
-                }
+                ++((i & 1) ? c1 : c0)[b.of(d)];
             }
         });
+        h.below = below;
+        h.above = above;
+        h.counts.assign(bins, 0);
+        for (std::size_t i = 0; i < bins; ++i) h.counts[i] = counts[i] + counts[bins + i];
     }, tasks);
     Histogram out;
     out.lo = lo;
@@ -147,7 +198,21 @@ Histogram histogram(const TensorSource& s, std::size_t bins, double lo, double h
         out.above += p.above;
         merge(out.range, p.range);
     }
+    if (known != nullptr) out.range = *known;
+    // infinities compare outside every finite range: they are counted in the range, not below/above
+    out.below -= out.range.neg_inf;
+    out.above -= out.range.pos_inf;
     return out;
+}
+
+}  // namespace
+
+Histogram histogram(const TensorSource& s, std::size_t bins, double lo, double hi, unsigned threads) {
+    if (bins == 0) throw std::invalid_argument("a histogram needs at least one bin");
+    if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi))
+        throw std::invalid_argument("histogram range must be finite with lo < hi, not [" + std::to_string(lo) + ", " +
+                                    std::to_string(hi) + "]");
+    return count_bins(s, bins, lo, hi, threads, nullptr);
 }
 
 Histogram histogram_auto(const TensorSource& s, std::size_t bins, unsigned threads) {
@@ -161,7 +226,8 @@ Histogram histogram_auto(const TensorSource& s, std::size_t bins, unsigned threa
             hi += 0.5;
         }
     }
-    return histogram(s, bins, lo, hi, threads);
+    if (bins == 0) throw std::invalid_argument("a histogram needs at least one bin");
+    return count_bins(s, bins, lo, hi, threads, &r);
 }
 
 std::vector<ElementError> top_errors(const TensorSource& x, const TensorSource& y, std::size_t n, unsigned threads) {

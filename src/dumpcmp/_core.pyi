@@ -9,7 +9,7 @@ from dumpcmp.errors import DumpError
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'to_float32', 'write_dump']
+__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'histogram', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'to_float32', 'top_errors', 'value_range', 'write_dump']
 class TensorDesc:
     """
     One input, output, buffer or workspace of a dump: metadata only.
@@ -352,6 +352,10 @@ def formats() -> dict:
     """
     The spec's formats: name -> number.
     """
+def histogram(source: TensorSource, bins: typing.SupportsInt | typing.SupportsIndex, range: tuple[typing.SupportsFloat, typing.SupportsFloat] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> dict:
+    """
+    Counts of the finite values in `bins` equal bins (numpy.histogram's) over `range` or the data's own range (then two passes), with the range and NaN/inf counts of the whole tensor.
+    """
 def layout_device_shape(device_format: str, plain_format: str, plain_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], c0: typing.SupportsInt | typing.SupportsIndex, groups: typing.SupportsInt | typing.SupportsIndex = 1) -> tuple:
     """
     The device shape encoding a plain tensor produces.
@@ -401,6 +405,14 @@ def source_from_dump(file: DumpFile, kind: str, index: typing.SupportsInt | typi
 def to_float32(data_type: str, raw: numpy.typing.NDArray[numpy.uint8], count: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
     """
     Decode device storage to float32 values, as the metrics see them.
+    """
+def top_errors(x: TensorSource, y: TensorSource, n: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+    """
+    The n largest |x - y| (finite ones), largest first: (index, x, y, abs_error) tuples.
+    """
+def value_range(source: TensorSource, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> dict:
+    """
+    Pass one over a tensor: min and max of the finite values, counts of finite, NaN, +inf, -inf.
     """
 def write_dump(path: str, version: str, dump_time: typing.SupportsInt | typing.SupportsIndex, op_name: str, attrs: collections.abc.Sequence[tuple[str, str]], dfx_message: str, tensors: list) -> None:
     """

@@ -42,7 +42,7 @@ class Thresholds:
 
     rmse: float = 0.5
     conv_input_range: float = 30.0
-    outlier_share: float = 0.999
+    outlier_share: float = 0.95
     outlier_ratio: float = 8.0
     single_share: float = 0.5
     cosine: float = 0.99
@@ -81,14 +81,33 @@ class LocateRow:
     verdict: str = ""
 
 
+def _cosine(v: Any) -> float:
+    """A cosine given as a number, a locate Measure (`.cosine`) or locate's JSON metrics ({"CosineSimilarity": ..})."""
+    if v is None:
+        return math.nan
+    if isinstance(v, Mapping):
+        return _float(v.get("CosineSimilarity"))
+    if hasattr(v, "cosine"):
+        return _float(v.cosine)
+    return _float(v)
+
+
 def normalise_locate(rows: Iterable[Any] | None) -> list[LocateRow]:
-    """Locate rows from dicts (keys op/own_cosine/inherited_cosine/total_cosine/verdict) or objects with those
-    attributes."""
+    """Locate rows from `dumpcmp.locate` (LocateRow objects with own/inherited/total measures, or their JSON), or
+    from dicts with op/own_cosine/inherited_cosine/total_cosine/verdict."""
     out = []
     for r in rows or ():
+        if isinstance(r, LocateRow):
+            out.append(r)
+            continue
         get = r.get if isinstance(r, Mapping) else (lambda k, d=None, r=r: getattr(r, k, d))
-        out.append(LocateRow(str(get("op", "")), _float(get("own_cosine")), _float(get("inherited_cosine")),
-                             _float(get("total_cosine")), str(get("verdict", "") or "")))
+
+        def cos(name: str) -> float:
+            flat = get(f"{name}_cosine")
+            return _float(flat) if flat is not None else _cosine(get(name))
+
+        out.append(LocateRow(str(get("op", "")), cos("own"), cos("inherited"), cos("total"),
+                             str(get("verdict", "") or "")))
     return out
 
 
@@ -143,7 +162,7 @@ def _fp16_overflow(result: Any) -> list[Advice]:
 def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) -> list[Advice]:
     out = []
     by_index = {r.index: r for r in result.rows}
-    for index, h in histograms.items():
+    for index, h in sorted(histograms.items()):
         r = by_index.get(index)
         if r is None or h is None or h.finite == 0 or h.min is None or not h.max > h.min:
             continue

@@ -14,7 +14,7 @@ _HELP = {
     "conv_input_range": "wide-conv-input: max - min of a convolution input above which it is advised 16 bit "
                         "(default 30)",
     "outlier_share": "int8-outliers: share of values in the central part of the range that flags outliers "
-                     "(default 0.999)",
+                     "(default 0.95)",
     "outlier_ratio": "int8-outliers: the central part is 1/RATIO of the range (default 8)",
     "single_share": "single-layer/drift: share of the final cosine drop one layer must add to be named (default 0.5)",
 }
@@ -27,8 +27,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
         g.add_argument("--advice-" + name.replace("_", "-"), dest="advice_" + name, type=float,
                        default=getattr(defaults, name), metavar="X", help=text)
     g.add_argument("--min-max", metavar="TXT", help="a calibrator's tensor_min_max.txt (wide-conv-input reads it)")
-    if "--locate" not in p._option_string_actions: g.add_argument("--locate", metavar="JSON",
-                   help="a locate result: a JSON list of {op, own_cosine, inherited_cosine, total_cosine, verdict}")
+    if "--locate" not in p._option_string_actions:  # compare has its own (MODEL.onnx, adding columns)
+        g.add_argument("--locate", metavar="MODEL.onnx|JSON",
+                       help="run dumpcmp locate on the ONNX model (needs -f), or read a locate result: "
+                            "`dumpcmp locate --json` output or a JSON list of {op, own_cosine, inherited_cosine, "
+                            "total_cosine, verdict}; the report then shows own vs inherited error")
     g.add_argument("--fail-below", type=float, metavar="COSINE",
                    help="exit 1 when a compared tensor's cosine similarity is below COSINE (failing layers listed)")
     g.add_argument("--fail-on", action="append", metavar="RULE",
@@ -45,28 +48,30 @@ def thresholds(args: argparse.Namespace) -> Thresholds:
 
 
 def load_locate(path: str | None) -> list[Any]:
+    """Locate rows from a JSON file: `dumpcmp locate --json` output ({"runs": [{"rows": [...]}]} or {"rows": [...]})
+    or a plain list of {op, own_cosine, inherited_cosine, total_cosine, verdict}."""
     from ..errors import ConfigError, DumpError
 
     if path is None:
         return []
     p = Path(path)
-    if p.suffix.lower() == ".onnx":
-        try:
-            import dumpcmp.locate  # noqa: F401  (built by the locate work; not in this tree yet)
-        except ImportError:
-            raise ConfigError(f"{p}: running locate on an ONNX model needs dumpcmp.locate, which this build does "
-                              f"not have; pass locate's result as JSON instead") from None
-        raise ConfigError(f"{p}: pass locate's result as JSON (the report reads own/inherited/total per op)")
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except OSError as error:
         raise DumpError(f"{p}: cannot read: {error.strerror}") from None
     except ValueError as error:
         raise DumpError(f"{p}: not JSON: {error}") from None
+    if isinstance(data, dict) and isinstance(data.get("runs"), list) and data["runs"]:
+        data = data["runs"][0]
     rows = data.get("rows", data.get("ops")) if isinstance(data, dict) else data
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "op" in r for r in rows):
-        raise ConfigError(f"{p}: expected a list of objects with op, own_cosine, inherited_cosine, total_cosine")
+        raise ConfigError(f"{p}: expected locate's JSON or a list of objects with op, own_cosine, "
+                          f"inherited_cosine, total_cosine")
     return rows
+
+
+def is_model(path: str | None) -> bool:
+    return path is not None and Path(path).suffix.lower() == ".onnx"
 
 
 def write_json(path: str, payload: Any, *, force: bool) -> None:

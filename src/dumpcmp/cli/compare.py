@@ -141,14 +141,16 @@ def run(args: argparse.Namespace) -> int:
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
                            right_data_index=args.right_data_index, **selection)
     located: dict[str, dict] = {}
+    locate_results: dict[str, object] = {}
     if args.locate is not None:
         from ..locate.core import compare_columns, locate_runs
 
         if args.fusion_json is None:
             raise DumpcmpError("--locate needs the graph JSON (-f)")
-        located = {r.run: compare_columns(r) for r in locate_runs(
+        locate_results = {r.run: r for r in locate_runs(
             args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
             threshold=args.threshold, threads=args.threads, quiet=args.quiet, **selection)}
+        located = {run: compare_columns(r) for run, r in locate_results.items()}
     several = len(results) > 1
     paths = [_result_path(args.output, args.csv, result.run, several) for result in results]
     if not args.force:
@@ -167,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
             if path is not None:
                 print(f"  result: {path}")
     # advice, the HTML report, the gates (exit 1 when one fails) and --json
-    code = finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout)
+    code = finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout,
+                  locate_results=locate_results if args.locate is not None else None)
     if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
         return 2
     return code

@@ -47,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..advice.options import is_model
     from ..comparison import compare_runs
     from ..errors import ConfigError
     from ..report.finish import check_outputs, finish
@@ -58,7 +59,21 @@ def run(args: argparse.Namespace) -> int:
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads, quiet=args.quiet,
                            time=args.time, device_id=args.device_id, model_name=args.model_name,
                            model_id=args.model_id, data_index=args.data_index)
+    locate_results = None
+    if is_model(args.locate):
+        from ..locate.core import locate_runs
+
+        if args.fusion_json is None:
+            raise ConfigError("--locate MODEL.onnx needs the graph JSON (-f)")
+        locate_results = {r.run: r for r in locate_runs(
+            args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+            threshold=args.threshold, threads=args.threads, quiet=args.quiet, time=args.time,
+            device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
+            data_index=args.data_index)}
     if not args.quiet:
         for result in results:
             print(result.summary(args.threshold))
-    return finish(results, args, html=args.output, layers=args.histograms, bins=args.bins, top_n=args.top_n)
+        for r in (locate_results or {}).values():
+            print("  locate: " + r.statement())
+    return finish(results, args, html=args.output, layers=args.histograms, bins=args.bins, top_n=args.top_n,
+                  locate_results=locate_results)

@@ -78,7 +78,9 @@ def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> 
     operator whose own error is below the threshold (where the error starts)."""
     first = result.first_below(threshold) if 0 in result.algorithms else None
     drop = largest_drop(result)
-    starts = next((lr for lr in locate if math.isfinite(lr.own_cosine) and lr.own_cosine < threshold), None)
+    # locate's own verdict names the origin; without one, the first operator whose own cosine is below the threshold
+    starts = next((lr for lr in locate if lr.verdict == "origin"), None) or \
+        next((lr for lr in locate if math.isfinite(lr.own_cosine) and lr.own_cosine < threshold), None)
     return {
         "pass": first is None,
         "threshold": threshold,

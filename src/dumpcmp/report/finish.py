@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..advice import Advice
-from ..advice.options import load_locate, thresholds, write_json
+from ..advice.options import is_model, load_locate, thresholds, write_json
 from ..gate import evaluate, parse_rules
 
 
@@ -38,19 +38,22 @@ def check_outputs(args: argparse.Namespace, html: str | None) -> None:
 
 
 def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None, layers: int | None = 20,
-           bins: int = 64, top_n: int = 10, out: Any = None) -> int:
-    from ..advice import advise
+           bins: int = 64, top_n: int = 10, out: Any = None, locate_results: dict[str, Any] | None = None) -> int:
+    """`locate_results`: locate's result per run (when the command ran locate); else `args.locate` is read as a
+    locate JSON file, if given."""
+    from ..advice import advise, normalise_locate
     from ..histogram import read_min_max
     from . import build, render, verdict, write_report
 
     out = out or sys.stdout
     rules = parse_rules(args.fail_on)
-    locate = load_locate(args.locate)
+    from_file = [] if locate_results is not None or is_model(args.locate) else load_locate(args.locate)
     min_max = read_min_max(args.min_max) if args.min_max else None
     t = thresholds(args)
     failed = False
     runs = []
     for result in results:
+        locate = list(locate_results[result.run]) if locate_results and result.run in locate_results else from_file
         if html is not None:
             data = build(result, threshold=args.threshold, thresholds=t, layers=layers, bins=bins, top_n=top_n,
                          locate=locate, min_max=min_max, custom=getattr(args, "custom", None), threads=args.threads,
@@ -71,7 +74,8 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
         from . import _clean
 
         runs.append(_clean({"run": result.run, "left": result.left, "right": result.right,
-                            "counts": result.counts(), "verdict": verdict(result, args.threshold),
+                            "counts": result.counts(),
+                            "verdict": verdict(result, args.threshold, normalise_locate(locate)),
                             "advice": [a.to_dict() for a in advice],
                             "gate": {"passed": gate.passed, "failing": gate.failing,
                                      "fail_below": args.fail_below, "fail_on": rules}}))

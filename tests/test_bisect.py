@@ -110,3 +110,13 @@ def test_several_layers_a_round_and_bad_options(net, tmp_path):
     (tmp_path / "full" / "f").write_text("")
     with pytest.raises(ConfigError, match="holds no bisect to resume"):
         bisect(net["model"], net["command"], net["gt"], tmp_path / "full")
+
+
+def test_a_device_run_past_its_timeout_stops_with_124(net, tmp_path):
+    from dumpcmp.bisect import RunFailed
+
+    with pytest.raises(RunFailed) as failed:
+        bisect(net["model"], "echo started; sleep 5 # {acl_json}", net["gt"], tmp_path / "t", timeout=0.5,
+               echo=lambda s: None)
+    assert failed.value.returncode == 124 and "started" in failed.value.output
+    assert "killed after 0.5 s" in (tmp_path / "t" / "round_01" / "run.log").read_text()

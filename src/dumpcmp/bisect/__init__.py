@@ -216,8 +216,13 @@ class _Bisect:
             "model": os.fspath(self.device_model), "acl_json": os.fspath(acl.absolute()),
             "dump": os.fspath(dump.absolute()), "graph_json": os.fspath((folder / "model.json").absolute()),
             "round": str(number)})
-        done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=self.timeout, check=False)
+        try:
+            done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=self.timeout, check=False)
+        except subprocess.TimeoutExpired as expired:
+            output = (expired.output or b"").decode("utf-8", "replace")
+            atomic_write_text(folder / "run.log", f"$ {command}\n{output}killed after {self.timeout} s\n")
+            raise RunFailed(command, 124, output + f"(killed after --timeout {self.timeout} s)\n", folder) from None
         output = done.stdout.decode("utf-8", "replace")
         atomic_write_text(folder / "run.log", f"$ {command}\n{output}exit code {done.returncode}\n")
         if done.returncode != 0:

@@ -175,3 +175,94 @@ def test_the_demo_explains_its_bad_layer(tmp_path: Path, capsys: pytest.CaptureF
     assert "flat_out_QuantizeLinear -> flat_out_DequantizeLinear -> fc" in text
     assert "the error is the int8 quantization of its input" in text
     assert (tmp_path / "demo" / "locate.csv").is_file()
+
+
+def _ascend_int8_chain(d: Path, *, deq_error: float = 1.0) -> dict:
+    """The device's own int8 form, written by hand (the simulator writes quantize -> dequantize -> op): a Gemm as
+    AscendQuant (fp16 in, int8 out) -> MatMulV2 (int8 x int8 weights -> int32) -> AscendDequant (int32 -> fp16),
+    with a graph JSON in the compiler's schema. `deq_error` scales the dequantization (1.0 = right)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from graphjson import desc, document, list_s, op, s, write
+
+    from dumpcmp.dump import TensorData, write_dump
+    from dumpcmp.golden import dump_golden
+    from dumpcmp.naming import build_device_dump_name
+
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((8, 16)) / 4).astype(np.float32)
+    bias = rng.normal(0, 0.1, 8).astype(np.float32)
+    x = rng.standard_normal((1, 16)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "fc_w", "fc_b"], ["y"], name="fc", transB=1)], "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        initializer=[numpy_helper.from_array(w, "fc_w"), numpy_helper.from_array(bias, "fc_b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    d.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, d / "chain.onnx")
+    dump_golden(d / "chain.onnx", {"x": x}, d / "gt")
+
+    x16 = x.astype(np.float16)
+    sx, sw = float(np.abs(x).max()) / 127, float(np.abs(w).max()) / 127
+    q = np.clip(np.round(x16.astype(np.float32) / sx), -127, 127).astype(np.int8)
+    wq = np.clip(np.round(w / sw), -127, 127).astype(np.int8)
+    acc = q.astype(np.int32) @ wq.T.astype(np.int32)
+    y16 = (acc.astype(np.float32) * sx * sw * deq_error + bias).astype(np.float16)
+
+    def nd(dtype: str, shape: tuple[int, ...], origin: str | None = None) -> dict:
+        return desc(dtype, "ND", shape, origin_name=origin, origin_index=0 if origin else None,
+                    ge_origin_format="ND", origin_shape=shape)
+
+    doc = document(
+        op("x", "Data", 0, outputs=[nd("DT_FLOAT", (1, 16), "x")]),
+        op("trans_Cast_0", "Cast", 1, ["x:0"], originals=[], outputs=[nd("DT_FLOAT16", (1, 16), "x")]),
+        op("fc_quant", "AscendQuant", 2, ["trans_Cast_0:0"], originals=["fc_quant_layer"],
+           outputs=[nd("DT_INT8", (1, 16))], input_descs=[nd("DT_FLOAT16", (1, 16))]),
+        op("fc_w", "Const", 3, outputs=[nd("DT_INT8", (8, 16))]),
+        op("fc", "MatMulV2", 4, ["fc_quant:0", "fc_w:0"], originals=["fc"], outputs=[nd("DT_INT32", (1, 8))],
+           input_descs=[nd("DT_INT8", (1, 16)), nd("DT_INT8", (8, 16))]),
+        op("fc_dequant", "AscendDequant", 5, ["fc:0"], originals=["fc"], outputs=[nd("DT_FLOAT16", (1, 8), "fc")],
+           input_descs=[nd("DT_INT32", (1, 8))]),
+        model="chain")
+    doc["graph"][0]["op"][4]["attr"].append(list_s("_datadump_original_op_names", ["fc"]))
+    doc["graph"][0]["op"][2]["attr"].append(s("_onnx_op_type", "QuantizeLinear"))
+    write(d / "chain.json", doc)
+    dump = d / "dump"
+    dump.mkdir()
+    tensors = {
+        ("Cast", "trans_Cast_0"): ([x], [x16]),
+        ("AscendQuant", "fc_quant"): ([x16], [q]),
+        ("MatMulV2", "fc"): ([q, wq], [acc]),
+        ("AscendDequant", "fc_dequant"): ([acc], [y16]),
+    }
+    for task, ((op_type, name), (ins, outs)) in enumerate(tensors.items()):
+        stamp = 1700000000000000 + task
+        write_dump(dump / build_device_dump_name(op_type, name, task, stamp), op_name=name, dump_time=stamp,
+                   inputs=[TensorData(a) for a in ins], outputs=[TensorData(a) for a in outs])
+    replay = x16.astype(np.float32) @ w.T + bias
+    return {"model": d / "chain.onnx", "dump": dump, "gt": d / "gt", "json": d / "chain.json",
+            "device": y16.astype(np.float64), "replay": replay.astype(np.float64)}
+
+
+@pytest.mark.parametrize("deq_error", [1.0, 1.25])
+def test_the_devices_quantize_integer_op_dequantize_chain_is_one_unit(tmp_path: Path, deq_error: float) -> None:
+    s = _ascend_int8_chain(tmp_path, deq_error=deq_error)
+    r = _locate(s)
+    rows = {row.op: row for row in r.rows}
+    unit = rows["fc_dequant"]
+    assert unit.members == ("fc_quant", "fc", "fc_dequant") and unit.region.nodes == ("fc",)
+    assert unit.region.inputs == ("x",)  # fed the float tensor before quantization; the weight is the original
+    assert rows["fc"].verdict == "not replayed" and "replayed as part of fc_dequant" in rows["fc"].note
+    assert rows["fc_quant"].verdict == "not replayed"
+    if deq_error == 1.0:
+        assert r.origin is None and unit.verdict == "ok" and unit.own.rrmse < 0.03
+    else:
+        assert r.origin is unit and unit.own.rrmse > 0.15
+    # own of the unit is the device output against the fp32 Gemm on the device's fp16 input, by NumPy
+    dev, ref = s["device"].ravel(), s["replay"].ravel()
+    cos = float(dev @ ref / math.sqrt((dev @ dev) * (ref @ ref)))
+    assert unit.own.cosine == pytest.approx(cos, abs=1e-6)
+    assert unit.own.rrmse == pytest.approx(math.sqrt(((dev - ref) ** 2).mean() / (ref ** 2).mean()), rel=1e-4)

@@ -492,16 +492,17 @@ def paired_runs(
     model_name: str | None = None,
     model_id: int | None = None,
     data_index: int | None = None,
+    graph: Graph | None = None,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
-    `quant_json`; by name without; by file name against another device dump)."""
+    `quant_json`; by name without; by file name against another device dump). `graph`: those files already
+    loaded (`load_graph`), so a caller that needs the graph too reads it once."""
     left_index = scan(left)
     if left_index.dump_count == 0:
         raise NotFoundError(f"{left}: no device dump files found"
                             + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
     right_index = scan(right)
-    graph: Graph | None = None
-    if fusion_json is not None or quant_json is not None:
+    if graph is None and (fusion_json is not None or quant_json is not None):
         main = fusion_json if fusion_json is not None else quant_json
         graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
     selection = {"time": time, "device_id": device_id, "model_name": model_name, "model_id": model_id,

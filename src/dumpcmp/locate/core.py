@@ -333,6 +333,27 @@ def _quantized_weight(om: OriginalModel, graph: Any, by_op: dict[str, list[Tenso
     return name if name is not None and om.is_weight(name) else None
 
 
+def _integer_op_before(graph: Any, op: Any) -> Any:
+    """The integer op (reading a quantize op's output) whose result dequantize op `op` turns back into floats."""
+    if op.type not in DEQUANTIZE_TYPES:
+        return None
+    up = graph.producer(op, 0)
+    if up is None or up[0].type in QUANTIZE_TYPES or up[0].type in DEQUANTIZE_TYPES:
+        return None
+    reads_quantized = any(p is not None and p[0].type in QUANTIZE_TYPES for p in graph.producers(up[0]))
+    return up[0] if reads_quantized else None
+
+
+def _dequantize_after(graph: Any, op: Any) -> str | None:
+    """The dequantize op that ends the quantized chain an integer op `op` is the middle of, else None."""
+    if op.type in QUANTIZE_TYPES or op.type in DEQUANTIZE_TYPES:
+        return None
+    users = [c for c, _ in graph.consumers(op)]
+    if users and all(u.type in DEQUANTIZE_TYPES and _integer_op_before(graph, u) is op for u in users):
+        return users[0].name
+    return None
+
+
 def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps: list[TensorPair],
           unit: _Unit) -> None:
     row = unit.row
@@ -348,9 +369,30 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
         raise RegionError("the dump holds no output of this op (dump_mode input)")
     if not ins and (g.data_inputs or g.type in DEQUANTIZE_TYPES):
         raise RegionError("the dump holds no input of this op (dump with dump_mode all to replay it)")
+    integer_user = _dequantize_after(graph, g)
+    if integer_user is not None:
+        raise RegionError(f"integer op of a quantized chain: replayed as part of {integer_user}")
     quantize = quantize_of(graph, g)
     feeds: list[TensorPair] = []
-    if quantize is not None:
+    integer = _integer_op_before(graph, g) if quantize is None else None
+    if integer is not None:
+        # the device's own form: quantize -> integer op -> dequantize, replayed as one unit fed the float tensors
+        # before quantization (weights from the original model) and compared at the dequantized output
+        members: list[str] = []
+        for p in by_op.get(integer.name, ()):
+            if p.kind != "input":
+                continue
+            up = graph.producer(integer, p.index or 0)
+            q = up[0] if up is not None and up[0].type in QUANTIZE_TYPES else None
+            source = _input_pair(by_op, q.name, 0) if q is not None else p
+            if source is None:
+                raise RegionError(f"the quantize op {q.name} feeding {integer.name} was not dumped with its input")
+            feeds.append(source)
+            members += [q.name] if q is not None else []
+        row.members = tuple(dict.fromkeys(members + [integer.name, g.name]))
+        row.quantized = True
+        originals = tuple(graph.original_names(integer)) + tuple(graph.original_names(g))
+    elif quantize is not None:
         row.members = (quantize.name, g.name)
         weight = _quantized_weight(om, graph, by_op, quantize)
         if weight is not None:
@@ -391,10 +433,16 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
 
 
 # ---- the loop ------------------------------------------------------------------------------------------------
+_SMALL_FILE = 16 * 1024 * 1024  # ground truth below this is read whole (cheaper than a mapping), larger is mapped
+
+
 def _truth(pair: TensorPair) -> np.ndarray | None:
     ref = pair.ground_truth_ref
     if ref is None or pair.skip_reason is not None:
         return None
+    path = str(ref.path)
+    if path.endswith(".npy") and os.path.getsize(path) < _SMALL_FILE:
+        return np.load(path, allow_pickle=False)
     data = ref.open()
     if isinstance(data, np.ndarray):
         return data
@@ -557,7 +605,7 @@ def locate_runs(
     algos = tuple(parse_algorithms(algorithms)) if algorithms is not None else DEFAULT_ALGORITHMS
     limit = default_rrmse(threshold) if rrmse is None else float(rrmse)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
-                       model_name=model_name, model_id=model_id, data_index=data_index)
+                       model_name=model_name, model_id=model_id, data_index=data_index, graph=graph)
     results = []
     for run in runs:
         if run.device_vs_device:

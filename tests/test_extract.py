@@ -263,3 +263,27 @@ def test_interrupted_export_leaves_nothing_and_keeps_the_folder(demo, tmp_path, 
         ex.extract(demo["model"], ["conv2"], ["add1"], dump=demo["dump"], graph_json=demo["json"], out=out)
     assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
     assert all(p.exists() for p in demo["files"].values())  # the dumps were never moved
+
+
+def test_real_network_whole(tmp_path):
+    # from the model's input to its output: shape inference leaves the output without a shape (a Reshape it cannot
+    # follow); the sub-model still passes the checker and gives the ground truth on the ground-truth input
+    from realnets import realnet_or_skip
+
+    path = realnet_or_skip("ocr_cls")
+    x = np.random.default_rng(1).standard_normal((1, 3, 48, 96)).astype(np.float32)
+    sim = simulate(path, tmp_path / "dump", samples=[{"x": x}])
+    dump_golden(path, {"x": x}, tmp_path / "gt")
+    out = onnx.load(str(path)).graph.output[0].name
+    assert main(["extract", str(path), "--start", "x", "--end", out, "-l", str(tmp_path / "dump"), "-f",
+                 str(sim.json_path), "-r", str(tmp_path / "gt"), "--data", "ground-truth", "-o",
+                 str(tmp_path / "o")]) == 0
+    (folder,) = (tmp_path / "o").glob("dump_result_*")
+    sub = onnx.load(str(folder / "model.onnx"))
+    onnx.checker.check_model(sub, full_check=True)
+    np.testing.assert_array_equal(np.load(folder / "inputs" / "x.npy"), x)
+    got = ort.InferenceSession(str(folder / "model.onnx")).run(None, {"x": x})[0]
+    want = ort.InferenceSession(str(path)).run([out], {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    (expected,) = (folder / "expected").iterdir()
+    np.testing.assert_allclose(np.load(expected), want, rtol=1e-5, atol=1e-6)

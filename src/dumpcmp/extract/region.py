@@ -261,16 +261,51 @@ class Network:
         sub.producer_name = "dumpcmp extract"
         try:
             sub = onnx.shape_inference.infer_shapes(sub, strict_mode=True)
-            for vi in sub.graph.output:  # the outputs' types, from the inferred value_info
-                if not vi.type.HasField("tensor_type"):
-                    found = next((v for v in sub.graph.value_info if v.name == vi.name), None)
-                    if found is not None:
-                        vi.type.CopyFrom(found.type)
+            inferred = {v.name: v.type for v in sub.graph.value_info}
+            # a value_info shape inference could not give a shape says nothing: dropped
+            kept = [v for v in sub.graph.value_info if _has_shape(v.type)]
+            del sub.graph.value_info[:]
+            sub.graph.value_info.extend(kept)
+            missing = [vi for vi in sub.graph.output if not _has_shape(vi.type)]
+            if missing:
+                shapes = self._output_types(sub, arrays, [vi.name for vi in missing], inferred)
+                for vi in missing:
+                    vi.type.CopyFrom(shapes[vi.name])
             onnx.checker.check_model(sub, full_check=True)
         except Exception as error:
             raise ConfigError(f"{self.path}: the cut sub-model does not pass onnx.checker: "
                               f"{type(error).__name__}: {error}") from error
         return sub
+
+
+    def _output_types(self, sub: Any, arrays: Mapping[str, np.ndarray], names: Sequence[str],
+                      inferred: Mapping[str, Any]) -> dict[str, Any]:
+        """Types with shapes for outputs shape inference left without one: the original model's declared type,
+        else what onnxruntime gives on the region's data (dims the original leaves symbolic stay symbolic)."""
+        from onnx import helper
+
+        declared = {v.name: v.type for v in list(self.model.graph.output) + list(self.model.graph.value_info)}
+        out = {n: declared[n] for n in names if n in declared and _has_shape(declared[n])}
+        rest = [n for n in names if n not in out]
+        if rest:
+            import onnxruntime as ort
+
+            probe = type(sub)()
+            probe.CopyFrom(sub)
+            del probe.graph.output[:]
+            probe.graph.output.extend(helper.ValueInfoProto(name=n) for n in rest)
+            session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+            values = session.run(rest, {x: arrays[x] for x in (i.name for i in sub.graph.input)})
+            for n, v in zip(rest, values):
+                v = np.asarray(v)
+                elem = inferred[n].tensor_type.elem_type if n in inferred else \
+                    helper.np_dtype_to_tensor_dtype(v.dtype)
+                out[n] = helper.make_tensor_type_proto(elem, list(v.shape))
+        return out
+
+
+def _has_shape(tp: Any) -> bool:
+    return tp.HasField("tensor_type") and tp.tensor_type.HasField("shape")
 
 
 def _reads(node: Any) -> list[str]:

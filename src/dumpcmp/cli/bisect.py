@@ -49,7 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="layers dumped per run (default 1: binary search; K cuts the range in K+1 parts)")
     p.add_argument("--no-locate", action="store_true",
                    help="skip the last run that replays the layer found on its own device inputs (dumpcmp locate)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="limit for one device run (reached: exit code 124)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="limit for one device run (reached: exit code 124)")
     p.set_defaults(run=run)
 
 

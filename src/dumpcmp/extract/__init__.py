@@ -30,7 +30,8 @@ import numpy as np
 from ..errors import ConfigError
 from .region import Layer, Network, Region
 
-__all__ = ["BIN_DTYPES", "ExtractResult", "bin_dtype_of", "Layer", "Network", "Region", "extract", "list_layers", "load_network"]
+__all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "Network", "Region", "bin_dtype_of", "extract", "list_layers",
+           "load_network"]
 
 BIN_DTYPES = {"fp16": "float16", "float16": "float16", "fp32": "float32", "float32": "float32", "int8": "int8",
               "uint8": "uint8", "int32": "int32", "int64": "int64"}

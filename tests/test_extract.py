@@ -290,3 +290,18 @@ def test_real_network_whole(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     (expected,) = (folder / "expected").iterdir()
     np.testing.assert_allclose(np.load(expected), want, rtol=1e-5, atol=1e-6)
+
+
+def test_list_takes_shapes_the_model_leaves_open_from_the_graph_json(tmp_path, capsys):
+    from realnets import realnet_or_skip
+
+    path = realnet_or_skip("ocr_cls")  # free batch and width: shape inference leaves the Conv outputs open
+    x = np.random.default_rng(0).standard_normal((1, 3, 48, 96)).astype(np.float32)
+    sim = simulate(path, tmp_path / "dump", samples=[{"x": x}])
+    dump_golden(path, {"x": x}, tmp_path / "gt")
+    assert main(["extract", str(path), "--list", "--grep", "@3", "-f", str(sim.json_path)]) == 0
+    rows = {line.split()[1]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    bn = rows["BatchNormalization@3"]  # the output the fused device op holds: its shape from the graph JSON
+    want = np.load(next((tmp_path / "gt").glob("BatchNormalization@3.0.*.npy"))).shape
+    assert bn[3] == "[" + ",".join(map(str, want)) + "]" and bn[4] == "Conv@5BatchNormalization@3"
+    assert rows["Conv@5"][3] == "?"  # fused away: no device op holds it

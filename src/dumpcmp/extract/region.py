@@ -105,14 +105,30 @@ class Network:
     def dtype(self, tensor: str) -> np.dtype | None:
         return self.original.dtype(tensor)
 
+    def device_shapes(self) -> dict[str, tuple[int, ...]]:
+        """tensor name -> the original shape the graph JSON gives for it (the device ops' outputs, paired as
+        `dumpcmp compare` pairs them): shapes for models whose free dimensions shape inference leaves open."""
+        if self.graph is None:
+            return {}
+        from ..pairing import DeviceOp, pair_with_ground_truth
+
+        keys = {f"{n.name}.{i}": t for n in self.order for i, t in enumerate(n.output) if t}
+        keys.update({f"{x}.0": x for x in self.graph_inputs})
+        ops = [DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
+               for op in self.graph.ops if op.type not in NOT_RUN_DEVICE_TYPES]
+        return {p.ground_truth_ref: tuple(p.origin_shape) for p in pair_with_ground_truth(ops, keys, self.graph)
+                if p.kind == "output" and p.ground_truth_ref is not None and p.origin_shape is not None}
+
     def layers(self) -> list[Layer]:
-        """Every computing node in execution order with its output shapes and device ops."""
+        """Every computing node in execution order with its output shapes (from shape inference, else from the
+        graph JSON) and device ops."""
+        device = self.device_shapes()
         out: list[Layer] = []
         for n in self.order:
             if n.name in self.constant and n.op_type == "Constant":
                 continue
             outs = tuple(o for o in n.output if o)
-            out.append(Layer(len(out), n.name, n.op_type, outs, tuple(self.shape(o) for o in outs),
+            out.append(Layer(len(out), n.name, n.op_type, outs, tuple(self.shape(o) or device.get(o) for o in outs),
                              tuple(self.device_of.get(n.name, ()))))
         return out
 

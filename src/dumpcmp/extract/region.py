@@ -164,7 +164,7 @@ class Network:
                 originals = self.originals_of.get(op.name, [])
                 if not originals:
                     raise ConfigError(f"{self.path}: device op {op.name!r} ({op.type}) has no original layer (the "
-                                      "compiler inserted it); name the layer before or after it")
+                                      "compiler or the quantizer inserted it); name the layer before or after it")
                 originals = sorted(originals, key=self.position.__getitem__)
                 # an end op ends where its output comes from: the last layer of a fused chain
                 return (originals[-1:] if role == "end" else originals), None

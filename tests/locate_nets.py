@@ -30,8 +30,8 @@ def build_net(path: Path, *, blocks: int = 2, channels: int = 16, size: int = 8,
         fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
         return const(name, (rng.standard_normal(shape) * gain / np.sqrt(fan_in)).astype(np.float32))
 
-    def conv_bn(name: str, x: str, cin: int, cout: int, relu: bool) -> str:
-        nodes.append(helper.make_node("Conv", [x, weight(f"{name}_w", (cout, cin, 3, 3))], [f"{name}_c"],
+    def conv_bn(name: str, x: str, cin: int, cout: int, relu: bool, gain: float = 1.4) -> str:
+        nodes.append(helper.make_node("Conv", [x, weight(f"{name}_w", (cout, cin, 3, 3), gain)], [f"{name}_c"],
                                       name=f"{name}_conv", pads=[1, 1, 1, 1]))
         bn = [const(f"{name}_{k}", v.astype(np.float32)) for k, v in
               (("scale", rng.uniform(0.8, 1.2, cout)), ("bias", rng.normal(0, 0.1, cout)),
@@ -48,7 +48,8 @@ def build_net(path: Path, *, blocks: int = 2, channels: int = 16, size: int = 8,
         h = conv_bn(f"b{b}a", x, c, c, False)
         nodes.append(helper.make_node("Sigmoid", [h], [f"b{b}_sig"], name=f"b{b}_sig"))
         nodes.append(helper.make_node("Mul", [h, f"b{b}_sig"], [f"b{b}_silu"], name=f"b{b}_silu"))
-        h = conv_bn(f"b{b}b", f"b{b}_silu", c, c, True)
+        # a small residual branch, as trained deep residual networks have: activations stay in fp16's range
+        h = conv_bn(f"b{b}b", f"b{b}_silu", c, c, True, gain=0.05 if blocks > 8 else 1.4)
         nodes.append(helper.make_node("Add", [h, x], [f"b{b}_add"], name=f"b{b}_add"))
         x = f"b{b}_add"
     if attention:

@@ -266,3 +266,17 @@ def test_the_devices_quantize_integer_op_dequantize_chain_is_one_unit(tmp_path: 
     cos = float(dev @ ref / math.sqrt((dev @ dev) * (ref @ ref)))
     assert unit.own.cosine == pytest.approx(cos, abs=1e-6)
     assert unit.own.rrmse == pytest.approx(math.sqrt(((dev - ref) ** 2).mean() / (ref ** 2).mean()), rel=1e-4)
+
+
+def test_an_fp16_overflow_is_an_origin_and_said_so(tmp_path: Path) -> None:
+    from dumpcmp.golden import dump_golden
+    from dumpcmp.simulate import simulate
+
+    model = build_net(tmp_path / "net.onnx", attention=False)
+    big = plant_fault(model, tmp_path / "big.onnx", "b0b_w", scale=2e4, noise=0.0)  # fp32 holds it, fp16 cannot
+    x = net_input()
+    dump_golden(big, {"x": x}, tmp_path / "gt")
+    sim = simulate(big, tmp_path / "dump", precision="fp16", samples=[{"x": x}], dump_mode="all", model_name="net")
+    r = dumpcmp.locate(big, tmp_path / "dump", tmp_path / "gt", fusion_json=sim.json_path)
+    assert r.origin is not None and r.origin.op == "b0b_convb0b_bnb0b_relu" and r.origin.own.broken
+    assert "an overflow" in r.statement() and r.ranking(1)[0] is r.origin

@@ -97,3 +97,36 @@ def test_device_feeds_are_the_device_inputs_in_the_original_layout_shape_and_dty
             np.testing.assert_allclose(array, truth, rtol=2e-2, atol=2e-2 * float(np.abs(truth).max()))
         assert not any(om.is_weight(t) for t in feeds)
     assert {"NC1HWC0", "FRACTAL_NZ"} <= seen_layouts
+
+
+def test_a_region_onnxruntime_cannot_run_fails_alone_and_control_flow_is_refused(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    from dumpcmp.locate.regions import Region
+    from dumpcmp.locate.replay import Job, run_jobs
+
+    then = helper.make_graph([helper.make_node("Identity", ["a"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("MyOp", ["a"], ["b"], name="custom", domain="my.custom"),
+        helper.make_node("Neg", ["a"], ["c"], name="neg"),
+        helper.make_node("If", ["cond"], ["d"], name="branch", then_branch=then, else_branch=then),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                                           helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("c", TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("d", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("my.custom", 1)])
+    om = OriginalModel(model)
+    a = np.array([1.0, -2.0], np.float32)
+    good = Job(cut_region(om, ["a"], ["c"]), {"a": a})
+    bad = Job(cut_region(om, ["a"], ["b"]), {"a": a})
+    identity = Job(Region((), ("a",), ("a",)), {"a": a})
+    run_jobs(om, [good, bad, identity])
+    np.testing.assert_array_equal(good.outputs["c"], -a)
+    assert good.error is None and identity.outputs["a"] is a
+    assert bad.error is not None and "onnxruntime cannot run the region" in bad.error
+    with pytest.raises(RegionError, match="control flow"):
+        cut_region(om, ["cond"], ["d"])

@@ -4,7 +4,8 @@ It builds a small but real network in code (ONNX: convolutions with batch norm a
 add, global pooling, a Gemm and a softmax; fixed seed), writes its fp32 ground truth with onnxruntime
 (`dumpcmp golden`), simulates an int8 (or fp16) accelerator run with the device's layouts and a compiler-style
 graph JSON in which ops are fused (`dumpcmp simulate`), compares every operator (`dumpcmp compare -f`), writes
-result.csv and the element-level detail of the worst layer, and prints the commands that do the same on your data.
+result.csv and the element-level detail of the worst layer, replays every operator on its own device inputs to say
+where the error starts (`dumpcmp locate`, locate.csv), and prints the commands that do the same on your data.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ own relative RMSE is above `rrmse` (default sqrt(2 * (1 - threshold)), 0.141 for
 uncorrelated with the signal, relative RMSE = sqrt(2 * (1 - cosine)) when the norms agree, so both rules agree
 there, and the RMSE rule also catches what cosine cannot see, a wrong scale), or its device output holds NaN/inf
 that the replay does not. The first such op in execution order is the `origin`, later ones `adds`; an op within the
-threshold whose total error crosses it shows `inherited` error, else `ok`; `not replayed` says why in Note.
+threshold whose total error crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note.
 """
 
 from __future__ import annotations
@@ -168,9 +168,15 @@ class LocateResult:
         return next((r for r in self.rows if r.verdict == "origin"), None)
 
     def ranking(self, n: int = 10) -> list[LocateRow]:
-        """Replayed operators by own error, largest first (relative RMSE; NaN/inf first)."""
+        """Replayed operators by own error, largest first (relative RMSE; NaN/inf outputs first, operators whose
+        relative RMSE is undefined, such as boolean outputs, last)."""
         done = [r for r in self.rows if r.own is not None]
-        return sorted(done, key=lambda r: (not r.own.broken, -_finite(r.own.rrmse), r.own.cosine, r.index))[:n]
+
+        def key(r: LocateRow) -> tuple[Any, ...]:
+            e = r.own.rrmse
+            return (not r.own.broken, math.isnan(e), -_finite(e) if not math.isnan(e) else 0.0, r.index)
+
+        return sorted(done, key=key)[:n]
 
     def statement(self) -> str:
         """One sentence: where the error starts, or that it accumulates with no single origin."""
@@ -180,9 +186,11 @@ class LocateResult:
             return "no operator could be replayed (see Note)"
         if origin is not None:
             o = origin.own
+            broken = (f"; its device output holds {o.result.inf_x} inf and {o.result.nan_x} NaN values the replay "
+                      f"does not (an overflow)") if o.broken else ""
             return (f"the error starts at {origin.op} ({origin.op_type}): own cosine {_fmt(o.cosine)}, relative RMSE "
                     f"{_fmt(o.rrmse)} on its own device inputs (inherited cosine "
-                    f"{_fmt(origin.inherited.cosine) if origin.inherited else 'n/a'})")
+                    f"{_fmt(origin.inherited.cosine) if origin.inherited else 'n/a'}){broken}")
         with_total = [r for r in replayed if r.total is not None]
         worst_own = self.ranking(1)[0]
         text = (f"no single operator adds error beyond the threshold (own cosine >= {self.threshold:g} and relative "
@@ -356,6 +364,7 @@ def _dequantize_after(graph: Any, op: Any) -> str | None:
 
 def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps: list[TensorPair],
           unit: _Unit) -> None:
+    """Fill `unit`: what is fed, what is compared, the region (RegionError: why the op is not replayed)."""
     row = unit.row
     g = graph.get(ps[0].graph_op) if ps[0].graph_op else None
     if g is None:
@@ -373,56 +382,24 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     if integer_user is not None:
         raise RegionError(f"integer op of a quantized chain: replayed as part of {integer_user}")
     quantize = quantize_of(graph, g)
-    feeds: list[TensorPair] = []
     integer = _integer_op_before(graph, g) if quantize is None else None
     if integer is not None:
-        # the device's own form: quantize -> integer op -> dequantize, replayed as one unit fed the float tensors
-        # before quantization (weights from the original model) and compared at the dequantized output
-        members: list[str] = []
-        for p in by_op.get(integer.name, ()):
-            if p.kind != "input":
-                continue
-            up = graph.producer(integer, p.index or 0)
-            q = up[0] if up is not None and up[0].type in QUANTIZE_TYPES else None
-            source = _input_pair(by_op, q.name, 0) if q is not None else p
-            if source is None:
-                raise RegionError(f"the quantize op {q.name} feeding {integer.name} was not dumped with its input")
-            feeds.append(source)
-            members += [q.name] if q is not None else []
-        row.members = tuple(dict.fromkeys(members + [integer.name, g.name]))
-        row.quantized = True
-        originals = tuple(graph.original_names(integer)) + tuple(graph.original_names(g))
+        feeds, originals = _plan_integer_chain(graph, by_op, g, integer, row)
     elif quantize is not None:
-        row.members = (quantize.name, g.name)
         weight = _quantized_weight(om, graph, by_op, quantize)
+        row.members = (quantize.name, g.name)
         if weight is not None:
             # a weight quantized at run time: the replay is the original weight, own its quantization error
             row.region = Region((), (weight,), (weight,))
-            unit.weight = weight
-            unit.outputs = outs
+            unit.weight, unit.outputs = weight, outs
             row.note = f"weight {weight} quantized by {quantize.name}, compared with the original weight"
             return
         source = _input_pair(by_op, quantize.name, 0)
         if source is None:
             raise RegionError(f"the quantize op {quantize.name} feeding it was not dumped with its input")
-        feeds = [source]
-        originals: Sequence[str] = ()
+        feeds, originals = [source], ()
     else:
-        quantized = _is_quantized_op(g)
-        members: list[str] = []
-        for p in ins:
-            up = graph.producer(g, p.index or 0)
-            q = quantize_of(graph, up[0]) if quantized and up is not None else None
-            source = _input_pair(by_op, q.name, 0) if q is not None else None
-            if source is not None:
-                feeds.append(source)
-                members += [q.name, up[0].name]
-                row.quantized = True
-            else:
-                feeds.append(p)
-        if row.quantized:
-            row.members = tuple(dict.fromkeys(members + [g.name]))
-            unit.compute_feeds = [p for p in ins if p.npu_ref is not None]
+        feeds = _plan_op_feeds(graph, by_op, g, ins, unit)
         originals = graph.original_names(g)
     region = _region_from(om, originals, [original_tensor(om, p) for p in feeds],
                           [original_tensor(om, p) for p in outs], row.op)
@@ -430,6 +407,51 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     unit.outputs = [p for p in outs if original_tensor(om, p) in region.outputs]
     unit.compute_feeds = [p for p in unit.compute_feeds if original_tensor(om, p) in region.inputs]
     row.region = region
+
+
+def _plan_integer_chain(graph: Any, by_op: dict[str, list[TensorPair]], dequantize: Any, integer: Any,
+                        row: LocateRow) -> tuple[list[TensorPair], tuple[str, ...]]:
+    """The device's own form, quantize -> integer op -> dequantize, as one unit: fed the float tensors before
+    quantization (weights come from the original model), compared at the dequantized output."""
+    feeds: list[TensorPair] = []
+    members: list[str] = []
+    for p in by_op.get(integer.name, ()):
+        if p.kind != "input":
+            continue
+        up = graph.producer(integer, p.index or 0)
+        q = up[0] if up is not None and up[0].type in QUANTIZE_TYPES else None
+        source = _input_pair(by_op, q.name, 0) if q is not None else p
+        if source is None:
+            raise RegionError(f"the quantize op {q.name} feeding {integer.name} was not dumped with its input")
+        feeds.append(source)
+        members += [q.name] if q is not None else []
+    row.members = tuple(dict.fromkeys(members + [integer.name, dequantize.name]))
+    row.quantized = True
+    return feeds, tuple(graph.original_names(integer)) + tuple(graph.original_names(dequantize))
+
+
+def _plan_op_feeds(graph: Any, by_op: dict[str, list[TensorPair]], g: Any, ins: list[TensorPair],
+                   unit: _Unit) -> list[TensorPair]:
+    """An op's own inputs; for an op reading int8 weights, an input that comes through quantize -> dequantize is
+    fed from before the quantization instead (the simulator's form of a quantized chain)."""
+    row = unit.row
+    quantized = _is_quantized_op(g)
+    feeds: list[TensorPair] = []
+    members: list[str] = []
+    for p in ins:
+        up = graph.producer(g, p.index or 0)
+        q = quantize_of(graph, up[0]) if quantized and up is not None else None
+        source = _input_pair(by_op, q.name, 0) if q is not None else None
+        if source is not None:
+            feeds.append(source)
+            members += [q.name, up[0].name]
+            row.quantized = True
+        else:
+            feeds.append(p)
+    if row.quantized:
+        row.members = tuple(dict.fromkeys(members + [g.name]))
+        unit.compute_feeds = [p for p in ins if p.npu_ref is not None]
+    return feeds
 
 
 # ---- the loop ------------------------------------------------------------------------------------------------
@@ -558,6 +580,8 @@ def _verdicts(result: LocateResult) -> None:
     for r in result.rows:
         if r.own is None:
             r.verdict = "not replayed"
+        elif r.inherited is not None and r.inherited.broken:
+            r.verdict = "inherited"  # fed NaN/inf: what it computes from them is not its own error
         elif result.crosses(r.own):
             r.verdict = "adds" if seen_origin else "origin"
             seen_origin = True

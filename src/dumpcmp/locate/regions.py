@@ -68,6 +68,7 @@ class OriginalModel:
         self.initializers: dict[str, Any] = {t.name: t for t in graph.initializer}
         self.graph_inputs = [vi.name for vi in graph.input if vi.name not in self.initializers]
         self._types = value_types(model, {})
+        self._sanitized: dict[str, str] | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "OriginalModel":
@@ -95,10 +96,17 @@ class OriginalModel:
 
             if op_name in self.graph_inputs or op_name in self.initializers:
                 return op_name if index == 0 else None
-            wanted = sanitize(op_name)
-            node = next((n for k, n in self.nodes.items() if sanitize(k) == wanted), None)
+            if self._sanitized is None:
+                # names as the runtime writes them (`.`, `/` ... as `_`), built once, on first need
+                self._sanitized = {}
+                for name in list(self.graph_inputs) + list(self.nodes):
+                    self._sanitized.setdefault(sanitize(name), name)
+            found = self._sanitized.get(sanitize(op_name))
+            if found is None:
+                return None
+            node = self.nodes.get(found)
             if node is None:
-                return next((x for x in self.graph_inputs if sanitize(x) == wanted), None) if index == 0 else None
+                return found if index == 0 else None
         return node.output[index] if index < len(node.output) and node.output[index] else None
 
     def is_weight(self, tensor: str) -> bool:

@@ -110,3 +110,29 @@ def test_several_layers_a_round_and_bad_options(net, tmp_path):
     (tmp_path / "full" / "f").write_text("")
     with pytest.raises(ConfigError, match="holds no bisect to resume"):
         bisect(net["model"], net["command"], net["gt"], tmp_path / "full")
+
+
+def test_a_device_run_past_its_timeout_stops_with_124(net, tmp_path):
+    from dumpcmp.bisect import RunFailed
+
+    with pytest.raises(RunFailed) as failed:
+        bisect(net["model"], "echo started; sleep 5 # {acl_json}", net["gt"], tmp_path / "t", timeout=0.5,
+               echo=lambda s: None)
+    assert failed.value.returncode == 124 and "started" in failed.value.output
+    assert "killed after 0.5 s" in (tmp_path / "t" / "round_01" / "run.log").read_text()
+
+
+def test_locate_replays_the_int8_unit_around_the_layer(tmp_path):
+    from dumpcmp.bisect import _Bisect
+    from dumpcmp.demo import build_model
+    from dumpcmp.simulate import simulate
+
+    model = build_model(tmp_path / "demo_net.onnx")
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    sim = simulate(model, tmp_path / "d", precision="int8", samples=[{"input": x}], layers=["prob"])
+    job = object.__new__(_Bisect)
+    job.last_graph = sim.json_path
+    # fc reads the int8 tensor of a quantize op: the unit is fed flatten's float output
+    assert job.around("fc", "flat_out_DequantizeLinear") == ["flatten", "flat_out_QuantizeLinear",
+                                                            "flat_out_DequantizeLinear", "fc"]
+    assert job.around("relu3", "add1") == ["add1", "relu3"]

@@ -156,6 +156,9 @@ def test_ground_truth_inputs_give_the_expected_outputs(demo, tmp_path):
     x = np.load(folder / "inputs" / "pool1_out.npy")
     np.testing.assert_array_equal(x, np.load(next(demo["gt"].glob("pool1.0.*.npy"))))
     assert (folder / "inputs" / "pool1_out.bin").read_bytes() == x.astype(np.float32).tobytes()
+    from dumpcmp.extract import bin_dtype_of  # integers (shape tensors, indices) keep their own dtype
+
+    assert bin_dtype_of(np.zeros(2, np.int64), np.dtype(np.float16)) == np.int64
     got = ort.InferenceSession(str(folder / "model.onnx")).run(None, {"pool1_out": x})[0]
     np.testing.assert_allclose(got, np.load(folder / "expected" / "relu3_out.npy"), rtol=1e-5, atol=1e-5)
 
@@ -263,3 +266,42 @@ def test_interrupted_export_leaves_nothing_and_keeps_the_folder(demo, tmp_path, 
         ex.extract(demo["model"], ["conv2"], ["add1"], dump=demo["dump"], graph_json=demo["json"], out=out)
     assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
     assert all(p.exists() for p in demo["files"].values())  # the dumps were never moved
+
+
+def test_real_network_whole(tmp_path):
+    # from the model's input to its output: shape inference leaves the output without a shape (a Reshape it cannot
+    # follow); the sub-model still passes the checker and gives the ground truth on the ground-truth input
+    from realnets import realnet_or_skip
+
+    path = realnet_or_skip("ocr_cls")
+    x = np.random.default_rng(1).standard_normal((1, 3, 48, 96)).astype(np.float32)
+    sim = simulate(path, tmp_path / "dump", samples=[{"x": x}])
+    dump_golden(path, {"x": x}, tmp_path / "gt")
+    out = onnx.load(str(path)).graph.output[0].name
+    assert main(["extract", str(path), "--start", "x", "--end", out, "-l", str(tmp_path / "dump"), "-f",
+                 str(sim.json_path), "-r", str(tmp_path / "gt"), "--data", "ground-truth", "-o",
+                 str(tmp_path / "o")]) == 0
+    (folder,) = (tmp_path / "o").glob("dump_result_*")
+    sub = onnx.load(str(folder / "model.onnx"))
+    onnx.checker.check_model(sub, full_check=True)
+    np.testing.assert_array_equal(np.load(folder / "inputs" / "x.npy"), x)
+    got = ort.InferenceSession(str(folder / "model.onnx")).run(None, {"x": x})[0]
+    want = ort.InferenceSession(str(path)).run([out], {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    (expected,) = (folder / "expected").iterdir()
+    np.testing.assert_allclose(np.load(expected), want, rtol=1e-5, atol=1e-6)
+
+
+def test_list_takes_shapes_the_model_leaves_open_from_the_graph_json(tmp_path, capsys):
+    from realnets import realnet_or_skip
+
+    path = realnet_or_skip("ocr_cls")  # free batch and width: shape inference leaves the Conv outputs open
+    x = np.random.default_rng(0).standard_normal((1, 3, 48, 96)).astype(np.float32)
+    sim = simulate(path, tmp_path / "dump", samples=[{"x": x}])
+    dump_golden(path, {"x": x}, tmp_path / "gt")
+    assert main(["extract", str(path), "--list", "--grep", "@3", "-f", str(sim.json_path)]) == 0
+    rows = {line.split()[1]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    bn = rows["BatchNormalization@3"]  # the output the fused device op holds: its shape from the graph JSON
+    want = np.load(next((tmp_path / "gt").glob("BatchNormalization@3.0.*.npy"))).shape
+    assert bn[3] == "[" + ",".join(map(str, want)) + "]" and bn[4] == "Conv@5BatchNormalization@3"
+    assert rows["Conv@5"][3] == "?"  # fused away: no device op holds it

@@ -33,6 +33,7 @@ __all__ = ["PLACEHOLDERS", "BisectResult", "Round", "RunFailed", "bisect", "cand
 
 PLACEHOLDERS = ("model", "acl_json", "dump", "graph_json", "round")
 STATE = "bisect.jsonl"
+_WALK_BACK_TYPES = frozenset({"AscendQuant", "AscendDequant", "Cast", "TransData"})
 LOG = "bisect.log"
 MARKER = ".dumpcmp-bisect"
 
@@ -216,8 +217,13 @@ class _Bisect:
             "model": os.fspath(self.device_model), "acl_json": os.fspath(acl.absolute()),
             "dump": os.fspath(dump.absolute()), "graph_json": os.fspath((folder / "model.json").absolute()),
             "round": str(number)})
-        done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=self.timeout, check=False)
+        try:
+            done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=self.timeout, check=False)
+        except subprocess.TimeoutExpired as expired:
+            output = (expired.output or b"").decode("utf-8", "replace")
+            atomic_write_text(folder / "run.log", f"$ {command}\n{output}killed after {self.timeout} s\n")
+            raise RunFailed(command, 124, output + f"(killed after --timeout {self.timeout} s)\n", folder) from None
         output = done.stdout.decode("utf-8", "replace")
         atomic_write_text(folder / "run.log", f"$ {command}\n{output}exit code {done.returncode}\n")
         if done.returncode != 0:
@@ -373,7 +379,8 @@ class _Bisect:
 
     def around(self, layer: str, previous: str | None) -> list[str]:
         """The compiled ops from the last layer above the threshold to `layer`, both included (inserted Cast,
-        TransData and quantize ops between them too): what locate replays."""
+        TransData and quantize ops between them too), and back from `layer` through quantize, dequantize and
+        inserted ops to the ops writing its float inputs: what locate replays."""
         from ..extract.region import NOT_RUN_DEVICE_TYPES
         from ..graph import load_graph
 
@@ -383,8 +390,20 @@ class _Bisect:
         if end is None:
             return [layer]
         first = start.position if start is not None else end.position
-        return [op.name for op in graph.ops if first <= op.position <= end.position
-                and op.type not in NOT_RUN_DEVICE_TYPES]
+        chosen = {op.name for op in graph.ops if first <= op.position <= end.position
+                  and op.type not in NOT_RUN_DEVICE_TYPES}
+        # back from the layer through quantize/dequantize and inserted ops to the ops writing its float inputs:
+        # locate replays a device int8 unit (quantize -> integer op -> dequantize) fed its float input
+        stack, seen = [end], {end.name}
+        while stack:
+            for found in graph.producers(stack.pop()):
+                if found is None or found[0].type in NOT_RUN_DEVICE_TYPES or found[0].name in seen:
+                    continue
+                seen.add(found[0].name)
+                chosen.add(found[0].name)
+                if found[0].type in _WALK_BACK_TYPES:
+                    stack.append(found[0])
+        return [op.name for op in graph.ops if op.name in chosen]
 
     def locate(self, layer: str, previous: str | None) -> str:
         """One more device run dumping the inputs and outputs (dump_mode all) of the ops from the last layer above

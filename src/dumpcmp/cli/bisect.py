@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 EPILOG = """\
 placeholders in CMD (replaced by shell-quoted paths):
@@ -48,7 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="layers dumped per run (default 1: binary search; K cuts the range in K+1 parts)")
     p.add_argument("--no-locate", action="store_true",
                    help="skip the last run that replays the layer found on its own device inputs (dumpcmp locate)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="limit for one device run")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="limit for one device run (reached: exit code 124)")
     p.set_defaults(run=run)
 
 
@@ -68,9 +70,11 @@ def run(args: argparse.Namespace) -> int:
         return failed.returncode if 0 < failed.returncode < 256 else 1
     if r.layer is not None and r.folder is not None:
         print(f"  its dump: {r.folder / 'dump'}; log: {r.log}")
-        print(f"  next: dumpcmp extract {args.model} --start {r.layer} --end {r.layer} -l {r.folder / 'dump'} "
-              f"-f {r.graph_json} -r {args.right} --data ground-truth "
-              f"-o {args.output}")
+        # the locate run dumped the layer's inputs too: the sub-model can take the device's own data
+        dump, data = (Path(args.output) / "locate" / "dump", "") if r.locate is not None else \
+            (r.folder / "dump", " --data ground-truth")
+        print(f"  next: dumpcmp extract {args.model} --start {r.layer} --end {r.layer} -l {dump} -f {r.graph_json} "
+              f"-r {args.right}{data} -o {Path(args.output) / 'extract'}")
     else:
         print(f"  log: {r.log}")
     return 0

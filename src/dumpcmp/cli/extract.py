@@ -88,13 +88,20 @@ def run(args: argparse.Namespace) -> int:
     for note in r.notes:
         print(f"dumpcmp: warning: {note}", file=sys.stderr)
     region = r.region
-    print(f"{len(region.nodes)} layers from {', '.join(args.start)} to {', '.join(args.end)} -> {r.folder}")
+    layers = f"{len(region.nodes)} layer{'s' * (len(region.nodes) != 1)}"
+    print(f"{layers} from {', '.join(args.start)} to {', '.join(args.end)} -> {r.folder}")
     print(f"  model.onnx    inputs {', '.join(region.inputs)}; outputs {', '.join(region.outputs)}")
+    import numpy as np
+
+    from ..extract import BIN_DTYPES, bin_dtype_of
+
     for x, path in r.inputs.items():
-        print(f"  inputs/       {path.name} (+ .bin, {args.bin_dtype}) from {r.sources[x]}")
+        raw = bin_dtype_of(np.load(path, mmap_mode="r"), np.dtype(BIN_DTYPES[args.bin_dtype]))
+        print(f"  inputs/       {path.name} (+ .bin, {raw.name}) from {r.sources[x]}")
     if r.expected:
         print(f"  expected/     {', '.join(p.name for p in r.expected.values())}")
-    print(f"  dump_data/    {len(r.dump_files)} dump files: {', '.join(p.name for p in r.dump_files)}")
+    files = f"{len(r.dump_files)} dump file{'s' * (len(r.dump_files) != 1)}"
+    print(f"  dump_data/    {files}: {', '.join(p.name for p in r.dump_files)}")
     print(f"  acl.json      dumps {', '.join(r.layers)}")
     print("  export.log, commands.sh")
     print("\nnext:")

@@ -30,7 +30,8 @@ import numpy as np
 from ..errors import ConfigError
 from .region import Layer, Network, Region
 
-__all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "Network", "Region", "extract", "list_layers", "load_network"]
+__all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "Network", "Region", "bin_dtype_of", "extract", "list_layers",
+           "load_network"]
 
 BIN_DTYPES = {"fp16": "float16", "float16": "float16", "fp32": "float32", "float32": "float32", "int8": "int8",
               "uint8": "uint8", "int32": "int32", "int64": "int64"}
@@ -77,6 +78,12 @@ def list_layers(model_path: str | os.PathLike[str], graph_json: str | os.PathLik
         g = grep.lower()
         layers = [x for x in layers if any(g in s.lower() for s in (x.name, x.op_type, *x.outputs, *x.device_ops))]
     return layers
+
+
+def bin_dtype_of(array: np.ndarray, bin_type: np.dtype) -> np.dtype:
+    """The dtype of an input's raw .bin: `bin_type` for floating-point data, the data's own for integers and
+    booleans (shape tensors and indices reach the device as they are)."""
+    return bin_type if array.dtype.kind == "f" else array.dtype
 
 
 def _file_stem(name: str, used: set[str]) -> str:
@@ -300,7 +307,8 @@ def _write(tmp: Path, final: Path, net: Network, region: Region, sub: Any, array
     for x, stem in stems.items():
         a = arrays[x]
         inputs[x] = atomic_write(tmp / "inputs" / f"{stem}.npy", lambda f, a=a: np.save(f, a))
-        atomic_write(tmp / "inputs" / f"{stem}.bin", lambda f, a=a: f.write(a.astype(bin_type).tobytes()))
+        raw = bin_dtype_of(a, bin_type)
+        atomic_write(tmp / "inputs" / f"{stem}.bin", lambda f, a=a, raw=raw: f.write(a.astype(raw).tobytes()))
     exp_paths: dict[str, Path] = {}
     if expected:
         (tmp / "expected").mkdir()

@@ -105,14 +105,30 @@ class Network:
     def dtype(self, tensor: str) -> np.dtype | None:
         return self.original.dtype(tensor)
 
+    def device_shapes(self) -> dict[str, tuple[int, ...]]:
+        """tensor name -> the original shape the graph JSON gives for it (the device ops' outputs, paired as
+        `dumpcmp compare` pairs them): shapes for models whose free dimensions shape inference leaves open."""
+        if self.graph is None:
+            return {}
+        from ..pairing import DeviceOp, pair_with_ground_truth
+
+        keys = {f"{n.name}.{i}": t for n in self.order for i, t in enumerate(n.output) if t}
+        keys.update({f"{x}.0": x for x in self.graph_inputs})
+        ops = [DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
+               for op in self.graph.ops if op.type not in NOT_RUN_DEVICE_TYPES]
+        return {p.ground_truth_ref: tuple(p.origin_shape) for p in pair_with_ground_truth(ops, keys, self.graph)
+                if p.kind == "output" and p.ground_truth_ref is not None and p.origin_shape is not None}
+
     def layers(self) -> list[Layer]:
-        """Every computing node in execution order with its output shapes and device ops."""
+        """Every computing node in execution order with its output shapes (from shape inference, else from the
+        graph JSON) and device ops."""
+        device = self.device_shapes()
         out: list[Layer] = []
         for n in self.order:
             if n.name in self.constant and n.op_type == "Constant":
                 continue
             outs = tuple(o for o in n.output if o)
-            out.append(Layer(len(out), n.name, n.op_type, outs, tuple(self.shape(o) for o in outs),
+            out.append(Layer(len(out), n.name, n.op_type, outs, tuple(self.shape(o) or device.get(o) for o in outs),
                              tuple(self.device_of.get(n.name, ()))))
         return out
 
@@ -148,7 +164,7 @@ class Network:
                 originals = self.originals_of.get(op.name, [])
                 if not originals:
                     raise ConfigError(f"{self.path}: device op {op.name!r} ({op.type}) has no original layer (the "
-                                      "compiler inserted it); name the layer before or after it")
+                                      "compiler or the quantizer inserted it); name the layer before or after it")
                 originals = sorted(originals, key=self.position.__getitem__)
                 # an end op ends where its output comes from: the last layer of a fused chain
                 return (originals[-1:] if role == "end" else originals), None
@@ -261,16 +277,51 @@ class Network:
         sub.producer_name = "dumpcmp extract"
         try:
             sub = onnx.shape_inference.infer_shapes(sub, strict_mode=True)
-            for vi in sub.graph.output:  # the outputs' types, from the inferred value_info
-                if not vi.type.HasField("tensor_type"):
-                    found = next((v for v in sub.graph.value_info if v.name == vi.name), None)
-                    if found is not None:
-                        vi.type.CopyFrom(found.type)
+            inferred = {v.name: v.type for v in sub.graph.value_info}
+            # a value_info shape inference could not give a shape says nothing: dropped
+            kept = [v for v in sub.graph.value_info if _has_shape(v.type)]
+            del sub.graph.value_info[:]
+            sub.graph.value_info.extend(kept)
+            missing = [vi for vi in sub.graph.output if not _has_shape(vi.type)]
+            if missing:
+                shapes = self._output_types(sub, arrays, [vi.name for vi in missing], inferred)
+                for vi in missing:
+                    vi.type.CopyFrom(shapes[vi.name])
             onnx.checker.check_model(sub, full_check=True)
         except Exception as error:
             raise ConfigError(f"{self.path}: the cut sub-model does not pass onnx.checker: "
                               f"{type(error).__name__}: {error}") from error
         return sub
+
+
+    def _output_types(self, sub: Any, arrays: Mapping[str, np.ndarray], names: Sequence[str],
+                      inferred: Mapping[str, Any]) -> dict[str, Any]:
+        """Types with shapes for outputs shape inference left without one: the original model's declared type,
+        else what onnxruntime gives on the region's data (dims the original leaves symbolic stay symbolic)."""
+        from onnx import helper
+
+        declared = {v.name: v.type for v in list(self.model.graph.output) + list(self.model.graph.value_info)}
+        out = {n: declared[n] for n in names if n in declared and _has_shape(declared[n])}
+        rest = [n for n in names if n not in out]
+        if rest:
+            import onnxruntime as ort
+
+            probe = type(sub)()
+            probe.CopyFrom(sub)
+            del probe.graph.output[:]
+            probe.graph.output.extend(helper.ValueInfoProto(name=n) for n in rest)
+            session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+            values = session.run(rest, {x: arrays[x] for x in (i.name for i in sub.graph.input)})
+            for n, v in zip(rest, values):
+                v = np.asarray(v)
+                elem = inferred[n].tensor_type.elem_type if n in inferred else \
+                    helper.np_dtype_to_tensor_dtype(v.dtype)
+                out[n] = helper.make_tensor_type_proto(elem, list(v.shape))
+        return out
+
+
+def _has_shape(tp: Any) -> bool:
+    return tp.HasField("tensor_type") and tp.tensor_type.HasField("shape")
 
 
 def _reads(node: Any) -> list[str]:

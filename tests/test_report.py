@@ -203,3 +203,9 @@ def test_report_and_compare_run_locate_on_the_model(tmp_path):
     assert doc["runs"][0]["verdict"]["error_starts"]["op"] == "b1a_convb1a_bn"
     assert main(["compare", *args, "-o", str(tmp_path / "c.csv"), "--html", str(tmp_path / "c.html")]) == 0
     assert "where the error starts (locate): b1a_convb1a_bn" in (tmp_path / "c.html").read_text()
+    # locate's saved JSON gives the same report
+    assert main(["locate", str(model), *args[:6], "-o", str(tmp_path / "loc"), "--json", str(tmp_path / "l.json"),
+                 "--quiet"]) == 0
+    args[-2] = str(tmp_path / "l.json")
+    assert main(["report", *args, "-o", str(tmp_path / "j.html")]) == 0
+    assert "where the error starts (locate): b1a_convb1a_bn" in (tmp_path / "j.html").read_text()

@@ -93,6 +93,17 @@ def test_report_with_locate_and_verdict(chain, tmp_path):
     assert main(["report", *chain.args(), "-o", str(tmp_path / "x.html"), "--locate", str(loc), "--quiet"]) == 2
 
 
+def test_which_layers_carry_histograms(chain, monkeypatch):
+    import dumpcmp.report as R
+
+    result = compare(chain.root / "dump", chain.gt, fusion_json=chain.graph)
+    assert len(R.chosen_rows(result, "auto")) == 16  # 16 small tensors: all of them
+    assert [r.index for r in R.chosen_rows(result, 2)] == [r.index for r in result.worst(2, distinct=True)]
+    monkeypatch.setattr(R, "AUTO_ALL_ELEMENTS", 1000)
+    monkeypatch.setattr(R, "AUTO_WORST", 3)
+    assert [r.index for r in R.chosen_rows(result, "auto")] == [r.index for r in result.worst(3, distinct=True)]
+
+
 @pytest.fixture(scope="module")
 def big_report(tmp_path_factory):
     """A 1,000-operator chain (2,000 rows with the inputs) with every layer's histogram embedded."""

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                    "probe_gbs": a.nbytes / t_probe / 1e9, "speedup_vs_numpy": t_np / t_dc,
                    "share_of_probe": t_probe / t_dc}
             rows.append(row)
-            print(f"{row['dtype']:8} {a.nbytes / 2**20:7.0f} MiB  {th} thread(s): dumpcmp {row['dumpcmp_gbs']:.2f} GB/s "
+            print(f"{row['dtype']:8} {a.nbytes / 2**20:7.0f} MiB  {th} thread(s): "
+                  f"dumpcmp {row['dumpcmp_gbs']:.2f} GB/s "
                   f"(two passes; {row['share_of_probe']:.0%} of the read probe {row['probe_gbs']:.1f} GB/s), "
                   f"numpy.histogram {row['numpy_gbs']:.3f} GB/s -> {row['speedup_vs_numpy']:.1f}x")
         del a, src

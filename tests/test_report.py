@@ -93,6 +93,17 @@ def test_report_with_locate_and_verdict(chain, tmp_path):
     assert main(["report", *chain.args(), "-o", str(tmp_path / "x.html"), "--locate", str(loc), "--quiet"]) == 2
 
 
+def test_which_layers_carry_histograms(chain, monkeypatch):
+    import dumpcmp.report as R
+
+    result = compare(chain.root / "dump", chain.gt, fusion_json=chain.graph)
+    assert len(R.chosen_rows(result, "auto")) == 16  # 16 small tensors: all of them
+    assert [r.index for r in R.chosen_rows(result, 2)] == [r.index for r in result.worst(2, distinct=True)]
+    monkeypatch.setattr(R, "AUTO_ALL_ELEMENTS", 1000)
+    monkeypatch.setattr(R, "AUTO_WORST", 3)
+    assert [r.index for r in R.chosen_rows(result, "auto")] == [r.index for r in result.worst(3, distinct=True)]
+
+
 @pytest.fixture(scope="module")
 def big_report(tmp_path_factory):
     """A 1,000-operator chain (2,000 rows with the inputs) with every layer's histogram embedded."""
@@ -203,3 +214,9 @@ def test_report_and_compare_run_locate_on_the_model(tmp_path):
     assert doc["runs"][0]["verdict"]["error_starts"]["op"] == "b1a_convb1a_bn"
     assert main(["compare", *args, "-o", str(tmp_path / "c.csv"), "--html", str(tmp_path / "c.html")]) == 0
     assert "where the error starts (locate): b1a_convb1a_bn" in (tmp_path / "c.html").read_text()
+    # locate's saved JSON gives the same report
+    assert main(["locate", str(model), *args[:6], "-o", str(tmp_path / "loc"), "--json", str(tmp_path / "l.json"),
+                 "--quiet"]) == 0
+    args[-2] = str(tmp_path / "l.json")
+    assert main(["report", *args, "-o", str(tmp_path / "j.html")]) == 0
+    assert "where the error starts (locate): b1a_convb1a_bn" in (tmp_path / "j.html").read_text()

@@ -48,8 +48,8 @@ def thresholds(args: argparse.Namespace) -> Thresholds:
 
 
 def load_locate(path: str | None) -> list[Any]:
-    """Locate rows from a JSON file: `dumpcmp locate --json` output ({"runs": [{"rows": [...]}]} or {"rows": [...]})
-    or a plain list of {op, own_cosine, inherited_cosine, total_cosine, verdict}."""
+    """Locate rows from a JSON file: `dumpcmp locate --json` output (a list of runs, each {"rows": [...]}; the first
+    run is read) or a plain list of {op, own_cosine, inherited_cosine, total_cosine, verdict}."""
     from ..errors import ConfigError, DumpError
 
     if path is None:
@@ -63,6 +63,8 @@ def load_locate(path: str | None) -> list[Any]:
         raise DumpError(f"{p}: not JSON: {error}") from None
     if isinstance(data, dict) and isinstance(data.get("runs"), list) and data["runs"]:
         data = data["runs"][0]
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "rows" in data[0]:
+        data = data[0]  # `dumpcmp locate --json`: one result per run; the first run
     rows = data.get("rows", data.get("ops")) if isinstance(data, dict) else data
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "op" in r for r in rows):
         raise ConfigError(f"{p}: expected locate's JSON or a list of objects with op, own_cosine, "

@@ -11,9 +11,11 @@ import argparse
 from . import count
 
 
-def _layers(text: str) -> int | None:
+def _layers(text: str) -> int | str | None:
     if text == "all":
         return None
+    if text == "auto":
+        return "auto"
     return count(text)
 
 
@@ -30,8 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
     p.add_argument("-alg", "--algorithms", metavar="LIST", help="metrics by index (default all)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
-    p.add_argument("--histograms", type=_layers, default=20, metavar="N|all",
-                   help="embed histograms and top errors of the N worst layers (default 20), or of all")
+    p.add_argument("--histograms", type=_layers, default="auto", metavar="N|all|auto",
+                   help="embed histograms and top errors of the N worst layers, or of all; auto (default): all when "
+                        "the compared tensors hold 32 Mi elements or fewer together, else the 20 worst")
     p.add_argument("--bins", type=int, default=64, help="histogram bins (default 64)")
     p.add_argument("--top-n", type=count, default=10, help="largest element errors per embedded layer (default 10)")
     p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")

@@ -102,16 +102,30 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def collect(result: Any, *, layers: int | None = 20, bins: int = 64, top_n: int = 10, custom: Any = None,
+#: `layers="auto"` embeds every compared layer when their elements add up to at most this, else the worst 20
+AUTO_ALL_ELEMENTS = 1 << 25
+AUTO_WORST = 20
+
+
+def chosen_rows(result: Any, layers: int | str | None) -> list[Any]:
+    """The rows whose histograms the report embeds: the `layers` worst by cosine, all (None), or "auto": all when
+    the compared tensors are small enough together (AUTO_ALL_ELEMENTS), else the AUTO_WORST worst."""
+    compared = [r for r in result.rows if r.result is not None]
+    if layers == "auto":
+        layers = None if sum(int(r.result.count) for r in compared) <= AUTO_ALL_ELEMENTS else AUTO_WORST
+    if layers is None:
+        return compared
+    return result.worst(int(layers), distinct=True) if 0 in result.algorithms else compared[:int(layers)]
+
+
+def collect(result: Any, *, layers: int | str | None = "auto", bins: int = 64, top_n: int = 10, custom: Any = None,
             threads: int = 0, quiet: bool = True) -> tuple[dict[int, tuple[Any, Any]], dict[int, list], list[str]]:
-    """Histograms (both sides over one range) and top element errors of the `layers` worst rows by cosine (None:
-    every compared row). Returns (histograms, tops, notes about rows that could not be read)."""
+    """Histograms (both sides over one range) and top element errors of the rows `chosen_rows` picks. Returns
+    (histograms, tops, notes about rows that could not be read)."""
     from ..errors import DumpcmpError
     from ..histogram import pair_histograms, row_sources, top_errors
 
-    compared = [r for r in result.rows if r.result is not None]
-    chosen = compared if layers is None else result.worst(layers, distinct=True) if 0 in result.algorithms \
-        else compared[:layers]
+    chosen = chosen_rows(result, layers)
     hists, tops, notes = {}, {}, []
     with Progress(len(chosen), "histograms", quiet=quiet) as progress:
         for r in chosen:
@@ -310,7 +324,8 @@ def write_report(path: str | os.PathLike[str], html: str, *, force: bool = False
     return atomic_write_text(path, html, force=force, what="report")
 
 
-def build(result: Any, *, threshold: float = 0.99, thresholds: Thresholds | None = None, layers: int | None = 20,
+def build(result: Any, *, threshold: float = 0.99, thresholds: Thresholds | None = None,
+          layers: int | str | None = "auto",
           bins: int = 64, top_n: int = 10, locate: Iterable[Any] | None = None, min_max: Any = None,
           custom: Any = None, threads: int = 0, quiet: bool = True, title: str | None = None) -> ReportData:
     """Everything the report shows: histograms and top errors of the worst `layers`, the advice, the verdict."""

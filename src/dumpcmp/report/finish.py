@@ -37,8 +37,9 @@ def check_outputs(args: argparse.Namespace, html: str | None) -> None:
             raise DumpcmpError(f"{p}: exists; choose another name or pass --force to replace it")
 
 
-def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None, layers: int | None = 20,
-           bins: int = 64, top_n: int = 10, out: Any = None, locate_results: dict[str, Any] | None = None) -> int:
+def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None,
+           layers: int | str | None = "auto", bins: int = 64, top_n: int = 10, out: Any = None,
+           locate_results: dict[str, Any] | None = None) -> int:
     """`locate_results`: locate's result per run (when the command ran locate); else `args.locate` is read as a
     locate JSON file, if given."""
     from ..advice import advise, normalise_locate

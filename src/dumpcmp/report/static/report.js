@@ -60,7 +60,7 @@
     const adv = data.advice.filter((a) => a.row === r.i);
     if (adv.length) h += "<ul>" + adv.map((a) => `<li><b>${esc(a.rule)}</b>: ${esc(a.message)}</li>`).join("") + "</ul>";
     if (r.hist) h += `<h3>Histogram (blue: device, black: ground truth, red dashed: min and max)</h3>${histSvg(r.hist)}`;
-    else if (r.range) h += `<p class="note">No histogram embedded for this layer (the report holds the worst layers'; rerun with --histograms all).</p>`;
+    else if (r.range) h += `<p class="note">No histogram embedded for this layer (this report holds the worst layers'; dumpcmp report --histograms all embeds every layer's).</p>`;
     if (r.top && r.top.length) {
       h += "<h3>Largest element errors</h3><table><tr><th>Index</th><th>NPUDump</th><th>GroundTruth</th><th>AbsoluteError</th></tr>" +
         r.top.map((t) => `<tr><td>${t[0]}</td><td>${num(t[1])}</td><td>${num(t[2])}</td><td>${num(t[3])}</td></tr>`).join("") + "</table>";

@@ -922,12 +922,13 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
     # last: a run stopped by an error or a signal leaves nothing, not a set without its index.
     with file_set(out, force=force, what="ground truth") as staged:
         return _dump_into(out, staged, path, model, runner, feeds, declared, nodes, types, check, seed,
-                          batch_bytes, source_notes, ort, onnx, include_constants)
+                          batch_bytes, source_notes, ort, onnx, include_constants, flow)
 
 
 def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, feeds: dict[str, np.ndarray],
                declared: Any, nodes: Any, types: Any, check: bool, seed: int | None, batch_bytes: int,
-               source_notes: dict[str, str], ort: Any, onnx: Any, include_constants: bool) -> GoldenRun:
+               source_notes: dict[str, str], ort: Any, onnx: Any, include_constants: bool,
+               flow: str) -> GoldenRun:
     plain: dict[str, np.ndarray] = {}
     if check:
         session = runner.session([])

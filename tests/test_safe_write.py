@@ -55,7 +55,7 @@ def test_dangling_symlink_counts_as_taken(tmp_path):
 def test_temporaries_are_unpredictable_exclusive_and_never_follow_links(tmp_path, victim):
     names = {_io.temp_name("x") for _ in range(100)}
     assert len(names) == 100
-    assert all(n.startswith(f".dumpcmp-") and f"-{os.getpid()}-" in n and n.endswith(".tmp") for n in names)
+    assert all(n.startswith(".dumpcmp-") and f"-{os.getpid()}-" in n and n.endswith(".tmp") for n in names)
     # even a guessed name holding a symlink is not followed: O_EXCL | O_NOFOLLOW fails, it never truncates
     planted = tmp_path / _io.temp_name("guess")
     planted.symlink_to(victim)

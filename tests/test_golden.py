@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -176,6 +177,28 @@ def test_second_run_needs_force_and_wins_by_timestamp(net, tmp_path):
     last_first = max(int(r.file.rsplit(".", 2)[1]) for r in first.written)
     assert min(int(r.file.rsplit(".", 2)[1]) for r in second.written) > last_first
 
+
+
+def test_a_run_stopped_half_way_leaves_no_partial_set(net, tmp_path, monkeypatch):
+    import dumpcmp.golden as G
+
+    path, x = net
+    calls = []
+    real = G._save_npy
+
+    def failing(target, array):
+        calls.append(target)
+        if len(calls) == 4:
+            raise KeyboardInterrupt  # Ctrl-C (or SIGTERM, which the CLI turns into the same) after three files
+        real(target, array)
+
+    monkeypatch.setattr(G, "_save_npy", failing)
+    with pytest.raises(KeyboardInterrupt):
+        dump_golden(path, {"in.put": x}, tmp_path / "out")
+    assert os.listdir(tmp_path / "out") == []  # not three files without their index
+    monkeypatch.setattr(G, "_save_npy", real)
+    run = dump_golden(path, {"in.put": x}, tmp_path / "out")
+    assert (tmp_path / "out" / G.INDEX_NAME).exists() and len(run.written) > 3
 
 # -- single nodes against NumPy --------------------------------------------------------------------------------
 def np_conv(x, w, b, pad):

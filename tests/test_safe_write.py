@@ -55,7 +55,7 @@ def test_dangling_symlink_counts_as_taken(tmp_path):
 def test_temporaries_are_unpredictable_exclusive_and_never_follow_links(tmp_path, victim):
     names = {_io.temp_name("x") for _ in range(100)}
     assert len(names) == 100
-    assert all(n.startswith(f".dumpcmp-") and f"-{os.getpid()}-" in n and n.endswith(".tmp") for n in names)
+    assert all(n.startswith(".dumpcmp-") and f"-{os.getpid()}-" in n and n.endswith(".tmp") for n in names)
     # even a guessed name holding a symlink is not followed: O_EXCL | O_NOFOLLOW fails, it never truncates
     planted = tmp_path / _io.temp_name("guess")
     planted.symlink_to(victim)
@@ -246,3 +246,23 @@ def test_cli_result_file_through_a_planted_link(tmp_path, victim):
     assert main(args + ["--force"]) in (0, 1)
     assert victim.read_text() == "precious" and not link.is_symlink()
     assert leftovers(tmp_path) == []
+
+
+def test_detail_export_replaces_planted_links_not_their_targets(tmp_path, victim):
+    from dumpcmp.cli import main
+    from dumpcmp.samples import make_sample_tree
+
+    device = make_sample_tree(tmp_path / "s")
+    out = tmp_path / "detail"
+    args = ["compare", "-l", str(device), "-r", str(tmp_path / "s" / "ground_truth"), "-d", "conv1", "-o", str(out)]
+    assert main(args) == 0
+    files = sorted(os.listdir(out))
+    assert files and leftovers(out) == []
+    for name in files:  # every file of the set becomes a link to the victim
+        os.remove(out / name)
+        (out / name).symlink_to(victim)
+    assert main(args) == 2
+    assert victim.read_text() == "precious" and all((out / n).is_symlink() for n in files)
+    assert main(args + ["--force"]) == 0
+    assert victim.read_text() == "precious" and not any((out / n).is_symlink() for n in files)
+    assert leftovers(out) == [] and sorted(os.listdir(out)) == files

@@ -11,6 +11,8 @@
 
 namespace {
 
+using namespace dumpcmp;
+
 std::vector<std::string> files_in(const std::string& dir) {
     std::vector<std::string> out;
     if (DIR* d = ::opendir(dir.c_str())) {
@@ -45,7 +47,6 @@ std::vector<std::uint8_t> dump_of(std::int32_t dtype, const std::vector<std::uin
 }  // namespace
 
 int main() {
-    using namespace dumpcmp;
     const std::string root = DUMPCMP_FUZZ_DIR;
     int replayed = 0;
     for (const char* target : {"dump", "layout"}) {
@@ -69,7 +70,7 @@ int main() {
         CHECK(!f.check_tensor(h.outputs[0]).empty());
     }
     {
-        auto d = dump_of(0, std::vector<std::uint64_t>(70, 1), 4);
+        auto d = dump_of(1, std::vector<std::uint64_t>(70, 1), 4);  // FLOAT, one element
         DumpHeader h = parse_dump(d.data(), d.size(), "x");
         CHECK(DumpFile("x", h).check_tensor(h.outputs[0]).find("at most 64") != std::string::npos);
     }

@@ -10,7 +10,6 @@ zero), absent optional inputs written as `""`.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping

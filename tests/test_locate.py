@@ -284,3 +284,54 @@ def test_an_fp16_overflow_is_an_origin_and_said_so(tmp_path: Path) -> None:
     r = dumpcmp.locate(big, tmp_path / "dump", tmp_path / "gt", fusion_json=sim.json_path)
     assert r.origin is not None and r.origin.op == "b0b_convb0b_bnb0b_relu" and r.origin.own.broken
     assert "an overflow" in r.statement() and r.ranking(1)[0] is r.origin
+
+
+def test_original_casts_and_compile_time_constants_are_replayed(tmp_path: Path) -> None:
+    """As in PP-OCR's classifier head: Shape -> Cast -> Slice -> Cast, concatenated with a Cast of a Constant,
+    feeds a Reshape. The original Casts are ops of their own (not the compiler's: replayed as Casts), an op fed
+    straight from one is fed that Cast's output, and the Cast of a Constant (folded at compile time, never run on
+    the device) travels inside its consumer's region like a weight."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from dumpcmp.golden import dump_golden
+    from dumpcmp.simulate import simulate
+
+    def const(name: str, value: list[int]) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], name=name,
+                                value=helper.make_tensor(name, TensorProto.INT64, [len(value)], value))
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["h"], name="relu"),
+        helper.make_node("Shape", ["h"], ["shp"], name="shape"),
+        helper.make_node("Cast", ["shp"], ["shp32"], name="cast_shape", to=TensorProto.INT32),
+        const("starts", [0]), const("ends", [1]),
+        helper.make_node("Slice", ["shp32", "starts", "ends"], ["batch"], name="slice"),
+        helper.make_node("Cast", ["batch"], ["batch64"], name="cast_batch", to=TensorProto.INT64),
+        helper.make_node("Constant", [], ["minus1"], name="minus1",
+                         value=helper.make_tensor("minus1", TensorProto.INT32, [1], [-1])),
+        helper.make_node("Cast", ["minus1"], ["minus1_64"], name="cast_const", to=TensorProto.INT64),
+        helper.make_node("Concat", ["batch64", "minus1_64"], ["new_shape"], name="concat", axis=0),
+        helper.make_node("Reshape", ["h", "new_shape"], ["flat"], name="reshape"),
+        helper.make_node("Sigmoid", ["flat"], ["y"], name="sig"),
+    ]
+    graph = helper.make_graph(nodes, "shapes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 36])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = tmp_path / "shapes.onnx"
+    onnx.save(model, path)
+    x = np.random.default_rng(0).standard_normal((1, 4, 3, 3)).astype(np.float32)
+    dump_golden(path, {"x": x}, tmp_path / "gt")
+    sim = simulate(path, tmp_path / "dump", precision="fp16", samples=[{"x": x}], dump_mode="all", model_name="m")
+    r = dumpcmp.locate(path, tmp_path / "dump", tmp_path / "gt", fusion_json=sim.json_path)
+    rows = {row.op: row for row in r.rows}
+    assert [row.op for row in r.rows if row.verdict == "not replayed"] == []
+    assert r.origin is None
+    assert rows["cast_shape"].region.nodes == ("cast_shape",) and rows["cast_shape"].output == "shp32"
+    assert rows["slice"].region.inputs == ("shp32",)
+    assert rows["concat"].region.inputs == ("batch64",) and "cast_const" in rows["concat"].region.nodes
+    assert "cast_const" not in rows  # folded: no device op runs it
+    for op in ("shape", "cast_shape", "slice", "cast_batch", "concat"):
+        assert rows[op].own.cosine == pytest.approx(1.0) and rows[op].own.value(1) == 0, op

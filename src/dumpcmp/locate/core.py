@@ -8,7 +8,10 @@ Units of replay, one per device operator in execution order (its row):
   fed the float tensor before quantization (the quantize op's dumped input) and compared at the op's float output,
   so "own" is the chain's quantization error; the op alone on its dequantized input is replayed as well, which
   tells quantization error from compute error;
-- a quantize op (raw integers out) is replayed with its dequantize op and gets a row that says so.
+- a quantize op (raw integers out) is replayed with its dequantize op and gets a row that says so;
+- a Cast standing for an original ONNX Cast is that Cast (not the identity the pairing's walk past every
+  Cast/TransData would make it), and an op fed straight from one is fed that Cast's output; tensors computed from
+  weights alone (folded to Const data by the compiler, not dumped) travel inside the region like weights.
 
 Numbers: own = device output vs replay, inherited = the fed device inputs vs their ground truth (the worst input),
 total = device output vs ground truth; for an op with several outputs the output with the lowest own cosine
@@ -37,7 +40,7 @@ import numpy as np
 
 from ..errors import ConfigError, DumpcmpError
 from ..metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
-from ..pairing import DEQUANTIZE_TYPES, QUANTIZE_TYPES, TensorPair
+from ..pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
 from .feeds import decode, device_tensor
 from .regions import OriginalModel, Region, RegionError, _region_from, original_tensor, quantize_of
 from .replay import Job, run_jobs
@@ -301,6 +304,35 @@ class _Unit:
     compute_feeds: list[TensorPair] = field(default_factory=list)
     weight: str | None = None
     """A quantized weight's original name: the replay is its original value."""
+    held: dict[int, str] = field(default_factory=dict)
+    """Pairs (by id) whose original tensor is not the pairing's (`_held_tensor`)."""
+
+    def tensor(self, om: OriginalModel, pair: TensorPair) -> str | None:
+        """The original tensor a pair of this unit feeds or is compared at."""
+        return self.held.get(id(pair)) or original_tensor(om, pair)
+
+
+def _held_tensor(om: OriginalModel, graph: Any, pair: TensorPair) -> str | None:
+    """The original tensor the device tensor of `pair` holds. The pairing (as the original tools) walks back past
+    every Cast/TransData, which is right for one the compiler inserted; but the output of a Cast/TransData standing
+    for an original node (an ONNX Cast), and an input that comes straight from one, hold that node's output."""
+    name = original_tensor(om, pair)
+    g = graph.get(pair.graph_op) if pair.graph_op else None
+    if g is None or pair.index is None:
+        return name
+    up = graph.producer(g, pair.index) if pair.kind == "input" else (g, pair.index)
+    if up is None or up[0].type not in PASS_THROUGH_TYPES or up[0].is_inserted:
+        return name
+    op, k = up
+    desc = op.output(k)
+    if desc is not None and desc.origin_name is not None:
+        origin, index = desc.origin_name, k if desc.origin_output_index is None else desc.origin_output_index
+    else:
+        originals = [n for n in graph.original_names(op) if n in om.nodes]
+        if len(originals) != 1:
+            return name
+        origin, index = originals[0], k
+    return om.tensor(origin, index) or name
 
 
 def _is_quantized_op(op: Any) -> bool:
@@ -401,11 +433,15 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     else:
         feeds = _plan_op_feeds(graph, by_op, g, ins, unit)
         originals = graph.original_names(g)
-    region = _region_from(om, originals, [original_tensor(om, p) for p in feeds],
-                          [original_tensor(om, p) for p in outs], row.op)
-    unit.feeds = [p for p in feeds if original_tensor(om, p) in region.inputs]
-    unit.outputs = [p for p in outs if original_tensor(om, p) in region.outputs]
-    unit.compute_feeds = [p for p in unit.compute_feeds if original_tensor(om, p) in region.inputs]
+    for p in feeds + unit.compute_feeds + outs:
+        name = _held_tensor(om, graph, p)
+        if name is not None and name != original_tensor(om, p):
+            unit.held[id(p)] = name
+    region = _region_from(om, originals, [unit.tensor(om, p) for p in feeds],
+                          [unit.tensor(om, p) for p in outs], row.op)
+    unit.feeds = [p for p in feeds if unit.tensor(om, p) in region.inputs]
+    unit.outputs = [p for p in outs if unit.tensor(om, p) in region.outputs]
+    unit.compute_feeds = [p for p in unit.compute_feeds if unit.tensor(om, p) in region.inputs]
     row.region = region
 
 
@@ -488,12 +524,12 @@ def _estimate(om: OriginalModel, unit: _Unit) -> int:
     return total * 4  # decoded feeds, replay outputs, decoded device outputs, the batch's ground truth
 
 
-def _decode_feeds(om: OriginalModel, pairs: Sequence[TensorPair]) -> dict[str, np.ndarray]:
+def _decode_feeds(om: OriginalModel, unit: _Unit, pairs: Sequence[TensorPair]) -> dict[str, np.ndarray]:
     out = {}
     for p in pairs:
-        name = original_tensor(om, p)
+        name = unit.tensor(om, p)
         if name is not None and name not in out:
-            out[name] = device_tensor(om, p)
+            out[name] = device_tensor(om, p, tensor=name)
     return out
 
 
@@ -505,9 +541,9 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         return
     best: tuple[Measure, Measure | None, str, Measure | None] | None = None
     for p in unit.outputs:
-        name = unit.weight or original_tensor(om, p)
+        name = unit.weight or unit.tensor(om, p)
         replay = job.outputs[name]
-        device = device_tensor(om, p, shape=replay.shape)
+        device = device_tensor(om, p, shape=replay.shape, tensor=None if unit.weight else name)
         own = _measure(device, replay, own_metrics)
         truth = _truth(p, cache) if unit.weight is None else replay
         total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
@@ -523,7 +559,7 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         truth = _truth(p, cache)
         if truth is None:
             continue
-        m = _measure(job.feeds[original_tensor(om, p)], truth, DEFAULT_ALGORITHMS)
+        m = _measure(job.feeds[unit.tensor(om, p)], truth, DEFAULT_ALGORITHMS)
         if worst_in is None or m.cosine < worst_in.cosine:
             worst_in = m
     row.inherited = worst_in
@@ -565,11 +601,11 @@ def _run_batch(om: OriginalModel, batch: Sequence[_Unit], own_metrics: Sequence[
     jobs: list[tuple[_Unit, Job, Job | None]] = []
     for unit in batch:
         try:
-            feeds = {unit.weight: om.value(unit.weight)} if unit.weight else _decode_feeds(om, unit.feeds)
+            feeds = {unit.weight: om.value(unit.weight)} if unit.weight else _decode_feeds(om, unit, unit.feeds)
             job = Job(unit.row.region, feeds)
             compute = None
             if unit.compute_feeds:
-                compute = Job(unit.row.region, _decode_feeds(om, unit.compute_feeds))
+                compute = Job(unit.row.region, _decode_feeds(om, unit, unit.compute_feeds))
         except (DumpcmpError, ValueError, OSError) as error:
             unit.row.note = f"cannot decode its inputs: {error}"
             continue

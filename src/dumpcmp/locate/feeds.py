@@ -65,9 +65,11 @@ def decode(tensor: Any, *, shape: Sequence[int] | None = None, dtype: Any = None
     return np.ascontiguousarray(a)
 
 
-def device_tensor(model: OriginalModel, pair: Any, *, shape: Sequence[int] | None = None) -> np.ndarray:
+def device_tensor(model: OriginalModel, pair: Any, *, shape: Sequence[int] | None = None,
+                  tensor: str | None = None) -> np.ndarray:
     """The device tensor of a `dumpcmp.pairing.TensorPair` (its `npu_ref` as `dumpcmp compare` makes it: the
-    dump is `npu_ref.dump`) decoded to the original tensor it holds. `shape` overrides the original model's."""
+    dump is `npu_ref.dump`) decoded to the original tensor it holds (`tensor` when given, else the pairing's).
+    `shape` overrides the original model's."""
     ref = pair.npu_ref
     dump = getattr(ref, "dump", None)
     if dump is None:
@@ -75,7 +77,7 @@ def device_tensor(model: OriginalModel, pair: Any, *, shape: Sequence[int] | Non
     tensors = dump.inputs if pair.kind == "input" else dump.outputs
     if pair.index is None or pair.index >= len(tensors):
         raise DumpcmpError(f"{dump.path}: no {pair.kind} {pair.index} (the dump has {len(tensors)})")
-    name = original_tensor(model, pair)
+    name = tensor if tensor is not None else original_tensor(model, pair)
     want_shape = shape if shape is not None else (model.shape(name) if name is not None else None)
     want_dtype = model.dtype(name) if name is not None else None
     return decode(tensors[pair.index], shape=want_shape, dtype=want_dtype, origin_format=pair.origin_format)
@@ -83,13 +85,14 @@ def device_tensor(model: OriginalModel, pair: Any, *, shape: Sequence[int] | Non
 
 def device_feeds(model: OriginalModel, pairs: Iterable[Any], *, weights: bool = False) -> dict[str, np.ndarray]:
     """The dumped inputs among `pairs` (one device op's, or several), decoded, by original tensor name. Weights
-    (initializers, Constant outputs) are left out unless `weights`: the original model carries its own."""
+    (initializers, Constant outputs, tensors computed from them alone) are left out unless `weights`: the original
+    model carries its own."""
     out: dict[str, np.ndarray] = {}
     for pair in pairs:
         if pair.kind != "input" or pair.npu_ref is None:
             continue
         name = original_tensor(model, pair)
-        if name is None or name in out or (not weights and model.is_weight(name)):
+        if name is None or name in out or (not weights and model.is_constant(name)):
             continue
         out[name] = device_tensor(model, pair)
     return out

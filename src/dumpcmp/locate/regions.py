@@ -9,7 +9,10 @@ A region is found from the pairing (`dumpcmp.pairing`, through the graph JSON: f
 quantize/dequantize): the original tensors the device op's outputs hold are the region's outputs, the original
 tensors its dumped data inputs hold are where it starts, and the nodes between them, limited to the op's original
 nodes (`_datadump_original_op_names`) and Constant nodes, are the region. Weights (initializers) and Constant nodes
-travel inside the sub-model; its inputs are only the activations that enter the region. A region with no nodes
+travel inside the sub-model, and so do tensors computed from them alone (a Cast of a Constant, a shape computed from
+initializers: what a compiler folds into Const data at compile time, `dumpcmp.golden.constant_tensors`), with the
+nodes computing them, whichever device op they belong to; its inputs are only the activations that enter the
+region. A region with no nodes
 (an inserted Cast/TransData, a quantize/dequantize pair) is an identity: its output is its input.
 """
 
@@ -50,7 +53,7 @@ class OriginalModel:
     output, as `dumpcmp golden` names files), the producer of every tensor, initializers, value types."""
 
     def __init__(self, model: Any, path: str | os.PathLike[str] | None = None) -> None:
-        from ..golden import execution_order, value_types
+        from ..golden import constant_tensors, execution_order, value_types
         from ..simulate._lower import name_nodes, node_name
 
         self.path = None if path is None else Path(path)
@@ -67,6 +70,7 @@ class OriginalModel:
                     self.producer[t] = name
         self.initializers: dict[str, Any] = {t.name: t for t in graph.initializer}
         self.graph_inputs = [vi.name for vi in graph.input if vi.name not in self.initializers]
+        self.constants: frozenset[str] = frozenset(constant_tensors(graph))
         self._types = value_types(model, {})
         self._sanitized: dict[str, str] | None = None
 
@@ -116,6 +120,10 @@ class OriginalModel:
         p = self.producer.get(tensor)
         return p is not None and self.nodes[p].op_type == "Constant"
 
+    def is_constant(self, tensor: str) -> bool:
+        """A weight, or a tensor computed from weights alone (folded at compile time): travels inside the region."""
+        return tensor in self.constants or self.is_weight(tensor)
+
     def value(self, tensor: str) -> np.ndarray:
         """The value of a weight: an initializer's, or a Constant node's `value`."""
         from onnx import numpy_helper
@@ -151,9 +159,10 @@ class OriginalModel:
 
 def cut_region(model: OriginalModel, inputs: Iterable[str], outputs: Sequence[str],
                allowed: Iterable[str] | None = None) -> Region:
-    """The nodes computing `outputs` from `inputs` (plus weights and Constant nodes), walking back from the
-    outputs. `allowed`: the original node names the region may hold (the device op's originals); a walk that
-    needs any other node, or a graph input not given, raises RegionError saying which tensor is missing."""
+    """The nodes computing `outputs` from `inputs` (plus weights, Constant nodes and the nodes computing tensors
+    from weights alone), walking back from the outputs. `allowed`: the original node names the region may hold
+    (the device op's originals; compile-time constants are always allowed); a walk that needs any other node, or a
+    graph input not given, raises RegionError saying which tensor is missing."""
     fed = set(inputs)
     allow = None if allowed is None else set(allowed)
     chosen: set[str] = set()
@@ -174,7 +183,7 @@ def cut_region(model: OriginalModel, inputs: Iterable[str], outputs: Sequence[st
         if p is None:
             raise RegionError(f"tensor {t!r} is a model input the device op's dump does not hold")
         node = model.nodes[p]
-        if allow is not None and p not in allow and node.op_type != "Constant":
+        if allow is not None and p not in allow and t not in model.constants:
             raise RegionError(f"tensor {t!r} (output of {p}, not an op this device op stands for) is not among "
                               f"its dumped inputs")
         for attr in node.attribute:
@@ -233,7 +242,7 @@ def _region_from(model: OriginalModel, originals: Sequence[str], inputs: Sequenc
     outs = [t for t in outputs if t is not None]
     if not outs:
         raise RegionError(f"{where}: none of its outputs holds an original tensor")
-    fed = [t for t in inputs if t is not None and not model.is_weight(t)]
+    fed = [t for t in inputs if t is not None and not model.is_constant(t)]
     known = [n for n in originals if n in model.nodes]
     if not known and not set(outs) <= set(fed):
         raise RegionError(f"{where}: no original node ({', '.join(originals) or 'inserted by the compiler'})")

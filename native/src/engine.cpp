@@ -64,8 +64,9 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
                                     std::to_string(y.count()));
     if (options.chunk_elements == 0) throw std::invalid_argument("window size must be at least one element");
     const std::uint64_t n = x.count();
-    const std::size_t window =
-        std::max(tile_window(x, options.chunk_elements), tile_window(y, options.chunk_elements));
+    std::size_t window = std::max(tile_window(x, options.chunk_elements), tile_window(y, options.chunk_elements));
+    // The default mode's float32 sums are NumPy's blocks of kF32SumBlock elements: windows hold whole blocks.
+    if (!options.precise) window = (window + kF32SumBlock - 1) / kF32SumBlock * kF32SumBlock;
     const bool both_bool = x.type() == DataType::BOOL && y.type() == DataType::BOOL;
     const MetricOptions mopt{options.metrics, options.scalar, both_bool, options.precise};
 

@@ -932,7 +932,32 @@ void block_partial(SX x, SY y, std::size_t n, MetricPartial& p, bool precise) {
     p.max_rel = a.mrel;
 }
 
+// The original's float32 terms of up to kF32SumBlock elements, each summed as NumPy sums a float32 array.
+template <class SX, class SY>
+F32BlockSums f32_block_sums(SX x, SY y, std::size_t n) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < 5 * kF32SumBlock) buffer.resize(5 * kF32SumBlock);
+    float* rel = buffer.data();
+    float* ad = rel + kF32SumBlock;
+    float* sd = ad + kF32SumBlock;
+    float* xx = sd + kF32SumBlock;
+    float* yy = xx + kF32SumBlock;
+    const float eps = static_cast<float>(kMetricEps);  // 2^-52, exact
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = x.at(i), b = y.at(i);
+        const float d = a - b;
+        rel[i] = eps < std::fabs(b) ? std::fabs(a / b - 1.0f) : 0.0f;
+        ad[i] = std::fabs(d);
+        sd[i] = d * d;
+        xx[i] = a * a;
+        yy[i] = b * b;
+    }
+    return {pairwise_sum_f32(rel, n), pairwise_sum_f32(ad, n), pairwise_sum_f32(sd, n), pairwise_sum_f32(xx, n),
+            pairwise_sum_f32(yy, n)};
+}
+
 // Blocks of at most kBlock elements, merged in order: what accumulate() does for float32 arrays, for any sources.
+// The default mode also keeps the float32 sums of each kF32SumBlock elements (counted from this chunk's start).
 template <class SX, class SY>
 void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into, bool precise) {
     for (std::size_t first = 0; first < n; first += kBlock) {
@@ -940,6 +965,27 @@ void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into, bool pre
         block_partial(x.offset(first), y.offset(first), std::min(kBlock, n - first), block, precise);
         merge(into, block);
     }
+    if (precise) return;
+    for (std::size_t first = 0; first < n; first += kF32SumBlock)
+        into.f32_blocks.push_back(f32_block_sums(x.offset(first), y.offset(first), std::min(kF32SumBlock, n - first)));
+}
+
+// The block sums added in order, in float32, as NumPy 1.x adds its buffers' sums.
+F32BlockSums fold_f32(const std::vector<F32BlockSums>& blocks) noexcept {
+    F32BlockSums s;
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+        const F32BlockSums& b = blocks[k];
+        if (k == 0) {
+            s = b;
+            continue;
+        }
+        s.rel += b.rel;
+        s.ad += b.ad;
+        s.sd += b.sd;
+        s.xx += b.xx;
+        s.yy += b.yy;
+    }
+    return s;
 }
 
 template <class SX, class SY>
@@ -996,6 +1042,36 @@ void reset_kld_group_counts() noexcept {
 
 }  // namespace detail
 
+float pairwise_sum_f32(const float* a, std::size_t n) noexcept {
+    if (n < 8) {
+        float res = -0.0f;
+        for (std::size_t i = 0; i < n; ++i) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        float r[8];
+        for (std::size_t j = 0; j < 8; ++j) r[j] = a[j];
+        const std::size_t whole = n - n % 8;
+        for (std::size_t i = 8; i < whole; i += 8)
+            for (std::size_t j = 0; j < 8; ++j) r[j] += a[i + j];
+        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (std::size_t i = whole; i < n; ++i) res += a[i];
+        return res;
+    }
+    std::size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum_f32(a, n2) + pairwise_sum_f32(a + n2, n - n2);
+}
+
+float numpy_sum_f32(const float* a, std::size_t n) noexcept {
+    float s = -0.0f;
+    for (std::size_t first = 0; first < n; first += kF32SumBlock) {
+        const float b = pairwise_sum_f32(a + first, std::min(kF32SumBlock, n - first));
+        s = first == 0 ? b : s + b;
+    }
+    return s;
+}
+
 const char* metric_name(int index) noexcept {
     return index >= 0 && index < kMetricCount ? kMetricNames[index] : nullptr;
 }
@@ -1021,6 +1097,7 @@ void merge(MetricPartial& into, const MetricPartial& next) {
     into.max_abs_diff = sticky_max(into.max_abs_diff, next.max_abs_diff);
     into.sum_rel += next.sum_rel;
     into.max_rel = sticky_max(into.max_rel, next.max_rel);
+    into.f32_blocks.insert(into.f32_blocks.end(), next.f32_blocks.begin(), next.f32_blocks.end());
 }
 
 KldParams kld_params(const MetricPartial& t, bool precise) noexcept {
@@ -1079,6 +1156,12 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     const bool f32 = !options.precise && !options.both_bool;
     auto r32 = [f32](double v) { return f32 ? to_f32(v) : v; };
     const bool data_finite = t.x.nan + t.x.pos_inf + t.x.neg_inf + t.y.nan + t.y.pos_inf + t.y.neg_inf == 0;
+    // The original's float32 sums (NumPy 1.x's blocked pairwise summation) where pass 1 kept them.
+    const bool exact32 = f32 && !t.f32_blocks.empty();
+    const F32BlockSums s32 = exact32 ? fold_f32(t.f32_blocks) : F32BlockSums{};
+    const double sum_xx = exact32 ? s32.xx : t.x.sum_sq, sum_yy = exact32 ? s32.yy : t.y.sum_sq;
+    const double sum_rel = exact32 ? s32.rel : t.sum_rel, sum_ad = exact32 ? s32.ad : t.sum_abs_diff;
+    const double sum_sd = exact32 ? s32.sd : t.sum_sq_diff;
 
     const double n = static_cast<double>(t.count);
     // np.min/np.max semantics: NaN wins.
@@ -1095,8 +1178,8 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     {
         double v;
         // The norms: float32 square roots of float32 sums in the original.
-        const double nx = f32 ? sqrt_f32(t.x.sum_sq) : std::sqrt(t.x.sum_sq);
-        const double ny = f32 ? sqrt_f32(t.y.sum_sq) : std::sqrt(t.y.sum_sq);
+        const double nx = f32 ? sqrt_f32(sum_xx) : std::sqrt(t.x.sum_sq);
+        const double ny = f32 ? sqrt_f32(sum_yy) : std::sqrt(t.y.sum_sq);
         if (options.scalar) v = 1.0;
         else if (nx <= kMetricEps && ny < kMetricEps) {
             v = 1.0;
@@ -1117,21 +1200,23 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     }
     // 3: relative Euclidean distance
     {
-        const double s = r32(t.y.sum_sq);
+        const double s = r32(sum_yy);
         double v;
         if (std::sqrt(s) <= kMetricEps) v = 0.0;
-        else if (f32) v = sqrt_f32(r32(t.sum_sq_diff) / s);
+        // float32 / float32, then NumPy 1.x's `** 0.5` of a float32 scalar, which is a float64 power
+        else if (f32) v = std::sqrt(to_f32(r32(sum_sd) / s));
         else v = std::sqrt(t.sum_sq_diff / s);
         set(Metric::RelativeEuclideanDistance, v);
     }
     if (options.both_bool) return r;  // bool tensors get those two only
 
     set(Metric::MaxAbsoluteError, t.max_abs_diff);
-    set(Metric::AccumulatedRelativeError, r32(t.sum_rel));
-    set(Metric::MeanAbsoluteError, r32(r32(t.sum_abs_diff) / n));
-    set(Metric::RootMeanSquareError, f32 ? sqrt_f32(r32(t.sum_sq_diff) / n) : std::sqrt(t.sum_sq_diff / n));
+    // A float32 sum divided by the count in float64 and rounded to float32: NumPy 1.x's mean of a float32 array.
+    set(Metric::AccumulatedRelativeError, r32(sum_rel));
+    set(Metric::MeanAbsoluteError, r32(r32(sum_ad) / n));
+    set(Metric::RootMeanSquareError, f32 ? sqrt_f32(r32(sum_sd) / n) : std::sqrt(t.sum_sq_diff / n));
     set(Metric::MaxRelativeError, t.max_rel);
-    set(Metric::MeanRelativeError, r32(r32(t.sum_rel) / n));
+    set(Metric::MeanRelativeError, r32(r32(sum_rel) / n));
     r.mse = t.sum_sq_diff / n;
     r.sqnr_db = t.sum_sq_diff == 0.0 ? kInf : 10.0 * std::log10(t.y.sum_sq / t.sum_sq_diff);
 

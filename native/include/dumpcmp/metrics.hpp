@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dumpcmp/dtype.hpp"
 
@@ -62,6 +63,28 @@ struct SidePartial {
     std::uint64_t neg_inf = 0;
 };
 
+// The original's float32 sums are NumPy 1.x's: `np.sum` of a contiguous float32 array reduces blocks of
+// kF32SumBlock elements (the ufunc buffer), each with NumPy's pairwise summation in float32 (pairwise_sum_f32),
+// and adds the block sums one after another in float32. The default mode keeps each block's float32 sums of the
+// terms the original sums (F32BlockSums) and adds them in block order at the end; a chunk boundary must therefore
+// fall on a multiple of kF32SumBlock elements for the sums to be the original's (the engine's windows do).
+inline constexpr std::size_t kF32SumBlock = 8192;
+// NumPy's pairwise float32 sum of a[0..n): fewer than 8 elements in order; up to 128 in eight interleaved partial
+// sums r[j] += a[i + j], combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), the rest added in order;
+// longer runs split at n/2 rounded down to a multiple of 8, the halves summed alike and added.
+float pairwise_sum_f32(const float* a, std::size_t n) noexcept;
+// NumPy 1.x's np.sum of a contiguous float32 array: pairwise_sum_f32 over blocks of kF32SumBlock, added in order.
+float numpy_sum_f32(const float* a, std::size_t n) noexcept;
+
+// One block's float32 sums of the original's per-element terms.
+struct F32BlockSums {
+    float rel = 0.0f;  // |x/y - 1| where |y| > EPS, else 0
+    float ad = 0.0f;   // |x - y|
+    float sd = 0.0f;   // (x - y)^2
+    float xx = 0.0f;   // x^2
+    float yy = 0.0f;   // y^2
+};
+
 // Pass-1 accumulator of one chunk (or of several merged). Value-initialised = empty.
 struct MetricPartial {
     std::uint64_t count = 0;
@@ -72,6 +95,7 @@ struct MetricPartial {
     double max_abs_diff = 0.0;   // NaN-propagating
     double sum_rel = 0.0;        // sum of (|x/y - 1| where |y| > EPS, else 0)
     double max_rel = 0.0;        // NaN-propagating
+    std::vector<F32BlockSums> f32_blocks;  // default mode only: one entry per kF32SumBlock elements, in order
 };
 
 // Fold n element pairs into `into` (which may already hold earlier elements).

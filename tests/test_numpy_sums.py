@@ -63,3 +63,15 @@ def test_metric_sums_are_numpys(n, threads, chunk, x_dtype):
     assert r.value(6) == float(F32(float(numpy1_sum(np.abs(d))) / n))  # MeanAbsoluteError
     assert r.value(7) == float(np.sqrt(F32(float(numpy1_sum(d * d)) / n)))  # RootMeanSquareError
     assert r.value(3) == float(F32(numpy1_sum(d * d) / numpy1_sum(y * y))) ** 0.5  # RelativeEuclideanDistance
+    nx, ny = np.sqrt(numpy1_sum(X * X)), np.sqrt(numpy1_sum(y * y))
+    assert r.value(0) == min(float(numpy1_sum((X / nx) * (y / ny))), 1.0)  # CosineSimilarity
+
+
+def test_divergence_just_below_zero_prints_as_the_original():
+    # near-identical tensors: the original's float32 sum of P log(P/Q) lands just below zero and prints -0.000000
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal(20_000).astype(F32)
+    x = (y * (1 + rng.standard_normal(y.size) * 1e-7)).astype(F32)
+    r = compare_arrays(x, y)
+    assert -1e-6 < r.value(4) < 0 and r.format(4) == "-0.000000"
+    assert compare_arrays(x, y, precise=True).format(4) == "0.000000"  # --precise: float64 terms, clamped at 0

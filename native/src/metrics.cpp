@@ -988,8 +988,59 @@ F32BlockSums fold_f32(const std::vector<F32BlockSums>& blocks) noexcept {
     return s;
 }
 
+// Stage 1 of the exact default mode: one block's float32 sums of p, q and the cosine terms.
+template <class SX, class SY>
+void exact_stage1_block(SX x, SY y, std::size_t n, const KldParams& k, KldPartial& into) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < 3 * kF32SumBlock) buffer.resize(3 * kF32SumBlock);
+    float* p = buffer.data();
+    float* q = p + kF32SumBlock;
+    float* c = q + kF32SumBlock;
+    const auto ox = static_cast<float>(k.offset_x), dx = static_cast<float>(k.divisor_x);
+    const auto oy = static_cast<float>(k.offset_y), dy = static_cast<float>(k.divisor_y);
+    const auto floor = static_cast<float>(kKldFloorEps);
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = x.at(i), b = y.at(i);
+        const float u = (a - ox) / dx, v = (b - oy) / dy;
+        p[i] = u < floor ? floor : u;
+        q[i] = v < floor ? floor : v;
+        c[i] = (a / k.nx32) * (b / k.ny32);
+    }
+    if (k.kld) {
+        into.p_blocks.push_back(pairwise_sum_f32(p, n));
+        into.q_blocks.push_back(pairwise_sum_f32(q, n));
+    }
+    if (k.cosine) into.c_blocks.push_back(pairwise_sum_f32(c, n));
+}
+
+// Stage 2: one block's float32 sum of P log(P / Q).
+template <class SX, class SY>
+void exact_stage2_block(SX x, SY y, std::size_t n, const KldParams& k, KldPartial& into) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < kF32SumBlock) buffer.resize(kF32SumBlock);
+    float* t = buffer.data();
+    const auto ox = static_cast<float>(k.offset_x), dx = static_cast<float>(k.divisor_x);
+    const auto oy = static_cast<float>(k.offset_y), dy = static_cast<float>(k.divisor_y);
+    const auto floor = static_cast<float>(kKldFloorEps);
+    for (std::size_t i = 0; i < n; ++i) {
+        const float u = (x.at(i) - ox) / dx, v = (y.at(i) - oy) / dy;
+        const float pp = (u < floor ? floor : u) / k.sp32;
+        const float qq = (v < floor ? floor : v) / k.sq32;
+        t[i] = pp * std::log(pp / qq);
+    }
+    into.t_blocks.push_back(pairwise_sum_f32(t, n));
+}
+
 template <class SX, class SY>
 void accumulate_kld_sources(SX x, SY y, std::size_t n, const KldParams& params, KldPartial& into) {
+    if (params.stage != 0) {
+        for (std::size_t first = 0; first < n; first += kF32SumBlock) {
+            const std::size_t count = std::min(kF32SumBlock, n - first);
+            if (params.stage == 1) exact_stage1_block(x.offset(first), y.offset(first), count, params, into);
+            else exact_stage2_block(x.offset(first), y.offset(first), count, params, into);
+        }
+        return;
+    }
     if (!params.needed) return;
     for (std::size_t first = 0; first < n; first += kBlock)
         kld_block(x.offset(first), y.offset(first), std::min(kBlock, n - first), params, into);
@@ -1126,10 +1177,35 @@ void accumulate_kld(const float* x, const float* y, std::size_t n, const KldPara
                            F32Source{reinterpret_cast<const std::uint8_t*>(y)}, n, params, into);
 }
 
-void merge(KldPartial& into, const KldPartial& next) noexcept {
+void merge(KldPartial& into, const KldPartial& next) {
     into.sum_p += next.sum_p;
     into.sum_q += next.sum_q;
     into.sum_p_log_pq += next.sum_p_log_pq;
+    auto append = [](std::vector<float>& to, const std::vector<float>& from) {
+        to.insert(to.end(), from.begin(), from.end());
+    };
+    append(into.p_blocks, next.p_blocks);
+    append(into.q_blocks, next.q_blocks);
+    append(into.c_blocks, next.c_blocks);
+    append(into.t_blocks, next.t_blocks);
+}
+
+float fold_blocks(const std::vector<float>& blocks) noexcept {
+    float s = -0.0f;
+    for (std::size_t k = 0; k < blocks.size(); ++k) s = k == 0 ? blocks[k] : s + blocks[k];
+    return s;
+}
+
+bool cosine_terms_wanted(const MetricPartial& t, float& nx32, float& ny32) {
+    const bool finite = t.x.nan + t.x.pos_inf + t.x.neg_inf + t.y.nan + t.y.pos_inf + t.y.neg_inf == 0;
+    if (t.count == 0 || !finite || t.f32_blocks.empty()) return false;
+    const F32BlockSums s = fold_f32(t.f32_blocks);
+    nx32 = std::sqrt(s.xx);
+    ny32 = std::sqrt(s.yy);
+    const double nx = nx32, ny = ny32;
+    if (nx <= kMetricEps && ny < kMetricEps) return false;
+    if (std::sqrt(nx) <= kMetricEps || std::sqrt(ny) <= kMetricEps) return false;
+    return std::isfinite(nx) && std::isfinite(ny);
 }
 
 MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const MetricOptions& options) {
@@ -1193,7 +1269,9 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         } else {
             // sum(x*y) / (nx*ny) for the original's sum((x/nx) * (y/ny)): the same value within a few float32
             // roundings per element, which average out far below the printed digits.
-            const double c = r32(t.sum_xy / (nx * ny));
+            // The default mode's exact pass gives the original's float32 sum of float32(x / nx) * float32(y / ny).
+            const double c = kld != nullptr && !kld->c_blocks.empty() ? fold_blocks(kld->c_blocks)
+                                                                      : r32(t.sum_xy / (nx * ny));
             v = c > 1.0 ? 1.0 : c;  // keeps NaN
         }
         set(Metric::CosineSimilarity, v);
@@ -1242,6 +1320,10 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         double v = kNaN;  // NaN/inf data: computed, nan
         if (k.needed && kld == nullptr) {
             r.undefined |= metric_bit(Metric::KullbackLeiblerDivergence);  // pass 2 not run
+        } else if (k.needed && !options.precise && !kld->t_blocks.empty()) {
+            // The default mode's exact passes: the original's float32 sum, a value just below zero kept (printed
+            // -0.000000 as the original does; format_metric zeroes |v| < EPS only).
+            v = fold_blocks(kld->t_blocks);
         } else if (k.needed && options.precise) {
             const double sp = kld->sum_p, sq = kld->sum_q;
             v = kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp);

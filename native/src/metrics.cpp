@@ -237,6 +237,7 @@ struct F32Source {
         return f;
     }
     F32Source offset(std::size_t i) const noexcept { return {base + 4 * i}; }
+    void to_floats(float* out, std::size_t n) const noexcept { std::memcpy(out, base, 4 * n); }
     DUMPCMP_AI void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 4 * i); }
 };
 
@@ -272,6 +273,7 @@ struct F16Source {
         return half_to_float(h);
     }
     F16Source offset(std::size_t i) const noexcept { return {base + 2 * i}; }
+    void to_floats(float* out, std::size_t n) const { decode_to_float32(DataType::FLOAT16, base, 0, n, out); }
     DUMPCMP_AI void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 2 * i); }
 };
 
@@ -932,25 +934,50 @@ void block_partial(SX x, SY y, std::size_t n, MetricPartial& p, bool precise) {
     p.max_rel = a.mrel;
 }
 
+// A block's values of both sides as float32 arrays (thread_local buffers of kF32SumBlock each), for the plain
+// loops below, which the compiler vectorises lane by lane (no reassociation: the same bits at every level).
+struct BlockFloats {
+    std::vector<float> x, y, terms;
+};
+template <class SX, class SY>
+BlockFloats& block_floats(SX x, SY y, std::size_t n, std::size_t term_arrays) {
+    thread_local BlockFloats b;
+    if (b.x.size() < kF32SumBlock) {
+        b.x.resize(kF32SumBlock);
+        b.y.resize(kF32SumBlock);
+    }
+    if (b.terms.size() < term_arrays * kF32SumBlock) b.terms.resize(term_arrays * kF32SumBlock);
+    x.to_floats(b.x.data(), n);
+    y.to_floats(b.y.data(), n);
+    return b;
+}
+
 // The original's float32 terms of up to kF32SumBlock elements, each summed as NumPy sums a float32 array.
 template <class SX, class SY>
-F32BlockSums f32_block_sums(SX x, SY y, std::size_t n) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < 5 * kF32SumBlock) buffer.resize(5 * kF32SumBlock);
-    float* rel = buffer.data();
+F32BlockSums f32_block_sums(SX sx, SY sy, std::size_t n) {
+    BlockFloats& b = block_floats(sx, sy, n, 5);
+    const float* x = b.x.data();
+    const float* y = b.y.data();
+    float* rel = b.terms.data();
     float* ad = rel + kF32SumBlock;
     float* sd = ad + kF32SumBlock;
     float* xx = sd + kF32SumBlock;
     float* yy = xx + kF32SumBlock;
     const float eps = static_cast<float>(kMetricEps);  // 2^-52, exact
     for (std::size_t i = 0; i < n; ++i) {
-        const float a = x.at(i), b = y.at(i);
-        const float d = a - b;
-        rel[i] = eps < std::fabs(b) ? std::fabs(a / b - 1.0f) : 0.0f;
+        const float a = x[i], c = y[i];
+        const float d = a - c;
+        // every lane divides; |y| <= EPS lanes are then 0 (a mask, which the compiler vectorises; a branch it
+        // does not)
+        const float r = std::fabs(a / c - 1.0f);
+        std::uint32_t bits;
+        std::memcpy(&bits, &r, sizeof bits);
+        bits &= 0u - static_cast<std::uint32_t>(eps < std::fabs(c));
+        std::memcpy(&rel[i], &bits, sizeof bits);
         ad[i] = std::fabs(d);
         sd[i] = d * d;
         xx[i] = a * a;
-        yy[i] = b * b;
+        yy[i] = c * c;
     }
     return {pairwise_sum_f32(rel, n), pairwise_sum_f32(ad, n), pairwise_sum_f32(sd, n), pairwise_sum_f32(xx, n),
             pairwise_sum_f32(yy, n)};
@@ -990,43 +1017,62 @@ F32BlockSums fold_f32(const std::vector<F32BlockSums>& blocks) noexcept {
 
 // Stage 1 of the exact default mode: one block's float32 sums of p, q and the cosine terms.
 template <class SX, class SY>
-void exact_stage1_block(SX x, SY y, std::size_t n, const KldParams& k, KldPartial& into) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < 3 * kF32SumBlock) buffer.resize(3 * kF32SumBlock);
-    float* p = buffer.data();
+void exact_stage1_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPartial& into) {
+    BlockFloats& b = block_floats(sx, sy, n, 3);
+    const float* x = b.x.data();
+    const float* y = b.y.data();
+    float* p = b.terms.data();
     float* q = p + kF32SumBlock;
     float* c = q + kF32SumBlock;
     const auto ox = static_cast<float>(k.offset_x), dx = static_cast<float>(k.divisor_x);
     const auto oy = static_cast<float>(k.offset_y), dy = static_cast<float>(k.divisor_y);
     const auto floor = static_cast<float>(kKldFloorEps);
-    for (std::size_t i = 0; i < n; ++i) {
-        const float a = x.at(i), b = y.at(i);
-        const float u = (a - ox) / dx, v = (b - oy) / dy;
-        p[i] = u < floor ? floor : u;
-        q[i] = v < floor ? floor : v;
-        c[i] = (a / k.nx32) * (b / k.ny32);
-    }
+    const float nx = k.nx32, ny = k.ny32;
     if (k.kld) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const float u = (x[i] - ox) / dx, v = (y[i] - oy) / dy;
+            p[i] = u < floor ? floor : u;
+            q[i] = v < floor ? floor : v;
+        }
         into.p_blocks.push_back(pairwise_sum_f32(p, n));
         into.q_blocks.push_back(pairwise_sum_f32(q, n));
     }
-    if (k.cosine) into.c_blocks.push_back(pairwise_sum_f32(c, n));
+    if (k.cosine) {
+        for (std::size_t i = 0; i < n; ++i) c[i] = (x[i] / nx) * (y[i] / ny);
+        into.c_blocks.push_back(pairwise_sum_f32(c, n));
+    }
 }
 
-// Stage 2: one block's float32 sum of P log(P / Q).
+// Stage 2: one block's float32 sum of P log(P / Q) (logf per element: correctly rounded in nearly all cases).
 template <class SX, class SY>
-void exact_stage2_block(SX x, SY y, std::size_t n, const KldParams& k, KldPartial& into) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < kF32SumBlock) buffer.resize(kF32SumBlock);
-    float* t = buffer.data();
+void exact_stage2_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPartial& into) {
+    BlockFloats& b = block_floats(sx, sy, n, 2);
+    const float* x = b.x.data();
+    const float* y = b.y.data();
+    float* t = b.terms.data();
+    float* ratio = t + kF32SumBlock;
     const auto ox = static_cast<float>(k.offset_x), dx = static_cast<float>(k.divisor_x);
     const auto oy = static_cast<float>(k.offset_y), dy = static_cast<float>(k.divisor_y);
     const auto floor = static_cast<float>(kKldFloorEps);
+    const float sp = k.sp32, sq = k.sq32;
     for (std::size_t i = 0; i < n; ++i) {
-        const float u = (x.at(i) - ox) / dx, v = (y.at(i) - oy) / dy;
-        const float pp = (u < floor ? floor : u) / k.sp32;
-        const float qq = (v < floor ? floor : v) / k.sq32;
-        t[i] = pp * std::log(pp / qq);
+        const float u = (x[i] - ox) / dx, v = (y[i] - oy) / dy;
+        const float pp = (u < floor ? floor : u) / sp;
+        const float qq = (v < floor ? floor : v) / sq;
+        t[i] = pp;
+        ratio[i] = pp / qq;
+    }
+    // log in double (log_ratio, within about 1e-14 relative: the baseline level's code on every level, so the same
+    // bits everywhere), rounded to float32: the correctly rounded float32 log but where the exact value lies within
+    // that of a float32 rounding boundary. Lanes past n take log(1).
+    using VD = LevelScalar::VD;
+    const VD one = VD::splat(1.0);
+    for (std::size_t i = 0; i < n; i += kLanes) {
+        VD r = one;
+        const std::size_t lanes = std::min(kLanes, n - i);
+        for (std::size_t j = 0; j < lanes; ++j) r.set(j, static_cast<double>(ratio[i + j]));
+        const VD l = log_ratio<LevelScalar>(r, one);
+        for (std::size_t j = 0; j < lanes; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
     }
     into.t_blocks.push_back(pairwise_sum_f32(t, n));
 }

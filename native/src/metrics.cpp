@@ -1067,12 +1067,18 @@ void exact_stage2_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPart
     // that of a float32 rounding boundary. Lanes past n take log(1).
     using VD = LevelScalar::VD;
     const VD one = VD::splat(1.0);
-    for (std::size_t i = 0; i < n; i += kLanes) {
-        VD r = one;
-        const std::size_t lanes = std::min(kLanes, n - i);
-        for (std::size_t j = 0; j < lanes; ++j) r.set(j, static_cast<double>(ratio[i + j]));
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        VD r;
+        for (std::size_t j = 0; j < kLanes; ++j) r.set(j, static_cast<double>(ratio[i + j]));
         const VD l = log_ratio<LevelScalar>(r, one);
-        for (std::size_t j = 0; j < lanes; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
+        for (std::size_t j = 0; j < kLanes; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
+    }
+    if (i < n) {
+        VD r = one;
+        for (std::size_t j = 0; i + j < n; ++j) r.set(j, static_cast<double>(ratio[i + j]));
+        const VD l = log_ratio<LevelScalar>(r, one);
+        for (std::size_t j = 0; i + j < n; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
     }
     into.t_blocks.push_back(pairwise_sum_f32(t, n));
 }

@@ -2,9 +2,11 @@
 
 The reference below follows the original's code (metrics-and-outputs.md): both sides as float32 arrays, every
 term a NumPy float32 operation (x / y, x - y, |.|, squares, products, KLD's normalisation, clamp, P, Q and log),
-float32 results. Its sums are float64 (`np.sum(..., dtype=float64)` rounded to float32) as the kernel's are; the
-original's float32 pairwise sums are `sums="float32"`, which agree to a few float32 steps. The float64 reference of
-`--precise` lives in test_metrics.py.
+float32 results. Its sums are the original's: `np.sum` of float32 arrays under NumPy 1.x, the NumPy 1.26 that made
+the oracle outputs (float32 pairwise sums of blocks of 8192, added in order: `numpy1_sum`, test_numpy_sums.py);
+`sums="float64"` sums in float64 and rounds to float32 instead. NumPy 1.x scalar rules too: a float32 sum divided
+by the count in float64, `** 0.5` of a float32 scalar in float64. The float64 reference of `--precise` lives in
+test_metrics.py.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 import pytest
 
 from dumpcmp.metrics import compare_arrays
+from test_numpy_sums import numpy1_sum
 
 EPS = 2.220446049250313e-16
 F32_EPS = np.float32(np.finfo(np.float32).eps)
@@ -27,17 +30,17 @@ ALL = tuple(range(10))
 F32 = np.float32
 
 
-def original32(x, y, *, scalar=False, sums="float64"):
+def original32(x, y, *, scalar=False, sums="float32"):
     """The ten metrics as the original computes them. Returns {index: float or None (not computed)} with index 5
     the tuple (mean_x, std_x, mean_y, std_y)."""
     X = np.asarray(x).astype(F32).ravel()
     Y = np.asarray(y).astype(F32).ravel()
 
     def total(a):
-        return F32(np.sum(a, dtype=np.float64)) if sums == "float64" else a.sum()
+        return F32(np.sum(a, dtype=np.float64)) if sums == "float64" else numpy1_sum(np.ascontiguousarray(a).ravel())
 
     def mean(a):
-        return F32(total(a) / a.size)
+        return F32(float(total(a)) / a.size)
 
     out: dict[int, object] = {}
     with np.errstate(all="ignore"):
@@ -55,7 +58,7 @@ def original32(x, y, *, scalar=False, sums="float64"):
         rel = np.where(np.abs(Y) > EPS, np.abs(X / Y - F32(1)), F32(0))
         out[2] = float(total(rel))
         s = total(Y ** 2)
-        out[3] = 0.0 if s ** 0.5 <= EPS else float(F32(total(absd * absd) / s) ** F32(0.5))
+        out[3] = 0.0 if s ** 0.5 <= EPS else float(F32(total(absd * absd) / s)) ** 0.5
 
         def normalised(d):
             hi, lo = d.max(), d.min()
@@ -91,11 +94,11 @@ def _step(v):
     return float(np.spacing(np.abs(F32(v)))) if math.isfinite(v) else 0.0
 
 
-def check(x, y, result, *, scalar=False, sums="float64"):
+def check(x, y, result, *, scalar=False, sums="float32"):
     """Printed text equal to the reference's; where a last digit differs, the values are one float32 step (or,
     for the cosine and KLD, whose terms the kernel regroups, 1e-7) apart. Returns how many texts differed."""
     ref = original32(x, y, scalar=scalar, sums=sums)
-    slack = 1 if sums == "float64" else 64  # float32 pairwise sums: a few steps per level of the tree
+    slack = 1 if sums == "float32" else 64  # float64 sums: a few float32 steps per level of NumPy's tree
     differing = 0
     for i in ALL:
         want = printed(i, ref[i])

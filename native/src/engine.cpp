@@ -64,8 +64,9 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
                                     std::to_string(y.count()));
     if (options.chunk_elements == 0) throw std::invalid_argument("window size must be at least one element");
     const std::uint64_t n = x.count();
-    const std::size_t window =
-        std::max(tile_window(x, options.chunk_elements), tile_window(y, options.chunk_elements));
+    std::size_t window = std::max(tile_window(x, options.chunk_elements), tile_window(y, options.chunk_elements));
+    // The default mode's float32 sums are NumPy's blocks of kF32SumBlock elements: windows hold whole blocks.
+    if (!options.precise) window = (window + kF32SumBlock - 1) / kF32SumBlock * kF32SumBlock;
     const bool both_bool = x.type() == DataType::BOOL && y.type() == DataType::BOOL;
     const MetricOptions mopt{options.metrics, options.scalar, both_bool, options.precise};
 
@@ -86,18 +87,36 @@ MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const
     const bool kld_wanted = (options.metrics & metric_bit(Metric::KullbackLeiblerDivergence)) && !both_bool;
     const KldParams params = kld_params(total, options.precise);
     KldPartial kld_total;
-    if (kld_wanted && params.needed) {
-        std::vector<KldPartial> kparts(kWindowsPerRound);
+    std::vector<KldPartial> kparts(kWindowsPerRound);
+    auto pass = [&](const KldParams& p) {
         run_windows(n, window, options.threads,
             [&](std::size_t k, std::uint64_t first, std::size_t count) {
                 kparts[k] = KldPartial{};
                 with_windows(x, y, first, count, [&](TensorSource::Window wx, TensorSource::Window wy) {
-                    accumulate_kld_stored(wx.data, wx.type, wy.data, wy.type, 0, count, params, kparts[k]);
+                    accumulate_kld_stored(wx.data, wx.type, wy.data, wy.type, 0, count, p, kparts[k]);
                 });
             },
             [&](std::size_t k) { merge(kld_total, kparts[k]); });
+    };
+    const bool cosine_wanted = (options.metrics & metric_bit(Metric::CosineSimilarity)) && !options.scalar;
+    if (options.precise || both_bool) {
+        if (kld_wanted && params.needed) pass(params);
+    } else {
+        // The original's float32 arithmetic exactly: p and q summed (and the cosine's terms, which need pass 1's
+        // norms), then the KLD terms, which need those sums.
+        KldParams stage = params;
+        stage.stage = 1;
+        stage.kld = kld_wanted && params.needed;
+        stage.cosine = cosine_wanted && cosine_terms_wanted(total, stage.nx32, stage.ny32);
+        if (stage.kld || stage.cosine) pass(stage);
+        if (stage.kld) {
+            stage.stage = 2;
+            stage.sp32 = fold_blocks(kld_total.p_blocks);
+            stage.sq32 = fold_blocks(kld_total.q_blocks);
+            pass(stage);
+        }
     }
-    return finalize(total, kld_wanted ? &kld_total : nullptr, mopt);
+    return finalize(total, kld_wanted || !kld_total.c_blocks.empty() ? &kld_total : nullptr, mopt);
 }
 
 MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t n,

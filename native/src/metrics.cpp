@@ -237,6 +237,7 @@ struct F32Source {
         return f;
     }
     F32Source offset(std::size_t i) const noexcept { return {base + 4 * i}; }
+    void to_floats(float* out, std::size_t n) const noexcept { std::memcpy(out, base, 4 * n); }
     DUMPCMP_AI void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 4 * i); }
 };
 
@@ -272,6 +273,7 @@ struct F16Source {
         return half_to_float(h);
     }
     F16Source offset(std::size_t i) const noexcept { return {base + 2 * i}; }
+    void to_floats(float* out, std::size_t n) const { decode_to_float32(DataType::FLOAT16, base, 0, n, out); }
     DUMPCMP_AI void prefetch(std::size_t i) const noexcept { __builtin_prefetch(base + 2 * i); }
 };
 
@@ -932,7 +934,57 @@ void block_partial(SX x, SY y, std::size_t n, MetricPartial& p, bool precise) {
     p.max_rel = a.mrel;
 }
 
+// A block's values of both sides as float32 arrays (thread_local buffers of kF32SumBlock each), for the plain
+// loops below, which the compiler vectorises lane by lane (no reassociation: the same bits at every level).
+struct BlockFloats {
+    std::vector<float> x, y, terms;
+};
+template <class SX, class SY>
+BlockFloats& block_floats(SX x, SY y, std::size_t n, std::size_t term_arrays) {
+    thread_local BlockFloats b;
+    if (b.x.size() < kF32SumBlock) {
+        b.x.resize(kF32SumBlock);
+        b.y.resize(kF32SumBlock);
+    }
+    if (b.terms.size() < term_arrays * kF32SumBlock) b.terms.resize(term_arrays * kF32SumBlock);
+    x.to_floats(b.x.data(), n);
+    y.to_floats(b.y.data(), n);
+    return b;
+}
+
+// The original's float32 terms of up to kF32SumBlock elements, each summed as NumPy sums a float32 array.
+template <class SX, class SY>
+F32BlockSums f32_block_sums(SX sx, SY sy, std::size_t n) {
+    BlockFloats& b = block_floats(sx, sy, n, 5);
+    const float* x = b.x.data();
+    const float* y = b.y.data();
+    float* rel = b.terms.data();
+    float* ad = rel + kF32SumBlock;
+    float* sd = ad + kF32SumBlock;
+    float* xx = sd + kF32SumBlock;
+    float* yy = xx + kF32SumBlock;
+    const float eps = static_cast<float>(kMetricEps);  // 2^-52, exact
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = x[i], c = y[i];
+        const float d = a - c;
+        // every lane divides; |y| <= EPS lanes are then 0 (a mask, which the compiler vectorises; a branch it
+        // does not)
+        const float r = std::fabs(a / c - 1.0f);
+        std::uint32_t bits;
+        std::memcpy(&bits, &r, sizeof bits);
+        bits &= 0u - static_cast<std::uint32_t>(eps < std::fabs(c));
+        std::memcpy(&rel[i], &bits, sizeof bits);
+        ad[i] = std::fabs(d);
+        sd[i] = d * d;
+        xx[i] = a * a;
+        yy[i] = c * c;
+    }
+    return {pairwise_sum_f32(rel, n), pairwise_sum_f32(ad, n), pairwise_sum_f32(sd, n), pairwise_sum_f32(xx, n),
+            pairwise_sum_f32(yy, n)};
+}
+
 // Blocks of at most kBlock elements, merged in order: what accumulate() does for float32 arrays, for any sources.
+// The default mode also keeps the float32 sums of each kF32SumBlock elements (counted from this chunk's start).
 template <class SX, class SY>
 void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into, bool precise) {
     for (std::size_t first = 0; first < n; first += kBlock) {
@@ -940,10 +992,107 @@ void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into, bool pre
         block_partial(x.offset(first), y.offset(first), std::min(kBlock, n - first), block, precise);
         merge(into, block);
     }
+    if (precise) return;
+    for (std::size_t first = 0; first < n; first += kF32SumBlock)
+        into.f32_blocks.push_back(f32_block_sums(x.offset(first), y.offset(first), std::min(kF32SumBlock, n - first)));
+}
+
+// The block sums added in order, in float32, as NumPy 1.x adds its buffers' sums.
+F32BlockSums fold_f32(const std::vector<F32BlockSums>& blocks) noexcept {
+    F32BlockSums s;
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+        const F32BlockSums& b = blocks[k];
+        if (k == 0) {
+            s = b;
+            continue;
+        }
+        s.rel += b.rel;
+        s.ad += b.ad;
+        s.sd += b.sd;
+        s.xx += b.xx;
+        s.yy += b.yy;
+    }
+    return s;
+}
+
+// Stage 1 of the exact default mode: one block's float32 sums of p, q and the cosine terms.
+template <class SX, class SY>
+void exact_stage1_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPartial& into) {
+    BlockFloats& b = block_floats(sx, sy, n, 3);
+    const float* x = b.x.data();
+    const float* y = b.y.data();
+    float* p = b.terms.data();
+    float* q = p + kF32SumBlock;
+    float* c = q + kF32SumBlock;
+    const auto ox = static_cast<float>(k.offset_x), dx = static_cast<float>(k.divisor_x);
+    const auto oy = static_cast<float>(k.offset_y), dy = static_cast<float>(k.divisor_y);
+    const auto floor = static_cast<float>(kKldFloorEps);
+    const float nx = k.nx32, ny = k.ny32;
+    if (k.kld) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const float u = (x[i] - ox) / dx, v = (y[i] - oy) / dy;
+            p[i] = u < floor ? floor : u;
+            q[i] = v < floor ? floor : v;
+        }
+        into.p_blocks.push_back(pairwise_sum_f32(p, n));
+        into.q_blocks.push_back(pairwise_sum_f32(q, n));
+    }
+    if (k.cosine) {
+        for (std::size_t i = 0; i < n; ++i) c[i] = (x[i] / nx) * (y[i] / ny);
+        into.c_blocks.push_back(pairwise_sum_f32(c, n));
+    }
+}
+
+// Stage 2: one block's float32 sum of P log(P / Q) (logf per element: correctly rounded in nearly all cases).
+template <class SX, class SY>
+void exact_stage2_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPartial& into) {
+    BlockFloats& b = block_floats(sx, sy, n, 2);
+    const float* x = b.x.data();
+    const float* y = b.y.data();
+    float* t = b.terms.data();
+    float* ratio = t + kF32SumBlock;
+    const auto ox = static_cast<float>(k.offset_x), dx = static_cast<float>(k.divisor_x);
+    const auto oy = static_cast<float>(k.offset_y), dy = static_cast<float>(k.divisor_y);
+    const auto floor = static_cast<float>(kKldFloorEps);
+    const float sp = k.sp32, sq = k.sq32;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float u = (x[i] - ox) / dx, v = (y[i] - oy) / dy;
+        const float pp = (u < floor ? floor : u) / sp;
+        const float qq = (v < floor ? floor : v) / sq;
+        t[i] = pp;
+        ratio[i] = pp / qq;
+    }
+    // log in double (log_ratio, within about 1e-14 relative: the baseline level's code on every level, so the same
+    // bits everywhere), rounded to float32: the correctly rounded float32 log but where the exact value lies within
+    // that of a float32 rounding boundary. Lanes past n take log(1).
+    using VD = LevelScalar::VD;
+    const VD one = VD::splat(1.0);
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        VD r;
+        for (std::size_t j = 0; j < kLanes; ++j) r.set(j, static_cast<double>(ratio[i + j]));
+        const VD l = log_ratio<LevelScalar>(r, one);
+        for (std::size_t j = 0; j < kLanes; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
+    }
+    if (i < n) {
+        VD r = one;
+        for (std::size_t j = 0; i + j < n; ++j) r.set(j, static_cast<double>(ratio[i + j]));
+        const VD l = log_ratio<LevelScalar>(r, one);
+        for (std::size_t j = 0; i + j < n; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
+    }
+    into.t_blocks.push_back(pairwise_sum_f32(t, n));
 }
 
 template <class SX, class SY>
 void accumulate_kld_sources(SX x, SY y, std::size_t n, const KldParams& params, KldPartial& into) {
+    if (params.stage != 0) {
+        for (std::size_t first = 0; first < n; first += kF32SumBlock) {
+            const std::size_t count = std::min(kF32SumBlock, n - first);
+            if (params.stage == 1) exact_stage1_block(x.offset(first), y.offset(first), count, params, into);
+            else exact_stage2_block(x.offset(first), y.offset(first), count, params, into);
+        }
+        return;
+    }
     if (!params.needed) return;
     for (std::size_t first = 0; first < n; first += kBlock)
         kld_block(x.offset(first), y.offset(first), std::min(kBlock, n - first), params, into);
@@ -996,6 +1145,36 @@ void reset_kld_group_counts() noexcept {
 
 }  // namespace detail
 
+float pairwise_sum_f32(const float* a, std::size_t n) noexcept {
+    if (n < 8) {
+        float res = -0.0f;
+        for (std::size_t i = 0; i < n; ++i) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        float r[8];
+        for (std::size_t j = 0; j < 8; ++j) r[j] = a[j];
+        const std::size_t whole = n - n % 8;
+        for (std::size_t i = 8; i < whole; i += 8)
+            for (std::size_t j = 0; j < 8; ++j) r[j] += a[i + j];
+        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (std::size_t i = whole; i < n; ++i) res += a[i];
+        return res;
+    }
+    std::size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum_f32(a, n2) + pairwise_sum_f32(a + n2, n - n2);
+}
+
+float numpy_sum_f32(const float* a, std::size_t n) noexcept {
+    float s = -0.0f;
+    for (std::size_t first = 0; first < n; first += kF32SumBlock) {
+        const float b = pairwise_sum_f32(a + first, std::min(kF32SumBlock, n - first));
+        s = first == 0 ? b : s + b;
+    }
+    return s;
+}
+
 const char* metric_name(int index) noexcept {
     return index >= 0 && index < kMetricCount ? kMetricNames[index] : nullptr;
 }
@@ -1021,6 +1200,7 @@ void merge(MetricPartial& into, const MetricPartial& next) {
     into.max_abs_diff = sticky_max(into.max_abs_diff, next.max_abs_diff);
     into.sum_rel += next.sum_rel;
     into.max_rel = sticky_max(into.max_rel, next.max_rel);
+    into.f32_blocks.insert(into.f32_blocks.end(), next.f32_blocks.begin(), next.f32_blocks.end());
 }
 
 KldParams kld_params(const MetricPartial& t, bool precise) noexcept {
@@ -1049,10 +1229,35 @@ void accumulate_kld(const float* x, const float* y, std::size_t n, const KldPara
                            F32Source{reinterpret_cast<const std::uint8_t*>(y)}, n, params, into);
 }
 
-void merge(KldPartial& into, const KldPartial& next) noexcept {
+void merge(KldPartial& into, const KldPartial& next) {
     into.sum_p += next.sum_p;
     into.sum_q += next.sum_q;
     into.sum_p_log_pq += next.sum_p_log_pq;
+    auto append = [](std::vector<float>& to, const std::vector<float>& from) {
+        to.insert(to.end(), from.begin(), from.end());
+    };
+    append(into.p_blocks, next.p_blocks);
+    append(into.q_blocks, next.q_blocks);
+    append(into.c_blocks, next.c_blocks);
+    append(into.t_blocks, next.t_blocks);
+}
+
+float fold_blocks(const std::vector<float>& blocks) noexcept {
+    float s = -0.0f;
+    for (std::size_t k = 0; k < blocks.size(); ++k) s = k == 0 ? blocks[k] : s + blocks[k];
+    return s;
+}
+
+bool cosine_terms_wanted(const MetricPartial& t, float& nx32, float& ny32) {
+    const bool finite = t.x.nan + t.x.pos_inf + t.x.neg_inf + t.y.nan + t.y.pos_inf + t.y.neg_inf == 0;
+    if (t.count == 0 || !finite || t.f32_blocks.empty()) return false;
+    const F32BlockSums s = fold_f32(t.f32_blocks);
+    nx32 = std::sqrt(s.xx);
+    ny32 = std::sqrt(s.yy);
+    const double nx = nx32, ny = ny32;
+    if (nx <= kMetricEps && ny < kMetricEps) return false;
+    if (std::sqrt(nx) <= kMetricEps || std::sqrt(ny) <= kMetricEps) return false;
+    return std::isfinite(nx) && std::isfinite(ny);
 }
 
 MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const MetricOptions& options) {
@@ -1079,6 +1284,12 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     const bool f32 = !options.precise && !options.both_bool;
     auto r32 = [f32](double v) { return f32 ? to_f32(v) : v; };
     const bool data_finite = t.x.nan + t.x.pos_inf + t.x.neg_inf + t.y.nan + t.y.pos_inf + t.y.neg_inf == 0;
+    // The original's float32 sums (NumPy 1.x's blocked pairwise summation) where pass 1 kept them.
+    const bool exact32 = f32 && !t.f32_blocks.empty();
+    const F32BlockSums s32 = exact32 ? fold_f32(t.f32_blocks) : F32BlockSums{};
+    const double sum_xx = exact32 ? s32.xx : t.x.sum_sq, sum_yy = exact32 ? s32.yy : t.y.sum_sq;
+    const double sum_rel = exact32 ? s32.rel : t.sum_rel, sum_ad = exact32 ? s32.ad : t.sum_abs_diff;
+    const double sum_sd = exact32 ? s32.sd : t.sum_sq_diff;
 
     const double n = static_cast<double>(t.count);
     // np.min/np.max semantics: NaN wins.
@@ -1095,8 +1306,8 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
     {
         double v;
         // The norms: float32 square roots of float32 sums in the original.
-        const double nx = f32 ? sqrt_f32(t.x.sum_sq) : std::sqrt(t.x.sum_sq);
-        const double ny = f32 ? sqrt_f32(t.y.sum_sq) : std::sqrt(t.y.sum_sq);
+        const double nx = f32 ? sqrt_f32(sum_xx) : std::sqrt(t.x.sum_sq);
+        const double ny = f32 ? sqrt_f32(sum_yy) : std::sqrt(t.y.sum_sq);
         if (options.scalar) v = 1.0;
         else if (nx <= kMetricEps && ny < kMetricEps) {
             v = 1.0;
@@ -1110,28 +1321,32 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         } else {
             // sum(x*y) / (nx*ny) for the original's sum((x/nx) * (y/ny)): the same value within a few float32
             // roundings per element, which average out far below the printed digits.
-            const double c = r32(t.sum_xy / (nx * ny));
+            // The default mode's exact pass gives the original's float32 sum of float32(x / nx) * float32(y / ny).
+            const double c = kld != nullptr && !kld->c_blocks.empty() ? fold_blocks(kld->c_blocks)
+                                                                      : r32(t.sum_xy / (nx * ny));
             v = c > 1.0 ? 1.0 : c;  // keeps NaN
         }
         set(Metric::CosineSimilarity, v);
     }
     // 3: relative Euclidean distance
     {
-        const double s = r32(t.y.sum_sq);
+        const double s = r32(sum_yy);
         double v;
         if (std::sqrt(s) <= kMetricEps) v = 0.0;
-        else if (f32) v = sqrt_f32(r32(t.sum_sq_diff) / s);
+        // float32 / float32, then NumPy 1.x's `** 0.5` of a float32 scalar, which is a float64 power
+        else if (f32) v = std::sqrt(to_f32(r32(sum_sd) / s));
         else v = std::sqrt(t.sum_sq_diff / s);
         set(Metric::RelativeEuclideanDistance, v);
     }
     if (options.both_bool) return r;  // bool tensors get those two only
 
     set(Metric::MaxAbsoluteError, t.max_abs_diff);
-    set(Metric::AccumulatedRelativeError, r32(t.sum_rel));
-    set(Metric::MeanAbsoluteError, r32(r32(t.sum_abs_diff) / n));
-    set(Metric::RootMeanSquareError, f32 ? sqrt_f32(r32(t.sum_sq_diff) / n) : std::sqrt(t.sum_sq_diff / n));
+    // A float32 sum divided by the count in float64 and rounded to float32: NumPy 1.x's mean of a float32 array.
+    set(Metric::AccumulatedRelativeError, r32(sum_rel));
+    set(Metric::MeanAbsoluteError, r32(r32(sum_ad) / n));
+    set(Metric::RootMeanSquareError, f32 ? sqrt_f32(r32(sum_sd) / n) : std::sqrt(t.sum_sq_diff / n));
     set(Metric::MaxRelativeError, t.max_rel);
-    set(Metric::MeanRelativeError, r32(r32(t.sum_rel) / n));
+    set(Metric::MeanRelativeError, r32(r32(sum_rel) / n));
     r.mse = t.sum_sq_diff / n;
     r.sqnr_db = t.sum_sq_diff == 0.0 ? kInf : 10.0 * std::log10(t.y.sum_sq / t.sum_sq_diff);
 
@@ -1157,6 +1372,10 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
         double v = kNaN;  // NaN/inf data: computed, nan
         if (k.needed && kld == nullptr) {
             r.undefined |= metric_bit(Metric::KullbackLeiblerDivergence);  // pass 2 not run
+        } else if (k.needed && !options.precise && !kld->t_blocks.empty()) {
+            // The default mode's exact passes: the original's float32 sum, a value just below zero kept (printed
+            // -0.000000 as the original does; format_metric zeroes |v| < EPS only).
+            v = fold_blocks(kld->t_blocks);
         } else if (k.needed && options.precise) {
             const double sp = kld->sum_p, sq = kld->sum_q;
             v = kld->sum_p_log_pq / sp + std::log1p((sq - sp) / sp);

@@ -9,7 +9,7 @@ from dumpcmp.errors import DumpError
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'histogram', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'to_float32', 'top_errors', 'value_range', 'write_dump']
+__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'histogram', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'numpy_sum_f32', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'to_float32', 'top_errors', 'value_range', 'write_dump']
 class TensorDesc:
     """
     One input, output, buffer or workspace of a dump: metadata only.
@@ -377,6 +377,10 @@ def metric_names() -> list[str]:
 def num_threads() -> int:
     """
     Threads the core uses for one big job.
+    """
+def numpy_sum_f32(a: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> float:
+    """
+    NumPy 1.x's np.sum of a contiguous float32 array (pairwise blocks of 8192, added in order): the default metrics' float32 sums.
     """
 def read_headers(paths: collections.abc.Sequence[str], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
     """

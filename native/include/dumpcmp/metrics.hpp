@@ -1,7 +1,8 @@
 // The comparison metrics of the original compare tool, as streaming accumulators.
 //
-// x is "My Output" (the device side), y is "Ground Truth". Both sides reach the kernel as float32 values and every
-// sum is kept in double. By default every per-element term (x*y, x^2, |x - y|, its square, |x/y - 1|, KLD's
+// x is "My Output" (the device side), y is "Ground Truth". Both sides reach the kernel as float32 values; the
+// partials' sums are kept in double, and the default mode also keeps the original's float32 sums (NumPy 1.x's
+// blocked pairwise sums, below), from which its printed metrics come. By default every per-element term (x*y, x^2, |x - y|, its square, |x/y - 1|, KLD's
 // normalised and clamped values) is rounded to float32 element by element, as the original tool's NumPy float32
 // arithmetic does, and the finished sums are rounded to float32 where the original's result is a float32; with
 // `precise` the terms stay in double (the values of earlier dumpcmp versions).
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dumpcmp/dtype.hpp"
 
@@ -62,6 +64,28 @@ struct SidePartial {
     std::uint64_t neg_inf = 0;
 };
 
+// The original's float32 sums are NumPy 1.x's: `np.sum` of a contiguous float32 array reduces blocks of
+// kF32SumBlock elements (the ufunc buffer), each with NumPy's pairwise summation in float32 (pairwise_sum_f32),
+// and adds the block sums one after another in float32. The default mode keeps each block's float32 sums of the
+// terms the original sums (F32BlockSums) and adds them in block order at the end; a chunk boundary must therefore
+// fall on a multiple of kF32SumBlock elements for the sums to be the original's (the engine's windows do).
+inline constexpr std::size_t kF32SumBlock = 8192;
+// NumPy's pairwise float32 sum of a[0..n): fewer than 8 elements in order; up to 128 in eight interleaved partial
+// sums r[j] += a[i + j], combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), the rest added in order;
+// longer runs split at n/2 rounded down to a multiple of 8, the halves summed alike and added.
+float pairwise_sum_f32(const float* a, std::size_t n) noexcept;
+// NumPy 1.x's np.sum of a contiguous float32 array: pairwise_sum_f32 over blocks of kF32SumBlock, added in order.
+float numpy_sum_f32(const float* a, std::size_t n) noexcept;
+
+// One block's float32 sums of the original's per-element terms.
+struct F32BlockSums {
+    float rel = 0.0f;  // |x/y - 1| where |y| > EPS, else 0
+    float ad = 0.0f;   // |x - y|
+    float sd = 0.0f;   // (x - y)^2
+    float xx = 0.0f;   // x^2
+    float yy = 0.0f;   // y^2
+};
+
 // Pass-1 accumulator of one chunk (or of several merged). Value-initialised = empty.
 struct MetricPartial {
     std::uint64_t count = 0;
@@ -72,6 +96,7 @@ struct MetricPartial {
     double max_abs_diff = 0.0;   // NaN-propagating
     double sum_rel = 0.0;        // sum of (|x/y - 1| where |y| > EPS, else 0)
     double max_rel = 0.0;        // NaN-propagating
+    std::vector<F32BlockSums> f32_blocks;  // default mode only: one entry per kF32SumBlock elements, in order
 };
 
 // Fold n element pairs into `into` (which may already hold earlier elements).
@@ -85,17 +110,31 @@ struct KldParams {
     bool precise = false; // float64 terms; otherwise (x - offset) / divisor and the clamp are float32 operations
     double offset_x = 0.0, divisor_x = 1.0;
     double offset_y = 0.0, divisor_y = 1.0;
+    // The default mode's exact passes (the engine runs them; 0 = the sums above only, as `precise` does):
+    // stage 1 keeps the float32 block sums of p and q (when `kld`) and of the cosine's terms
+    // float32(x / nx) * float32(y / ny) (when `cosine`); stage 2 those of P log(P / Q) with P = float32(p / sp32),
+    // Q = float32(q / sq32), every operation in float32, as the original's NumPy code does.
+    int stage = 0;
+    bool kld = false, cosine = false;
+    float nx32 = 0.0f, ny32 = 0.0f;  // the cosine's float32 norms
+    float sp32 = 0.0f, sq32 = 0.0f;  // stage 2: the float32 sums of p and q
 };
 struct KldPartial {
     double sum_p = 0.0;
     double sum_q = 0.0;
     double sum_p_log_pq = 0.0;  // sum p * log(p / q); KLD = that / sum_p + log(sum_q / sum_p)
+    // The exact stages' float32 block sums (one per kF32SumBlock elements, in order): p, q, cosine terms, KLD terms.
+    std::vector<float> p_blocks, q_blocks, c_blocks, t_blocks;
 };
+// The float32 sum of a stage's block sums, added in order (NumPy 1.x's blocks).
+float fold_blocks(const std::vector<float>& blocks) noexcept;
+// The default mode's cosine norms when its terms are to be summed (finite data, neither side zero): nx32, ny32.
+bool cosine_terms_wanted(const MetricPartial& pass1, float& nx32, float& ny32);
 
 // An all-zero side is no exception: its values are all clamped to kKldFloorEps (a uniform distribution).
 KldParams kld_params(const MetricPartial& pass1, bool precise = false) noexcept;
 void accumulate_kld(const float* x, const float* y, std::size_t n, const KldParams& params, KldPartial& into);
-void merge(KldPartial& into, const KldPartial& next) noexcept;
+void merge(KldPartial& into, const KldPartial& next);
 
 struct MetricOptions {
     MetricMask metrics = kAllMetrics;  // metrics left out come back NaN

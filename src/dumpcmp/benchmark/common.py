@@ -334,7 +334,7 @@ def printed_metric(index: int, value: float | Sequence[float]) -> str:
         return "(%s;%s),(%s;%s)" % tuple("%.3f" % (0.0 if abs(v) < 0.001 else v) for v in values)
     v = float(value)  # type: ignore[arg-type]
     if index == 4 and math.isfinite(v):
-        return "%.6f" % (0.0 if abs(v) < EPS else max(v, 0.0))
+        return "%.6f" % (0.0 if abs(v) < EPS else v)  # the original prints -0.000000 just below zero
     return "%.6f" % v
 
 

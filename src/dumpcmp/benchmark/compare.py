@@ -95,14 +95,42 @@ def _f32(v: float) -> float:
         return float(np.float32(v))
 
 
+class _Sum32:
+    """`np.sum` of the concatenated float32 chunks as NumPy 1.x (the original's NumPy) computes it: pairwise sums
+    of blocks of 8192 elements, added in order in float32, whatever the chunks' sizes."""
+
+    BLOCK = 8192
+
+    def __init__(self) -> None:
+        self.total: np.float32 | None = None
+        self.carry = np.empty(0, np.float32)
+
+    def _fold(self, block: np.ndarray) -> None:
+        s = np.sum(block)
+        self.total = s if self.total is None else np.float32(self.total + s)
+
+    def add(self, a: np.ndarray) -> None:
+        a = np.concatenate([self.carry, a.astype(np.float32, copy=False).ravel()]) if self.carry.size else a.ravel()
+        whole = a.size - a.size % self.BLOCK
+        for first in range(0, whole, self.BLOCK):
+            self._fold(a[first:first + self.BLOCK])
+        self.carry = np.array(a[whole:], np.float32)
+
+    def value(self) -> float:
+        if self.carry.size:
+            self._fold(self.carry)
+            self.carry = np.empty(0, np.float32)
+        return float(np.float32(-0.0) if self.total is None else self.total)
+
+
 def numpy_reference32(chunks: Chunks) -> dict[int, object]:
     """The original tool's formulas on float32 arrays, chunk by chunk in three passes of `chunks()` (min/max and
     norms; the terms; KLD's P log(P/Q) once the sums of p and q are known): every per-element term is a NumPy
-    float32 operation as in the original; only the sums are float64 (the original's float32 pairwise sums, rounded
-    to float32 at the end)."""
+    float32 operation as in the original, and so is every sum (NumPy 1.x's float32 sums: `_Sum32`)."""
     f32 = np.float32
     n = 0
-    sx = sy = sxx = syy = 0.0
+    sx = sy = 0.0
+    sxx, syy = _Sum32(), _Sum32()
     lo_x = lo_y = f32(np.inf)
     hi_x = hi_y = f32(-np.inf)
     with np.errstate(all="ignore"):
@@ -114,14 +142,15 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
             n += X.size
             sx += float(X.sum(dtype=np.float64))
             sy += float(Y.sum(dtype=np.float64))
-            sxx += float(np.sum(X * X, dtype=np.float64))
-            syy += float(np.sum(Y * Y, dtype=np.float64))
+            sxx.add(X * X)
+            syy.add(Y * Y)
             lo_x, hi_x = min(lo_x, X.min()), max(hi_x, X.max())
             lo_y, hi_y = min(lo_y, Y.min()), max(hi_y, Y.max())
     if n == 0:
         raise ValueError("the NumPy reference got no elements")
     mx, my = sx / n, sy / n
-    nx, ny = f32(np.sqrt(f32(_f32(sxx)))), f32(np.sqrt(f32(_f32(syy))))
+    sxx_v, syy_v = sxx.value(), syy.value()
+    nx, ny = f32(np.sqrt(f32(sxx_v))), f32(np.sqrt(f32(syy_v)))
     cos_terms = not (nx <= EPS and ny < EPS) and not (math.sqrt(nx) <= EPS or math.sqrt(ny) <= EPS)
     with np.errstate(all="ignore"):
         range_x, range_y = f32(hi_x - lo_x), f32(hi_y - lo_y)
@@ -129,7 +158,8 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
     def norm(d: np.ndarray, lo: np.float32, span: np.float32) -> np.ndarray:
         return np.maximum((d - lo) / span if span != 0 else d, f32(F32_EPS))
 
-    scos = sxy = sdd = sabs = rel_sum = cx = cy = sp = sq = splq = 0.0
+    scos, sdd, sabs, rel_sum, sp, sq, splq = (_Sum32() for _ in range(7))
+    cx = cy = 0.0
     max_abs = rel_max = -math.inf
     with np.errstate(all="ignore"):
         for xc, yc in chunks():
@@ -140,17 +170,17 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
             a = np.abs(X - Y)
             rel = np.where(np.abs(Y) > EPS, np.abs(X / Y - f32(1)), f32(0))
             if cos_terms:
-                scos += float(np.sum((X / nx) * (Y / ny), dtype=np.float64))
-            sdd += float(np.sum(a * a, dtype=np.float64))
-            sabs += float(a.sum(dtype=np.float64))
+                scos.add((X / nx) * (Y / ny))
+            sdd.add(a * a)
+            sabs.add(a)
             max_abs = max(max_abs, float(a.max()))
-            rel_sum += float(rel.sum(dtype=np.float64))
+            rel_sum.add(rel)
             rel_max = max(rel_max, float(rel.max()))
             cx += float(np.sum((X.astype(np.float64) - mx) ** 2))
             cy += float(np.sum((Y.astype(np.float64) - my) ** 2))
-            sp += float(norm(X, lo_x, range_x).sum(dtype=np.float64))
-            sq += float(norm(Y, lo_y, range_y).sum(dtype=np.float64))
-        sp32, sq32 = f32(_f32(sp)), f32(_f32(sq))
+            sp.add(norm(X, lo_x, range_x))
+            sq.add(norm(Y, lo_y, range_y))
+        sp32, sq32 = f32(sp.value()), f32(sq.value())
         for xc, yc in chunks():
             X = xc.astype(f32).ravel()
             Y = yc.astype(f32).ravel()
@@ -158,18 +188,20 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
                 continue
             P = norm(X, lo_x, range_x) / sp32
             Q = norm(Y, lo_y, range_y) / sq32
-            splq += float(np.sum(P * np.log(P / Q), dtype=np.float64))
+            splq.add(P * np.log(P / Q))
         if nx <= EPS and ny < EPS:
             cos: float | str | None = "1.0"  # the original's literal text
         elif not cos_terms:
             cos = None
         else:
-            cos = min(_f32(scos), 1.0)
-        s32 = _f32(syy)
-        red = 0.0 if math.sqrt(s32) <= EPS else float(np.sqrt(f32(_f32(_f32(sdd) / s32))))
-    return {0: cos, 1: max_abs, 2: _f32(rel_sum), 3: red, 4: _f32(splq),
-            5: (mx, math.sqrt(cx / n), my, math.sqrt(cy / n)), 6: _f32(_f32(sabs) / n),
-            7: float(np.sqrt(f32(_f32(_f32(sdd) / n)))), 8: rel_max, 9: _f32(_f32(rel_sum) / n)}
+            cos = min(scos.value(), 1.0)
+        s32 = syy_v
+        sdd_v, rel_v = sdd.value(), rel_sum.value()
+        red = 0.0 if math.sqrt(s32) <= EPS else _f32(sdd_v / s32) ** 0.5  # NumPy 1.x: a float64 power
+    kld = splq.value()
+    return {0: cos, 1: max_abs, 2: rel_v, 3: red, 4: 0.0 if abs(kld) < EPS else kld,
+            5: (mx, math.sqrt(cx / n), my, math.sqrt(cy / n)), 6: _f32(sabs.value() / n),
+            7: float(np.sqrt(f32(_f32(sdd_v / n)))), 8: rel_max, 9: _f32(rel_v / n)}
 
 
 def numpy_reference64(chunks: Chunks) -> dict[int, object]:

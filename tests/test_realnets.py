@@ -115,6 +115,7 @@ def test_real_network_end_to_end(name, tmp_path, capsys):
                 if r["OpType"] in ("Constant", "Const"):
                     assert "There is no dump file" in r["CompareFailReason"], r
                     assert math.isnan(_float(r["CosineSimilarity"])), r
+                    assert "weights and constants (Const)" in summary, summary  # counted apart from the layers
             if precision == "fp16":
                 overflowed = False  # a genuine fp16 overflow (device inf/NaN) explains the layers after it
                 for r in rows:

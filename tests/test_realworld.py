@@ -165,6 +165,10 @@ def test_constants_not_ground_truth_unless_asked(tmp_path):
     # the weights, the constant and the node folded into one: Const rows without a dump, never "first bad"
     assert {row.npu_dump for row in res if row.op_type == "Const"} == {"w0", "two", "wscale"}
     assert all(row.result is None for row in res if row.op_type == "Const")
+    assert res.never_dumped() == {"inputs (Data)": 1, "weights and constants (Const)": 3,
+                                  "graph outputs (NetOutput)": 1}
+    assert "of the 5 unmatched: 1 inputs (Data), 3 weights and constants (Const), 1 graph outputs (NetOutput)" \
+        in res.summary()
 
     run = dump_golden(model, None, tmp_path / "gt_all", seed=0, include_constants=True)
     assert {r.op_name for r in run.written} == {"x", "const", "wscale", "apply", "relu"}

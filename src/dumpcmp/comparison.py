@@ -131,6 +131,10 @@ class Row:
         return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
 
 
+_NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights and constants (Const)",
+                 "Data": "inputs (Data)", "NetOutput": "graph outputs (NetOutput)"}
+
+
 @dataclass
 class ComparisonResult:
     """The rows of one run (device, model, iteration) in execution order, with how they were produced."""
@@ -182,6 +186,16 @@ class ComparisonResult:
         out = {"compared": 0, "failed": 0, "skipped": 0, "unmatched": 0}
         for r in self.rows:
             out[r.status] += 1
+        return out
+
+    def never_dumped(self) -> dict[str, int]:
+        """The unmatched rows of ops a device never dumps, counted by kind ("weights and constants (Const)", "inputs
+        (Data)", "graph outputs (NetOutput)"): kept apart from layers whose dump is missing."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            what = _NEVER_DUMPED.get(r.op_type) if r.status == "unmatched" else None
+            if what is not None:
+                out[what] = out.get(what, 0) + 1
         return out
 
     def first_below(self, threshold: float = 0.99) -> Row | None:
@@ -309,6 +323,11 @@ class ComparisonResult:
         lines = [f"{self.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
                  f"{c['skipped']} skipped"]
         lines += [f"  note: {n}" for n in self.notes]
+        never = self.never_dumped()
+        if never:
+            kinds = ", ".join(f"{n} {what}" for what, n in never.items())
+            lines.append(f"  of the {c['unmatched']} unmatched: {kinds}, which the device never dumps (rows with the "
+                         f"original tool's \"no dump file\" reason); {c['unmatched'] - sum(never.values())} other")
         over = sum(1 for r in self.rows if r.overflow)
         if over:
             lines.append(f"  {over} device tensors hold NaN or inf")

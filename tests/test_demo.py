@@ -24,6 +24,13 @@ def test_demo_finds_the_quantization_victim(tmp_path, capsys):
     assert by_tensor["conv1bn1relu1:output:0"]["GroundTruth"] == "conv1,bn1,relu1"
     assert (result.detail_dir / "fc_output_0_summary.txt").read_text().startswith("TotalCount:10\n")
     assert result.seconds < 60
+    # the unmatched rows are the original tool's rows for what is never dumped (input, weights, output node) and
+    # the weight inputs of the quantized layers: counted apart, none of them a missing layer
+    from dumpcmp.comparison import compare
+
+    res = compare(result.dumps, result.ground_truth, fusion_json=result.graph_json)
+    assert sum(res.never_dumped().values()) == res.counts()["unmatched"] > 0
+    assert res.never_dumped()["layer inputs read from a Const"] == 8 and "; 0 other" in res.summary()
 
 
 def test_demo_cli_never_overwrites(tmp_path, capsys):

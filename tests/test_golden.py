@@ -195,7 +195,12 @@ def test_a_run_stopped_half_way_leaves_no_partial_set(net, tmp_path, monkeypatch
     monkeypatch.setattr(G, "_save_npy", failing)
     with pytest.raises(KeyboardInterrupt):
         dump_golden(path, {"in.put": x}, tmp_path / "out")
-    assert os.listdir(tmp_path / "out") == []  # not three files without their index
+    assert not (tmp_path / "out").exists()  # the folder this run made goes too (issue #12: nothing left behind)
+    (tmp_path / "out").mkdir()
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        dump_golden(path, {"in.put": x}, tmp_path / "out")
+    assert os.listdir(tmp_path / "out") == []  # a folder given kept, without three files lacking their index
     monkeypatch.setattr(G, "_save_npy", real)
     run = dump_golden(path, {"in.put": x}, tmp_path / "out")
     assert (tmp_path / "out" / G.INDEX_NAME).exists() and len(run.written) > 3

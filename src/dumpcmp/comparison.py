@@ -131,6 +131,11 @@ class Row:
         return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
 
 
+_WEIGHT_INPUT = "layer inputs read from a Const"
+_NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights and constants (Const)",
+                 "Data": "inputs (Data)", "NetOutput": "graph outputs (NetOutput)"}
+
+
 @dataclass
 class ComparisonResult:
     """The rows of one run (device, model, iteration) in execution order, with how they were produced."""
@@ -146,6 +151,8 @@ class ComparisonResult:
     """How the ground truth was chosen (sample folder per iteration, several candidates)."""
     constant_files: frozenset[str] = frozenset()
     """Ground-truth files holding weights or constants (golden_index.csv): reported apart, never "first bad"."""
+    weight_inputs: frozenset[str] = frozenset()
+    """TensorIndex of the input rows a graph's Const op feeds (weights: no dump, no ground truth of their own)."""
 
     def below_fp16_range(self, row: Row) -> bool:
         """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
@@ -182,6 +189,19 @@ class ComparisonResult:
         out = {"compared": 0, "failed": 0, "skipped": 0, "unmatched": 0}
         for r in self.rows:
             out[r.status] += 1
+        return out
+
+    def never_dumped(self) -> dict[str, int]:
+        """The unmatched rows of ops a device never dumps, counted by kind ("weights and constants (Const)", "inputs
+        (Data)", "graph outputs (NetOutput)", "layer inputs read from a Const"): kept apart from layers whose dump
+        is missing."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            what = None
+            if r.status == "unmatched":
+                what = _WEIGHT_INPUT if r.tensor_index in self.weight_inputs else _NEVER_DUMPED.get(r.op_type)
+            if what is not None:
+                out[what] = out.get(what, 0) + 1
         return out
 
     def first_below(self, threshold: float = 0.99) -> Row | None:
@@ -309,6 +329,11 @@ class ComparisonResult:
         lines = [f"{self.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
                  f"{c['skipped']} skipped"]
         lines += [f"  note: {n}" for n in self.notes]
+        never = self.never_dumped()
+        if never:
+            kinds = ", ".join(f"{n} {what}" for what, n in never.items())
+            lines.append(f"  of the {c['unmatched']} unmatched: {kinds}: never dumped, or weights without ground "
+                         f"truth of their own, not missing layers; {c['unmatched'] - sum(never.values())} other")
         over = sum(1 for r in self.rows if r.overflow)
         if over:
             lines.append(f"  {over} device tensors hold NaN or inf")
@@ -693,12 +718,27 @@ def compare_runs(
     results = []
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
+        weights: frozenset[str] = frozenset()
         if run.graph is not None:
             rows = _graph_rows(rows, run.graph)
+            weights = _weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                                         ground_truth_has_address=run.device_vs_device, notes=run.notes,
-                                        constant_files=_constant_files(right)))
+                                        constant_files=_constant_files(right), weight_inputs=weights))
     return results
+
+
+def _weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:
+    """The TensorIndex of every input row whose producer in the graph is a Const op."""
+    found = set()
+    for r in rows:
+        p = r.pair
+        if p is None or p.kind != "input" or p.graph_op is None or p.index is None or p.tensor_index is None:
+            continue
+        src = graph.producer(p.graph_op, p.index) if p.graph_op in graph else None
+        if src is not None and src[0].type in ("Const", "Constant"):
+            found.add(p.tensor_index)
+    return frozenset(found)
 
 
 def _constant_files(right: str | os.PathLike[str]) -> frozenset[str]:

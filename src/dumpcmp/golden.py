@@ -488,7 +488,7 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
             array = load_npy(p)  # the header checked against the file size first
         except DumpError as error:
             raise ConfigError(str(error)) from None
-        return check_input(mi, np.ascontiguousarray(array), str(p))
+        return check_input(mi, np.require(array, requirements="C"), str(p))
     if p.suffix.lower() != ".bin":
         raise ConfigError(f"{p}: input {mi.name!r}: give a .npy or .bin file, or an image with --preprocess "
                           "SCRIPT for this input")

@@ -414,6 +414,8 @@ class DeviceGraph:
                 name = self._unique(node.name)
                 op_type, originals = DEVICE_TYPES.get(node.op_type, node.op_type), [node.name]
             kind = "const" if node.op_type == "Constant" or node.name in self._folded else "exec"
+            if kind == "const" and not chain:
+                op_type = "Const"  # folded into Const data: its "no dump file" row says so, as the compiled graph does
             attrs: list[dict[str, Any]] = []
             data_inputs = list(first.input)
             if node.op_type in ("QuantizeLinear", "DequantizeLinear"):

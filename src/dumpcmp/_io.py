@@ -212,7 +212,8 @@ def _rename_noreplace(src: str, dst: str) -> None:
 
 
 def _taken(path: Path | str, what: str) -> DumpcmpError:
-    return ConfigError(f"{path}: exists; choose another name or pass --force to replace the {what}")
+    return ConfigError(f"{path}: exists; choose another name or use --force (force=True in Python) to replace "
+                       f"the {what}")
 
 
 def publish(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, force: bool, what: str = "file") -> Path:
@@ -345,7 +346,7 @@ def file_set(folder: str | os.PathLike[str], *, force: bool = False, what: str =
                 if taken:
                     more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
                     raise ConfigError(f"{taken[0]}: exists{more}; nothing was written (choose another folder or "
-                                       f"pass --force to replace the {what})")
+                                       f"use --force (force=True in Python) to replace the {what})")
             placed: list[str] = []
             try:
                 for n in written:

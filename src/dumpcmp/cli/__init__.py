@@ -56,6 +56,15 @@ def positive(text: str) -> int:
     return value
 
 
+def add_run_selection(p: argparse.ArgumentParser) -> None:
+    """The options that pick one run of a dump tree (-l), the same in every command that reads one."""
+    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
+    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
+    p.add_argument("--model", dest="model_name", help="select the model name")
+    p.add_argument("--model-id", type=int, help="select the model id")
+    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import count, positive
+from . import add_run_selection, count, positive
 
 
 EPILOG = """\
@@ -52,11 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exit-like-original", action="store_true",
                    help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
-    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
-    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
-    p.add_argument("--model", dest="model_name", help="select the model name")
-    p.add_argument("--model-id", type=int, help="select the model id")
-    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    add_run_selection(p)
     p.add_argument("--gt-sample", type=_sample_map, default=None, metavar="K|I:K,...",
                    help="compare every iteration with the ground truth's sample folder K/, or iteration I with "
                         "folder K/ (default: iteration k with folder k/, as golden writes several samples)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from . import add_run_selection
 
 EPILOG = """\
 names (--start/--end): an original node name, a tensor name (a start tensor: the layers reading it; an end tensor:
@@ -44,11 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="dtype of the raw .bin inputs: what the device model takes (fp16 default, fp32, int8, ...)")
     p.add_argument("--precision", choices=("fp16", "int8"), default="fp16",
                    help="precision in the printed `dumpcmp simulate` command (default fp16)")
-    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
-    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
-    p.add_argument("--model", dest="model_name", help="select the model name")
-    p.add_argument("--model-id", type=int, help="select the model id")
-    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    add_run_selection(p)
     p.set_defaults(run=run)
 
 

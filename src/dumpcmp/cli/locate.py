@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import count
+from . import add_run_selection, count
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,11 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="metrics for own, by index (0-9) or 'all'; cosine, max abs error and RMSE are always there")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON (- for standard output)")
     p.add_argument("--top", type=count, default=10, help="operators to list by own error (default 10)")
-    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
-    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
-    p.add_argument("--model", dest="model_name", help="select the model name")
-    p.add_argument("--model-id", type=int, help="select the model id")
-    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    add_run_selection(p)
     p.add_argument("--threads", type=count, default=0, help="onnxruntime threads (default: its own choice)")
     p.add_argument("--force", action="store_true", help="replace existing locate files")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")

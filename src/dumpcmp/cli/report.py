@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import count
+from . import add_run_selection, count
 
 
 def _layers(text: str) -> int | str | None:
@@ -37,11 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "the compared tensors hold 32 Mi elements or fewer together, else the 20 worst")
     p.add_argument("--bins", type=int, default=64, help="histogram bins (default 64)")
     p.add_argument("--top-n", type=count, default=10, help="largest element errors per embedded layer (default 10)")
-    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
-    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
-    p.add_argument("--model", dest="model_name", help="select the model name")
-    p.add_argument("--model-id", type=int, help="select the model id")
-    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    add_run_selection(p)
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace an existing report / JSON file")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")

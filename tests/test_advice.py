@@ -71,10 +71,14 @@ def test_wide_conv_input(tmp_path, rng):
     result = run(tmp_path, rng, truth={1: wide})
     (a,) = [a for a in advise(result) if a.rule == "wide-conv-input"]
     assert a.layer == "op2:input:0"  # op2 is a Conv2D; op1's output is its input
+    row = result.rows[a.key]  # the conv's input row (its GroundTruth column names op2 itself, the Index op2's unit)
+    assert row.tensor_index == "op2:input:0" and a.row == row.index == 3 and row.ground_truth == "op2"
     assert a.evidence["range"] == pytest.approx(float(wide.max() - wide.min()))
     assert a.evidence["source"] == "ground truth"
     # the calibrator's min/max, when given, is what the rule reads
     assert not [a for a in advise(result, min_max={"op1": (-1.0, 1.0)}) if a.rule == "wide-conv-input"]
+    # ... the producer's entry, not the conv's own output's
+    assert [a for a in advise(result, min_max={"op2": (-1.0, 1.0)}) if a.rule == "wide-conv-input"]
     assert not [a for a in advise(result, thresholds=Thresholds(conv_input_range=1000)) if a.rule == "wide-conv-input"]
 
 
@@ -84,7 +88,8 @@ def test_int16_layer_and_single_layer(tmp_path, rng):
     advice = advise(result)
     assert rules_at(advice) == {("int16-layer", "op3:output:0"), ("single-layer", "op3:output:0")}
     rmse = next(a for a in advice if a.rule == "int16-layer").evidence["rmse"]
-    assert rmse == pytest.approx(result.rows[7].value(7)) and rmse > 0.5
+    op3 = next(r for r in result.rows if r.tensor_index == "op3:output:0")
+    assert rmse == pytest.approx(op3.value(7)) and rmse > 0.5
     single = next(a for a in advice if a.rule == "single-layer")
     assert single.evidence["share"] > 0.9 and single.evidence["from"] == "cosine steps"
     assert not [a for a in advise(result, thresholds=Thresholds(rmse=2.0)) if a.rule == "int16-layer"]

@@ -23,7 +23,8 @@ def test_fail_below_exit_codes(tmp_path, rng, capsys):
     assert "gate: PASS" in capsys.readouterr().err  # the table has standard output
     assert main(base + ["--fail-below", "0.9"]) == 1
     err = capsys.readouterr().err
-    assert "gate: FAIL (1 failing)" in err and "#5 op2:output:0" in err
+    # the Index the result table prints: op2 is the graph's fusion unit 3 (data, op0, op1, op2)
+    assert "gate: FAIL (1 failing)" in err and "#3 op2:output:0" in err
     assert main(base + ["--fail-below", "2"]) == 2  # not a cosine
     assert main(base + ["--fail-on", "nonsense"]) == 2
     assert main(["compare", "-l", str(tmp_path / "missing"), "-r", str(c.gt), "--fail-below", "0.9"]) == 2
@@ -38,7 +39,7 @@ def test_fail_on_rule_and_json(tmp_path, rng, capsys):
     doc = json.loads(out.read_text())
     assert doc["passed"] is False
     (run,) = doc["runs"]
-    assert run["gate"]["failing"][0].startswith("[int16-layer] #5 op2:output:0")
+    assert run["gate"]["failing"][0].startswith("[int16-layer] #3 op2:output:0")
     assert run["verdict"]["first_below"]["name"] == "op2:output:0"
     assert {a["rule"] for a in run["advice"]} == {"int16-layer", "single-layer"}
     assert run["counts"]["compared"] == 8

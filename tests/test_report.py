@@ -51,23 +51,32 @@ def test_report_content(chain, report):
     result = compare(chain.root / "dump", chain.gt, fusion_json=chain.graph)
     data = page_data(html)
     assert [r["i"] for r in data["rows"]] == [r.index for r in result.rows]
+    assert [r["k"] for r in data["rows"]] == list(range(len(result.rows)))
+    # with -f the rows follow the graph's fusion units: the model input `data` (not dumped) gets a row of its own
+    # (Index 0), then op k's input and output rows share Index k + 1; op3's output is row 8 with Index 4
+    assert len(result.rows) == 17 and result.rows[0].status == "unmatched" and result.rows[0].op_type == "Data"
+    op3 = 8
+    assert result.rows[op3].tensor_index == "op3:output:0" and result.rows[op3].index == 4
     assert data["cells"] == [cells + [r.status] for cells, r in zip(result.table()[1:], result.rows)]
-    assert "verdict: FAIL" in html and "first below the threshold" in html and "#7 op3:output:0" in html
-    assert "16 compared, 0 unmatched, 0 failed, 0 skipped" in html
+    assert "verdict: FAIL" in html and "first below the threshold" in html and "#4 op3:output:0" in html
+    assert '<a href="#row-8">#4 op3:output:0</a>' in html
+    assert "16 compared, 0 unmatched, 0 failed, 0 skipped (1 Data/Const op not dumped, a row each)" in html
     # one chart point per operator output, named on hover; the inputs without producer charted apart
     chart = html[html.index('id="chart"'):html.index("</svg>", html.index('id="chart"'))]
     assert chart.count("<circle") == 2 * 8  # cosine and relative RMSE panels
-    assert f"<title>#7 op3:output:0 (Relu): {result.rows[7].cosine:.4g}</title>" in chart
-    assert 'id="chart-constants"' in html and classify(result)[0] == "constant"
+    assert f"<title>#4 op3:output:0 (Relu): {result.rows[op3].cosine:.4g}</title>" in chart
+    # the undumped Data op's row and the first op's input (the model input, no dumped producer) are constants
+    assert 'id="chart-constants"' in html and classify(result)[0] == classify(result)[1] == "constant"
+    assert classify(result)[2] == "activation"
     # the worst three layers carry histograms (both sides over one range) and their top errors
     with_hist = [r for r in data["rows"] if "hist" in r]
-    assert len(with_hist) == 3 and 7 in {r["i"] for r in with_hist}
-    worst = next(r for r in data["rows"] if r["i"] == 7)
+    assert len(with_hist) == 3 and op3 in {r["k"] for r in with_hist}
+    worst = data["rows"][op3]
     npu, gt = worst["hist"]
     assert npu[:2] == gt[:2] and sum(npu[7:]) == sum(gt[7:]) == 4096
     x = np.load(chain.gt / next(p.name for p in chain.gt.iterdir() if p.name.startswith("op3."))).astype(np.float64)
     assert gt[7:] == list(np.histogram(x, 64, range=(npu[0], npu[1]))[0])
-    assert len(worst["top"]) == 5 and worst["top"][0][3] == pytest.approx(result.rows[7].value(1), rel=1e-6)
+    assert len(worst["top"]) == 5 and worst["top"][0][3] == pytest.approx(result.rows[op3].value(1), rel=1e-6)
     # advice
     assert data["advice"][0]["rule"] == "int16-layer" and 'data-rule="single-layer"' in html
 
@@ -82,7 +91,7 @@ def test_report_with_locate_and_verdict(chain, tmp_path):
     html = out.read_text()
     assert "where the error starts (locate): op3, own cosine 0.700000 adds error" in html
     assert "dashed: own error from locate" in html
-    rec = next(r for r in page_data(html)["rows"] if r["i"] == 7)
+    rec = next(r for r in page_data(html)["rows"] if r["name"] == "op3:output:0")
     assert rec["locate"] == {"own": 0.7, "inherited": 0.9999, "total": 0.7, "verdict": "adds error"}
     result = compare(chain.root / "dump", chain.gt, fusion_json=chain.graph)
     v = verdict(result, 0.99)
@@ -106,7 +115,8 @@ def test_which_layers_carry_histograms(chain, monkeypatch):
 
 @pytest.fixture(scope="module")
 def big_report(tmp_path_factory):
-    """A 1,000-operator chain (2,000 rows with the inputs) with every layer's histogram embedded."""
+    """A 1,000-operator chain (2,001 rows: the inputs, and the undumped model input's row) with every layer's
+    histogram embedded."""
     root = tmp_path_factory.mktemp("big")
     c = Chain(root, np.random.default_rng(7), 1000, shape=(1, 4, 4, 4),
               plants={500: lambda gt, rng: gt + rng.standard_normal(gt.shape).astype(np.float32)})
@@ -118,7 +128,7 @@ def big_report(tmp_path_factory):
 def test_size_budget_on_1000_operators(big_report):
     size = big_report.stat().st_size
     assert size <= BUDGET, f"{size} bytes"
-    assert len(page_data(big_report.read_text())["rows"]) == 2000
+    assert len(page_data(big_report.read_text())["rows"]) == 2001
 
 
 def browser(tmp_path):
@@ -137,35 +147,35 @@ def test_in_headless_chromium(report, tmp_path):
         b.open(report.as_uri())
         assert b.eval("document.body.dataset.ready") == "1"
         assert b.eval("document.querySelectorAll('#chart circle').length") == 16
-        assert b.eval("document.querySelectorAll('#rows tbody tr').length") == 16
+        assert b.eval("document.querySelectorAll('#rows tbody tr').length") == 17  # the Data op's row too
         shot = Image.open(io.BytesIO(b.screenshot())).convert("L")
         lo, hi = shot.getextrema()
         assert shot.size == (1300, 1000) and hi - lo > 100  # something drawn, not a blank page
-        # a real mouse click on the chart point of row 7 opens that layer, with its histogram
-        x, y = b.eval("(() => { const c = document.querySelector('#chart circle[data-row=\"7\"]');"
+        # a real mouse click on the chart point of row 8 (op3's output, Index 4) opens that layer, with its histogram
+        x, y = b.eval("(() => { const c = document.querySelector('#chart circle[data-row=\"8\"]');"
                       " c.scrollIntoView({block: 'center'}); const r = c.getBoundingClientRect();"
                       " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
         b.click(x, y)
-        assert b.eval("document.getElementById('d-title').textContent") == "#7 op3:output:0"
-        assert b.eval("location.hash") == "#row-7"
+        assert b.eval("document.getElementById('d-title').textContent") == "#4 op3:output:0"
+        assert b.eval("location.hash") == "#row-8"
         assert b.eval("document.querySelectorAll('#details svg.hist rect.bar').length") == 64
         # sorting by cosine puts the worst row first; filtering narrows the rows
         b.eval("[...document.querySelectorAll('#rows th')].find(t => t.textContent === 'CosineSimilarity').click()")
-        assert b.eval("document.querySelector('#rows tbody tr').dataset.row") == "7"
+        assert b.eval("document.querySelector('#rows tbody tr').dataset.row") == "8"
         b.eval("const f = document.getElementById('filter'); f.value = 'op5:';"
                " f.dispatchEvent(new Event('input'))")
         assert b.eval("document.querySelectorAll('#rows tbody tr').length") == 2
         # a table row click opens its layer too
         b.eval("document.querySelector('#rows tbody tr').click()")
-        assert b.eval("document.getElementById('d-title').textContent").startswith("#1")
+        assert b.eval("document.getElementById('d-title').textContent") == "#6 op5:input:0"
         assert b.errors() == []
     finally:
         b.close()
     # a URL hash opens a layer on load
     b = browser(tmp_path)
     try:
-        b.open(report.as_uri() + "#row-9")
-        assert b.eval("document.getElementById('d-title').textContent") == "#9 op4:output:0"
+        b.open(report.as_uri() + "#row-10")
+        assert b.eval("document.getElementById('d-title').textContent") == "#5 op4:output:0"
         assert b.errors() == []
     finally:
         b.close()

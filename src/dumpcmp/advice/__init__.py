@@ -1,7 +1,8 @@
 """Advice: rules that turn a comparison's numbers into a suggestion, each citing the numbers it rests on.
 
 In: a `ComparisonResult` (`dumpcmp.compare()`), optionally ground-truth histograms of some rows (`dumpcmp.histogram`,
-keyed by row index), a calibrator's min/max table and a locate result (rows of own vs inherited error). Out: a list
+keyed by the row's position in `result.rows`: with a graph JSON `Index` numbers fusion units, so an op's input and
+output rows share it), a calibrator's min/max table and a locate result (rows of own vs inherited error). Out: a list
 of `Advice` (rule, layer, message with the measured values, the evidence as a dict) for the terminal summary, the
 HTML report and `--json`. Every threshold is a field of `Thresholds` (and a CLI option); the rules are documented in
 `RULES` and in the README.
@@ -13,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "normalise_locate", "distinct_rows"]
+__all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "normalise_locate", "distinct_rows", "row_keys"]
 
 FP16_MAX = 65504.0
 
@@ -56,9 +57,10 @@ class Thresholds:
 class Advice:
     rule: str
     layer: str                  # tensor index (or "model" for model-wide advice)
-    row: int | None             # the result row's Index, None for model-wide advice
+    row: int | None             # the result row's Index (as the table prints it), None for model-wide advice
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    key: int | None = None      # the row's position in `result.rows` (unique, unlike Index), None for model-wide
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,6 +128,12 @@ def _is_conv(op_type: str) -> bool:
     return "conv" in op_type.lower()
 
 
+def row_keys(result: Any) -> dict[int, int]:
+    """id(row) -> its position in `result.rows`: the one key that tells every row apart (`Index` is the fusion
+    unit's number, shared by an op's input and output rows and by the ops fused into one unit)."""
+    return {id(r): k for k, r in enumerate(result.rows)}
+
+
 def distinct_rows(result: Any) -> list[Any]:
     """The compared rows without the inputs that repeat an output: an op's output dumped again as the next op's
     input holds the same values against the same ground truth, so it would be advised twice."""
@@ -139,7 +147,7 @@ def distinct_rows(result: Any) -> list[Any]:
 
 
 def _fp16_overflow(result: Any) -> list[Advice]:
-    out = []
+    out, keys = [], row_keys(result)
     for r in distinct_rows(result):
         res = r.result
         if res is None:
@@ -155,15 +163,15 @@ def _fp16_overflow(result: Any) -> list[Advice]:
             if bad_device:
                 parts.append(f"device holds {res.nan_x} NaN and {res.inf_x} inf of {res.count}")
             out.append(Advice("fp16-overflow", r.tensor_index, r.index,
-                              "; ".join(parts) + ": keep this layer in fp32 or rescale its inputs", ev))
+                              "; ".join(parts) + ": keep this layer in fp32 or rescale its inputs", ev,
+                              keys[id(r)]))
     return out
 
 
 def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) -> list[Advice]:
     out = []
-    by_index = {r.index: r for r in result.rows}
-    for index, h in sorted(histograms.items()):
-        r = by_index.get(index)
+    for key, h in sorted(histograms.items()):
+        r = result.rows[key] if 0 <= key < len(result.rows) else None
         if r is None or h is None or h.finite == 0 or h.min is None or not h.max > h.min:
             continue
         peak = max(abs(h.min), abs(h.max))
@@ -176,13 +184,13 @@ def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) ->
                               f"{share_in:.4%} of the ground truth lies within ±{_g(inner)} but the range reaches "
                               f"±{_g(peak)}: an int8 scale set by the max leaves those values about "
                               f"{max(1, int(127 / t.outlier_ratio))} levels; clip the range (percentile "
-                              f"calibration) or use 16 bit", ev))
+                              f"calibration) or use 16 bit", ev, key))
     return out
 
 
 def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[float, float]] | None) -> list[Advice]:
     out = []
-    for r in result.rows:
+    for key, r in enumerate(result.rows):
         if not _is_conv(r.op_type) or r.pair is None or r.pair.kind != "input" or (r.pair.index or 0) != 0:
             continue
         lo = hi = None
@@ -190,7 +198,8 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
         if min_max:
             from ..histogram import lookup_min_max
 
-            entry = lookup_min_max(min_max, [r.ground_truth, r.pair.ground_truth_op or "", r.tensor_index])
+            # the producer's names: an input row's GroundTruth column and its TensorIndex name the conv itself
+            entry = lookup_min_max(min_max, [r.pair.ground_truth_op or "", r.pair.ground_truth_key or ""])
             if entry is not None:
                 (lo, hi), source = entry, "tensor_min_max.txt"
         if lo is None and r.result is not None and r.result.count:
@@ -201,12 +210,12 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
                           f"convolution input spans {_g(lo)} .. {_g(hi)} (max - min {_g(hi - lo)} > "
                           f"{_g(t.conv_input_range)}, {source}): quantize this input in 16 bit",
                           {"min": lo, "max": hi, "range": hi - lo, "threshold": t.conv_input_range,
-                           "source": source}))
+                           "source": source}, key))
     return out
 
 
 def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
-    out = []
+    out, keys = [], row_keys(result)
     for r in distinct_rows(result):
         if 7 not in result.algorithms:
             continue
@@ -214,13 +223,13 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
         if math.isfinite(rmse) and rmse > t.rmse:
             out.append(Advice("int16-layer", r.tensor_index, r.index,
                               f"RootMeanSquareError {_g(rmse)} > {_g(t.rmse)}: run the convolution feeding this "
-                              f"layer in 16 bit", {"rmse": rmse, "threshold": t.rmse}))
+                              f"layer in 16 bit", {"rmse": rmse, "threshold": t.rmse}, keys[id(r)]))
     return out
 
 
 def _constant_output(result: Any) -> list[Advice]:
     out = []
-    for r in result.rows:
+    for key, r in enumerate(result.rows):
         res = r.result
         if res is None or res.count < 2 or r.pair is None or r.pair.kind != "output":
             continue
@@ -230,7 +239,7 @@ def _constant_output(result: Any) -> list[Advice]:
                               f"device output is {what} over {res.count} elements while the ground truth spans "
                               f"{_g(res.min_y)} .. {_g(res.max_y)}",
                               {"device_min": res.min_x, "device_max": res.max_x, "ground_truth_min": res.min_y,
-                               "ground_truth_max": res.max_y, "count": int(res.count)}))
+                               "ground_truth_max": res.max_y, "count": int(res.count)}, key))
     return out
 
 
@@ -248,15 +257,15 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
     if final >= t.cosine or total_drop <= 0:
         return []
     if locate:
-        steps = [(1.0 - lr.own_cosine, lr.op, None, "own") for lr in locate if math.isfinite(lr.own_cosine)]
+        steps = [(1.0 - lr.own_cosine, lr.op, None, None, "own") for lr in locate if math.isfinite(lr.own_cosine)]
     else:
-        steps, prev = [], 1.0
+        steps, prev, keys = [], 1.0, row_keys(result)
         for r in outs:
-            steps.append((prev - r.cosine, r.tensor_index, r.index, "step"))
+            steps.append((prev - r.cosine, r.tensor_index, r.index, keys[id(r)], "step"))
             prev = r.cosine
     if not steps:
         return []
-    drop, layer, row, how = max(steps, key=lambda s: s[0])
+    drop, layer, row, key, how = max(steps, key=lambda s: s[0])
     share = drop / total_drop
     ev = {"largest_drop": drop, "worst_cosine": final, "total_drop": total_drop, "share": share,
           "threshold": t.single_share, "from": "locate own error" if how == "own" else "cosine steps"}
@@ -264,7 +273,7 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
         what = "its own error (locate)" if how == "own" else "the cosine step from the previous output"
         return [Advice("single-layer", layer, row,
                        f"this layer adds {share:.0%} of the error: {what} is {_g(drop)} of a total drop of "
-                       f"{_g(total_drop)} (worst cosine {_g(final)}): fix or raise the precision of this layer", ev)]
+                       f"{_g(total_drop)} (worst cosine {_g(final)}): fix or raise the precision of this layer", ev, key)]
     return [Advice("drift", "model", None,
                    f"the error accumulates: the largest single contribution ({layer}, {_g(drop)}) is only "
                    f"{share:.0%} of the total drop {_g(total_drop)} (worst cosine {_g(final)}): raise the precision "
@@ -275,7 +284,7 @@ def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Map
            min_max: Mapping[str, tuple[float, float]] | None = None, locate: Iterable[Any] | None = None,
            rules: Iterable[str] | None = None) -> list[Advice]:
     """Every rule's advice on one comparison, in rule order then execution order. `histograms`: ground-truth
-    histograms by row Index (the int8-outliers rule reads them); `rules`: only these."""
+    histograms by row position in `result.rows` (the int8-outliers rule reads them); `rules`: only these."""
     t = thresholds or Thresholds()
     wanted = set(rules) if rules is not None else set(RULES)
     unknown = wanted - set(RULES)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .._io import atomic_write_text
-from ..advice import Advice, LocateRow, Thresholds, advise, normalise_locate
+from ..advice import Advice, LocateRow, Thresholds, advise, normalise_locate, row_keys
 from ..progress import Progress
 
 __all__ = ["ReportData", "collect", "render", "write_report", "verdict", "classify", "largest_drop"]
@@ -30,7 +30,8 @@ __all__ = ["ReportData", "collect", "render", "write_report", "verdict", "classi
 class ReportData:
     result: Any
     advice: list[Advice] = field(default_factory=list)
-    histograms: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # row Index -> (device, ground truth)
+    # keyed by the row's position in result.rows (Index numbers fusion units and repeats across an op's rows)
+    histograms: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # position -> (device, ground truth)
     tops: dict[int, list[dict[str, float]]] = field(default_factory=dict)
     locate: list[LocateRow] = field(default_factory=list)
     threshold: float = 0.99
@@ -38,31 +39,42 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
 
 
+#: graph op types that hold data rather than compute it: with `-f` they get a row of NaN cells when not dumped
+DATA_OP_TYPES = frozenset({"Data", "RefData", "Const", "Constant", "Variable", "ConstPlaceHolder"})
+
+
+def not_dumped_data(row: Any) -> bool:
+    """A row the graph JSON adds for a Data/Const op that has no dump file: shown in the table, never a layer."""
+    return bool(getattr(row, "unmatched", False)) and row.result is None and row.op_type in DATA_OP_TYPES
+
+
 def classify(result: Any) -> dict[int, str]:
-    """Row Index -> 'activation' or 'constant'. A constant is an input with no producing operator among the dumped
-    outputs: weights, biases, other constants (and the model's own inputs, which have no producer either)."""
+    """Row position in `result.rows` -> 'activation' or 'constant'. A constant is an input with no producing
+    operator among the dumped outputs: weights, biases, other constants (and the model's own inputs, which have no
+    producer either), and the rows of Data/Const ops that were not dumped."""
     produced = set()
     for r in result.rows:
         if r.pair is not None and r.pair.kind == "output":
             produced.update(r.pair.ground_truth_ops or ((r.pair.ground_truth_op,) if r.pair.ground_truth_op else ()))
     out = {}
-    for r in result.rows:
-        pair = r.pair
-        constant = pair is not None and pair.kind == "input" and pair.ground_truth_op is not None and \
-            pair.ground_truth_op not in produced
-        out[r.index] = "constant" if constant else "activation"
+    for k, r in enumerate(result.rows):
+        pair = r.pair  # ground_truth_op: the producer whose output is compared (the column names the row's own op)
+        constant = not_dumped_data(r) or (pair is not None and pair.kind == "input" and
+                                          pair.ground_truth_op is not None and pair.ground_truth_op not in produced)
+        out[k] = "constant" if constant else "activation"
     return out
 
 
-def _output_rows(result: Any, kinds: dict[int, str]) -> list[Any]:
-    return [r for r in result.rows if r.result is not None and kinds.get(r.index) == "activation"
+def _output_rows(result: Any, kinds: dict[int, str]) -> list[tuple[int, Any]]:
+    """(position, row) of the compared activation outputs in execution order."""
+    return [(k, r) for k, r in enumerate(result.rows) if r.result is not None and kinds.get(k) == "activation"
             and (r.pair is None or r.pair.kind == "output")]
 
 
 def largest_drop(result: Any) -> tuple[Any, float] | None:
     """The output row whose cosine fell most from the previous output's (row, drop), or None."""
     prev, best = None, None
-    for r in _output_rows(result, classify(result)):
+    for _, r in _output_rows(result, classify(result)):
         c = r.cosine
         if prev is not None and math.isfinite(c) and math.isfinite(prev):
             drop = prev - c
@@ -78,15 +90,18 @@ def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> 
     operator whose own error is below the threshold (where the error starts)."""
     first = result.first_below(threshold) if 0 in result.algorithms else None
     drop = largest_drop(result)
+    keys = row_keys(result)
     # locate's own verdict names the origin; without one, the first operator whose own cosine is below the threshold
     starts = next((lr for lr in locate if lr.verdict == "origin"), None) or \
         next((lr for lr in locate if math.isfinite(lr.own_cosine) and lr.own_cosine < threshold), None)
     return {
         "pass": first is None,
         "threshold": threshold,
-        "first_below": None if first is None else {"row": first.index, "name": first.tensor_index,
+        "first_below": None if first is None else {"row": first.index, "key": keys[id(first)],
+                                                     "name": first.tensor_index,
                                                      "op_type": first.op_type, "cosine": _num(first.cosine)},
-        "largest_drop": None if drop is None else {"row": drop[0].index, "name": drop[0].tensor_index,
+        "largest_drop": None if drop is None else {"row": drop[0].index, "key": keys[id(drop[0])],
+                                                    "name": drop[0].tensor_index,
                                                     "op_type": drop[0].op_type, "drop": _num(drop[1]),
                                                     "cosine": _num(drop[0].cosine)},
         "error_starts": None if starts is None else {"op": starts.op, "own_cosine": _num(starts.own_cosine),
@@ -121,19 +136,20 @@ def chosen_rows(result: Any, layers: int | str | None) -> list[Any]:
 def collect(result: Any, *, layers: int | str | None = "auto", bins: int = 64, top_n: int = 10, custom: Any = None,
             threads: int = 0, quiet: bool = True) -> tuple[dict[int, tuple[Any, Any]], dict[int, list], list[str]]:
     """Histograms (both sides over one range) and top element errors of the rows `chosen_rows` picks. Returns
-    (histograms, tops, notes about rows that could not be read)."""
+    (histograms and tops by row position, notes about rows that could not be read)."""
     from ..errors import DumpcmpError
     from ..histogram import pair_histograms, row_sources, top_errors
 
     chosen = chosen_rows(result, layers)
+    keys = row_keys(result)
     hists, tops, notes = {}, {}, []
     with Progress(len(chosen), "histograms", quiet=quiet) as progress:
         for r in chosen:
             try:
                 x, y = row_sources(r, result.ground_truth_has_address, custom)
-                hists[r.index] = pair_histograms(x, y, bins, threads)
+                hists[keys[id(r)]] = pair_histograms(x, y, bins, threads)
                 if top_n:
-                    tops[r.index] = top_errors(x, y, top_n, threads)
+                    tops[keys[id(r)]] = top_errors(x, y, top_n, threads)
             except (DumpcmpError, ValueError, OSError) as error:
                 notes.append(f"#{r.index} {r.tensor_index}: histogram not taken: {error}")
             progress.advance()
@@ -143,12 +159,12 @@ def collect(result: Any, *, layers: int | str | None = "auto", bins: int = 64, t
 def _locate_by_row(result: Any, locate: Sequence[LocateRow]) -> dict[int, LocateRow]:
     by_op = {lr.op: lr for lr in locate}
     out = {}
-    for r in result.rows:
+    for k, r in enumerate(result.rows):
         if r.pair is None or r.pair.kind != "output":
             continue
         for name in (r.pair.npu_op, r.pair.graph_op, r.pair.ground_truth_op, *(r.pair.ground_truth_ops or ())):
             if name and name in by_op:
-                out[r.index] = by_op[name]
+                out[k] = by_op[name]
                 break
     return out
 
@@ -159,9 +175,14 @@ def _g7(v: Any) -> float | None:
     return None if f is None else float(f"{f:.7g}")
 
 
-def _row_record(r: Any, kind: str) -> dict[str, Any]:
-    """What the details panel needs beyond the table's cells (which it reads from the table row)."""
-    rec: dict[str, Any] = {"i": r.index, "name": r.tensor_index or r.ground_truth, "cls": kind, "st": r.status}
+def _name(r: Any) -> str:
+    return r.tensor_index if r.tensor_index and r.tensor_index != "NaN" else (r.npu_dump or r.ground_truth)
+
+
+def _row_record(r: Any, key: int, kind: str) -> dict[str, Any]:
+    """What the details panel needs beyond the table's cells (which it reads from the table row). `k` is the row's
+    position (what links and clicks use), `i` its Index as the table prints it."""
+    rec: dict[str, Any] = {"k": key, "i": r.index, "name": _name(r), "cls": kind, "st": r.status}
     if r.result is not None:
         res = r.result
         rec["range"] = [_g7(res.min_x), _g7(res.max_x), _g7(res.min_y), _g7(res.max_y), int(res.count),
@@ -211,16 +232,16 @@ def render(data: ReportData) -> str:
     table = result.table()
     header, body = table[0], table[1:]
     recs = []
-    for r in result.rows:
-        rec = _row_record(r, kinds[r.index])
-        if r.index in data.histograms:
-            hx, hy = data.histograms[r.index]
+    for k, r in enumerate(result.rows):
+        rec = _row_record(r, k, kinds[k])
+        if k in data.histograms:
+            hx, hy = data.histograms[k]
             rec["hist"] = [_hist_record(hx), _hist_record(hy)]
-        if r.index in data.tops:
+        if k in data.tops:
             rec["top"] = [[t["index"], _g7(t["npu"]), _g7(t["ground_truth"]), _g7(t["abs_error"])]
-                          for t in data.tops[r.index]]
-        if r.index in loc_rows:
-            lr = loc_rows[r.index]
+                          for t in data.tops[k]]
+        if k in loc_rows:
+            lr = loc_rows[k]
             rec["locate"] = {"own": _num(lr.own_cosine), "inherited": _num(lr.inherited_cosine),
                              "total": _num(lr.total_cosine), "verdict": lr.verdict}
         recs.append(rec)
@@ -228,12 +249,12 @@ def render(data: ReportData) -> str:
     payload = _clean({"rows": recs, "cells": cells, "advice": [a.to_dict() for a in data.advice], "verdict": v,
                       "threshold": data.threshold})
 
-    def series(rows: Iterable[Any]) -> list[dict[str, Any]]:
-        return [{"i": r.index, "name": r.tensor_index or r.ground_truth, "op": r.op_type, "cos": r.cosine,
-                 "rel": r.value(3) if 3 in result.algorithms else math.nan} for r in rows]
+    def series(rows: Iterable[tuple[int, Any]]) -> list[dict[str, Any]]:
+        return [{"k": k, "i": r.index, "name": _name(r), "op": r.op_type, "cos": r.cosine,
+                 "rel": r.value(3) if 3 in result.algorithms else math.nan} for k, r in rows]
 
     acts = _output_rows(result, kinds)
-    consts = [r for r in result.rows if r.result is not None and kinds[r.index] == "constant"]
+    consts = [(k, r) for k, r in enumerate(result.rows) if r.result is not None and kinds[k] == "constant"]
     own = {i: lr.own_cosine for i, lr in loc_rows.items()}
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -241,7 +262,7 @@ def render(data: ReportData) -> str:
         "script-src 'unsafe-inline'; img-src data:\">",
         f"<title>{escape(data.title)}</title><style>{_static('report.css')}</style></head><body>",
         f"<h1>{escape(data.title)}</h1>",
-        _run_section(result, counts, v, data),
+        _run_section(result, counts, v, data, sum(1 for r in result.rows if not_dumped_data(r))),
         "<section id=\"charts\"><h2>Per operator</h2>",
         chart_svg(series(acts), data.threshold, own=own or None),
     ]
@@ -256,11 +277,15 @@ def render(data: ReportData) -> str:
     return "".join(parts)
 
 
-def _run_section(result: Any, counts: dict[str, int], v: dict[str, Any], data: ReportData) -> str:
+def _run_section(result: Any, counts: dict[str, int], v: dict[str, Any], data: ReportData, data_ops: int) -> str:
+    """`data_ops`: rows of Data/Const ops without a dump file, counted apart from the unmatched tensors."""
     ok = v["pass"]
+    tensors = f"{counts['compared']} compared, {counts['unmatched'] - data_ops} unmatched, {counts['failed']} " \
+              f"failed, {counts['skipped']} skipped"
+    if data_ops:
+        tensors += f" ({data_ops} Data/Const op{'s' if data_ops > 1 else ''} not dumped, a row each)"
     items = [("My Output (device)", result.left), ("Ground Truth", result.right), ("run", result.run),
-             ("tensors", f"{counts['compared']} compared, {counts['unmatched']} unmatched, {counts['failed']} failed, "
-                         f"{counts['skipped']} skipped")]
+             ("tensors", tensors)]
     lines = [f"<section id=\"run\"><h2>Run</h2><table class=\"kv\">"]
     lines += [f"<tr><th>{escape(k)}</th><td>{escape(str(val))}</td></tr>" for k, val in items]
     lines.append("</table>")
@@ -268,11 +293,11 @@ def _run_section(result: Any, counts: dict[str, int], v: dict[str, Any], data: R
                  f"{'PASS' if ok else 'FAIL'} at cosine threshold {v['threshold']:g}</p><ul class=\"verdict\">")
     fb = v["first_below"]
     if fb:
-        lines.append(f"<li>first below the threshold: <a href=\"#row-{fb['row']}\">#{fb['row']} "
+        lines.append(f"<li>first below the threshold: <a href=\"#row-{fb['key']}\">#{fb['row']} "
                      f"{escape(fb['name'])}</a> ({escape(fb['op_type'])}), cosine {_show(fb['cosine'])}</li>")
     ld = v["largest_drop"]
     if ld:
-        lines.append(f"<li>largest drop: <a href=\"#row-{ld['row']}\">#{ld['row']} {escape(ld['name'])}</a> "
+        lines.append(f"<li>largest drop: <a href=\"#row-{ld['key']}\">#{ld['row']} {escape(ld['name'])}</a> "
                      f"({escape(ld['op_type'])}), cosine fell by {_show(ld['drop'])} to {_show(ld['cosine'])}</li>")
     es = v["error_starts"]
     if es:
@@ -295,7 +320,7 @@ def _advice_section(advice: Sequence[Advice]) -> str:
     else:
         out.append("<ul>")
         for a in advice:
-            where = f"<a href=\"#row-{a.row}\">#{a.row} {escape(a.layer)}</a>" if a.row is not None else \
+            where = f"<a href=\"#row-{a.key}\">#{a.row} {escape(a.layer)}</a>" if a.key is not None else \
                 escape(a.layer)
             out.append(f"<li data-rule=\"{escape(a.rule)}\"><b>{escape(a.rule)}</b> {where}: {escape(a.message)}</li>")
         out.append("</ul>")

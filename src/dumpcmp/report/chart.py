@@ -1,6 +1,7 @@
 """The per-operator chart as static SVG: cosine similarity (and locate's own cosine) on top, relative RMSE below,
 one point per operator output in execution order. Each point names its tensor on hover (<title>) and carries
-`data-row` (the result row's Index) for the page's click handler."""
+`data-row` (the row's position in the result, which links and clicks use; the label shows its Index) for the page's
+click handler."""
 
 from __future__ import annotations
 
@@ -60,23 +61,24 @@ def _panel(points: Sequence[tuple[int, float]], labels: dict[int, str], x_of, y0
 
 def chart_svg(rows: Sequence[dict], threshold: float, *, own: dict[int, float] | None = None,
               element_id: str = "chart") -> str:
-    """`rows`: dicts with `i` (row Index), `name`, `op`, `cos`, `rel` (relative RMSE), in execution order."""
+    """`rows`: dicts with `k` (row position), `i` (row Index), `name`, `op`, `cos`, `rel` (relative RMSE), in
+    execution order; `own`: locate's own cosine by row position."""
     if not rows:
         return f'<svg id="{element_id}" class="chart empty" width="{WIDTH}" height="40"><text x="10" y="25">' \
                f'no compared tensors</text></svg>'
     n = len(rows)
     span = WIDTH - LEFT - RIGHT
-    pos = {r["i"]: k for k, r in enumerate(rows)}
+    pos = {r["k"]: n for n, r in enumerate(rows)}
 
     def x_of(i: int) -> float:
         return LEFT + (pos[i] + 0.5) * span / n
 
-    labels = {r["i"]: f'#{r["i"]} {r["name"]} ({r["op"]})' for r in rows}
-    cos = [(r["i"], r["cos"]) for r in rows]
+    labels = {r["k"]: f'#{r["i"]} {r["name"]} ({r["op"]})' for r in rows}
+    cos = [(r["k"], r["cos"]) for r in rows]
     finite = [v for _, v in cos if math.isfinite(v)] + ([v for v in own.values() if math.isfinite(v)] if own else [])
     lo = min(finite + [threshold]) if finite else 0.0
     lo = max(-1.0, lo - (1.0 - lo) * 0.08) if lo < 1.0 else 0.99
-    rel = [(r["i"], r["rel"]) for r in rows]
+    rel = [(r["k"], r["rel"]) for r in rows]
     rel_finite = [v for _, v in rel if math.isfinite(v)]
     rel_hi = max(rel_finite) * 1.08 if rel_finite and max(rel_finite) > 0 else 1.0
     own_pts = [(i, own[i]) for i in pos if own and i in own]

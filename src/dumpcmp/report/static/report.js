@@ -1,7 +1,9 @@
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("data").textContent);
-  const byRow = new Map(data.rows.map((r) => [r.i, r]));
+  // rows are keyed by their position k (data-row, #row-k); r.i is the Index the table prints (shared by the rows of
+  // one fusion unit)
+  const byRow = new Map(data.rows.map((r) => [r.k, r]));
   const esc = (s) => String(s == null ? "" : s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   const num = (v) => (v == null ? "NaN" : Number(v).toPrecision(6));
 
@@ -38,7 +40,6 @@
   }
 
   const headers = Array.from(document.querySelectorAll("#rows thead th")).map((th) => th.textContent);
-  const pos = new Map(data.rows.map((r, k) => [r.i, k]));
 
   function openRow(i, scroll) {
     const r = byRow.get(i);
@@ -49,7 +50,7 @@
     box.hidden = false;
     box.dataset.open = String(i);
     document.getElementById("d-title").textContent = `#${r.i} ${r.name}`;
-    const cells = data.cells[pos.get(i)];
+    const cells = data.cells[r.k];
     let h = "<table>" + headers.map((name, k) => (cells[k] !== "" ? `<tr><th>${esc(name)}</th><td>${esc(cells[k])}</td></tr>` : "")).join("") + "</table>";
     h += `<p>${esc(r.cls === "constant" ? "a weight or constant (an input no dumped operator produces)" : "an activation")}</p>`;
     if (r.range) {
@@ -57,7 +58,7 @@
       h += `<p>device ${num(g[0])} .. ${num(g[1])} (${g[5]} NaN, ${g[6]} inf); ground truth ${num(g[2])} .. ${num(g[3])} (${g[7]} NaN, ${g[8]} inf); ${g[4]} elements</p>`;
     }
     if (r.locate) h += `<p>locate: own cosine ${num(r.locate.own)}, inherited ${num(r.locate.inherited)}, total ${num(r.locate.total)} ${esc(r.locate.verdict)}</p>`;
-    const adv = data.advice.filter((a) => a.row === r.i);
+    const adv = data.advice.filter((a) => a.key === r.k);
     if (adv.length) h += "<ul>" + adv.map((a) => `<li><b>${esc(a.rule)}</b>: ${esc(a.message)}</li>`).join("") + "</ul>";
     if (r.hist) h += `<h3>Histogram (blue: device, black: ground truth, red dashed: min and max)</h3>${histSvg(r.hist)}`;
     else if (r.range) h += `<p class="note">No histogram embedded for this layer (this report holds the worst layers'; dumpcmp report --histograms all embeds every layer's).</p>`;
@@ -96,8 +97,8 @@
     const open = document.getElementById("details").dataset.open;
     tbody.innerHTML = shown.slice(page * PAGE, (page + 1) * PAGE).map((k) => {
       const r = data.rows[k];
-      const cls = r.st + (r.cls === "constant" ? " const" : "") + (String(r.i) === open ? " sel" : "");
-      return `<tr id="r${r.i}" data-row="${r.i}" data-status="${r.st}" data-cls="${r.cls}" class="${cls}">` +
+      const cls = r.st + (r.cls === "constant" ? " const" : "") + (String(r.k) === open ? " sel" : "");
+      return `<tr id="r${r.k}" data-row="${r.k}" data-status="${r.st}" data-cls="${r.cls}" class="${cls}">` +
         data.cells[k].map((c) => `<td>${esc(c)}</td>`).join("") + "</tr>";
     }).join("");
     const first = shown.length ? page * PAGE + 1 : 0;

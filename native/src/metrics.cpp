@@ -519,7 +519,7 @@ DUMPCMP_AI void lanes_body(SX x, SY y, std::size_t n, double kx, double ky, Lane
         // Padding repeats the tail's first element, which leaves min and max as they are.
         Lanes<L> a = out;
         const std::size_t rest = n - whole;
-        VF fx, fy;
+        VF fx = VF::zero(), fy = VF::zero();  // every lane is set below; zeroed so no compiler sees it unset
         for (std::size_t j = 0; j < kWide; ++j) {
             fx.set(j, x.at(whole + (j < rest ? j : 0)));
             fy.set(j, y.at(whole + (j < rest ? j : 0)));
@@ -779,7 +779,7 @@ DUMPCMP_AI KldSums kld_body(SX x, SY y, std::size_t n, const KldParams& k) {
     if (i < n) {
         // The last rest (< 16) elements: always the general form, on a copy, keeping the lanes with real elements.
         const std::size_t rest = n - i;
-        typename L::VF fx, fy;
+        typename L::VF fx = L::VF::zero(), fy = L::VF::zero();  // every lane is set below
         for (std::size_t j = 0; j < kWide; ++j) {
             fx.set(j, x.at(i + (j < rest ? j : 0)));
             fy.set(j, y.at(i + (j < rest ? j : 0)));

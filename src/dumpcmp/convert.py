@@ -43,8 +43,10 @@ listed, one ``{path}\\t{reason}`` a line, in ``convert_failed_file_list.txt`` in
 run that has failures).
 
 Overwriting. Every output name is worked out before anything is written; if any of them exists, nothing is written
-and ConfigError lists them, unless ``force=True``. Each file is written beside its final name and renamed, so a file
-appears whole or not at all.
+and ConfigError lists them, unless ``force=True``. The files of one call (the failed-file list included) are built
+in a private temporary folder per output folder and moved into place together at the end (`_io.file_set`): an
+error, Ctrl-C or SIGTERM part way leaves none of them, and an output folder the call created is removed again if
+nothing was published in it. A file that fails to convert only drops its own outputs.
 """
 
 from __future__ import annotations

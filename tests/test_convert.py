@@ -91,7 +91,7 @@ def test_fractal_nz_needs_a_shape_without_original(tmp_path, plain):
     with pytest.raises(LayoutError, match="-shape") as info:
         C.shape_convert(dump, "ND", out, index=0)
     assert dump in str(info.value) and "output 0" in str(info.value)
-    assert not os.listdir(out)
+    assert not os.path.exists(out)  # nothing written, not even the folder
     [o] = C.shape_convert(dump, "ND", out, index=0, shape="3,17,40")
     assert o.path == converted(out, "output", 0, (3, 17, 40))
     np.testing.assert_array_equal(np.load(o.path), plain["m"])

@@ -266,3 +266,117 @@ def test_detail_export_replaces_planted_links_not_their_targets(tmp_path, victim
     assert main(args + ["--force"]) == 0
     assert victim.read_text() == "precious" and not any((out / n).is_symlink() for n in files)
     assert leftovers(out) == [] and sorted(os.listdir(out)) == files
+
+
+# ---- sets: a convert or a detail export stopped part way leaves nothing ------------------------------------------
+
+def framework_dumps(folder, n=5):
+    from dumpcmp import write_dump
+
+    folder.mkdir()
+    for i in range(n):
+        write_dump(folder / f"op{i}.0.1700000000000000.pb", outputs=[np.full(4, i, np.float32)])
+    return folder
+
+
+def everything(root) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, dirs, files in os.walk(root) for f in dirs + files)
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_convert_stopped_on_the_third_file_leaves_no_output(tmp_path, monkeypatch, existing):
+    from dumpcmp import convert as C
+
+    src = framework_dumps(tmp_path / "pb")
+    out = tmp_path / "new" / "npy"
+    if existing:
+        out.mkdir(parents=True)
+    before = everything(tmp_path)
+    real, calls = C._write_npy, []
+
+    def third_fails(path, array, force):
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # Ctrl-C (or SIGTERM, which unwinds the same way) on the 3rd file
+        real(path, array, force)
+
+    monkeypatch.setattr(C, "_write_npy", third_fails)
+    with pytest.raises(KeyboardInterrupt):
+        C.dump_to_npy(src, out, type="tf")
+    assert len(calls) == 3
+    assert everything(tmp_path) == before  # no output, no temporary, no folder the run made
+    monkeypatch.setattr(C, "_write_npy", real)
+    report = C.dump_to_npy(src, out, type="tf")  # nothing in the way of the next run
+    assert report.ok and len(os.listdir(out)) == 5
+
+
+def test_view_stopped_part_way_leaves_no_output(tmp_path, monkeypatch):
+    from dumpcmp import convert as C
+    from dumpcmp import write_dump
+
+    dump = tmp_path / "Add.add.3.1700000000000000"
+    write_dump(dump, outputs=[np.ones(4, np.float32)], inputs=[np.ones(4, np.float32), np.zeros(4, np.float32)])
+    real = C.write_txt
+
+    def fails(path, array, force=False):
+        if os.path.basename(path).endswith(".input.1.txt"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, array, force=force)
+
+    monkeypatch.setattr(C, "write_txt", fails)
+    with pytest.raises(OSError):
+        C.view(dump, tmp_path / "out", txt=True)
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+
+
+CONVERT_CHILD = textwrap.dedent("""
+    import sys, time
+    from dumpcmp import convert as C
+    from dumpcmp.cli import main
+
+    real, calls = C._write_npy, []
+
+    def slow(path, array, force):
+        calls.append(path)
+        real(path, array, force)
+        if len(calls) == 2:
+            print("writing", flush=True)
+            time.sleep(60)
+
+    C._write_npy = slow
+    sys.exit(main(["convert", "-type", "tf", "-target", "numpy", "-i", sys.argv[1], "-o", sys.argv[2]]))
+""")
+
+
+def test_convert_killed_by_sigterm_leaves_nothing(tmp_path):
+    src = framework_dumps(tmp_path / "pb")
+    out = tmp_path / "npy"
+    proc = subprocess.Popen([sys.executable, "-c", CONVERT_CHILD, str(src), str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    assert out.is_dir() and leftovers(out)  # two files done, held back in the private folder
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+    assert not out.exists() and sorted(os.listdir(tmp_path)) == ["pb"]
+
+
+def test_failed_detail_export_leaves_no_folder_it_made(tmp_path, monkeypatch):
+    from dumpcmp import detail
+    from dumpcmp.cli import main
+    from dumpcmp.samples import make_sample_tree
+
+    device = make_sample_tree(tmp_path / "s")
+    out = tmp_path / "new" / "detail"
+
+    def fails(*args, **kwargs):
+        raise DumpcmpError("disk full (simulated)")
+
+    monkeypatch.setattr(detail.core, "export_detail", fails)
+    args = ["compare", "-l", str(device), "-r", str(tmp_path / "s" / "ground_truth"), "-d", "conv1", "-o", str(out)]
+    assert main(args) == 2
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "kept").mkdir()  # a folder that existed before is never removed
+    assert main(args[:-1] + [str(tmp_path / "kept")]) == 2
+    assert (tmp_path / "kept").is_dir() and os.listdir(tmp_path / "kept") == []

@@ -425,3 +425,46 @@ atexit.register(_cleanup_live)
 def remove_leftovers() -> None:
     """Remove every temporary this process still holds (called on exit by the CLI)."""
     _cleanup_live()
+
+
+# ---- output folders a run creates --------------------------------------------------------------------------------
+
+def make_folder(path: str | os.PathLike[str]) -> list[str]:
+    """``mkdir -p path``; returns the folders this call created (outermost first) for `remove_empty`."""
+    created: list[str] = []
+    missing: list[str] = []
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        missing.append(p)
+        p = os.path.dirname(p)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            continue
+        created.append(folder)
+    if not os.path.isdir(path):
+        raise DumpcmpError(f"{path}: exists and is not a folder")
+    return created
+
+
+def remove_empty(created: list[str]) -> None:
+    """Remove the folders `make_folder` created that are still empty (innermost first); a folder that holds
+    anything, or that existed before, is left alone."""
+    for folder in reversed(created):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def made_folder(path: str | os.PathLike[str]) -> Iterator[list[str]]:
+    """``with made_folder(out): ...``: `out` created if missing (parents too); a folder created here and still empty
+    when the block ends (an error, a signal, nothing published) is removed. Yields the list of created folders, to
+    which the block may add the subfolders it makes."""
+    created = make_folder(path)
+    try:
+        yield created
+    finally:
+        remove_empty(created)

@@ -43,12 +43,16 @@ listed, one ``{path}\\t{reason}`` a line, in ``convert_failed_file_list.txt`` in
 run that has failures).
 
 Overwriting. Every output name is worked out before anything is written; if any of them exists, nothing is written
-and ConfigError lists them, unless ``force=True``. Each file is written beside its final name and renamed, so a file
-appears whole or not at all.
+and ConfigError lists them, unless ``force=True``. The files of one call (the failed-file list included) are built
+in a private temporary folder per output folder and moved into place together at the end (`_io.file_set`): an
+error, Ctrl-C or SIGTERM part way leaves none of them, and an output folder the call created is removed again if
+nothing was published in it. A file that fails to convert only drops its own outputs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence, Union
@@ -199,12 +203,51 @@ def _check_free(paths: Iterable[str], force: bool) -> None:
                           "folder or use --force, force=True in Python)")
 
 
-def _make_dir(out_dir: PathLike) -> str:
+def _check_out(out_dir: PathLike) -> str:
     out = os.fspath(out_dir)
-    if os.path.exists(out) and not os.path.isdir(out):
+    if os.path.lexists(out) and not os.path.isdir(out):
         raise ConfigError(f"{out}: exists and is not a folder")
-    os.makedirs(out, exist_ok=True)
     return out
+
+
+class _Staging:
+    """The outputs of one invocation, built in a private temporary folder per output folder (`_io.file_set`) and
+    moved into place together when the invocation ends: an error, Ctrl-C or SIGTERM leaves none of them."""
+
+    def __init__(self, stack: contextlib.ExitStack, force: bool, created: list[str]) -> None:
+        self.stack, self.force, self.created = stack, force, created
+        self.sets: dict[str, _io.FileSet] = {}
+        self.long: list[tuple[str, str, str, str]] = []  # (folder, name, suffix, final path) of hashed names
+
+    def path(self, folder: str, name: str, suffix: str) -> tuple[str, str]:
+        """(where to write now, the final path) of the output `folder/name` (hashed when too long)."""
+        if folder not in self.sets:
+            self.created.extend(_io.make_folder(folder))
+            self.sets[folder] = self.stack.enter_context(_io.file_set(folder, force=self.force,
+                                                                      what="converted files"))
+        on_disk = _planned_name(name, suffix)
+        final = os.path.join(folder, on_disk)
+        if on_disk != name:
+            self.long.append((folder, name, suffix, final))
+        return self.sets[folder].path(on_disk), final
+
+
+@contextlib.contextmanager
+def _staging(out_dir: PathLike, force: bool) -> Iterator[tuple[str, _Staging]]:
+    """``with _staging(out) as (out, staging)``: `out` created if missing (and removed again if the invocation
+    publishes nothing in it); every file written through `staging` appears at the end, all together, or none."""
+    out = _check_out(out_dir)
+    with _io.made_folder(out) as created, contextlib.ExitStack() as stack:
+        staging = _Staging(stack, force, created)
+        yield out, staging
+    for folder, name, suffix, final in staging.long:  # the mapping.csv rows of the names that were published
+        if os.path.lexists(final):
+            naming.safe_file_name(name, folder, suffix)
+
+
+def _discard(paths: Iterable[str]) -> None:
+    for p in paths:
+        _io.discard(p)
 
 
 def _resolved_name(path: str) -> str:
@@ -368,20 +411,21 @@ def shape_convert(dump_path: PathLike, fmt: str, out_dir: PathLike, *, shape: Se
     chosen = _select(dump, tensor, index)
     converters = layout.Converters(custom) if custom is not None and not isinstance(custom, layout.Converters) \
         else custom
-    out = _make_dir(out_dir)
+    _check_out(out_dir)
     original = os.path.basename(path)
     results: list[tuple[str, np.ndarray, Tensor, str]] = []
     for t in chosen:
         array, note = convert_tensor(t, fmt, shape=shape, custom=converters, padded=padded, threads=threads)
         name = naming.build_converted_name(original, t.kind, t.index, array.shape if array.ndim else None)
         results.append((name, array, t, note))
-    targets = [os.path.join(out, _planned_name(name, ".npy")) for name, *_ in results]
-    _check_free(targets, force)
     written = []
-    for name, array, t, note in results:
-        target = os.path.join(out, naming.safe_file_name(name, out, ".npy"))
-        _write_npy(target, array, force)
-        written.append(Output(target, t.kind, t.index, tuple(array.shape), str(array.dtype), path, note))
+    with _staging(out_dir, force) as (out, staging):
+        targets = [os.path.join(out, _planned_name(name, ".npy")) for name, *_ in results]
+        _check_free(targets, force)
+        for name, array, t, note in results:
+            staged, target = staging.path(out, name, ".npy")
+            _write_npy(staged, array, force)
+            written.append(Output(target, t.kind, t.index, tuple(array.shape), str(array.dtype), path, note))
     return written
 
 
@@ -422,6 +466,15 @@ def _check_type(type: str) -> str:
 
 def _execute(source: str, out: str, jobs: list[_Job], report: ConversionReport, force: bool,
              suffix: str) -> ConversionReport:
+    """Run the jobs, one bad file not stopping the others; the files of every job that succeeded, and the failed-file
+    list, appear at the end all together (or, on an error, Ctrl-C or SIGTERM, none of them)."""
+    with _staging(out, force) as (out, staging):
+        _run_jobs(out, jobs, report, force, suffix, staging)
+    return report
+
+
+def _run_jobs(out: str, jobs: list[_Job], report: ConversionReport, force: bool, suffix: str,
+              staging: _Staging) -> None:
     planned = [os.path.join(job.folder, _planned_name(n, suffix)) for job in jobs for n in job.names]
     seen: set[str] = set()
     for p in planned:
@@ -430,22 +483,25 @@ def _execute(source: str, out: str, jobs: list[_Job], report: ConversionReport, 
         seen.add(p)
     _check_free(planned + [os.path.join(out, FAILED_LIST)], force)
     for job in jobs:
+        staged: list[str] = []
         try:
-            os.makedirs(job.folder, exist_ok=True)
-            paths = [os.path.join(job.folder, naming.safe_file_name(n, job.folder, suffix)) for n in job.names]
-            report.written.extend(job.run(paths))
+            for n in job.names:
+                staged.append(staging.path(job.folder, n, suffix)[0])
+            final = {s: os.path.join(job.folder, os.path.basename(s)) for s in staged}
+            outputs = job.run(staged)
+            report.written.extend(dataclasses.replace(o, path=final.get(o.path, o.path)) for o in outputs)
             report.converted.extend(job.sources)
         except (DumpcmpError, OSError) as error:
+            _discard(staged)  # a job is converted whole or not at all
             reason = str(error) if isinstance(error, DumpcmpError) else f"{error.strerror or error}"
             report.failed.extend(Problem(s, reason) for s in job.sources)
     report.failed.sort(key=lambda p: p.path)
     if report.failed:
-        report.failed_list = os.path.join(out, FAILED_LIST)
-        with _io.open_atomic(report.failed_list, force=force, what="failed-file list", mode="w",
+        staged_list, report.failed_list = staging.path(out, FAILED_LIST, "")
+        with _io.open_atomic(staged_list, force=True, what="failed-file list", mode="w",
                              encoding="utf-8", errors="surrogateescape") as handle:
             for p in report.failed:
                 handle.write(f"{p.path}\t{' '.join(p.reason.split())}\n")
-    return report
 
 
 def _tensor_names(dump: Any, original: str) -> list[tuple[str, str, int]]:
@@ -472,7 +528,7 @@ def _save_tensors(source: str, tensors: list[tuple[str, str, int]],
 def dump_to_npy(source: PathLike, out_dir: PathLike, *, type: str = "offline", force: bool = False) -> ConversionReport:
     """``-target numpy``: dumps (a file, or every file of a folder tree) to ``.npy`` files; see the module doc."""
     type = _check_type(type)
-    src, out = os.fspath(source), _make_dir(out_dir)
+    src, out = os.fspath(source), _check_out(out_dir)
     report = ConversionReport(src, out)
     jobs: list[_Job] = []
     for path, rel in _walk(src, out):
@@ -548,7 +604,7 @@ def npy_to_dump(source: PathLike, out_dir: PathLike, *, type: str = "caffe", op_
     """``-target dump``: ``{op_name}.{output_index}.{timestamp}.npy`` files (a file, or a folder tree) to dump
     files; see the module doc for the names per `type`. `op_type` names the op type of offline/sim dumps."""
     type = _check_type(type)
-    src, out = os.fspath(source), _make_dir(out_dir)
+    src, out = os.fspath(source), _check_out(out_dir)
     report = ConversionReport(src, out)
     jobs: list[_Job] = []
     by_folder: dict[tuple[str, str], list[tuple[naming.FrameworkDumpName, str]]] = {}
@@ -659,26 +715,31 @@ def view(dump_path: PathLike, out_dir: PathLike, *, txt: bool = False, force: bo
     with `txt`, ``.txt`` beside it, one value a line. Existing files are refused unless `force`."""
     path = os.fspath(dump_path)
     dump = open_dump(path)
-    out = _make_dir(out_dir)
     tensors = _tensor_names(dump, os.path.basename(path))
     if not tensors:
         raise NotFoundError(f"{path}: the dump has no input or output tensor")
+    written: list[Output] = []
+    with _staging(out_dir, force) as (out, staging):
+        _view_into(dump, path, out, tensors, txt, force, staging, written)
+    return written
+
+
+def _view_into(dump: Any, path: str, out: str, tensors: list[tuple[str, str, int]], txt: bool, force: bool,
+               staging: _Staging, written: list[Output]) -> None:
     files = [(name, name[:-len(".npy")] + ".txt") for name, _, _ in tensors]
     planned = [os.path.join(out, _planned_name(npy, ".npy")) for npy, _ in files]
     if txt:
         planned += [os.path.join(out, _planned_name(text, ".txt")) for _, text in files]
     _check_free(planned, force)
-    written = []
     for (npy, text), (_, kind, index) in zip(files, tensors):
         try:
             array = dump.tensor(kind, index).array()
         except DumpcmpError as error:
             raise DumpError(f"{path}: {kind} {index}: {error}") from None
-        target = os.path.join(out, naming.safe_file_name(npy, out, ".npy"))
-        _write_npy(target, array, force)
+        staged, target = staging.path(out, npy, ".npy")
+        _write_npy(staged, array, force)
         written.append(Output(target, kind, index, tuple(array.shape), str(array.dtype), path))
         if txt:
-            target = os.path.join(out, naming.safe_file_name(text, out, ".txt"))
-            write_txt(target, array, force=force)
+            staged, target = staging.path(out, text, ".txt")
+            write_txt(staged, array, force=force)
             written.append(Output(target, kind, index, tuple(array.shape), str(array.dtype), path))
-    return written

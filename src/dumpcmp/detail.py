@@ -205,9 +205,22 @@ def export_detail(
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise ConfigError(f"output folder {folder} is not a folder")
     try:
-        os.makedirs(folder, exist_ok=True)
+        created = _io.make_folder(folder)
     except OSError as e:
         raise ConfigError(f"cannot create the output folder {folder}: {e.strerror or e}") from None
+    try:
+        return _export_into(x, y, dims, folder, created, op_name=op_name, kind=kind, index=index, prefix=prefix,
+                            gt_name=gt_name, header=header, layout_name=layout_name, max_lines=max_lines,
+                            top_n=top_n, fmt=fmt, threads=threads, force=force, npu_dtype=npu_dtype,
+                            format_line=format_line, npu_summary_name=npu_summary_name, bool_pair=bool_pair)
+    finally:
+        _io.remove_empty(created)  # a folder this export made and left empty (an error, a signal) is removed
+
+
+def _export_into(x: core.TensorSource, y: core.TensorSource, dims: list[int], folder: str, created: list[str], *,
+                 op_name: str, kind: str, index: int, prefix: str, gt_name: str, header: str, layout_name: str,
+                 max_lines: int, top_n: int, fmt: str, threads: int, force: bool, npu_dtype: Any,
+                 format_line: str | None, npu_summary_name: str | None, bool_pair: bool) -> DetailResult:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"output folder {folder} is not writable")
 

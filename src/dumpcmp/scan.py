@@ -72,6 +72,7 @@ def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
     allocated: DumpError naming the file when it is empty, not a .npy file, holds Python objects, or holds fewer or
     more bytes than its header claims (a header claiming 4 TiB in a 100-byte file)."""
     import math
+    import tokenize
 
     import numpy as np
 
@@ -86,7 +87,7 @@ def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
                 reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
                     np.lib.format.read_array_header_2_0
                 shape, fortran, dtype = reader(handle, max_header_size=1 << 16)
-            except (ValueError, EOFError, SyntaxError, TypeError) as error:
+            except (ValueError, EOFError, SyntaxError, TypeError, tokenize.TokenError) as error:  # a cut header
                 raise DumpError(f"{text}: not a readable .npy file: {error}") from None
             data_start = handle.tell()
     except OSError as error:

@@ -94,7 +94,7 @@ def good_truth(box: Sandbox) -> None:
 
 
 def api(call, *args, **kwargs) -> None:
-    """The property for an API call: success or DumpcmpError (an OSError naming a user's file is documented too)."""
+    """The property for an API call: success or DumpcmpError (not even an OSError: every file here is readable)."""
     try:
         call(*args, **kwargs)
         event(f"{call.__name__}: ok")
@@ -283,7 +283,8 @@ def npys(draw):
 @st.composite
 def plausible_npys(draw):
     """A .npy file numpy itself wrote for the ground truth (shape and dtype arbitrary), maybe cut or extended."""
-    shape = draw(st.lists(st.integers(0, 6), max_size=draw(st.sampled_from([4, 4, 1, 6]))))
+    shape = draw(st.one_of(st.just([1, 2, 2, 2]),  # the good dump's shape: the detail export runs through
+                           st.lists(st.integers(0, 6), max_size=draw(st.sampled_from([4, 4, 1, 6])))))
     dtype = draw(st.sampled_from(["<f4", "<f2", ">f4", "<f8", "|i1", "<i8", "|b1", "<c8", "|u1", "<U2", "|V3"]))
     buf = io.BytesIO()
     np.save(buf, np.zeros(shape, dtype=dtype))

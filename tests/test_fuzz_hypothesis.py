@@ -302,6 +302,7 @@ def plausible_npys(draw):
 @example(data=npy_header("(1099511627776,)") + b"\x00" * 16)
 @example(data=b"")
 @example(data=npy_header("()")[:8] + b"\x01\x00" + npy_header("()")[10:])  # header length 1: a TokenError escaped
+@example(data=npy_header("(0, 9223372036854775808, )"))  # 0 bytes as the header says; numpy's mmap overflowed
 def test_hostile_npy_ground_truth(tmp_path, data):
     box = Sandbox(tmp_path)
     good_dump(box)

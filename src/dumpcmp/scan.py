@@ -94,6 +94,8 @@ def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
         raise DumpError(f"{text}: cannot read: {error.strerror or error}") from None
     if dtype.hasobject:
         raise DumpError(f"{text}: holds Python objects (dtype {dtype}); only plain arrays are read")
+    if any(not 0 <= int(d) < 2**63 for d in shape):  # NumPy's own limit (a zero dim hid 2**63 from the size check)
+        raise DumpError(f"{text}: its header's shape {list(shape)} has a dimension outside 0 .. 2**63-1")
     need = math.prod(int(d) for d in shape) * dtype.itemsize
     if need != size - data_start:
         raise DumpError(f"{text}: its header says {dtype} {list(shape)} ({need} bytes) but the file holds "

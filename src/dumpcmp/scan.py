@@ -72,6 +72,7 @@ def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
     allocated: DumpError naming the file when it is empty, not a .npy file, holds Python objects, or holds fewer or
     more bytes than its header claims (a header claiming 4 TiB in a 100-byte file)."""
     import math
+    import tokenize
 
     import numpy as np
 
@@ -86,13 +87,15 @@ def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
                 reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
                     np.lib.format.read_array_header_2_0
                 shape, fortran, dtype = reader(handle, max_header_size=1 << 16)
-            except (ValueError, EOFError, SyntaxError, TypeError) as error:
+            except (ValueError, EOFError, SyntaxError, TypeError, tokenize.TokenError) as error:  # a cut header
                 raise DumpError(f"{text}: not a readable .npy file: {error}") from None
             data_start = handle.tell()
     except OSError as error:
         raise DumpError(f"{text}: cannot read: {error.strerror or error}") from None
     if dtype.hasobject:
         raise DumpError(f"{text}: holds Python objects (dtype {dtype}); only plain arrays are read")
+    if any(not 0 <= int(d) < 2**63 for d in shape):  # NumPy's own limit (a zero dim hid 2**63 from the size check)
+        raise DumpError(f"{text}: its header's shape {list(shape)} has a dimension outside 0 .. 2**63-1")
     need = math.prod(int(d) for d in shape) * dtype.itemsize
     if need != size - data_start:
         raise DumpError(f"{text}: its header says {dtype} {list(shape)} ({need} bytes) but the file holds "

@@ -274,16 +274,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, force: bool = 
     return atomic_write(path, lambda f: f.write(text.encode("utf-8", "surrogateescape")), force=force, what=what)
 
 
-def atomic_write_path(path: str | os.PathLike[str], write: Callable[[str], object], *, force: bool = True,
-                      what: str = "file") -> Path:
-    """For writers that need a path, not a file object (the C++ core, NumPy savers): `write(p)` writes the file
-    `p` inside a private temporary folder beside `path`; that file then takes `path`'s name."""
+def _private_beside(path: str | os.PathLike[str], force: bool, what: str) -> tuple[Path, Path, str]:
+    """The checks every single-name writer starts with, then its private temporary folder beside `path`:
+    (path, its folder, the private folder)."""
     path = Path(path)
     folder = _folder_of(path)
     _check_folder(folder, path)
     if not force and os.path.lexists(path):
         raise _taken(path, what)
-    private = create_temp_folder(folder, path.name)
+    return path, folder, create_temp_folder(folder, path.name)
+
+
+def atomic_write_path(path: str | os.PathLike[str], write: Callable[[str], object], *, force: bool = True,
+                      what: str = "file") -> Path:
+    """For writers that need a path, not a file object (the C++ core, NumPy savers): `write(p)` writes the file
+    `p` inside a private temporary folder beside `path`; that file then takes `path`'s name."""
+    path, _, private = _private_beside(path, force, what)
     try:
         inner = os.path.join(private, "out")
         write(inner)
@@ -364,12 +370,7 @@ def file_set(folder: str | os.PathLike[str], *, force: bool = False, what: str =
 def atomic_folder(path: str | os.PathLike[str], *, force: bool = False, what: str = "folder") -> Iterator[Path]:
     """``with atomic_folder(out) as tmp: ...``: build the folder in `tmp` (beside `out`); it becomes `out` at the end,
     whole. Without `force` an existing `out` is an error; with it the old folder (or the link) is replaced."""
-    path = Path(path)
-    parent = _folder_of(path)
-    _check_folder(parent, path)
-    if not force and os.path.lexists(path):
-        raise _taken(path, what)
-    private = create_temp_folder(parent, path.name)
+    path, parent, private = _private_beside(path, force, what)
     try:
         os.chmod(private, 0o777 & ~_umask())
         yield Path(private)

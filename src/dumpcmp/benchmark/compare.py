@@ -123,6 +123,16 @@ class _Sum32:
         return float(np.float32(-0.0) if self.total is None else self.total)
 
 
+def _as_float32(chunks: Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]],
+                dtype: type = np.float32) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The non-empty chunk pairs of `chunks()` as flat arrays of their float32 values (as the original tool converts
+    both sides), held in `dtype`."""
+    for xc, yc in chunks():
+        x = xc.astype(np.float32).astype(dtype, copy=False).ravel()
+        if x.size:
+            yield x, yc.astype(np.float32).astype(dtype, copy=False).ravel()
+
+
 def numpy_reference32(chunks: Chunks) -> dict[int, object]:
     """The original tool's formulas on float32 arrays, chunk by chunk in three passes of `chunks()` (min/max and
     norms; the terms; KLD's P log(P/Q) once the sums of p and q are known): every per-element term is a NumPy
@@ -134,11 +144,7 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
     lo_x = lo_y = f32(np.inf)
     hi_x = hi_y = f32(-np.inf)
     with np.errstate(all="ignore"):
-        for xc, yc in chunks():
-            X = xc.astype(f32).ravel()
-            Y = yc.astype(f32).ravel()
-            if not X.size:
-                continue
+        for X, Y in _as_float32(chunks):
             n += X.size
             sx += float(X.sum(dtype=np.float64))
             sy += float(Y.sum(dtype=np.float64))
@@ -162,11 +168,7 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
     cx = cy = 0.0
     max_abs = rel_max = -math.inf
     with np.errstate(all="ignore"):
-        for xc, yc in chunks():
-            X = xc.astype(f32).ravel()
-            Y = yc.astype(f32).ravel()
-            if not X.size:
-                continue
+        for X, Y in _as_float32(chunks):
             a = np.abs(X - Y)
             rel = np.where(np.abs(Y) > EPS, np.abs(X / Y - f32(1)), f32(0))
             if cos_terms:
@@ -181,11 +183,7 @@ def numpy_reference32(chunks: Chunks) -> dict[int, object]:
             sp.add(norm(X, lo_x, range_x))
             sq.add(norm(Y, lo_y, range_y))
         sp32, sq32 = f32(sp.value()), f32(sq.value())
-        for xc, yc in chunks():
-            X = xc.astype(f32).ravel()
-            Y = yc.astype(f32).ravel()
-            if not X.size:
-                continue
+        for X, Y in _as_float32(chunks):
             P = norm(X, lo_x, range_x) / sp32
             Q = norm(Y, lo_y, range_y) / sq32
             splq.add(P * np.log(P / Q))
@@ -212,11 +210,7 @@ def numpy_reference64(chunks: Chunks) -> dict[int, object]:
     sx = sy = sxx = syy = 0.0
     lo_x = lo_y = math.inf
     hi_x = hi_y = -math.inf
-    for xc, yc in chunks():
-        X = xc.astype(np.float32).astype(np.float64).ravel()
-        Y = yc.astype(np.float32).astype(np.float64).ravel()
-        if not X.size:
-            continue
+    for X, Y in _as_float32(chunks, np.float64):
         n += X.size
         sx += float(X.sum())
         sy += float(Y.sum())
@@ -236,11 +230,7 @@ def numpy_reference64(chunks: Chunks) -> dict[int, object]:
         return np.maximum(d, F32_EPS)
 
     with np.errstate(all="ignore"):
-        for xc, yc in chunks():
-            X = xc.astype(np.float32).astype(np.float64).ravel()
-            Y = yc.astype(np.float32).astype(np.float64).ravel()
-            if not X.size:
-                continue
+        for X, Y in _as_float32(chunks, np.float64):
             d = X - Y
             a = np.abs(d)
             rel = np.where(np.abs(Y) > EPS, np.abs(X / Y - 1.0), 0.0)

@@ -12,6 +12,7 @@
 
 #include "dumpcmp/parallel.hpp"
 #include "kld_hooks.hpp"
+#include "metrics_exact.hpp"
 #include "simd.hpp"
 #include "simd_pack.hpp"
 
@@ -983,18 +984,58 @@ F32BlockSums f32_block_sums(SX sx, SY sy, std::size_t n) {
             pairwise_sum_f32(yy, n)};
 }
 
+detail::ExactSide exact_side(F32Source s) noexcept { return {s.base, false}; }
+detail::ExactSide exact_side(F16Source s) noexcept { return {s.base, true}; }
+
+// Pass 1 of the default mode over one whole block of kF32SumBlock elements: the register kernels of
+// metrics_exact.cpp, which give the same values as block_partial and f32_block_sums below.
+template <class SX, class SY>
+void exact_block_partial(SX x, SY y, MetricPartial& p) {
+    constexpr std::size_t n = kF32SumBlock;
+    const double kx = first_finite(x, n), ky = first_finite(y, n);
+    detail::ExactPass1 o;
+    detail::exact_pass1(exact_side(x), exact_side(y), kx, ky, o);
+    p.count = n;
+    auto side = [](SidePartial& s, double k, double s1, double s2, float sq, float mn, float mx) {
+        const double dn = static_cast<double>(n);
+        s.mean = k + s1 / dn;
+        const double m2 = s2 - s1 * (s1 / dn);
+        s.m2 = m2 < 0.0 ? 0.0 : m2;  // rounding only; keeps NaN
+        s.sum_sq = sq;
+        s.min = mn;
+        s.max = mx;
+    };
+    side(p.x, kx, o.s1x, o.s2x, o.sums.xx, o.min_x, o.max_x);
+    side(p.y, ky, o.s1y, o.s2y, o.sums.yy, o.min_y, o.max_y);
+    // Sums of finite float32 deviations cannot overflow a double, so a non-finite one means NaN/inf input.
+    if (!std::isfinite(o.s1x) || !std::isfinite(o.s2x)) count_non_finite(x, n, p.x);
+    if (!std::isfinite(o.s1y) || !std::isfinite(o.s2y)) count_non_finite(y, n, p.y);
+    p.sum_xy = o.xy;
+    p.sum_abs_diff = o.sums.ad;
+    p.sum_sq_diff = o.sums.sd;
+    p.max_abs_diff = o.max_ad;
+    p.sum_rel = o.sums.rel;
+    p.max_rel = o.max_rel;
+    p.f32_blocks.push_back(o.sums);
+}
+
 // Blocks of at most kBlock elements, merged in order: what accumulate() does for float32 arrays, for any sources.
-// The default mode also keeps the float32 sums of each kF32SumBlock elements (counted from this chunk's start).
+// The default mode works in NumPy's blocks of kF32SumBlock elements (counted from this chunk's start) and keeps
+// each block's float32 sums: whole blocks through the register kernels, a last partial one through the arrays.
 template <class SX, class SY>
 void accumulate_sources(SX x, SY y, std::size_t n, MetricPartial& into, bool precise) {
-    for (std::size_t first = 0; first < n; first += kBlock) {
+    const std::size_t step = precise ? kBlock : kF32SumBlock;
+    for (std::size_t first = 0; first < n; first += step) {
+        const std::size_t count = std::min(step, n - first);
         MetricPartial block;
-        block_partial(x.offset(first), y.offset(first), std::min(kBlock, n - first), block, precise);
+        if (!precise && count == kF32SumBlock) {
+            exact_block_partial(x.offset(first), y.offset(first), block);
+        } else {
+            block_partial(x.offset(first), y.offset(first), count, block, precise);
+            if (!precise) block.f32_blocks.push_back(f32_block_sums(x.offset(first), y.offset(first), count));
+        }
         merge(into, block);
     }
-    if (precise) return;
-    for (std::size_t first = 0; first < n; first += kF32SumBlock)
-        into.f32_blocks.push_back(f32_block_sums(x.offset(first), y.offset(first), std::min(kF32SumBlock, n - first)));
 }
 
 // The block sums added in order, in float32, as NumPy 1.x adds its buffers' sums.
@@ -1083,11 +1124,31 @@ void exact_stage2_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPart
     into.t_blocks.push_back(pairwise_sum_f32(t, n));
 }
 
+// The exact stages over one whole block: the register kernels of metrics_exact.cpp.
+template <class SX, class SY>
+void exact_stages_block(SX x, SY y, const KldParams& k, KldPartial& into) {
+    if (k.stage == 2) {
+        into.t_blocks.push_back(detail::exact_stage2(exact_side(x), exact_side(y), k));
+        return;
+    }
+    detail::ExactStage1 o;
+    detail::exact_stage1(exact_side(x), exact_side(y), k, o);
+    if (k.kld) {
+        into.p_blocks.push_back(o.p);
+        into.q_blocks.push_back(o.q);
+    }
+    if (k.cosine) into.c_blocks.push_back(o.c);
+}
+
 template <class SX, class SY>
 void accumulate_kld_sources(SX x, SY y, std::size_t n, const KldParams& params, KldPartial& into) {
     if (params.stage != 0) {
         for (std::size_t first = 0; first < n; first += kF32SumBlock) {
             const std::size_t count = std::min(kF32SumBlock, n - first);
+            if (count == kF32SumBlock) {
+                exact_stages_block(x.offset(first), y.offset(first), params, into);
+                continue;
+            }
             if (params.stage == 1) exact_stage1_block(x.offset(first), y.offset(first), count, params, into);
             else exact_stage2_block(x.offset(first), y.offset(first), count, params, into);
         }

@@ -1,0 +1,436 @@
+#include "metrics_exact.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "dumpcmp/dtype.hpp"
+#include "simd.hpp"
+#include "simd_pack.hpp"
+
+#if DUMPCMP_HAVE_X86_LEVELS
+#include <immintrin.h>
+#endif
+
+// One rounding per operation (see metrics.cpp): the levels must give the same bits.
+#pragma GCC optimize("fp-contract=off")
+
+namespace dumpcmp::detail {
+
+namespace {
+
+typedef float F8 __attribute__((vector_size(32)));
+typedef double D4 __attribute__((vector_size(32)));
+typedef std::int32_t I8 __attribute__((vector_size(32)));
+typedef std::uint32_t U8 __attribute__((vector_size(32)));
+typedef float F4 __attribute__((vector_size(16)));
+typedef std::int64_t L4 __attribute__((vector_size(32)));
+typedef std::uint64_t Q4 __attribute__((vector_size(32)));
+
+// NumPy's pairwise leaf is 128 elements: eight interleaved sums of sixteen values, one F8 here.
+constexpr std::size_t kLeaf = 128;
+constexpr std::size_t kLeaves = kF32SumBlock / kLeaf;  // 64, a power of two: NumPy's tree above them is balanced
+static_assert(kLeaves * kLeaf == kF32SumBlock && (kLeaves & (kLeaves - 1)) == 0, "a balanced tree of whole leaves");
+
+DUMPCMP_AI F8 splat(float v) noexcept { return F8{} + v; }
+DUMPCMP_AI D4 splat_d(double v) noexcept { return D4{} + v; }
+DUMPCMP_AI U8 bits(F8 v) noexcept { return (U8)v; }
+DUMPCMP_AI F8 vabs(F8 v) noexcept { return (F8)(bits(v) & 0x7FFFFFFFu); }
+// The NaN-propagating max of values >= 0 (sign bit clear, NaN included): their bit patterns order as integers.
+DUMPCMP_AI I8 max_bits(I8 m, F8 v) noexcept {
+    const I8 b = (I8)v;
+    return m > b ? m : b;
+}
+DUMPCMP_AI F8 mask_and(I8 keep, F8 v) noexcept { return (F8)((I8)v & keep); }
+
+// ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), NumPy's combination of a leaf's eight sums.
+DUMPCMP_AI float leaf_sum(F8 r) noexcept {
+    const F8 a = r + __builtin_shufflevector(r, r, 1, 0, 3, 2, 5, 4, 7, 6);
+    const F8 b = a + __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5);
+    return b[0] + b[4];
+}
+// The balanced tree over a block's leaves: what pairwise_sum_f32 does above 128 elements for n = kF32SumBlock.
+inline float tree_sum(float* leaves) noexcept {
+    for (std::size_t n = kLeaves; n > 1; n /= 2)
+        for (std::size_t i = 0; i < n / 2; ++i) leaves[i] = leaves[2 * i] + leaves[2 * i + 1];
+    return leaves[0];
+}
+
+#if DUMPCMP_HAVE_X86_LEVELS
+DUMPCMP_TARGET_AVX2 inline F8 halves8(const std::uint8_t* p) noexcept {
+    return (F8)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+DUMPCMP_TARGET_AVX2 inline D4 widen_lo_avx2(F8 v) noexcept { return (D4)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)); }
+DUMPCMP_TARGET_AVX2 inline D4 widen_hi_avx2(F8 v) noexcept {
+    return (D4)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
+}
+DUMPCMP_TARGET_AVX2 inline F8 narrow_avx2(D4 lo, D4 hi) noexcept {
+    return (F8)_mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps((__m256d)lo)), _mm256_cvtpd_ps((__m256d)hi),
+                                    1);
+}
+DUMPCMP_TARGET_AVX2 inline bool any_avx2(I8 m) noexcept { return _mm256_movemask_ps((__m256)m) != 0; }
+#endif
+
+// V3: the AVX2 level (F16C and AVX2 instructions); otherwise baseline x86-64 (or any other CPU).
+template <bool Half, bool V3>
+DUMPCMP_AI F8 load8(const std::uint8_t* base, std::size_t i) noexcept {
+    F8 v;
+    if constexpr (!Half) {
+        std::memcpy(&v, base + 4 * i, sizeof v);
+    } else if constexpr (V3) {
+#if DUMPCMP_HAVE_X86_LEVELS
+        v = halves8(base + 2 * i);
+#endif
+    } else {
+        for (std::size_t j = 0; j < 8; ++j) {
+            std::uint16_t h;
+            std::memcpy(&h, base + 2 * (i + j), sizeof h);
+            v[j] = half_to_float(h);
+        }
+    }
+    return v;
+}
+template <bool V3>
+DUMPCMP_AI D4 widen_lo(F8 v) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (V3) return widen_lo_avx2(v);
+#endif
+    return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), D4);
+}
+template <bool V3>
+DUMPCMP_AI D4 widen_hi(F8 v) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (V3) return widen_hi_avx2(v);
+#endif
+    return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), D4);
+}
+template <bool V3>
+DUMPCMP_AI F8 narrow(D4 lo, D4 hi) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (V3) return narrow_avx2(lo, hi);
+#endif
+    const F4 a = __builtin_convertvector(lo, F4), b = __builtin_convertvector(hi, F4);
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+template <bool V3>
+DUMPCMP_AI bool any(I8 m) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (V3) return any_avx2(m);
+#endif
+    return ((m[0] | m[1]) | (m[2] | m[3]) | (m[4] | m[5]) | (m[6] | m[7])) != 0;
+}
+
+// ---- pass 1 ----
+
+struct Terms {
+    F8 rel, ad, sd, xx, yy, xy;
+};
+// The original's float32 terms of eight elements; |y| <= EPS lanes get relative error 0 whatever their division
+// gave (every lane divides: no branch).
+DUMPCMP_AI Terms pass1_terms(F8 x, F8 y, F8 eps, F8 one) noexcept {
+    Terms t;
+    const F8 d = vabs(x - y);
+    t.ad = d;
+    t.sd = d * d;
+    t.xx = x * x;
+    t.yy = y * y;
+    t.xy = x * y;
+    t.rel = mask_and(eps < vabs(y), vabs(x / y - one));
+    return t;
+}
+
+template <bool HX, bool HY, bool V3>
+DUMPCMP_AI void pass1_sums(const std::uint8_t* bx, const std::uint8_t* by, ExactPass1& o) noexcept {
+    float leaves[6][kLeaves];
+    const F8 eps = splat(static_cast<float>(kMetricEps)), one = splat(1.0f);  // EPS = 2^-52: exact in float32
+    I8 mad = I8{}, mrel = I8{};
+    for (std::size_t leaf = 0; leaf < kLeaves; ++leaf) {
+        const std::size_t first = leaf * kLeaf;
+        Terms a = pass1_terms(load8<HX, V3>(bx, first), load8<HY, V3>(by, first), eps, one);
+        mad = max_bits(mad, a.ad);
+        mrel = max_bits(mrel, a.rel);
+        for (std::size_t i = first + 8; i < first + kLeaf; i += 8) {
+            const Terms t = pass1_terms(load8<HX, V3>(bx, i), load8<HY, V3>(by, i), eps, one);
+            mad = max_bits(mad, t.ad);
+            mrel = max_bits(mrel, t.rel);
+            a.rel += t.rel;
+            a.ad += t.ad;
+            a.sd += t.sd;
+            a.xx += t.xx;
+            a.yy += t.yy;
+            a.xy += t.xy;
+        }
+        leaves[0][leaf] = leaf_sum(a.rel);
+        leaves[1][leaf] = leaf_sum(a.ad);
+        leaves[2][leaf] = leaf_sum(a.sd);
+        leaves[3][leaf] = leaf_sum(a.xx);
+        leaves[4][leaf] = leaf_sum(a.yy);
+        leaves[5][leaf] = leaf_sum(a.xy);
+    }
+    o.sums = {tree_sum(leaves[0]), tree_sum(leaves[1]), tree_sum(leaves[2]), tree_sum(leaves[3]),
+              tree_sum(leaves[4])};
+    o.xy = tree_sum(leaves[5]);
+    I8 m = mad;
+    for (int j = 1; j < 8; ++j) m[0] = m[j] > m[0] ? m[j] : m[0];
+    std::memcpy(&o.max_ad, &m[0], sizeof o.max_ad);
+    m = mrel;
+    for (int j = 1; j < 8; ++j) m[0] = m[j] > m[0] ? m[j] : m[0];
+    std::memcpy(&o.max_rel, &m[0], sizeof o.max_rel);
+}
+
+// One side's min and max (NaN never enters: v < mn is false for it) and its float64 sums of (v - k) and
+// (v - k)^2 in eight lanes (element i in lane i % 8), combined as pairwise_sum_f32 combines a leaf's.
+template <bool Half, bool V3>
+DUMPCMP_AI void pass1_side(const std::uint8_t* base, double k, float& mn_out, float& mx_out, double& s1_out,
+                           double& s2_out) noexcept {
+    F8 mn = splat(std::numeric_limits<float>::infinity()), mx = splat(-std::numeric_limits<float>::infinity());
+    D4 s1l = D4{}, s1h = D4{}, s2l = D4{}, s2h = D4{};
+    const D4 kk = splat_d(k);
+    for (std::size_t i = 0; i < kF32SumBlock; i += 8) {
+        const F8 v = load8<Half, V3>(base, i);
+        mn = v < mn ? v : mn;
+        mx = mx < v ? v : mx;
+        const D4 dl = widen_lo<V3>(v) - kk, dh = widen_hi<V3>(v) - kk;
+        s1l += dl;
+        s1h += dh;
+        s2l += dl * dl;
+        s2h += dh * dh;
+    }
+    float a = mn[0], b = mx[0];
+    for (int j = 1; j < 8; ++j) {
+        a = mn[j] < a ? mn[j] : a;
+        b = mx[j] > b ? mx[j] : b;
+    }
+    mn_out = a;
+    mx_out = b;
+    auto lanes = [](D4 lo, D4 hi) { return ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3])); };
+    s1_out = lanes(s1l, s1h);
+    s2_out = lanes(s2l, s2h);
+}
+
+template <bool HX, bool HY, bool V3>
+DUMPCMP_AI void pass1_body(const std::uint8_t* bx, const std::uint8_t* by, double kx, double ky,
+                           ExactPass1& o) noexcept {
+    pass1_sums<HX, HY, V3>(bx, by, o);
+    pass1_side<HX, V3>(bx, kx, o.min_x, o.max_x, o.s1x, o.s2x);
+    pass1_side<HY, V3>(by, ky, o.min_y, o.max_y, o.s1y, o.s2y);
+}
+
+// ---- stage 1: p, q and the cosine's terms ----
+
+struct Stage1Constants {
+    F8 ox, dx, oy, dy, floor, nx, ny;
+};
+DUMPCMP_AI F8 kld_value(F8 v, F8 offset, F8 divisor, F8 floor) noexcept {
+    const F8 u = (v - offset) / divisor;
+    return u < floor ? floor : u;  // NaN stays NaN, as in np.maximum
+}
+
+template <bool HX, bool HY, bool V3, bool Kld, bool Cos>
+DUMPCMP_AI void stage1_body(const std::uint8_t* bx, const std::uint8_t* by, const Stage1Constants& c,
+                            ExactStage1& o) noexcept {
+    float leaves[3][kLeaves];
+    for (std::size_t leaf = 0; leaf < kLeaves; ++leaf) {
+        // NumPy starts a leaf's sums with its first values (a -0 kept), then adds.
+        F8 sp = F8{}, sq = F8{}, sc = F8{};
+        const std::size_t first = leaf * kLeaf;
+        {
+            const F8 x = load8<HX, V3>(bx, first), y = load8<HY, V3>(by, first);
+            if constexpr (Kld) {
+                sp = kld_value(x, c.ox, c.dx, c.floor);
+                sq = kld_value(y, c.oy, c.dy, c.floor);
+            }
+            if constexpr (Cos) sc = (x / c.nx) * (y / c.ny);
+        }
+        for (std::size_t i = first + 8; i < first + kLeaf; i += 8) {
+            const F8 x = load8<HX, V3>(bx, i), y = load8<HY, V3>(by, i);
+            if constexpr (Kld) {
+                sp += kld_value(x, c.ox, c.dx, c.floor);
+                sq += kld_value(y, c.oy, c.dy, c.floor);
+            }
+            if constexpr (Cos) sc += (x / c.nx) * (y / c.ny);
+        }
+        leaves[0][leaf] = leaf_sum(sp);
+        leaves[1][leaf] = leaf_sum(sq);
+        leaves[2][leaf] = leaf_sum(sc);
+    }
+    if constexpr (Kld) {
+        o.p = tree_sum(leaves[0]);
+        o.q = tree_sum(leaves[1]);
+    }
+    if constexpr (Cos) o.c = tree_sum(leaves[2]);
+}
+
+// ---- stage 2: P log(P / Q) ----
+
+// log(v) in double for v > 0 normal: v = 2^e m, m in [sqrt(1/2), sqrt(2)), log v = e ln 2 + 2 atanh(s) with
+// s = (m - 1)/(m + 1), |s| <= 0.1716; the series to s^15 is within 3.3e-14 relative.
+DUMPCMP_AI D4 log_general(D4 v) noexcept {
+    const Q4 b = (Q4)v;
+    D4 e = (D4)((b >> 52) | 0x4330000000000000ull) - 4503599627370496.0 - 1023.0;
+    D4 m = (D4)((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+    const L4 high = m > 1.4142135623730951;
+    m = high ? m * 0.5 : m;
+    e = high ? e + 1.0 : e;
+    const D4 s = (m - 1.0) / (m + 1.0);
+    const D4 z = s * s;
+    const D4 z2 = z * z;
+    const D4 z4 = z2 * z2;
+    const D4 c01 = z * (1.0 / 3) + 1.0;
+    const D4 c23 = z * (1.0 / 7) + 1.0 / 5;
+    const D4 c45 = z * (1.0 / 11) + 1.0 / 9;
+    const D4 c67 = z * (1.0 / 15) + 1.0 / 13;
+    const D4 poly = (c23 * z2 + c01) + (c67 * z2 + c45) * z4;
+    return e * 0.6931471805599453 + 2.0 * s * poly;
+}
+// log(1 + f) in double for |f| <= 1/32 (f exact): the series to f^11, within 2^-55/12 of log(1 + f) relative.
+DUMPCMP_AI D4 log1p_small(D4 f) noexcept {
+    const D4 f2 = f * f;
+    const D4 f4 = f2 * f2;
+    const D4 f8 = f4 * f4;
+    // coefficients of f^1 .. f^11: 1, -1/2, 1/3, -1/4, ...
+    const D4 a = (f * (-1.0 / 2) + 1.0) + (f * (-1.0 / 4) + 1.0 / 3) * f2;
+    const D4 b = (f * (-1.0 / 6) + 1.0 / 5) + (f * (-1.0 / 8) + 1.0 / 7) * f2;
+    const D4 c = (f * (-1.0 / 10) + 1.0 / 9) + f2 * (1.0 / 11);
+    return f * ((a + b * f4) + c * f8);
+}
+constexpr float kCloseLimit = 1.0f / 32;
+
+// float32(log(r)) of eight float32 ratios (positive normal): correctly rounded unless log(r) lies within about
+// 1e-14 relative of a rounding boundary. Which form a group of eight takes depends on its values alone.
+template <bool V3>
+DUMPCMP_AI F8 log_f32(F8 r) noexcept {
+    const F8 f = r - 1.0f;  // exact where it is used (r within [1/2, 2]: Sterbenz)
+    if (!any<V3>(vabs(f) > kCloseLimit))
+        return narrow<V3>(log1p_small(widen_lo<V3>(f)), log1p_small(widen_hi<V3>(f)));
+    return narrow<V3>(log_general(widen_lo<V3>(r)), log_general(widen_hi<V3>(r)));
+}
+
+struct Stage2Constants {
+    F8 ox, dx, oy, dy, floor, sp, sq;
+};
+
+template <bool HX, bool HY, bool V3>
+DUMPCMP_AI F8 stage2_terms(const std::uint8_t* bx, const std::uint8_t* by, std::size_t i,
+                           const Stage2Constants& c) noexcept {
+    const F8 x = load8<HX, V3>(bx, i), y = load8<HY, V3>(by, i);
+    const F8 p = kld_value(x, c.ox, c.dx, c.floor) / c.sp;
+    const F8 q = kld_value(y, c.oy, c.dy, c.floor) / c.sq;
+    return p * log_f32<V3>(p / q);
+}
+
+template <bool HX, bool HY, bool V3>
+DUMPCMP_AI float stage2_body(const std::uint8_t* bx, const std::uint8_t* by, const Stage2Constants& c) noexcept {
+    float leaves[kLeaves];
+    for (std::size_t leaf = 0; leaf < kLeaves; ++leaf) {
+        const std::size_t first = leaf * kLeaf;
+        F8 st = stage2_terms<HX, HY, V3>(bx, by, first, c);
+        for (std::size_t i = first + 8; i < first + kLeaf; i += 8) st += stage2_terms<HX, HY, V3>(bx, by, i, c);
+        leaves[leaf] = leaf_sum(st);
+    }
+    return tree_sum(leaves);
+}
+
+// ---- one compiled copy per level and storage pair ----
+
+#define DUMPCMP_EXACT_LEVEL(suffix, V3, attributes)                                                              \
+    template <bool HX, bool HY>                                                                                  \
+    attributes void pass1_##suffix(const std::uint8_t* bx, const std::uint8_t* by, double kx, double ky,         \
+                                   ExactPass1& o) {                                                              \
+        pass1_body<HX, HY, V3>(bx, by, kx, ky, o);                                                               \
+    }                                                                                                            \
+    template <bool HX, bool HY, bool Kld, bool Cos>                                                              \
+    attributes void stage1_##suffix(const std::uint8_t* bx, const std::uint8_t* by, const Stage1Constants& c,    \
+                                    ExactStage1& o) {                                                            \
+        stage1_body<HX, HY, V3, Kld, Cos>(bx, by, c, o);                                                         \
+    }                                                                                                            \
+    template <bool HX, bool HY>                                                                                  \
+    attributes float stage2_##suffix(const std::uint8_t* bx, const std::uint8_t* by, const Stage2Constants& c) { \
+        return stage2_body<HX, HY, V3>(bx, by, c);                                                               \
+    }
+DUMPCMP_EXACT_LEVEL(base, false, )
+#if DUMPCMP_HAVE_X86_LEVELS
+DUMPCMP_EXACT_LEVEL(avx2, true, DUMPCMP_TARGET_AVX2)
+#endif
+#undef DUMPCMP_EXACT_LEVEL
+
+// The AVX-512 level runs the AVX2 code: NumPy's leaves are eight lanes wide, which is one ymm.
+bool use_avx2() noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    return simd_level() != SimdLevel::scalar;
+#else
+    return false;
+#endif
+}
+
+template <bool B>
+using Flag = std::integral_constant<bool, B>;
+// fn(Flag<x.half>, Flag<y.half>).
+template <class Fn>
+DUMPCMP_AI void by_storage(ExactSide x, ExactSide y, Fn&& fn) {
+    if (x.half) {
+        if (y.half) fn(Flag<true>{}, Flag<true>{});
+        else fn(Flag<true>{}, Flag<false>{});
+    } else {
+        if (y.half) fn(Flag<false>{}, Flag<true>{});
+        else fn(Flag<false>{}, Flag<false>{});
+    }
+}
+
+}  // namespace
+
+void exact_pass1(ExactSide x, ExactSide y, double kx, double ky, ExactPass1& out) {
+    const bool v3 = use_avx2();
+    by_storage(x, y, [&](auto hx, auto hy) {
+        constexpr bool HX = decltype(hx)::value, HY = decltype(hy)::value;
+#if DUMPCMP_HAVE_X86_LEVELS
+        if (v3) return pass1_avx2<HX, HY>(x.base, y.base, kx, ky, out);
+#endif
+        pass1_base<HX, HY>(x.base, y.base, kx, ky, out);
+    });
+    (void)v3;
+}
+
+void exact_stage1(ExactSide x, ExactSide y, const KldParams& k, ExactStage1& out) {
+    const Stage1Constants c{splat(static_cast<float>(k.offset_x)), splat(static_cast<float>(k.divisor_x)),
+                            splat(static_cast<float>(k.offset_y)), splat(static_cast<float>(k.divisor_y)),
+                            splat(static_cast<float>(kKldFloorEps)), splat(k.nx32), splat(k.ny32)};
+    const bool v3 = use_avx2();
+    auto run = [&](auto kld, auto cos) {
+        constexpr bool Kld = decltype(kld)::value, Cos = decltype(cos)::value;
+        by_storage(x, y, [&](auto hx, auto hy) {
+            constexpr bool HX = decltype(hx)::value, HY = decltype(hy)::value;
+#if DUMPCMP_HAVE_X86_LEVELS
+            if (v3) return stage1_avx2<HX, HY, Kld, Cos>(x.base, y.base, c, out);
+#endif
+            stage1_base<HX, HY, Kld, Cos>(x.base, y.base, c, out);
+        });
+    };
+    if (k.kld && k.cosine) run(Flag<true>{}, Flag<true>{});
+    else if (k.kld) run(Flag<true>{}, Flag<false>{});
+    else if (k.cosine) run(Flag<false>{}, Flag<true>{});
+    (void)v3;
+}
+
+float exact_stage2(ExactSide x, ExactSide y, const KldParams& k) {
+    const Stage2Constants c{splat(static_cast<float>(k.offset_x)), splat(static_cast<float>(k.divisor_x)),
+                            splat(static_cast<float>(k.offset_y)), splat(static_cast<float>(k.divisor_y)),
+                            splat(static_cast<float>(kKldFloorEps)), splat(k.sp32), splat(k.sq32)};
+    const bool v3 = use_avx2();
+    float r = 0.0f;
+    by_storage(x, y, [&](auto hx, auto hy) {
+        constexpr bool HX = decltype(hx)::value, HY = decltype(hy)::value;
+#if DUMPCMP_HAVE_X86_LEVELS
+        if (v3) {
+            r = stage2_avx2<HX, HY>(x.base, y.base, c);
+            return;
+        }
+#endif
+        r = stage2_base<HX, HY>(x.base, y.base, c);
+    });
+    (void)v3;
+    return r;
+}
+
+}  // namespace dumpcmp::detail

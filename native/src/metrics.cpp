@@ -1010,7 +1010,7 @@ void exact_block_partial(SX x, SY y, MetricPartial& p) {
     // Sums of finite float32 deviations cannot overflow a double, so a non-finite one means NaN/inf input.
     if (!std::isfinite(o.s1x) || !std::isfinite(o.s2x)) count_non_finite(x, n, p.x);
     if (!std::isfinite(o.s1y) || !std::isfinite(o.s2y)) count_non_finite(y, n, p.y);
-    p.sum_xy = o.xy;
+    p.sum_xy = 0.0;  // the default mode's cosine comes from the stages (finalize: nan for NaN/inf data)
     p.sum_abs_diff = o.sums.ad;
     p.sum_sq_diff = o.sums.sd;
     p.max_abs_diff = o.max_ad;
@@ -1145,7 +1145,7 @@ void accumulate_kld_sources(SX x, SY y, std::size_t n, const KldParams& params, 
     if (params.stage != 0) {
         for (std::size_t first = 0; first < n; first += kF32SumBlock) {
             const std::size_t count = std::min(kF32SumBlock, n - first);
-            if (count == kF32SumBlock) {
+            if (count == kF32SumBlock && detail::exact_stages_ok(params)) {
                 exact_stages_block(x.offset(first), y.offset(first), params, into);
                 continue;
             }
@@ -1379,6 +1379,8 @@ MetricResult finalize(const MetricPartial& t, const KldPartial* kld, const Metri
             if (want(Metric::CosineSimilarity)) r.undefined |= metric_bit(Metric::CosineSimilarity);
         } else if (f32 && data_finite && (std::isinf(nx) || std::isinf(ny))) {
             v = 0.0;  // a float32 norm that overflowed: the original's x / inf is 0 for every finite x
+        } else if (f32 && !data_finite) {
+            v = kNaN;  // NaN, or inf / inf in the original's x / nx: a nan sum
         } else {
             // sum(x*y) / (nx*ny) for the original's sum((x/nx) * (y/ny)): the same value within a few float32
             // roundings per element, which average out far below the printed digits.
@@ -1496,7 +1498,10 @@ void with_sources(const std::uint8_t* x, DataType tx, const std::uint8_t* y, Dat
 
 void accumulate_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t first,
                        std::size_t n, MetricPartial& into, bool precise) {
-    with_sources(x, tx, y, ty, first, n, [&](auto sx, auto sy) { accumulate_sources(sx, sy, n, into, precise); });
+    // Two bool tensors are compared in float64 by the original (finalize): their sum of x*y is needed, which the
+    // default mode's kernels do not keep; the float64 terms of 0/1 values are the float32 ones.
+    const bool float64 = precise || (tx == DataType::BOOL && ty == DataType::BOOL);
+    with_sources(x, tx, y, ty, first, n, [&](auto sx, auto sy) { accumulate_sources(sx, sy, n, into, float64); });
 }
 
 void accumulate_kld_stored(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty,

@@ -22,13 +22,16 @@ struct ExactSide {
 
 struct ExactPass1 {
     F32BlockSums sums;  // rel, ad, sd, xx, yy
-    float xy = 0.0f;    // the float32 sum of x*y (summed like the others; only its NaN/inf matter in this mode)
     float max_ad = 0.0f, max_rel = 0.0f;                 // NaN-propagating (np.max)
     float min_x = 0.0f, max_x = 0.0f, min_y = 0.0f, max_y = 0.0f;  // NaN left out (+inf/-inf if every value is NaN)
     double s1x = 0.0, s2x = 0.0, s1y = 0.0, s2y = 0.0;    // sums of (v - k) and (v - k)^2 in float64, k = kx or ky
 };
 // Pass 1 over one whole block.
 void exact_pass1(ExactSide x, ExactSide y, double kx, double ky, ExactPass1& out);
+
+// Whether the stages' kernels take these parameters: their divisors (the KLD ranges, norms, sums) within
+// [2^-60, 2^60], where dividing through the reciprocal is exact. Otherwise the caller's array code runs.
+bool exact_stages_ok(const KldParams& params) noexcept;
 
 // Stage 1 (KldParams::stage == 1) over one whole block: the float32 sums of p and q (when params.kld) and of the
 // cosine's terms float32(x / nx) * float32(y / ny) (when params.cosine); the others are left 0.

@@ -1,6 +1,8 @@
 #include "dumpcmp/engine.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -49,6 +51,33 @@ std::size_t tile_window(const TensorSource& s, std::size_t window) {
     return static_cast<std::size_t>(block);
 }
 
+// A side read through a layout plan is gathered into compared order once when the metrics will read it more than
+// once (the cosine's and KLD's passes), up to this many bytes: the later passes then read plain memory instead of
+// redoing the tile transposes of every window.
+constexpr std::uint64_t kGatherOnceBytes = std::uint64_t{32} << 20;
+
+struct Gathered {
+    std::vector<std::uint8_t> bytes;
+    TensorSource source;
+};
+
+// The compared order of `s` in one buffer of its stored data type, or nullptr (no plan, a packed type, too large).
+std::unique_ptr<Gathered> gather_once(const TensorSource& s, std::size_t window, unsigned threads) {
+    const int bits = data_type_info(s.type()).bits;
+    if (s.plan() == nullptr || bits < 8 || bits % 8 != 0) return nullptr;
+    const auto elem = static_cast<std::uint64_t>(bits / 8);
+    if (s.count() > kGatherOnceBytes / elem) return nullptr;
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(s.count() * elem));
+    run_windows(s.count(), window, threads,
+        [&](std::size_t, std::uint64_t first, std::size_t count) {
+            const TensorSource::Window w = s.read_window(first, count, scratch().x);
+            std::memcpy(bytes.data() + first * elem, w.data, count * elem);
+        },
+        [](std::size_t) {});
+    const std::uint8_t* data = bytes.data();  // a vector's storage stays put when the vector is moved
+    return std::make_unique<Gathered>(Gathered{std::move(bytes), TensorSource(data, s.type(), s.count())});
+}
+
 // Both sides' windows [first, first + count), in the form the metrics read, handed to fn(x_window, y_window).
 template <class Fn>
 void with_windows(const TensorSource& x, const TensorSource& y, std::uint64_t first, std::size_t count, Fn&& fn) {
@@ -58,16 +87,28 @@ void with_windows(const TensorSource& x, const TensorSource& y, std::uint64_t fi
 
 }  // namespace
 
-MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const CompareOptions& options) {
-    if (x.count() != y.count())
-        throw std::invalid_argument("element counts differ: " + std::to_string(x.count()) + " vs " +
-                                    std::to_string(y.count()));
+MetricResult compare_sources(const TensorSource& x_in, const TensorSource& y_in, const CompareOptions& options) {
+    if (x_in.count() != y_in.count())
+        throw std::invalid_argument("element counts differ: " + std::to_string(x_in.count()) + " vs " +
+                                    std::to_string(y_in.count()));
     if (options.chunk_elements == 0) throw std::invalid_argument("window size must be at least one element");
-    const std::uint64_t n = x.count();
-    std::size_t window = std::max(tile_window(x, options.chunk_elements), tile_window(y, options.chunk_elements));
+    const std::uint64_t n = x_in.count();
+    std::size_t window =
+        std::max(tile_window(x_in, options.chunk_elements), tile_window(y_in, options.chunk_elements));
     // The default mode's float32 sums are NumPy's blocks of kF32SumBlock elements: windows hold whole blocks.
     if (!options.precise) window = (window + kF32SumBlock - 1) / kF32SumBlock * kF32SumBlock;
-    const bool both_bool = x.type() == DataType::BOOL && y.type() == DataType::BOOL;
+    const bool both_bool = x_in.type() == DataType::BOOL && y_in.type() == DataType::BOOL;
+    // More than one pass when the cosine's terms (default mode) or KLD are wanted: gather plan sides once. The
+    // windows and the bytes they hold are the same either way, so are the results.
+    const MetricMask later_passes = metric_bit(Metric::KullbackLeiblerDivergence) |
+                                    (options.precise ? 0u : metric_bit(Metric::CosineSimilarity));
+    std::unique_ptr<Gathered> gx, gy;
+    if ((options.metrics & later_passes) != 0 && !both_bool) {
+        gx = gather_once(x_in, window, options.threads);
+        gy = gather_once(y_in, window, options.threads);
+    }
+    const TensorSource& x = gx ? gx->source : x_in;
+    const TensorSource& y = gy ? gy->source : y_in;
     const MetricOptions mopt{options.metrics, options.scalar, both_bool, options.precise};
 
     std::vector<MetricPartial> partials(kWindowsPerRound);

@@ -407,6 +407,33 @@ def test_long_channel_rows_are_compared_in_whole_tile_blocks(tmp_path, rng):
     assert len({tuple(r.value(i) for i in range(10) if i != 5) for r in results}) == 1
 
 
+@pytest.mark.parametrize("fmt,shape", [("NC1HWC0", (1, 20, 30, 31)), ("FRACTAL_NZ", (3, 70, 45))])
+def test_a_plan_side_gathered_once_gives_the_same_bits(tmp_path, rng, fmt, shape):
+    # With the cosine or KLD selected the engine gathers a layout side into compared order once (their passes read
+    # it again); without them it decodes window by window. The metrics both runs compute are the same bits, and
+    # they are those of the arrays compared directly.
+    from dumpcmp import _core as core
+    from dumpcmp.dump import open_dump
+
+    plain = "NCHW" if fmt == "NC1HWC0" else "ND"
+    truth = rng.standard_normal(shape).astype(np.float32)
+    x16 = (truth + rng.standard_normal(shape).astype(np.float32) * 0.01).astype(np.float16)
+    path = tmp_path / "Conv2D.conv.1.1700000000000001"
+    write_dump(path, op_name="conv",
+               outputs=[TensorData(L.convert(x16, plain, fmt), format=fmt, original_shape=shape)])
+    x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format=plain, dst_shape=list(shape))
+    y = core.source_from_array(truth)
+    one_pass = [1, 2, 3, 5, 6, 7, 8, 9]
+    gathered = core.compare_sources(x, y, threads=2, chunk_elements=4096)
+    windowed = core.compare_sources(x, y, metrics=one_pass, threads=2, chunk_elements=4096)
+    direct = core.compare_arrays(x16, truth, threads=2, chunk_elements=4096)
+    for i in one_pass:
+        assert gathered.value(i) == windowed.value(i) or i == 5
+    assert gathered.standard_deviation == windowed.standard_deviation
+    assert [gathered.value(i) for i in (0, 4)] == [direct.value(i) for i in (0, 4)]
+    assert list(gathered.formatted()) == list(direct.formatted())
+
+
 def test_csv_cells_that_could_run_as_formulas(tmp_path):
     from dumpcmp.comparison import _csv_text, csv_safe
 

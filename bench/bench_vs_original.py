@@ -1,7 +1,7 @@
 """`dumpcmp compare -f` against the original tool (msaccucmp) on the same generated model, in the same run.
 
     python bench/bench_vs_original.py --msaccucmp /path/to/export --python /path/to/its/python \
-        [--size 2GB] [--ops 40] [--repeats 1] [--keep DIR] [--json FILE]
+        [--dumpcmp /path/to/venv/bin/dumpcmp] [--size 2GB] [--ops 40] [--repeats 1] [--keep DIR] [--json FILE]
 
 The model is `dumpcmp.benchmark.model.generate_model`'s (fp16 device dumps in NC1HWC0 and FRACTAL_NZ, fp32 ground
 truth .npy, `--size` of ground truth in all) plus the graph JSON both tools read with `-f` (one op per dump, its
@@ -10,7 +10,10 @@ data); then each tool runs as a whole command in a subprocess, timed wall clock 
 costs count (interpreter start, imports, scanning, planning, writing the result): msaccucmp exactly as
 tests/oracle/regenerate.py runs it (`msaccucmp.py compare -m DUMPDIR -g GTDIR -f JSON -out OUT` from its
 src/compare folder), dumpcmp as `dumpcmp compare -l DUMPDIR -r GTDIR -f JSON -o OUT --quiet` with its default
-threads. With `--repeats N` the two alternate N times and the median of each counts.
+threads. With `--repeats N` the two alternate N times and the median of each counts. Beside them, in the same run:
+every byte of the files read once through mappings in C++, and dumpcmp's start-up alone (`dumpcmp --version`).
+`--dumpcmp` names the dumpcmp command to time: give a regular install's, since an editable install built with
+`-Ceditable.rebuild=true` runs its build check at every start (the script says so when it times one).
 
 The two result CSVs are compared as tests/test_oracle.py compares them (tests/oracle/agreement.py): every row of
 the original's present in ours and no other, every metric cell equal to the original's printed digits, or the
@@ -155,7 +158,8 @@ def disagreements(original: Path, ours: Path) -> tuple[int, int, list[str], list
         for d in agreement.cell_diffs(header, exp, mine):
             metric = d.split(":")[0] in agreement.METRICS or mine is None
             (failing if metric else text).append(f"{'/'.join(key)}: {d}")
-    extra = len(agreement.read_rows(our_text)) - 1 - rows
+    matched = sum(mine is not None for key, (_, mine) in table.items() if key != ("",))
+    extra = len(agreement.read_rows(our_text)) - 1 - matched
     if extra:
         failing.append(f"{extra} rows in dumpcmp's file that the original's has not")
     return rows, cells, failing, text

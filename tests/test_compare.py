@@ -174,6 +174,7 @@ def test_csv_file_cell_by_cell(model, tmp_path):
     row = rows["fc1:output:0"]
     ref = original32(model.fc16, model.truth["fc1"])
     assert row[1:4] == ["MatMulV2", "fc1", "float16"] and row[5:7] == ["fc1", "float32"] and row[8] == "[1,10]"
+    assert row[4] == "NaN"  # the dump records no address (0): the original prints NaN, not 0
     # KLD of near-identical data: the original's float32 rounding may print "-0.000000", and so do we
     assert row[9:19] == [printed(i, ref[i]) for i in range(10)]
     assert row[19] == ""

@@ -63,6 +63,11 @@ def _dtype_name(data_type: str) -> str:
     return _DTYPE_NAMES.get(data_type, data_type.lower())
 
 
+def _address_text(address: int) -> str:
+    """The Address cell: decimal, or `NaN` for a tensor whose dump records no address (0), as the original prints it."""
+    return str(address) if address else "NaN"
+
+
 def _shape_text(shape: Sequence[int] | None) -> str:
     return "" if shape is None else "[" + ",".join(str(int(d)) for d in shape) + "]"
 
@@ -895,7 +900,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     # against a ground truth the device tensor is compared as float32 (bf16 included)
                     row.npu_data_type = "float32" if t.data_type == "BF16" and not device_vs_device else \
                         _dtype_name(t.data_type)
-                    row.npu_address = str(t.address)
+                    row.npu_address = _address_text(t.address)
                     row.shape = _shape_text(t.shape)
             if pair.skip_reason is not None:
                 row.skipped, row.fail_reason = True, pair.skip_reason
@@ -918,7 +923,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     t = sides.tensor(npu_ref, pair.kind, pair.index or 0)
                     gt_t = sides.tensor(gt_ref, pair.kind, pair.index or 0)
                     row.ground_truth_data_type = _dtype_name(gt_t.data_type)
-                    row.ground_truth_address = str(gt_t.address)
+                    row.ground_truth_address = _address_text(gt_t.address)
                     if (t.format, tuple(t.shape), t.original_shape) != \
                             (gt_t.format, tuple(gt_t.shape), gt_t.original_shape):
                         raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "

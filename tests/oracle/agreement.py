@@ -21,6 +21,10 @@ sys.path.insert(0, str(HERE))
 import make_corpus  # noqa: E402
 
 PLACEHOLDER = "{CORPUS}"
+# the metric columns of a result file (compared to their printed digits; every other column is text)
+METRICS = {"CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
+           "KullbackLeiblerDivergence", "StandardDeviation", "MeanAbsoluteError", "RootMeanSquareError",
+           "MaxRelativeError", "MeanRelativeError"}
 # result file -> (left, right, graph, quant rule) corpus paths of its run; NPU vs NPU has no graph
 MODEL_RUNS = {
     "model_result.csv": ("dump", "gt", "graph", None),

@@ -1,11 +1,11 @@
 #include "dumpcmp/engine.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "dumpcmp/layout.hpp"
 #include "dumpcmp/parallel.hpp"
 
 namespace dumpcmp {
@@ -54,7 +54,7 @@ std::size_t tile_window(const TensorSource& s, std::size_t window) {
 // A side read through a layout plan is gathered into compared order once when the metrics will read it more than
 // once (the cosine's and KLD's passes), up to this many bytes: the later passes then read plain memory instead of
 // redoing the tile transposes of every window.
-constexpr std::uint64_t kGatherOnceBytes = std::uint64_t{32} << 20;
+constexpr std::uint64_t kGatherOnceBytes = std::uint64_t{64} << 20;
 
 struct Gathered {
     std::vector<std::uint8_t> bytes;
@@ -62,18 +62,15 @@ struct Gathered {
 };
 
 // The compared order of `s` in one buffer of its stored data type, or nullptr (no plan, a packed type, too large).
-std::unique_ptr<Gathered> gather_once(const TensorSource& s, std::size_t window, unsigned threads) {
+std::unique_ptr<Gathered> gather_once(const TensorSource& s, unsigned threads) {
     const int bits = data_type_info(s.type()).bits;
     if (s.plan() == nullptr || bits < 8 || bits % 8 != 0) return nullptr;
     const auto elem = static_cast<std::uint64_t>(bits / 8);
     if (s.count() > kGatherOnceBytes / elem) return nullptr;
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(s.count() * elem));
-    run_windows(s.count(), window, threads,
-        [&](std::size_t, std::uint64_t first, std::size_t count) {
-            const TensorSource::Window w = s.read_window(first, count, scratch().x);
-            std::memcpy(bytes.data() + first * elem, w.data, count * elem);
-        },
-        [](std::size_t) {});
+    // The layout codec's whole-tensor kernel: chunks of whole tile blocks, where the windows of the passes (whole
+    // NumPy blocks) would cut channel rows and take the element-by-element path at every cut.
+    convert(*s.plan(), s.data(), bytes.data(), threads);
     const std::uint8_t* data = bytes.data();  // a vector's storage stays put when the vector is moved
     return std::make_unique<Gathered>(Gathered{std::move(bytes), TensorSource(data, s.type(), s.count())});
 }
@@ -104,8 +101,8 @@ MetricResult compare_sources(const TensorSource& x_in, const TensorSource& y_in,
                                     (options.precise ? 0u : metric_bit(Metric::CosineSimilarity));
     std::unique_ptr<Gathered> gx, gy;
     if ((options.metrics & later_passes) != 0 && !both_bool) {
-        gx = gather_once(x_in, window, options.threads);
-        gy = gather_once(y_in, window, options.threads);
+        gx = gather_once(x_in, options.threads);
+        gy = gather_once(y_in, options.threads);
     }
     const TensorSource& x = gx ? gx->source : x_in;
     const TensorSource& y = gy ? gy->source : y_in;

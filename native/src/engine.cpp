@@ -57,7 +57,7 @@ std::size_t tile_window(const TensorSource& s, std::size_t window) {
 constexpr std::uint64_t kGatherOnceBytes = std::uint64_t{64} << 20;
 
 struct Gathered {
-    std::vector<std::uint8_t> bytes;
+    std::unique_ptr<std::uint8_t[]> bytes;  // not zeroed first: convert() writes every byte
     TensorSource source;
 };
 
@@ -67,11 +67,11 @@ std::unique_ptr<Gathered> gather_once(const TensorSource& s, unsigned threads) {
     if (s.plan() == nullptr || bits < 8 || bits % 8 != 0) return nullptr;
     const auto elem = static_cast<std::uint64_t>(bits / 8);
     if (s.count() > kGatherOnceBytes / elem) return nullptr;
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(s.count() * elem));
+    std::unique_ptr<std::uint8_t[]> bytes(new std::uint8_t[static_cast<std::size_t>(s.count() * elem)]);
     // The layout codec's whole-tensor kernel: chunks of whole tile blocks, where the windows of the passes (whole
     // NumPy blocks) would cut channel rows and take the element-by-element path at every cut.
-    convert(*s.plan(), s.data(), bytes.data(), threads);
-    const std::uint8_t* data = bytes.data();  // a vector's storage stays put when the vector is moved
+    convert(*s.plan(), s.data(), bytes.get(), threads);
+    const std::uint8_t* data = bytes.get();
     return std::make_unique<Gathered>(Gathered{std::move(bytes), TensorSource(data, s.type(), s.count())});
 }
 

@@ -5,7 +5,7 @@
 
 The model is `dumpcmp.benchmark.model.generate_model`'s (fp16 device dumps in NC1HWC0 and FRACTAL_NZ, fp32 ground
 truth .npy, `--size` of ground truth in all) plus the graph JSON both tools read with `-f` (one op per dump, its
-output described as tests/oracle/make_corpus.py describes one). Every file is read once before timing (page-cached
+output described as tests/oracle/make_corpus.py describes one). Every file is read before each timed run (page-cached
 data); then each tool runs as a whole command in a subprocess, timed wall clock from start to exit, so the fixed
 costs count (interpreter start, imports, scanning, planning, writing the result): msaccucmp exactly as
 tests/oracle/regenerate.py runs it (`msaccucmp.py compare -m DUMPDIR -g GTDIR -f JSON -out OUT` from its
@@ -201,9 +201,13 @@ def main() -> None:
         probe = time_runs(lambda: read_everything(files), 3).median
         runs: dict[str, list[float]] = {"msaccucmp": [], "dumpcmp": []}
         for r in range(args.repeats):
+            # each run finds the files page-cached: the other tool's run (msaccucmp holds several GB of arrays)
+            # can push them out, and a run that reads from disk measures the disk
+            warm(files)
             seconds, original = run_original(args.python, tool, paths, Path(tmp) / f"original_{r}")
             runs["msaccucmp"].append(seconds)
             ours = Path(tmp) / f"dumpcmp_{r}.csv"
+            warm(files)
             runs["dumpcmp"].append(run_dumpcmp(command, paths, ours))
             rows, cells, failing, text = disagreements(original, ours)
             if failing:

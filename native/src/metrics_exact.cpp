@@ -201,6 +201,13 @@ DUMPCMP_AI void pass1_sums(const std::uint8_t* bx, const std::uint8_t* by, Exact
     std::memcpy(&o.max_rel, &m[0], sizeof o.max_rel);
 }
 
+// Eight double lanes combined as a leaf's eight sums are. Always inlined, like every helper here that takes vectors
+// by value: a call between the AVX2 copy and code compiled without AVX would pass them differently (a lambda did,
+// at -O0).
+DUMPCMP_AI double lane_sum(D4 lo, D4 hi) noexcept {
+    return ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3]));
+}
+
 // One side's min and max (NaN never enters: v < mn is false for it) and its float64 sums of (v - k) and
 // (v - k)^2 in eight lanes (element i in lane i % 8), combined as pairwise_sum_f32 combines a leaf's.
 template <bool Half, bool V3>
@@ -226,9 +233,8 @@ DUMPCMP_AI void pass1_side(const std::uint8_t* base, double k, float& mn_out, fl
     }
     mn_out = a;
     mx_out = b;
-    auto lanes = [](D4 lo, D4 hi) { return ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3])); };
-    s1_out = lanes(s1l, s1h);
-    s2_out = lanes(s2l, s2h);
+    s1_out = lane_sum(s1l, s1h);
+    s2_out = lane_sum(s2l, s2h);
 }
 
 template <bool HX, bool HY, bool V3>

@@ -12,6 +12,7 @@
 
 #include "dumpcmp/parallel.hpp"
 #include "kld_hooks.hpp"
+#include "log_series.hpp"
 #include "metrics_exact.hpp"
 #include "simd.hpp"
 #include "simd_pack.hpp"
@@ -616,18 +617,7 @@ DUMPCMP_AI typename L::VD log_ratio(const typename L::VD& p, const typename L::V
     const auto low = mp * 1.4142135623730951 < mq;
     mp = pick(high, mp * 0.5, pick(low, mp * 2.0, mp));
     e = pick(high, e + 1.0, pick(low, e - 1.0, e));
-    const VD s = (mp - mq) / (mp + mq);
-    const VD z = s * s;
-    // Estrin's scheme: the same number of operations as Horner's, a third of its dependency chain, which is
-    // what bounds this loop.
-    const VD z2 = z * z;
-    const VD z4 = z2 * z2;
-    const VD c01 = z * (1.0 / 3) + 1.0;
-    const VD c23 = z * (1.0 / 7) + 1.0 / 5;
-    const VD c45 = z * (1.0 / 11) + 1.0 / 9;
-    const VD c67 = z * (1.0 / 15) + 1.0 / 13;
-    const VD poly = (c23 * z2 + c01) + (c67 * z2 + c45) * z4;
-    return e * 0.6931471805599453 + 2.0 * s * poly;
+    return detail::log_from_atanh(e, (mp - mq) / (mp + mq));
 }
 
 // The test hook's counters (kld_hooks.hpp): one relaxed add per block, nothing per element.
@@ -1056,6 +1046,12 @@ F32BlockSums fold_f32(const std::vector<F32BlockSums>& blocks) noexcept {
     return s;
 }
 
+// KLD's float32 min-max normalisation clamped at float32 eps: max(float32(v - offset) / divisor, floor).
+inline float kld_clamped(float v, float offset, float divisor, float floor) noexcept {
+    const float u = (v - offset) / divisor;
+    return u < floor ? floor : u;
+}
+
 // Stage 1 of the exact default mode: one block's float32 sums of p, q and the cosine terms.
 template <class SX, class SY>
 void exact_stage1_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPartial& into) {
@@ -1071,9 +1067,8 @@ void exact_stage1_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPart
     const float nx = k.nx32, ny = k.ny32;
     if (k.kld) {
         for (std::size_t i = 0; i < n; ++i) {
-            const float u = (x[i] - ox) / dx, v = (y[i] - oy) / dy;
-            p[i] = u < floor ? floor : u;
-            q[i] = v < floor ? floor : v;
+            p[i] = kld_clamped(x[i], ox, dx, floor);
+            q[i] = kld_clamped(y[i], oy, dy, floor);
         }
         into.p_blocks.push_back(pairwise_sum_f32(p, n));
         into.q_blocks.push_back(pairwise_sum_f32(q, n));
@@ -1097,9 +1092,8 @@ void exact_stage2_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPart
     const auto floor = static_cast<float>(kKldFloorEps);
     const float sp = k.sp32, sq = k.sq32;
     for (std::size_t i = 0; i < n; ++i) {
-        const float u = (x[i] - ox) / dx, v = (y[i] - oy) / dy;
-        const float pp = (u < floor ? floor : u) / sp;
-        const float qq = (v < floor ? floor : v) / sq;
+        const float pp = kld_clamped(x[i], ox, dx, floor) / sp;
+        const float qq = kld_clamped(y[i], oy, dy, floor) / sq;
         t[i] = pp;
         ratio[i] = pp / qq;
     }

@@ -291,3 +291,26 @@ def test_small_divergence_follows_the_original_float32_normalising_sums():
     r = compare_arrays(x, y)
     ref = original32(x, y)
     assert abs(r.value(4) - ref[4]) < 2e-9 and r.format(4) == printed(4, ref[4])
+
+
+def _numpy_log_is_its_simd_kernel():
+    """np.log of float32 on this host is NumPy's AVX2+FMA3 / AVX-512F kernel (numpy_logf.hpp), seen on an argument
+    where that kernel is an ulp above the correctly rounded log."""
+    x = np.array([0x41F9852D], np.uint32).view(np.float32)
+    return int(np.log(x).view(np.uint32)[0]) == 0x405C2A93
+
+
+@pytest.mark.skipif(not _numpy_log_is_its_simd_kernel(), reason="this host's np.log is not NumPy's SIMD kernel")
+@pytest.mark.parametrize("n", [1, 17, 8192, 3 * 8192 + 5, 100_003])
+@pytest.mark.parametrize("x_dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("spread", [1e-3, 0.3])
+def test_kld_is_the_originals_float32_bits(n, x_dtype, spread):
+    # the log of P * log(P / Q) is np.log's own (not the correctly rounded one, which differs in about one argument
+    # of five): the KLD is the original's float32 value, not just its printed digits
+    rng = np.random.default_rng(n)
+    y = rng.standard_normal(n).astype(np.float32)
+    x = (y + rng.standard_normal(n).astype(np.float32) * spread).astype(x_dtype)
+    want = original32(x, y)[4]
+    for threads in (1, 2):
+        got = compare_arrays(x, y, threads=threads, chunk_elements=8192).value(4)
+        assert np.float32(got).tobytes() == np.float32(want).tobytes(), (got, want)

@@ -1079,7 +1079,8 @@ void exact_stage1_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPart
     }
 }
 
-// Stage 2: one block's float32 sum of P log(P / Q) (logf per element: correctly rounded in nearly all cases).
+// Stage 2: one block's float32 sum of P log(P / Q), the log NumPy's float32 log (numpy_logf.hpp), as the
+// original's np.log gives it on CPUs with AVX2 and FMA3 or AVX-512F.
 template <class SX, class SY>
 void exact_stage2_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPartial& into) {
     BlockFloats& b = block_floats(sx, sy, n, 2);
@@ -1097,24 +1098,7 @@ void exact_stage2_block(SX sx, SY sy, std::size_t n, const KldParams& k, KldPart
         t[i] = pp;
         ratio[i] = pp / qq;
     }
-    // log in double (log_ratio, within about 1e-14 relative: the baseline level's code on every level, so the same
-    // bits everywhere), rounded to float32: the correctly rounded float32 log but where the exact value lies within
-    // that of a float32 rounding boundary. Lanes past n take log(1).
-    using VD = LevelScalar::VD;
-    const VD one = VD::splat(1.0);
-    std::size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-        VD r;
-        for (std::size_t j = 0; j < kLanes; ++j) r.set(j, static_cast<double>(ratio[i + j]));
-        const VD l = log_ratio<LevelScalar>(r, one);
-        for (std::size_t j = 0; j < kLanes; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
-    }
-    if (i < n) {
-        VD r = one;
-        for (std::size_t j = 0; i + j < n; ++j) r.set(j, static_cast<double>(ratio[i + j]));
-        const VD l = log_ratio<LevelScalar>(r, one);
-        for (std::size_t j = 0; i + j < n; ++j) t[i + j] = t[i + j] * static_cast<float>(l[j]);
-    }
+    detail::numpy_log_products(t, ratio, t, n);
     into.t_blocks.push_back(pairwise_sum_f32(t, n));
 }
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "dumpcmp/dtype.hpp"
-#include "log_series.hpp"
+#include "numpy_logf.hpp"
 #include "simd.hpp"
 #include "simd_pack.hpp"
 
@@ -16,7 +16,8 @@
 #endif
 
 // One rounding per operation (see metrics.cpp): the levels must give the same bits. The only fused multiply-adds
-// are the explicit ones of div_const, whose result is the correctly rounded quotient, as a division's is.
+// are explicit: div_const's, whose result is the correctly rounded quotient, as a division's is, and NumPy's log's
+// (numpy_log8), one rounding each on every level.
 #pragma GCC optimize("fp-contract=off")
 // Vectors passed by value between inlined functions of this file only (see metrics.cpp).
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -73,6 +74,9 @@ DUMPCMP_TARGET_AVX2 inline D4 widen_hi_avx2(F8 v) noexcept {
 DUMPCMP_TARGET_AVX2 inline F8 narrow_avx2(D4 lo, D4 hi) noexcept {
     return (F8)_mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps((__m256d)lo)), _mm256_cvtpd_ps((__m256d)hi),
                                     1);
+}
+DUMPCMP_TARGET_AVX2 inline F8 fma_avx2(F8 a, F8 b, F8 c) noexcept {
+    return (F8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 }
 DUMPCMP_TARGET_AVX2 inline bool any_avx2(I8 m) noexcept { return _mm256_movemask_ps((__m256)m) != 0; }
 // a / b through r = float32(1 / b): q = a r, the remainder a - q b (exact, one FMA), q + remainder * r. For b
@@ -300,40 +304,45 @@ DUMPCMP_AI void stage1_body(const std::uint8_t* bx, const std::uint8_t* by, cons
 
 // ---- stage 2: P log(P / Q) ----
 
-// log(v) in double for v > 0 normal: v = 2^e m, m in [sqrt(1/2), sqrt(2)), then log_series.hpp's atanh series.
-DUMPCMP_AI D4 log_general(D4 v) noexcept {
-    const Q4 b = (Q4)v;
-    D4 e = (D4)((b >> 52) | 0x4330000000000000ull) - 4503599627370496.0 - 1023.0;
-    D4 m = (D4)((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
-    const L4 high = m > 1.4142135623730951;
-    m = high ? m * 0.5 : m;
-    e = high ? e + 1.0 : e;
-    return log_from_atanh(e, (m - 1.0) / (m + 1.0));
-}
-// log(1 + f) in double for |f| <= 1/32 (f exact): the series to f^9, within 2^-45/10 = 2.8e-15 of log(1 + f)
-// relative (the general form's 3.3e-14 is the larger), Estrin's scheme for a short dependency chain.
-DUMPCMP_AI D4 log1p_small(D4 f) noexcept {
-    const D4 f2 = f * f;
-    const D4 f4 = f2 * f2;
-    const D4 a = (f * (-1.0 / 2) + 1.0) + (f * (-1.0 / 4) + 1.0 / 3) * f2;
-    const D4 b = (f * (-1.0 / 6) + 1.0 / 5) + (f * (-1.0 / 8) + 1.0 / 7) * f2;
-    return f * (a + (b + f4 * (1.0 / 9)) * f4);
-}
-constexpr float kCloseLimit = 1.0f / 32;
-
-// float32(log(r)) of eight float32 ratios (positive normal): correctly rounded unless log(r) lies within about
-// 3e-14 relative of a rounding boundary. Which form a group of eight takes depends on its values alone: the series
-// when every |r - 1| <= 1/32 (r - 1 is then exact, Sterbenz), the general form otherwise.
-DUMPCMP_AI I8 far_from_one(F8 r) noexcept { return vabs(r - 1.0f) > kCloseLimit; }
 template <bool V3>
-DUMPCMP_AI F8 log_close(F8 r) noexcept {
-    const F8 f = r - 1.0f;
-    return narrow<V3>(log1p_small(widen_lo<V3>(f)), log1p_small(widen_hi<V3>(f)));
+DUMPCMP_AI F8 fma8(F8 a, F8 b, F8 c) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (V3) return fma_avx2(a, b, c);
+#endif
+    F8 r;
+    for (int j = 0; j < 8; ++j) r[j] = std::fma(a[j], b[j], c[j]);
+    return r;
 }
+// numpy_logf.hpp's log of eight positive normal float32 values, the same operations in the same order.
 template <bool V3>
-DUMPCMP_AI F8 log_f32(F8 r) noexcept {
-    if (!any<V3>(far_from_one(r))) return log_close<V3>(r);
-    return narrow<V3>(log_general(widen_lo<V3>(r)), log_general(widen_hi<V3>(r)));
+DUMPCMP_AI F8 numpy_log8(F8 x) noexcept {
+    using L = NumpyLogf;
+    const U8 b = bits(x);
+    F8 e = __builtin_convertvector((I8)(b >> 23) - 126, F8);
+    F8 m = (F8)((b & 0x7FFFFFu) | (126u << 23));
+    const I8 low = m <= L::sqrt1_2;
+    m = low ? m + m : m;
+    e = low ? e - 1.0f : e;
+    const F8 f = m - 1.0f;
+    F8 n = fma8<V3>(splat(L::p[5]), f, splat(L::p[4]));
+    F8 d = fma8<V3>(splat(L::q[5]), f, splat(L::q[4]));
+    for (int k = 3; k >= 0; --k) {
+        n = fma8<V3>(n, f, splat(L::p[k]));
+        d = fma8<V3>(d, f, splat(L::q[k]));
+    }
+    return fma8<V3>(e, splat(L::ln2), n / d);
+}
+// Lanes outside the positive normal range (NaN included), which numpy_log8 does not take.
+DUMPCMP_AI I8 not_normal(F8 r) noexcept {
+    return ~((r >= std::numeric_limits<float>::min()) & (r <= std::numeric_limits<float>::max()));
+}
+// p * log(r) of eight lanes, any r.
+template <bool V3>
+DUMPCMP_AI F8 p_log_r(F8 p, F8 r) noexcept {
+    if (!any<V3>(not_normal(r))) return p * numpy_log8<V3>(r);
+    F8 l;
+    for (int j = 0; j < 8; ++j) l[j] = numpy_logf(r[j]);
+    return p * l;
 }
 
 struct Stage2Constants {
@@ -346,25 +355,37 @@ template <bool HX, bool HY, bool V3>
 DUMPCMP_AI float stage2_leaf(const std::uint8_t* bx, const std::uint8_t* by, std::size_t first,
                              const Stage2Constants& c) noexcept {
     F8 pv[kLeaf / 8], rv[kLeaf / 8];
-    I8 far = I8{};
+    I8 odd = I8{};
     for (std::size_t j = 0; j < kLeaf / 8; ++j) {
         const F8 x = load8<HX, V3>(bx, first + 8 * j), y = load8<HY, V3>(by, first + 8 * j);
         const F8 p = div_const<V3>(kld_value<V3>(x, c.ox, c.dx, c.rx, c.floor), c.sp, c.rsp);
         const F8 q = div_const<V3>(kld_value<V3>(y, c.oy, c.dy, c.ry, c.floor), c.sq, c.rsq);
         pv[j] = p;
         rv[j] = p / q;
-        far |= far_from_one(rv[j]);
+        odd |= not_normal(rv[j]);
     }
-    // On close tensors nearly every leaf has only groups that take the series: then no test per group.
     F8 st;
-    if (!any<V3>(far)) {
-        st = pv[0] * log_close<V3>(rv[0]);
-        for (std::size_t j = 1; j < kLeaf / 8; ++j) st += pv[j] * log_close<V3>(rv[j]);
+    if (!any<V3>(odd)) {  // every ratio positive normal: always, but for NaN data or extreme sums
+        st = pv[0] * numpy_log8<V3>(rv[0]);
+        for (std::size_t j = 1; j < kLeaf / 8; ++j) st += pv[j] * numpy_log8<V3>(rv[j]);
     } else {
-        st = pv[0] * log_f32<V3>(rv[0]);
-        for (std::size_t j = 1; j < kLeaf / 8; ++j) st += pv[j] * log_f32<V3>(rv[j]);
+        st = p_log_r<V3>(pv[0], rv[0]);
+        for (std::size_t j = 1; j < kLeaf / 8; ++j) st += p_log_r<V3>(pv[j], rv[j]);
     }
     return leaf_sum(st);
+}
+
+template <bool V3>
+DUMPCMP_AI void log_products_body(const float* p, const float* r, float* out, std::size_t n) noexcept {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        F8 pv, rv;
+        std::memcpy(&pv, p + i, sizeof pv);
+        std::memcpy(&rv, r + i, sizeof rv);
+        const F8 t = p_log_r<V3>(pv, rv);
+        std::memcpy(out + i, &t, sizeof t);
+    }
+    for (; i < n; ++i) out[i] = p[i] * numpy_logf(r[i]);
 }
 
 template <bool HX, bool HY, bool V3>
@@ -390,6 +411,9 @@ DUMPCMP_AI float stage2_body(const std::uint8_t* bx, const std::uint8_t* by, con
     template <bool HX, bool HY>                                                                                  \
     attributes float stage2_##suffix(const std::uint8_t* bx, const std::uint8_t* by, const Stage2Constants& c) { \
         return stage2_body<HX, HY, V3>(bx, by, c);                                                               \
+    }                                                                                                            \
+    attributes void log_products_##suffix(const float* p, const float* r, float* out, std::size_t n) {           \
+        log_products_body<V3>(p, r, out, n);                                                                     \
     }
 DUMPCMP_EXACT_LEVEL(base, false, )
 #if DUMPCMP_HAVE_X86_LEVELS
@@ -503,6 +527,13 @@ float exact_stage2(ExactSide x, ExactSide y, const KldParams& k) {
     });
     (void)v3;
     return r;
+}
+
+void numpy_log_products(const float* p, const float* r, float* out, std::size_t n) {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if (use_avx2()) return log_products_avx2(p, r, out, n);
+#endif
+    log_products_base(p, r, out, n);
 }
 
 }  // namespace dumpcmp::detail

@@ -40,7 +40,9 @@ struct ExactStage1 {
 };
 void exact_stage1(ExactSide x, ExactSide y, const KldParams& params, ExactStage1& out);
 
-// Stage 2 over one whole block: the float32 sum of P * float32(log(P / Q)).
+// Stage 2 over one whole block: the float32 sum of P * log(P / Q), the log NumPy's (numpy_logf.hpp).
 float exact_stage2(ExactSide x, ExactSide y, const KldParams& params);
+// out[i] = p[i] * numpy_logf(r[i]) for any n and any values: the array code's KLD terms, vectorised.
+void numpy_log_products(const float* p, const float* r, float* out, std::size_t n);
 
 }  // namespace dumpcmp::detail

@@ -1,4 +1,4 @@
-// The atanh series both KLD logs end with (metrics.cpp's log_ratio, metrics_exact.cpp's log_general).
+// The atanh series the --precise KLD's log ends with (metrics.cpp's log_ratio, in double).
 //
 // log(v) = e ln 2 + 2 atanh(s) for v = 2^e m with s = (m - 1)/(m + 1) (or, for a ratio, (mp - mq)/(mp + mq)),
 // |s| <= 0.1716 (s^2 <= 0.0295): the series to s^15 is within 0.0295^8/17 = 3.3e-14 relative. Estrin's scheme: the

@@ -31,8 +31,6 @@ typedef double D4 __attribute__((vector_size(32)));
 typedef std::int32_t I8 __attribute__((vector_size(32)));
 typedef std::uint32_t U8 __attribute__((vector_size(32)));
 typedef float F4 __attribute__((vector_size(16)));
-typedef std::int64_t L4 __attribute__((vector_size(32)));
-typedef std::uint64_t Q4 __attribute__((vector_size(32)));
 
 // NumPy's pairwise leaf is 128 elements: eight interleaved sums of sixteen values, one F8 here.
 constexpr std::size_t kLeaf = 128;
@@ -70,10 +68,6 @@ DUMPCMP_TARGET_AVX2 inline F8 halves8(const std::uint8_t* p) noexcept {
 DUMPCMP_TARGET_AVX2 inline D4 widen_lo_avx2(F8 v) noexcept { return (D4)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)); }
 DUMPCMP_TARGET_AVX2 inline D4 widen_hi_avx2(F8 v) noexcept {
     return (D4)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
-}
-DUMPCMP_TARGET_AVX2 inline F8 narrow_avx2(D4 lo, D4 hi) noexcept {
-    return (F8)_mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps((__m256d)lo)), _mm256_cvtpd_ps((__m256d)hi),
-                                    1);
 }
 DUMPCMP_TARGET_AVX2 inline F8 fma_avx2(F8 a, F8 b, F8 c) noexcept {
     return (F8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
@@ -120,14 +114,6 @@ DUMPCMP_AI D4 widen_hi(F8 v) noexcept {
     if constexpr (V3) return widen_hi_avx2(v);
 #endif
     return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), D4);
-}
-template <bool V3>
-DUMPCMP_AI F8 narrow(D4 lo, D4 hi) noexcept {
-#if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (V3) return narrow_avx2(lo, hi);
-#endif
-    const F4 a = __builtin_convertvector(lo, F4), b = __builtin_convertvector(hi, F4);
-    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
 }
 template <bool V3>
 DUMPCMP_AI bool any(I8 m) noexcept {

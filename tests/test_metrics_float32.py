@@ -305,8 +305,8 @@ def _numpy_log_is_its_simd_kernel():
 @pytest.mark.parametrize("x_dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("spread", [1e-3, 0.3])
 def test_kld_is_the_originals_float32_bits(n, x_dtype, spread):
-    # the log of P * log(P / Q) is np.log's own (not the correctly rounded one, which differs in about one argument
-    # of five): the KLD is the original's float32 value, not just its printed digits
+    # the log of P * log(P / Q) is np.log's own (not the correctly rounded one, an ulp away from it for some
+    # arguments): the KLD is the original's float32 value, not just its printed digits
     rng = np.random.default_rng(n)
     y = rng.standard_normal(n).astype(np.float32)
     x = (y + rng.standard_normal(n).astype(np.float32) * spread).astype(x_dtype)

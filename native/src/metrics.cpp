@@ -12,7 +12,6 @@
 
 #include "dumpcmp/parallel.hpp"
 #include "kld_hooks.hpp"
-#include "log_series.hpp"
 #include "metrics_exact.hpp"
 #include "simd.hpp"
 #include "simd_pack.hpp"
@@ -617,7 +616,19 @@ DUMPCMP_AI typename L::VD log_ratio(const typename L::VD& p, const typename L::V
     const auto low = mp * 1.4142135623730951 < mq;
     mp = pick(high, mp * 0.5, pick(low, mp * 2.0, mp));
     e = pick(high, e + 1.0, pick(low, e - 1.0, e));
-    return detail::log_from_atanh(e, (mp - mq) / (mp + mq));
+    // log(p / q) = e ln 2 + 2 atanh(s), |s| <= 0.1716 (s^2 <= 0.0295): the series to s^15 is within
+    // 0.0295^8/17 = 3.3e-14 relative. Estrin's scheme: the same number of operations as Horner's, a third of its
+    // dependency chain, which is what bounds this loop.
+    const VD s = (mp - mq) / (mp + mq);
+    const VD z = s * s;
+    const VD z2 = z * z;
+    const VD z4 = z2 * z2;
+    const VD c01 = z * (1.0 / 3) + 1.0;
+    const VD c23 = z * (1.0 / 7) + 1.0 / 5;
+    const VD c45 = z * (1.0 / 11) + 1.0 / 9;
+    const VD c67 = z * (1.0 / 15) + 1.0 / 13;
+    const VD poly = (c23 * z2 + c01) + (c67 * z2 + c45) * z4;
+    return e * 0.6931471805599453 + 2.0 * s * poly;
 }
 
 // The test hook's counters (kld_hooks.hpp): one relaxed add per block, nothing per element.

@@ -30,7 +30,6 @@ typedef float F8 __attribute__((vector_size(32)));
 typedef double D4 __attribute__((vector_size(32)));
 typedef std::int32_t I8 __attribute__((vector_size(32)));
 typedef std::uint32_t U8 __attribute__((vector_size(32)));
-typedef float F4 __attribute__((vector_size(16)));
 
 // NumPy's pairwise leaf is 128 elements: eight interleaved sums of sixteen values, one F8 here.
 constexpr std::size_t kLeaf = 128;

@@ -37,6 +37,7 @@ constexpr std::size_t kLeaves = kF32SumBlock / kLeaf;  // 64, a power of two: Nu
 static_assert(kLeaves * kLeaf == kF32SumBlock && (kLeaves & (kLeaves - 1)) == 0, "a balanced tree of whole leaves");
 
 DUMPCMP_AI F8 splat(float v) noexcept { return F8{} + v; }
+DUMPCMP_AI I8 splat_i(std::int32_t v) noexcept { return I8{} + v; }
 DUMPCMP_AI D4 splat_d(double v) noexcept { return D4{} + v; }
 DUMPCMP_AI U8 bits(F8 v) noexcept { return (U8)v; }
 DUMPCMP_AI F8 vabs(F8 v) noexcept { return (F8)(bits(v) & 0x7FFFFFFFu); }
@@ -44,6 +45,17 @@ DUMPCMP_AI F8 vabs(F8 v) noexcept { return (F8)(bits(v) & 0x7FFFFFFFu); }
 DUMPCMP_AI I8 max_bits(I8 m, F8 v) noexcept {
     const I8 b = (I8)v;
     return m > b ? m : b;
+}
+// The largest of max_bits's eight lanes, as the float it is: a copy out first, so that the loop's vector stays in
+// a register (indexing it in place made GCC keep it on the stack, a store and reload on every iteration).
+DUMPCMP_AI float max_lane(I8 m) noexcept {
+    std::int32_t lanes[8];
+    std::memcpy(lanes, &m, sizeof lanes);
+    std::int32_t best = lanes[0];
+    for (int j = 1; j < 8; ++j) best = lanes[j] > best ? lanes[j] : best;
+    float f;
+    std::memcpy(&f, &best, sizeof f);
+    return f;
 }
 DUMPCMP_AI F8 mask_and(I8 keep, F8 v) noexcept { return (F8)((I8)v & keep); }
 
@@ -122,16 +134,13 @@ DUMPCMP_AI bool any(I8 m) noexcept {
     return ((m[0] | m[1]) | (m[2] | m[3]) | (m[4] | m[5]) | (m[6] | m[7])) != 0;
 }
 
-// a / b for a divisor b fixed over the block, r = float32(1 / b); b within [2^-60, 2^60] (const_divisor_ok).
-// The correction gives +0 where a is -0: Signed keeps the sign of a zero quotient, where a sum could show it.
-template <bool V3, bool Signed = false>
+// a / b for a divisor b fixed over the block, r = float32(1 / b); b within [2^-60, 2^60] (const_divisor_ok), and
+// a / b never -0 where it is used (the KLD's values are floored). It takes three operations on the FMA pipes instead
+// of the divider: the kernels divide on both, as many divisions on each as keeps the two busy (measured).
+template <bool V3>
 DUMPCMP_AI F8 div_const(F8 a, F8 b, F8 r) noexcept {
 #if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (V3) {
-        const F8 q = div_fma_avx2(a, b, r);
-        if constexpr (Signed) return a == 0.0f ? a * r : q;
-        return q;
-    }
+    if constexpr (V3) return div_fma_avx2(a, b, r);
 #endif
     (void)r;
     return a / b;
@@ -163,18 +172,19 @@ DUMPCMP_AI void pass1_sums(const std::uint8_t* bx, const std::uint8_t* by, Exact
     for (std::size_t leaf = 0; leaf < kLeaves; ++leaf) {
         const std::size_t first = leaf * kLeaf;
         Terms a = pass1_terms(load8<HX, V3>(bx, first), load8<HY, V3>(by, first), eps, one);
-        mad = max_bits(mad, a.ad);
-        mrel = max_bits(mrel, a.rel);
+        I8 lad = (I8)a.ad, lrel = (I8)a.rel;
         for (std::size_t i = first + 8; i < first + kLeaf; i += 8) {
             const Terms t = pass1_terms(load8<HX, V3>(bx, i), load8<HY, V3>(by, i), eps, one);
-            mad = max_bits(mad, t.ad);
-            mrel = max_bits(mrel, t.rel);
+            lad = max_bits(lad, t.ad);
+            lrel = max_bits(lrel, t.rel);
             a.rel += t.rel;
             a.ad += t.ad;
             a.sd += t.sd;
             a.xx += t.xx;
             a.yy += t.yy;
         }
+        mad = max_bits(mad, (F8)lad);
+        mrel = max_bits(mrel, (F8)lrel);
         leaves[0][leaf] = leaf_sum(a.rel);
         leaves[1][leaf] = leaf_sum(a.ad);
         leaves[2][leaf] = leaf_sum(a.sd);
@@ -183,12 +193,8 @@ DUMPCMP_AI void pass1_sums(const std::uint8_t* bx, const std::uint8_t* by, Exact
     }
     o.sums = {tree_sum(leaves[0]), tree_sum(leaves[1]), tree_sum(leaves[2]), tree_sum(leaves[3]),
               tree_sum(leaves[4])};
-    I8 m = mad;
-    for (int j = 1; j < 8; ++j) m[0] = m[j] > m[0] ? m[j] : m[0];
-    std::memcpy(&o.max_ad, &m[0], sizeof o.max_ad);
-    m = mrel;
-    for (int j = 1; j < 8; ++j) m[0] = m[j] > m[0] ? m[j] : m[0];
-    std::memcpy(&o.max_rel, &m[0], sizeof o.max_rel);
+    o.max_ad = max_lane(mad);
+    o.max_rel = max_lane(mrel);
 }
 
 // Eight double lanes combined as a leaf's eight sums are. Always inlined, like every helper here that takes vectors
@@ -238,7 +244,7 @@ DUMPCMP_AI void pass1_body(const std::uint8_t* bx, const std::uint8_t* by, doubl
 // ---- stage 1: p, q and the cosine's terms ----
 
 struct Stage1Constants {
-    F8 ox, dx, rx, oy, dy, ry, floor, nx, rnx, ny, rny;  // r*: float32 reciprocals of the divisors
+    F8 ox, dx, rx, oy, dy, ry, floor, nx, ny;  // rx, ry: float32 reciprocals of the divisors
 };
 template <bool V3>
 DUMPCMP_AI F8 kld_value(F8 v, F8 offset, F8 divisor, F8 reciprocal, F8 floor) noexcept {
@@ -246,10 +252,10 @@ DUMPCMP_AI F8 kld_value(F8 v, F8 offset, F8 divisor, F8 reciprocal, F8 floor) no
     return u < floor ? floor : u;  // NaN stays NaN, as in np.maximum
 }
 
-// float32(x / nx) * float32(y / ny); a zero's sign kept (a sum of zeros prints its sign).
-template <bool V3>
+// float32(x / nx) * float32(y / ny), both on the divider (the KLD's four divisions keep the FMA pipes busy); a
+// zero's sign kept (a sum of zeros prints its sign).
 DUMPCMP_AI F8 cosine_term(F8 x, F8 y, const Stage1Constants& c) noexcept {
-    return div_const<V3, true>(x, c.nx, c.rnx) * div_const<V3, true>(y, c.ny, c.rny);
+    return (x / c.nx) * (y / c.ny);
 }
 
 template <bool HX, bool HY, bool V3, bool Kld, bool Cos>
@@ -266,7 +272,7 @@ DUMPCMP_AI void stage1_body(const std::uint8_t* bx, const std::uint8_t* by, cons
                 sp = kld_value<V3>(x, c.ox, c.dx, c.rx, c.floor);
                 sq = kld_value<V3>(y, c.oy, c.dy, c.ry, c.floor);
             }
-            if constexpr (Cos) sc = cosine_term<V3>(x, y, c);
+            if constexpr (Cos) sc = cosine_term(x, y, c);
         }
         for (std::size_t i = first + 8; i < first + kLeaf; i += 8) {
             const F8 x = load8<HX, V3>(bx, i), y = load8<HY, V3>(by, i);
@@ -274,7 +280,7 @@ DUMPCMP_AI void stage1_body(const std::uint8_t* bx, const std::uint8_t* by, cons
                 sp += kld_value<V3>(x, c.ox, c.dx, c.rx, c.floor);
                 sq += kld_value<V3>(y, c.oy, c.dy, c.ry, c.floor);
             }
-            if constexpr (Cos) sc += cosine_term<V3>(x, y, c);
+            if constexpr (Cos) sc += cosine_term(x, y, c);
         }
         leaves[0][leaf] = leaf_sum(sp);
         leaves[1][leaf] = leaf_sum(sq);
@@ -331,7 +337,7 @@ DUMPCMP_AI F8 p_log_r(F8 p, F8 r) noexcept {
 }
 
 struct Stage2Constants {
-    F8 ox, dx, rx, oy, dy, ry, floor, sp, rsp, sq, rsq;
+    F8 ox, dx, rx, oy, dy, ry, floor, sp, sq, rsq;  // P's division by sp on the divider, Q's on the FMA pipes
 };
 
 // A leaf in two loops over a stack buffer: the quotients first, then the logs. In one loop the chain of four
@@ -340,16 +346,21 @@ template <bool HX, bool HY, bool V3>
 DUMPCMP_AI float stage2_leaf(const std::uint8_t* bx, const std::uint8_t* by, std::size_t first,
                              const Stage2Constants& c) noexcept {
     F8 pv[kLeaf / 8], rv[kLeaf / 8];
-    I8 odd = I8{};
+    // The ratios' bits as int32: positive normal floats are [0x00800000, 0x7F7FFFFF], negatives are negative. Two
+    // integer min/max per group are cheaper than not_normal's two compares and an or.
+    I8 lo = splat_i(0x7FFFFFFF), hi = splat_i(-0x7FFFFFFF - 1);
     for (std::size_t j = 0; j < kLeaf / 8; ++j) {
         const F8 x = load8<HX, V3>(bx, first + 8 * j), y = load8<HY, V3>(by, first + 8 * j);
-        const F8 p = div_const<V3>(kld_value<V3>(x, c.ox, c.dx, c.rx, c.floor), c.sp, c.rsp);
+        const F8 p = kld_value<V3>(x, c.ox, c.dx, c.rx, c.floor) / c.sp;
         const F8 q = div_const<V3>(kld_value<V3>(y, c.oy, c.dy, c.ry, c.floor), c.sq, c.rsq);
         pv[j] = p;
         rv[j] = p / q;
-        odd |= not_normal(rv[j]);
+        const I8 b = (I8)rv[j];
+        lo = lo < b ? lo : b;
+        hi = hi > b ? hi : b;
     }
     F8 st;
+    const I8 odd = (lo < 0x00800000) | (hi > 0x7F7FFFFF);
     if (!any<V3>(odd)) {  // every ratio positive normal: always, but for NaN data or extreme sums
         st = pv[0] * numpy_log8<V3>(rv[0]);
         for (std::size_t j = 1; j < kLeaf / 8; ++j) st += pv[j] * numpy_log8<V3>(rv[j]);
@@ -433,14 +444,14 @@ bool const_divisor_ok(float b) noexcept {
     const float a = std::fabs(b);
     return a >= 0x1p-60f && a <= 0x1p60f;
 }
+// The divisors that div_const takes (the cosine's and P's divide on the divider, exact for any divisor).
 bool stage1_divisors_ok(const KldParams& k) noexcept {
-    return (!k.kld || (const_divisor_ok(static_cast<float>(k.divisor_x)) &&
-                       const_divisor_ok(static_cast<float>(k.divisor_y)))) &&
-           (!k.cosine || (const_divisor_ok(k.nx32) && const_divisor_ok(k.ny32)));
+    return !k.kld ||
+           (const_divisor_ok(static_cast<float>(k.divisor_x)) && const_divisor_ok(static_cast<float>(k.divisor_y)));
 }
 bool stage2_divisors_ok(const KldParams& k) noexcept {
     return const_divisor_ok(static_cast<float>(k.divisor_x)) && const_divisor_ok(static_cast<float>(k.divisor_y)) &&
-           const_divisor_ok(k.sp32) && const_divisor_ok(k.sq32);
+           const_divisor_ok(k.sq32);
 }
 
 // A divisor and its float32 reciprocal.
@@ -470,10 +481,8 @@ bool exact_stages_ok(const KldParams& k) noexcept {
 void exact_stage1(ExactSide x, ExactSide y, const KldParams& k, ExactStage1& out) {
     const auto [dx, rx] = divisor(k.divisor_x);
     const auto [dy, ry] = divisor(k.divisor_y);
-    const auto [nx, rnx] = divisor(k.nx32);
-    const auto [ny, rny] = divisor(k.ny32);
     const Stage1Constants c{splat(static_cast<float>(k.offset_x)), dx, rx, splat(static_cast<float>(k.offset_y)),
-                            dy, ry, splat(static_cast<float>(kKldFloorEps)), nx, rnx, ny, rny};
+                            dy, ry, splat(static_cast<float>(kKldFloorEps)), splat(k.nx32), splat(k.ny32)};
     const bool v3 = use_avx2();
     auto run = [&](auto kld, auto cos) {
         constexpr bool Kld = decltype(kld)::value, Cos = decltype(cos)::value;
@@ -494,10 +503,9 @@ void exact_stage1(ExactSide x, ExactSide y, const KldParams& k, ExactStage1& out
 float exact_stage2(ExactSide x, ExactSide y, const KldParams& k) {
     const auto [dx, rx] = divisor(k.divisor_x);
     const auto [dy, ry] = divisor(k.divisor_y);
-    const auto [sp, rsp] = divisor(k.sp32);
     const auto [sq, rsq] = divisor(k.sq32);
     const Stage2Constants c{splat(static_cast<float>(k.offset_x)), dx, rx, splat(static_cast<float>(k.offset_y)),
-                            dy, ry, splat(static_cast<float>(kKldFloorEps)), sp, rsp, sq, rsq};
+                            dy, ry, splat(static_cast<float>(kKldFloorEps)), splat(k.sp32), sq, rsq};
     const bool v3 = use_avx2();
     float r = 0.0f;
     by_storage(x, y, [&](auto hx, auto hy) {

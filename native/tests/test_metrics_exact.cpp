@@ -208,12 +208,18 @@ int main() {
             check_stages(b);
         }
     }
-    // divisors outside [2^-60, 2^60] are left to the caller's arrays
-    KldParams k;
-    k.stage = 1;
-    k.cosine = true;
+    // The KLD's divisors outside [2^-60, 2^60] are left to the caller's arrays (div_const is exact only within);
+    // the cosine's divide on the divider, exact for any divisor: its terms overflow as the reference's do.
+    const Block b = make(gen, 1.0f, 0.3f, false, true);
+    KldParams k = params_for(b);
     k.nx32 = 0x1p-70f;
-    k.ny32 = 1.0f;
+    CHECK(detail::exact_stages_ok(k));
+    std::vector<float> c(kN);
+    for (std::size_t i = 0; i < kN; ++i) c[i] = (b.x[i] / k.nx32) * (b.y[i] / k.ny32);
+    detail::ExactStage1 s;
+    detail::exact_stage1(b.side_x(), b.side_y(), k, s);
+    CHECK(same(s.c, sum_of(c)));
+    k.divisor_x = 0x1p-70;
     CHECK(!detail::exact_stages_ok(k));
 
     if (failures == 0) std::printf("test_metrics_exact: all checks passed\n");

@@ -467,3 +467,53 @@ def test_batch_larger_than_ground_truth_compares_the_first_samples(tmp_path, rng
         "[s] Due to the different shapes on the left and right,the left dump data(1, 3, 4, 4) can not be compared "
         "to the right dump data(2, 3, 4, 4). Please check the batch of the dump data or the shape may be changed "
         "due to optimization.")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint16", "int64", "bool"])
+def test_ground_truth_npy_mapped_by_the_core_is_the_arrays(tmp_path, rng, dtype):
+    # A plain .npy ground truth is mapped by the core after one read of its header (no np.load): the numbers are
+    # those of the same array handed over from NumPy.
+    from dumpcmp import _core as core
+    from dumpcmp.comparison import _mapped_npy
+
+    truth = (np.abs(rng.standard_normal((3, 5, 7))) * 50).astype(dtype)
+    x = core.source_from_array(np.ascontiguousarray((truth + 1).astype(np.float16)))
+    path = tmp_path / "conv.0.1700000000000001.npy"
+    np.save(path, truth)
+    source, shape, name = _mapped_npy(str(path))
+    assert shape == truth.shape and name == truth.dtype.name and source.count == truth.size
+    got = core.compare_sources(x, source)
+    want = core.compare_sources(x, core.source_from_array(truth))
+    assert list(got.formatted()) == list(want.formatted())
+
+
+def test_ground_truth_npy_the_core_does_not_map(tmp_path, rng):
+    # Fortran order, big-endian, empty and broken files take np.load's path with its messages; a file cut after
+    # its header was read is refused by the core, naming it, instead of reading past the mapping.
+    from dumpcmp import _core as core
+    from dumpcmp.comparison import _mapped_npy
+    from dumpcmp.errors import DumpError
+
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    for i, arr in enumerate([np.asfortranarray(a), a.astype(">f4"), np.zeros((0, 3), np.float32)]):
+        np.save(tmp_path / f"{i}.npy", arr)
+        assert _mapped_npy(str(tmp_path / f"{i}.npy")) is None
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
+    assert _mapped_npy(str(tmp_path / "bad.npy")) is None
+    np.save(tmp_path / "ok.npy", a)
+    with pytest.raises(DumpError, match="ok.npy"):
+        core.source_from_file(str(tmp_path / "ok.npy"), 128, a.dtype, a.size + 1)
+
+
+def test_fortran_order_ground_truth_gives_the_c_order_rows(tmp_path, rng):
+    truth = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    x = (truth + rng.standard_normal(truth.shape).astype(np.float32) * 0.01).astype(np.float16)
+    rows = {}
+    for order in ("C", "F"):
+        root = tmp_path / order
+        (root / "dump").mkdir(parents=True)
+        write_dump(root / "dump" / "Conv2D.conv.1.1700000000000001", op_name="conv", outputs=[TensorData(x)])
+        (root / "gt").mkdir()
+        np.save(root / "gt" / "conv.0.1700000000000001.npy", np.asarray(truth, order=order))
+        rows[order] = [(r.tensor_index, list(r.result.formatted())) for r in compare(root / "dump", root / "gt").rows]
+    assert rows["C"] == rows["F"] and rows["C"]

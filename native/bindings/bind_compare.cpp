@@ -6,6 +6,7 @@
 #include "dumpcmp/errors.hpp"
 #include "dumpcmp/format.hpp"
 #include "dumpcmp/layout.hpp"
+#include "dumpcmp/mapped_file.hpp"
 #include "pycommon.hpp"
 
 namespace dumpcmp::bindings {
@@ -78,6 +79,24 @@ void bind_compare(py::module_& m) {
         return std::make_shared<TensorSource>(static_cast<const std::uint8_t*>(a.data()), type, count);
     }, py::arg("array").noconvert(), py::arg("data_type") = py::none(), py::keep_alive<0, 1>(),
        "A NumPy array (e.g. a memory-mapped .npy) as a comparison side, in its own row-major order.");
+
+    m.def("source_from_file", [](const std::string& path, std::uint64_t offset, const py::dtype& dtype,
+                                 std::uint64_t count) {
+        const DataType type = numpy_data_type(dtype, "file");
+        const auto elem = static_cast<std::uint64_t>(dtype.itemsize());
+        MappedFilePtr keep;
+        {
+            py::gil_scoped_release release;
+            keep = std::make_shared<const MappedFile>(path);
+        }
+        // the file may have changed since its header was read: never point past the mapping
+        if (offset > keep->size() || count > (keep->size() - offset) / elem)
+            throw DumpError(path, "holds " + std::to_string(keep->size()) + " bytes, fewer than its header's " +
+                                      std::to_string(count) + " elements after byte " + std::to_string(offset));
+        return std::make_shared<TensorSource>(keep->data() + offset, type, count, nullptr, keep);
+    }, py::arg("path"), py::arg("offset"), py::arg("dtype"), py::arg("count"),
+       "count elements of a NumPy dtype at byte offset of a file (a .npy's data after its header), mapped here: "
+       "one open and one mapping, no NumPy array.");
 
     m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
                                 std::optional<std::vector<int>> metrics, unsigned threads, bool scalar,

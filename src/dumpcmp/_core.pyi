@@ -9,7 +9,7 @@ from dumpcmp.errors import DumpError
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'histogram', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'numpy_sum_f32', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'to_float32', 'top_errors', 'value_range', 'write_dump']
+__all__: list[str] = ['DumpError', 'DumpFile', 'LayoutPlan', 'MetricResult', 'OutputError', 'TensorDesc', 'TensorSource', 'compare_arrays', 'compare_many', 'compare_sources', 'data_types', 'decode', 'detail_file_count', 'encode', 'export_detail', 'format_fixed6', 'format_metric', 'formats', 'histogram', 'layout_device_shape', 'layout_infer_shape', 'layout_is_device_format', 'layout_supported_pairs', 'metric_names', 'num_threads', 'numpy_sum_f32', 'read_headers', 'read_probe', 'set_num_threads', 'simd_level', 'source_from_array', 'source_from_dump', 'source_from_file', 'to_float32', 'top_errors', 'value_range', 'write_dump']
 class TensorDesc:
     """
     One input, output, buffer or workspace of a dump: metadata only.
@@ -405,6 +405,10 @@ def source_from_array(array: numpy.ndarray, data_type: str | None = None) -> Ten
 def source_from_dump(file: DumpFile, kind: str, index: typing.SupportsInt | typing.SupportsIndex, dst_format: str | None = None, dst_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, groups: typing.SupportsInt | typing.SupportsIndex = 1) -> TensorSource:
     """
     A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan (device layout -> plain, cropped).
+    """
+def source_from_file(path: str, offset: typing.SupportsInt | typing.SupportsIndex, dtype: numpy.dtype[typing.Any], count: typing.SupportsInt | typing.SupportsIndex) -> TensorSource:
+    """
+    count elements of a NumPy dtype at byte offset of a file (a .npy's data after its header), mapped here: one open and one mapping, no NumPy array.
     """
 def to_float32(data_type: str, raw: numpy.typing.NDArray[numpy.uint8], count: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
     """

@@ -36,8 +36,8 @@ from .errors import DumpError, NamingError, NotFoundError
 from .naming import ConvertedName, DeviceDumpName, FrameworkDumpName
 
 __all__ = [
-    "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
-    "Skipped", "open_npy", "scan", "scan_ground_truth",
+    "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "NpyHeader",
+    "RunKey", "Skipped", "npy_header", "open_npy", "scan", "scan_ground_truth",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
@@ -71,6 +71,23 @@ def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
     """(dtype, shape) of a ``.npy`` file from its header, checked against the file's size before anything is
     allocated: DumpError naming the file when it is empty, not a .npy file, holds Python objects, or holds fewer or
     more bytes than its header claims (a header claiming 4 TiB in a 100-byte file)."""
+    header = npy_header(path)
+    return header.dtype, header.shape
+
+
+@dataclass(frozen=True, slots=True)
+class NpyHeader:
+    """What a ``.npy`` header says, checked against the file's size: the data is ``shape`` elements of ``dtype``
+    from byte ``offset`` to the end of the file."""
+
+    dtype: Any
+    shape: tuple[int, ...]
+    fortran_order: bool
+    offset: int
+
+
+def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
+    """`check_npy`'s checks, one open of the file, and where its data starts."""
     import math
     import tokenize
 
@@ -100,7 +117,7 @@ def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
     if need != size - data_start:
         raise DumpError(f"{text}: its header says {dtype} {list(shape)} ({need} bytes) but the file holds "
                         f"{size - data_start} bytes of data")
-    return dtype, tuple(int(d) for d in shape)
+    return NpyHeader(dtype, tuple(int(d) for d in shape), bool(fortran), data_start)
 
 
 def load_npy(path: str | os.PathLike[str]) -> Any:

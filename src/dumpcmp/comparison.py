@@ -543,6 +543,11 @@ class _Sides:
         return core.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
 
 
+def _has_values(dtype: Any) -> bool:
+    """A NumPy dtype the metrics compare: bool, integer or float, in the machine's byte order."""
+    return dtype.kind in "biuf" and dtype.byteorder != ">"
+
+
 def _mapped_npy(path: str) -> tuple[Any, Any, str] | None:
     """A plain little-endian C-order .npy mapped by the core after one read of its header: a whole model's
     ground truth opens in a fraction of np.load's time (which reads the header twice and builds a memmap). None
@@ -552,7 +557,7 @@ def _mapped_npy(path: str) -> tuple[Any, Any, str] | None:
     except DumpError:
         return None
     count = math.prod(h.shape)
-    if h.fortran_order or count == 0 or h.dtype.kind not in "biuf" or h.dtype.byteorder == ">":
+    if h.fortran_order or count == 0 or not _has_values(h.dtype):
         return None
     return core.source_from_file(path, h.offset, h.dtype, count), h.shape, h.dtype.name
 
@@ -573,7 +578,7 @@ def _ground_truth_array(entry: GroundTruthEntry) -> tuple[Any, Any, str]:
     data = entry.open()
     if isinstance(data, np.ndarray):
         a = data if data.flags.c_contiguous else np.ascontiguousarray(data)
-        if a.dtype.kind not in "biuf" or a.dtype.byteorder == ">":
+        if not _has_values(a.dtype):
             raise DumpcmpError(f"{entry.path}: ground truth of dtype {a.dtype} has no values the metrics compare")
         return core.source_from_array(a), a.shape, a.dtype.name
     outputs = data.outputs

@@ -16,8 +16,8 @@
 #endif
 
 // One rounding per operation (see metrics.cpp): the levels must give the same bits. The only fused multiply-adds
-// are explicit: div_const's, whose result is the correctly rounded quotient, as a division's is, and NumPy's log's
-// (numpy_log8), one rounding each on every level.
+// are explicit: div_const's, whose result is the correctly rounded quotient, as a division's is, NumPy's log's
+// (numpy_log8), one rounding each on every level, and sub_d's a * 1 - b, which is a - b.
 #pragma GCC optimize("fp-contract=off")
 // Vectors passed by value between inlined functions of this file only (see metrics.cpp).
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -83,6 +83,12 @@ DUMPCMP_TARGET_AVX2 inline D4 widen_hi_avx2(F8 v) noexcept {
 DUMPCMP_TARGET_AVX2 inline F8 fma_avx2(F8 a, F8 b, F8 c) noexcept {
     return (F8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 }
+// a - b computed as a * 1 - b: the same bits (a * 1 is exact, then one rounding), on the FMA pipes. The standard
+// deviation's loop is bound by the add pipes (converts, subtractions, sums) while the FMA pipes idle: measured 4%
+// faster for pass 1.
+DUMPCMP_TARGET_AVX2 inline D4 sub_fma_avx2(D4 a, D4 b) noexcept {
+    return (D4)_mm256_fmsub_pd((__m256d)a, _mm256_set1_pd(1.0), (__m256d)b);
+}
 DUMPCMP_TARGET_AVX2 inline bool any_avx2(I8 m) noexcept { return _mm256_movemask_ps((__m256)m) != 0; }
 // a / b through r = float32(1 / b): q = a r, the remainder a - q b (exact, one FMA), q + remainder * r. For b
 // and a / b in the normal range this is the correctly rounded quotient (Markstein's correction; checked against
@@ -125,6 +131,13 @@ DUMPCMP_AI D4 widen_hi(F8 v) noexcept {
     if constexpr (V3) return widen_hi_avx2(v);
 #endif
     return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), D4);
+}
+template <bool V3>
+DUMPCMP_AI D4 sub_d(D4 a, D4 b) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (V3) return sub_fma_avx2(a, b);
+#endif
+    return a - b;
 }
 template <bool V3>
 DUMPCMP_AI bool any(I8 m) noexcept {
@@ -216,7 +229,7 @@ DUMPCMP_AI void pass1_side(const std::uint8_t* base, double k, float& mn_out, fl
         const F8 v = load8<Half, V3>(base, i);
         mn = v < mn ? v : mn;
         mx = mx < v ? v : mx;
-        const D4 dl = widen_lo<V3>(v) - kk, dh = widen_hi<V3>(v) - kk;
+        const D4 dl = sub_d<V3>(widen_lo<V3>(v), kk), dh = sub_d<V3>(widen_hi<V3>(v), kk);
         s1l += dl;
         s1h += dh;
         s2l += dl * dl;

@@ -217,7 +217,7 @@ def test_compare_measures_and_checks_every_case_and_removes_its_dumps(tmp_path, 
     assert result["benchmark"] == "compare" and result["checked"] is True
     cases = {(r["case"], r["metrics"], r["threads"]) for r in result["results"]}
     for t in (1, 2):
-        assert {("fp16 vs fp32", "10 metrics", t), ("fp16 vs fp32", "without KLD", t),
+        assert {("fp16 vs fp32", "10 metrics", t), ("fp16 vs fp32", "without KLD", t), ("fp16 vs fp32", "one pass", t),
                 ("fp32 vs fp32", "10 metrics", t), ("fp16 NC1HWC0 dump vs fp32 NCHW", "10 metrics", t),
                 ("fp16 FRACTAL_NZ dump vs fp32 ND", "10 metrics", t)} <= cases
     n = result["parameters"]["elements"]

@@ -1,6 +1,7 @@
 #include <memory>
 #include <optional>
 
+#include "dumpcmp/checked.hpp"
 #include "dumpcmp/dump.hpp"
 #include "dumpcmp/engine.hpp"
 #include "dumpcmp/errors.hpp"
@@ -90,7 +91,8 @@ void bind_compare(py::module_& m) {
             keep = std::make_shared<const MappedFile>(path);
         }
         // the file may have changed since its header was read: never point past the mapping
-        if (offset > keep->size() || count > (keep->size() - offset) / elem)
+        const auto bytes = checked::mul(count, elem);
+        if (!bytes || !checked::within(offset, *bytes, keep->size()))
             throw DumpError(path, "holds " + std::to_string(keep->size()) + " bytes, fewer than its header's " +
                                       std::to_string(count) + " elements after byte " + std::to_string(offset));
         return std::make_shared<TensorSource>(keep->data() + offset, type, count, nullptr, keep);

@@ -1,7 +1,8 @@
 """`dumpcmp compare -f` against the original tool (msaccucmp) on the same generated model, in the same run.
 
     python bench/bench_vs_original.py --msaccucmp /path/to/export --python /path/to/its/python \
-        [--dumpcmp /path/to/venv/bin/dumpcmp] [--size 2GB] [--ops 40] [--repeats 1] [--keep DIR] [--json FILE]
+        [--dumpcmp /path/to/venv/bin/dumpcmp] [--size 2GB] [--ops 40] [--repeats 1] [--dumpcmp-runs 3] \
+        [--keep DIR] [--json FILE]
 
 The model is `dumpcmp.benchmark.model.generate_model`'s (fp16 device dumps in NC1HWC0 and FRACTAL_NZ, fp32 ground
 truth .npy, `--size` of ground truth in all) plus the graph JSON both tools read with `-f` (one op per dump, its
@@ -10,7 +11,10 @@ data); then each tool runs as a whole command in a subprocess, timed wall clock 
 costs count (interpreter start, imports, scanning, planning, writing the result): msaccucmp exactly as
 tests/oracle/regenerate.py runs it (`msaccucmp.py compare -m DUMPDIR -g GTDIR -f JSON -out OUT` from its
 src/compare folder), dumpcmp as `dumpcmp compare -l DUMPDIR -r GTDIR -f JSON -o OUT --quiet` with its default
-threads. With `--repeats N` the two alternate N times and the median of each counts. Beside them, in the same run:
+threads. With `--repeats N` the two alternate N times, dumpcmp `--dumpcmp-runs K` times after each msaccucmp run
+(each run on page-cached files), and the median of each tool's runs counts: one dumpcmp run lasts a second or two and
+moves by a third with this kind of VM's state, where one msaccucmp run of minutes averages that out over its own
+length, so the short side takes more samples. Beside them, in the same run:
 every byte of the files read once through mappings in C++, and dumpcmp's start-up alone (`dumpcmp --version`).
 `--dumpcmp` names the dumpcmp command to time: give a regular install's, since an editable install built with
 `-Ceditable.rebuild=true` runs its build check at every start (the script says so when it times one).
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -178,14 +181,15 @@ def main() -> None:
     ap.add_argument("--size", default="2GB", help="ground-truth bytes in all (the device side is about half: fp16)")
     ap.add_argument("--ops", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=1, help="runs of each tool, alternating; the median counts")
+    ap.add_argument("--dumpcmp-runs", type=int, default=3, help="dumpcmp runs after each msaccucmp run (default 3)")
     ap.add_argument("--keep", type=Path, help="generate into this folder and keep it (reused when it matches)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
     tool = args.msaccucmp.resolve()
     if not (tool / "src" / "compare" / "msaccucmp.py").is_file():
         raise SystemExit(f"{tool}: no src/compare/msaccucmp.py")
-    if args.repeats < 1:
-        raise SystemExit("--repeats must be at least 1")
+    if args.repeats < 1 or args.dumpcmp_runs < 1:
+        raise SystemExit("--repeats and --dumpcmp-runs must be at least 1")
 
     with tempfile.TemporaryDirectory(prefix="bench-vs-original-") as tmp:
         root = (args.keep or Path(tmp) / "model").resolve()
@@ -206,23 +210,24 @@ def main() -> None:
             warm(files)
             seconds, original = run_original(args.python, tool, paths, Path(tmp) / f"original_{r}")
             runs["msaccucmp"].append(seconds)
-            ours = Path(tmp) / f"dumpcmp_{r}.csv"
             warm(files)
-            runs["dumpcmp"].append(run_dumpcmp(command, paths, ours))
-            rows, cells, failing, text = disagreements(original, ours)
-            if failing:
-                print(f"the result files disagree ({len(failing)} rows or metric cells of {cells} cells in {rows} "
-                      f"rows):\n  {listed(failing)}", file=sys.stderr)
-                raise SystemExit(1)
-            if text and r == 0:
-                print(f"warning: {len(text)} text cells differ (the metrics agree):\n  {listed(text)}",
-                      file=sys.stderr)
+            for k in range(args.dumpcmp_runs):
+                ours = Path(tmp) / f"dumpcmp_{r}_{k}.csv"
+                runs["dumpcmp"].append(run_dumpcmp(command, paths, ours))
+                rows, cells, failing, text = disagreements(original, ours)
+                if failing:
+                    print(f"the result files disagree ({len(failing)} rows or metric cells of {cells} cells in "
+                          f"{rows} rows):\n  {listed(failing)}", file=sys.stderr)
+                    raise SystemExit(1)
+                if text and r == 0 and k == 0:
+                    print(f"warning: {len(text)} text cells differ (the metrics agree):\n  {listed(text)}",
+                          file=sys.stderr)
 
     median = {k: statistics.median(v) for k, v in runs.items()}
     editable = not args.dumpcmp and rebuilds_on_import()
     figures = {
         "size_arg": args.size, "ops": args.ops, "files": len(files), "data_bytes": data_bytes,
-        "dumpcmp_command": command, "seconds": runs, "median_seconds": median, "dumpcmp_startup_seconds": startup,
+        "dumpcmp_command": command, "dumpcmp_runs_per_repeat": args.dumpcmp_runs, "seconds": runs, "median_seconds": median, "dumpcmp_startup_seconds": startup,
         "read_probe_seconds": probe, "ceiling_speedup": median["msaccucmp"] / (startup + 2 * probe),
         "editable_rebuild_on_import": editable,
         "gb_per_s": {k: data_bytes / v / 1e9 for k, v in median.items()},

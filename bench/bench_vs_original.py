@@ -227,7 +227,8 @@ def main() -> None:
     editable = not args.dumpcmp and rebuilds_on_import()
     figures = {
         "size_arg": args.size, "ops": args.ops, "files": len(files), "data_bytes": data_bytes,
-        "dumpcmp_command": command, "dumpcmp_runs_per_repeat": args.dumpcmp_runs, "seconds": runs, "median_seconds": median, "dumpcmp_startup_seconds": startup,
+        "dumpcmp_command": command, "dumpcmp_runs_per_repeat": args.dumpcmp_runs, "seconds": runs,
+        "median_seconds": median, "dumpcmp_startup_seconds": startup,
         "read_probe_seconds": probe, "ceiling_speedup": median["msaccucmp"] / (startup + 2 * probe),
         "editable_rebuild_on_import": editable,
         "gb_per_s": {k: data_bytes / v / 1e9 for k, v in median.items()},

@@ -435,6 +435,31 @@ def test_a_plan_side_gathered_once_gives_the_same_bits(tmp_path, rng, fmt, shape
     assert list(gathered.formatted()) == list(direct.formatted())
 
 
+@pytest.mark.slow
+def test_large_pairs_in_one_batch_share_gather_buffers_without_mixing(tmp_path, rng):
+    # compare_many gathers its large pairs (from 2**22 elements, one after another) into buffers handed from one
+    # pair to the next: a larger pair after a smaller one grows them, a smaller one uses their start. Each pair's
+    # numbers are the bits it gets compared on its own.
+    from dumpcmp import _core as core
+    from dumpcmp.dump import open_dump
+
+    pairs = []
+    for k, channels in enumerate((20, 17, 33, 20)):
+        truth = rng.standard_normal((1, channels, 512, 512)).astype(np.float32) * (k + 1)
+        x16 = (truth + rng.standard_normal(truth.shape).astype(np.float32) * 0.01).astype(np.float16)
+        path = tmp_path / f"Conv2D.conv{k}.1.170000000000000{k}"
+        write_dump(path, op_name=f"conv{k}", outputs=[TensorData(L.convert(x16, "NCHW", "NC1HWC0"),
+                                                                 format="NC1HWC0", original_shape=truth.shape)])
+        x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
+        pairs.append((x, core.source_from_array(truth), False))
+    assert all(x.count >= 1 << 22 for x, _, _ in pairs)
+    together = core.compare_many(pairs, None, 2)
+    for (x, y, _), got in zip(pairs, together):
+        alone = core.compare_sources(x, y, threads=2)
+        assert [got.value(i) for i in range(10) if i != 5] == [alone.value(i) for i in range(10) if i != 5]
+        assert list(got.formatted()) == list(alone.formatted())
+
+
 def test_csv_cells_that_could_run_as_formulas(tmp_path):
     from dumpcmp.comparison import _csv_text, csv_safe
 

@@ -58,23 +58,55 @@ std::size_t tile_window(const TensorSource& s, std::size_t window) {
 // redoing the tile transposes of every window.
 constexpr std::uint64_t kGatherOnceBytes = std::uint64_t{64} << 20;
 
+// Room for the gathered sides, handed from one pair to the next when pairs run one after another (compare_many's
+// large pairs). A fresh buffer per pair is fresh pages: the kernel zeroes them and the gather faults them in, one
+// page at a time, on the comparison's threads. On a 2 GB NC1HWC0 model the page faults fell from 5.7% to 3.0% of
+// the CPU time (what is left: each batch's first pair, and the mapped files).
+class GatherRoom {
+public:
+    std::uint8_t* take(int side, std::size_t bytes) {
+        Buffer& b = buffers_[side];
+        if (b.size < bytes) {
+            b.data.reset();  // the old one first: never both at once
+            b.data.reset(new std::uint8_t[bytes]);
+            b.size = bytes;
+        }
+        return b.data.get();
+    }
+
+private:
+    struct Buffer {
+        std::unique_ptr<std::uint8_t[]> data;
+        std::size_t size = 0;
+    };
+    Buffer buffers_[2];
+};
+
 struct Gathered {
-    std::unique_ptr<std::uint8_t[]> bytes;  // not zeroed first: convert() writes every byte
+    std::unique_ptr<std::uint8_t[]> owned;  // empty when the bytes are a GatherRoom's
     TensorSource source;
 };
 
-// The compared order of `s` in one buffer of its stored data type, or nullptr (no plan, a packed type, too large).
-std::unique_ptr<Gathered> gather_once(const TensorSource& s, unsigned threads) {
+// The compared order of `s` in one buffer of its stored data type (the room's for `side`, or its own), or nullptr
+// (no plan, a packed type, too large).
+std::unique_ptr<Gathered> gather_once(const TensorSource& s, unsigned threads, GatherRoom* room, int side) {
     const int bits = data_type_info(s.type()).bits;
     if (s.plan() == nullptr || bits < 8 || bits % 8 != 0) return nullptr;
     const auto elem = static_cast<std::uint64_t>(bits / 8);
     if (s.count() > kGatherOnceBytes / elem) return nullptr;
-    std::unique_ptr<std::uint8_t[]> bytes(new std::uint8_t[static_cast<std::size_t>(s.count() * elem)]);
+    const auto size = static_cast<std::size_t>(s.count() * elem);
+    std::unique_ptr<std::uint8_t[]> owned;  // not zeroed first: convert() writes every byte
+    std::uint8_t* bytes = nullptr;
+    if (room != nullptr) {
+        bytes = room->take(side, size);
+    } else {
+        owned.reset(new std::uint8_t[size]);
+        bytes = owned.get();
+    }
     // The layout codec's whole-tensor kernel: chunks of whole tile blocks, where the windows of the passes (whole
     // NumPy blocks) would cut channel rows and take the element-by-element path at every cut.
-    convert(*s.plan(), s.data(), bytes.get(), threads);
-    const std::uint8_t* data = bytes.get();
-    return std::make_unique<Gathered>(Gathered{std::move(bytes), TensorSource(data, s.type(), s.count())});
+    convert(*s.plan(), s.data(), bytes, threads);
+    return std::make_unique<Gathered>(Gathered{std::move(owned), TensorSource(bytes, s.type(), s.count())});
 }
 
 // Both sides' windows [first, first + count), in the form the metrics read, handed to fn(x_window, y_window).
@@ -84,9 +116,9 @@ void with_windows(const TensorSource& x, const TensorSource& y, std::uint64_t fi
     fn(x.read_window(first, count, s.x), y.read_window(first, count, s.y));
 }
 
-}  // namespace
-
-MetricResult compare_sources(const TensorSource& x_in, const TensorSource& y_in, const CompareOptions& options) {
+// compare_sources with a room for the gathered sides that outlives the call (nullptr: buffers of its own).
+MetricResult compare_in(const TensorSource& x_in, const TensorSource& y_in, const CompareOptions& options,
+                        GatherRoom* room) {
     if (x_in.count() != y_in.count())
         throw std::invalid_argument("element counts differ: " + std::to_string(x_in.count()) + " vs " +
                                     std::to_string(y_in.count()));
@@ -103,8 +135,8 @@ MetricResult compare_sources(const TensorSource& x_in, const TensorSource& y_in,
                                     (options.precise ? 0u : metric_bit(Metric::CosineSimilarity));
     std::unique_ptr<Gathered> gx, gy;
     if ((options.metrics & later_passes) != 0 && !both_bool) {
-        gx = gather_once(x_in, options.threads);
-        gy = gather_once(y_in, options.threads);
+        gx = gather_once(x_in, options.threads, room, 0);
+        gy = gather_once(y_in, options.threads, room, 1);
     }
     const TensorSource& x = gx ? gx->source : x_in;
     const TensorSource& y = gy ? gy->source : y_in;
@@ -159,6 +191,12 @@ MetricResult compare_sources(const TensorSource& x_in, const TensorSource& y_in,
     return finalize(total, kld_wanted || !kld_total.c_blocks.empty() ? &kld_total : nullptr, mopt);
 }
 
+}  // namespace
+
+MetricResult compare_sources(const TensorSource& x, const TensorSource& y, const CompareOptions& options) {
+    return compare_in(x, y, options, nullptr);
+}
+
 MetricResult compare(const std::uint8_t* x, DataType tx, const std::uint8_t* y, DataType ty, std::uint64_t n,
                      const CompareOptions& options) {
     return compare_sources(TensorSource(x, tx, n), TensorSource(y, ty, n), options);
@@ -170,11 +208,12 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
         jobs[i].x->prefault();
         jobs[i].y->prefault();
     };
-    auto run_one = [&](std::size_t i, unsigned inner_threads) {
+    GatherRoom room;  // the large pairs' (one at a time); small pairs, side by side, gather into their own
+    auto run_one = [&](std::size_t i, unsigned inner_threads, GatherRoom* r) {
         try {
             CompareOptions o = jobs[i].options;
             o.threads = inner_threads;
-            out[i].result = compare_sources(*jobs[i].x, *jobs[i].y, o);
+            out[i].result = compare_in(*jobs[i].x, *jobs[i].y, o, r);
             out[i].ok = true;
         } catch (const std::exception& e) {
             out[i].error = e.what();
@@ -185,7 +224,7 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
         (jobs[i].x->count() >= kLargePairElements ? large : small).push_back(i);
     parallel_for(small.size(), [&](std::size_t k) {
         fault_in(small[k]);
-        run_one(small[k], 1);
+        run_one(small[k], 1, nullptr);
     }, threads);
     // The large pairs one after the other, each on every thread. Faulting in a pair's pages (one madvise per side,
     // kernel work on one core) runs on its own thread while the pair before it is compared: a core the comparison
@@ -200,7 +239,7 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
             } catch (const std::system_error&) {  // no thread: that pair faults its pages in when its turn comes
             }
         }
-        run_one(large[k], threads);
+        run_one(large[k], threads, &room);
     }
     if (ahead.joinable()) ahead.join();
     return out;

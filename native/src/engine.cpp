@@ -226,7 +226,7 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
         fault_in(small[k]);
         run_one(small[k], 1, nullptr);
     }, threads);
-    // The large pairs one after the other, each on every thread. Faulting in a pair's pages (one madvise per side,
+    // The large pairs one after the other, each on every thread. Faulting in a pair's pages (one read per page,
     // kernel work on one core) runs on its own thread while the pair before it is compared: a core the comparison
     // leaves idle at its serial points does it (measured 9% of the CPU time of a 2 GB model, all of it serial before).
     std::thread ahead;

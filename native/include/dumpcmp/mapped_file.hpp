@@ -9,7 +9,7 @@
 namespace dumpcmp {
 
 // Access hints: not MADV_SEQUENTIAL, which lets the kernel drop pages right behind a pass (the KLD metric and the
-// detail writer read a tensor twice); instead each tensor's range is prefaulted in one call before it is read.
+// detail writer read a tensor twice); instead each tensor's range is prefaulted (prefault below) before it is read.
 class MappedFile {
 public:
     // Throws DumpError naming the file when it cannot be opened or mapped (missing, a directory, no permission).
@@ -30,9 +30,9 @@ private:
 
 using MappedFilePtr = std::shared_ptr<const MappedFile>;
 
-// Fault in the pages of [p, p + n) of any mapping in one call (MADV_POPULATE_READ where the kernel has it), instead of
-// one page fault per 4 KiB inside the hot loop: faults take the address-space lock and do not scale across threads.
-// A hint only: failures are ignored.
+// Fault in the pages of [p, p + n) of any mapping, one read per page, before a hot loop reads them (compare_many does
+// it for the next pair on a thread of its own): page faults inside the loop would stall it and, on older kernels,
+// take the address-space lock that every thread's faults share. [p, p + n) must lie inside the mapping.
 void prefault(const void* p, std::size_t n) noexcept;
 
 }  // namespace dumpcmp

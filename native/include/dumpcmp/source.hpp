@@ -49,7 +49,7 @@ public:
     };
     Window read_window(std::uint64_t first, std::size_t n, SourceScratch& scratch) const;
 
-    // Fault in the stored bytes (one call, see prefault() in mapped_file.hpp) before a pass over them.
+    // Fault in the stored bytes (prefault() in mapped_file.hpp) before a pass over them.
     void prefault() const noexcept;
 
     // The source index of each element (for coordinates in the stored layout).

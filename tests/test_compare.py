@@ -503,6 +503,20 @@ def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model
     with pytest.raises(MemoryError, match="no room"):
         compare(model.root / "dump", model.gt, fusion_json=model.graph)
     assert not [t for t in threading.enumerate() if t.name == "dumpcmp-engine"]
+def test_batches_are_compared_in_place_where_no_thread_can_be_started(model, monkeypatch):
+    import dumpcmp.comparison as C
+
+    one = compare(model.root / "dump", model.gt, fusion_json=model.graph)
+    monkeypatch.setattr(C, "_BATCH_PAIRS", 2)
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(C._Batch, "start", refuse)
+    got = compare(model.root / "dump", model.gt, fusion_json=model.graph)
+    assert got.table() == one.table()
+
+
 def test_csv_cells_that_could_run_as_formulas(tmp_path):
     from dumpcmp.comparison import _csv_text, csv_safe
 

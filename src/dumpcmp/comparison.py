@@ -917,7 +917,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
         outcomes = before[0].result() if before is not None else None  # one batch at a time uses every thread
         running = (_Batch([(x, y, scalar) for _, x, y, scalar, _ in pending], list(algos), threads, precise),
                    pending)
-        running[0].start()
+        running[0].begin()
         pending, pending_elements = [], 0
         if before is not None:
             # unmapping holds the interpreter lock, which the engine's thread needs to begin: let it begin first
@@ -1018,7 +1018,7 @@ def _joined_at_exit(current: Callable[[], tuple[_Batch, list] | None]) -> Iterat
         yield
     finally:
         batch = current()
-        if batch is not None:
+        if batch is not None and batch[0].is_alive():
             batch[0].join()
 
 
@@ -1040,8 +1040,16 @@ class _Batch(threading.Thread):
         except BaseException as error:  # handed to the thread that waits for the result
             self._error = error
 
+    def begin(self) -> None:
+        """Start the thread; where no thread can be started, compare here and now instead."""
+        try:
+            self.start()
+        except RuntimeError:
+            self.run()
+
     def result(self) -> list:
-        self.join()
+        if self.ident is not None:  # started as a thread
+            self.join()
         if self._error is not None:
             raise self._error
         return self._outcomes

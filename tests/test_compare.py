@@ -460,13 +460,14 @@ def test_large_pairs_in_one_batch_share_gather_buffers_without_mixing(tmp_path, 
         assert list(got.formatted()) == list(alone.formatted())
 
 
-
 @pytest.mark.parametrize("pairs_per_batch", [1, 2, 3])
 def test_batches_compared_while_the_next_is_opened_give_the_rows_of_one_batch(model, tmp_path, monkeypatch,
                                                                                pairs_per_batch):
     # _compare_pairs hands each batch to the engine on a thread of its own and opens the next batch meanwhile; the
     # rows of a batch are filled in after the next one has begun. Failing pairs (a shape mismatch, a corrupt dump)
     # sit between the batches. Every row and every byte of the CSV is what one batch gives.
+    import threading
+
     import dumpcmp.comparison as C
 
     np.save(model.gt / f"prob.0.{ts(99)}.npy", np.zeros((1, 11), np.float32))
@@ -482,7 +483,7 @@ def test_batches_compared_while_the_next_is_opened_give_the_rows_of_one_batch(mo
     one.write(tmp_path / "one.csv")
     split.write(tmp_path / "split.csv")
     assert (tmp_path / "split.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
-    assert not [t for t in __import__("threading").enumerate() if t.name == "dumpcmp-engine"]
+    assert not [t for t in threading.enumerate() if t.name == "dumpcmp-engine"]
 
 
 def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model, monkeypatch):
@@ -503,6 +504,8 @@ def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model
     with pytest.raises(MemoryError, match="no room"):
         compare(model.root / "dump", model.gt, fusion_json=model.graph)
     assert not [t for t in threading.enumerate() if t.name == "dumpcmp-engine"]
+
+
 def test_batches_are_compared_in_place_where_no_thread_can_be_started(model, monkeypatch):
     import dumpcmp.comparison as C
 

@@ -228,14 +228,14 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
     // pages in as it reads them, on every thread, and the fault-ahead thread skips the pairs already begun. Waiting
     // for it (each pair joined the thread that faulted it in) left a core idle whenever faulting in a pair took
     // longer than comparing the one before it, and the first pair of every batch was faulted in on one core alone.
-    std::atomic<std::size_t> begun{0};  // large pairs the comparison has started
-    std::atomic<bool> done{false};
+    std::atomic<std::size_t> begun{0};  // large pairs the comparison has started: all of them ends the thread's work
     std::thread ahead;
     if (!large.empty()) {
         try {
             ahead = std::thread([&] {
-                for (std::size_t k = 0; k < large.size() && !done.load(std::memory_order_relaxed); ++k)
-                    if (k >= begun.load(std::memory_order_relaxed)) fault_in(large[k]);
+                for (std::size_t k = begun.load(std::memory_order_relaxed); k < large.size();
+                     k = std::max(k + 1, begun.load(std::memory_order_relaxed)))
+                    fault_in(large[k]);
             });
         } catch (const std::system_error&) {  // no thread: each pair faults its pages in as it reads them
         }
@@ -248,7 +248,6 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
         begun.store(k + 1, std::memory_order_relaxed);
         run_one(large[k], threads, &room);
     }
-    done.store(true, std::memory_order_relaxed);
     if (ahead.joinable()) ahead.join();
     return out;
 }

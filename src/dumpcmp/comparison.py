@@ -895,41 +895,39 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
     rows: list[Row] = []
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
-    # The batch on the engine's thread, with what it was given. While one batch is compared, this thread opens
-    # the next one's files, and afterwards fills in the rows of the one before and lets its mappings go: the
-    # engine runs one batch after another without waiting for either (20-30 ms at every batch boundary, measured).
-    running: tuple[_Batch, list] | None = None
+    # The batch on the engine's thread. While one batch is compared, this thread opens the next one's files, and
+    # afterwards fills in the rows of the one before and lets its mappings go: the engine runs one batch after
+    # another without waiting for either (20-30 ms at every batch boundary, measured).
+    running: _Batch | None = None
 
-    def finish(batch: list, outcomes: list) -> None:
-        for (row, _, _, _, ctx), out in zip(batch, outcomes):
+    def finish(batch: _Batch, outcomes: list) -> None:
+        for (row, _, _, _, ctx), out in zip(batch.entries, outcomes):
             if isinstance(out, str):
                 row.failed, row.fail_reason = True, out
             else:
                 row.result = out
                 _finish_row(row, out, algos, ctx)
-        progress.advance(len(batch))
+        progress.advance(len(batch.entries))
 
     def flush() -> None:
         nonlocal pending, pending_elements, running
         if not pending:
             return
-        before = running
-        outcomes = before[0].result() if before is not None else None  # one batch at a time uses every thread
-        running = (_Batch([(x, y, scalar) for _, x, y, scalar, _ in pending], list(algos), threads, precise),
-                   pending)
-        running[0].begin()
+        before, running = running, _Batch(pending, list(algos), threads, precise)
         pending, pending_elements = [], 0
+        outcomes = before.result() if before is not None else []  # one batch at a time uses every thread
+        running.begin()
         if before is not None:
             # unmapping holds the interpreter lock, which the engine's thread needs to begin: let it begin first
-            running[0].begun.wait()
-            finish(before[1], outcomes)
+            running.begun.wait()
+            finish(before, outcomes)
 
     def drain() -> None:
         nonlocal running
         flush()
         if running is not None:
             batch, running = running, None
-            finish(batch[1], batch[0].result())
+            finish(batch, batch.result())
 
     with Progress(sum(1 for p in pairs if p.comparable), f"comparing {label}", quiet=quiet) as progress, \
             _joined_at_exit(lambda: running):
@@ -1012,22 +1010,24 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
 
 
 @contextlib.contextmanager
-def _joined_at_exit(current: Callable[[], tuple[_Batch, list] | None]) -> Iterator[None]:
+def _joined_at_exit(current: Callable[[], _Batch | None]) -> Iterator[None]:
     """Wait for the batch running when the block is left, by an error too: none outlives the call."""
     try:
         yield
     finally:
         batch = current()
-        if batch is not None and batch[0].is_alive():
-            batch[0].join()
+        if batch is not None:
+            batch.join_engine()
 
 
 class _Batch(threading.Thread):
-    """One compare_many call on a thread of its own (_compare_pairs runs one at a time); result() waits for it."""
+    """One compare_many call over _compare_pairs' pending entries (row, x, y, scalar, ctx), on a thread of its own
+    (_compare_pairs runs one at a time); result() waits for it."""
 
-    def __init__(self, jobs: list, algos: list[int], threads: int, precise: bool) -> None:
+    def __init__(self, entries: list, algos: list[int], threads: int, precise: bool) -> None:
         super().__init__(name="dumpcmp-engine")
-        self._call = (jobs, algos, threads, precise)
+        self.entries = entries
+        self._call = ([(x, y, scalar) for _, x, y, scalar, _ in entries], algos, threads, precise)
         self.begun = threading.Event()  # set just before the call
         self._outcomes: list = []
         self._error: BaseException | None = None
@@ -1047,9 +1047,13 @@ class _Batch(threading.Thread):
         except RuntimeError:
             self.run()
 
-    def result(self) -> list:
-        if self.ident is not None:  # started as a thread
+    def join_engine(self) -> None:
+        """Wait for the call to end, if it runs on a thread."""
+        if self.ident is not None:
             self.join()
+
+    def result(self) -> list:
+        self.join_engine()
         if self._error is not None:
             raise self._error
         return self._outcomes

@@ -31,8 +31,9 @@ private:
 using MappedFilePtr = std::shared_ptr<const MappedFile>;
 
 // Fault in the pages of [p, p + n) of any mapping, one read per page, before a hot loop reads them (compare_many does
-// it for the next pair on a thread of its own): page faults inside the loop would stall it and, on older kernels,
-// take the address-space lock that every thread's faults share. [p, p + n) must lie inside the mapping.
+// it for a batch's large pairs on a thread of its own, ahead of the comparison): page faults inside the loop would
+// stall it and, on older kernels, take the address-space lock that every thread's faults share. [p, p + n) must lie
+// inside the mapping.
 void prefault(const void* p, std::size_t n) noexcept;
 
 }  // namespace dumpcmp

@@ -587,7 +587,7 @@ def test_ground_truth_npy_the_core_does_not_map(tmp_path, rng):
     assert _mapped_npy(str(tmp_path / "bad.npy")) is None
     np.save(tmp_path / "ok.npy", a)
     with pytest.raises(DumpError, match="ok.npy"):
-        core.source_from_file(str(tmp_path / "ok.npy"), 128, a.dtype, a.size + 1)
+        core.source_from_file(str(tmp_path / "ok.npy"), 128, "FLOAT", a.size + 1)
 
 
 def test_fortran_order_ground_truth_gives_the_c_order_rows(tmp_path, rng):

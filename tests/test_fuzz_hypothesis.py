@@ -37,6 +37,7 @@ from hostile import DUMP_NAME, GT_NAME, dump_bytes, npy_header  # noqa: E402
 
 from dumpcmp import DumpcmpError, _core, compare, layout  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
+from dumpcmp.scan import plain_npy  # noqa: E402
 from dumpcmp.single_op import compare_op  # noqa: E402
 
 CASES = max(10, int(os.environ.get("DUMPCMP_FUZZ_CASES", "3000")) // 30)
@@ -313,6 +314,22 @@ def test_hostile_npy_ground_truth(tmp_path, data):
         api(compare_op, box.dev, box.gt, "conv1", box.out / "d", threads=1, max_lines=50)
         cli(["info", os.fspath(path)])
         cli(["info", "--json", os.fspath(box.gt)])
+
+
+@FUZZ
+@given(data=st.one_of(npys(), plausible_npys(), st.binary(max_size=200)))
+@example(data=npy_header("(3, True, )") + b"\x00" * 12)
+def test_plain_npy_is_numpys_reading_or_none(tmp_path, data):
+    # What the core maps without NumPy (scan.plain_npy) is what np.load maps: the same numbers from the same byte.
+    path = tmp_path / "t.npy"
+    path.write_bytes(data)
+    got = plain_npy(path)
+    event(f"plain: {got is not None}")
+    if got is None:
+        return
+    want = np.load(path, mmap_mode="r", allow_pickle=False)
+    assert (got.shape, got.dtype_name, got.offset) == (want.shape, want.dtype.name, want.offset)
+    assert want.dtype.byteorder in "<|=" and want.flags.c_contiguous and want.size > 0
 
 
 # --- strategies: JSON (graph JSON for -f, acl.json) -------------------------------------------------------------------

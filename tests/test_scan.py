@@ -11,7 +11,7 @@ import pytest
 import dumpcmp
 from dumpcmp import naming
 from dumpcmp.errors import DumpError, NotFoundError
-from dumpcmp.scan import FLAT, MODEL, SINGLE_OP, open_npy, scan, scan_ground_truth
+from dumpcmp.scan import FLAT, MODEL, SINGLE_OP, open_npy, plain_npy, scan, scan_ground_truth
 
 T0 = 1700000000000000
 
@@ -323,6 +323,51 @@ def test_open_npy_is_memory_mapped_and_reports_bad_files(tmp_path):
         with pytest.raises(DumpError) as error:
             open_npy(tmp_path / name)
         assert name in str(error.value)
+
+
+PLAIN = ["float16", "float32", "float64", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+         "uint64"]
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+@pytest.mark.parametrize("dtype", PLAIN)
+def test_plain_npy_reads_the_header_as_numpy_does(tmp_path, dtype, version):
+    # The header of every data type the core maps, in every format version, against NumPy's own reading of the file.
+    path = tmp_path / "a.npy"
+    for shape in [(2, 3, 5), (7,), ()]:
+        with open(path, "wb") as handle:
+            np.lib.format.write_array(handle, np.zeros(shape, dtype), version=version)
+        want = np.load(path, mmap_mode="r")
+        got = plain_npy(path)
+        assert (got.shape, got.dtype_name, got.offset) == (want.shape, want.dtype.name, want.offset)
+        assert [t["numpy"] for t in dumpcmp._core.data_types() if t["name"] == got.data_type] == [want.dtype.str]
+
+
+def test_plain_npy_leaves_everything_else_to_numpy(tmp_path):
+    # None, never an error: np.load's path reads these files and words their errors.
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    files = {"fortran": np.asfortranarray(a), "big_endian": a.astype(">f4"), "empty": np.zeros((0, 3), np.float32),
+             "complex": a.astype(np.complex64), "text": np.array(["ab"]), "structured": np.zeros(2, "<f4,<i4")}
+    for name, array in files.items():
+        np.save(tmp_path / f"{name}.npy", array)
+    good = (tmp_path / "good.npy")
+    np.save(good, a)
+    data = good.read_bytes()
+    header_end = data.index(b"\n") + 1
+    broken = {
+        "short": data[:-1], "long": data + b"\0", "cut_header": data[:header_end - 5], "nothing": b"",
+        "magic": b"\x93NUMPZ" + data[6:], "version": data[:6] + b"\x04\x00" + data[8:],
+        "minor": data[:7] + b"\x01" + data[8:], "not_a_dict": data.replace(b"{", b"[", 1).replace(b"}", b"]", 1),
+        "extra_key": data.replace(b"'shape'", b"'other': 1, 'shape'", 1),
+        "call": data.replace(b"'<f4'", b"f()", 1), "float_dim": data.replace(b"(3, 4)", b"(3., 4)", 1),
+        "bool_dim": data.replace(b"(3, 4)", b"(True, 12)", 1), "huge_length": data[:8] + b"\xff\xff" + data[10:],
+    }
+    for name, content in broken.items():
+        (tmp_path / f"{name}.npy").write_bytes(content)
+    assert plain_npy(good) is not None
+    for name in [*files, *broken]:
+        assert plain_npy(tmp_path / f"{name}.npy") is None, name
+    assert plain_npy(tmp_path / "missing.npy") is None and plain_npy(tmp_path) is None
 
 
 def test_unreadable_reporting_with_permissions_simulated(tmp_path, monkeypatch):

@@ -81,10 +81,13 @@ void bind_compare(py::module_& m) {
     }, py::arg("array").noconvert(), py::arg("data_type") = py::none(), py::keep_alive<0, 1>(),
        "A NumPy array (e.g. a memory-mapped .npy) as a comparison side, in its own row-major order.");
 
-    m.def("source_from_file", [](const std::string& path, std::uint64_t offset, const py::dtype& dtype,
+    m.def("source_from_file", [](const std::string& path, std::uint64_t offset, const std::string& data_type,
                                  std::uint64_t count) {
-        const DataType type = numpy_data_type(dtype, "file");
-        const auto elem = static_cast<std::uint64_t>(dtype.itemsize());
+        const DataTypeInfo* info = find_data_type(data_type);
+        if (info == nullptr || info->repr != Repr::native)
+            throw std::invalid_argument("source_from_file reads a data type stored as it is compared, not '" +
+                                        data_type + "'");
+        const auto elem = static_cast<std::uint64_t>(info->bits / 8);
         MappedFilePtr keep;
         {
             py::gil_scoped_release release;
@@ -95,10 +98,10 @@ void bind_compare(py::module_& m) {
         if (!bytes || !checked::within(offset, *bytes, keep->size()))
             throw DumpError(path, "holds " + std::to_string(keep->size()) + " bytes, fewer than its header's " +
                                       std::to_string(count) + " elements after byte " + std::to_string(offset));
-        return std::make_shared<TensorSource>(keep->data() + offset, type, count, nullptr, keep);
-    }, py::arg("path"), py::arg("offset"), py::arg("dtype"), py::arg("count"),
-       "count elements of a NumPy dtype at byte offset of a file (a .npy's data after its header), mapped here: "
-       "one open and one mapping, no NumPy array.");
+        return std::make_shared<TensorSource>(keep->data() + offset, info->type, count, nullptr, keep);
+    }, py::arg("path"), py::arg("offset"), py::arg("data_type"), py::arg("count"),
+       "count elements of a data type stored as it is compared (a name of data_types(): FLOAT, FLOAT16, BOOL, ...) "
+       "at byte offset of a file (a .npy's data after its header), mapped here: one open and one mapping, no NumPy.");
 
     m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
                                 std::optional<std::vector<int>> metrics, unsigned threads, bool scalar,

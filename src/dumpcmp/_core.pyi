@@ -406,9 +406,9 @@ def source_from_dump(file: DumpFile, kind: str, index: typing.SupportsInt | typi
     """
     A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan (device layout -> plain, cropped).
     """
-def source_from_file(path: str, offset: typing.SupportsInt | typing.SupportsIndex, dtype: numpy.dtype[typing.Any], count: typing.SupportsInt | typing.SupportsIndex) -> TensorSource:
+def source_from_file(path: str, offset: typing.SupportsInt | typing.SupportsIndex, data_type: str, count: typing.SupportsInt | typing.SupportsIndex) -> TensorSource:
     """
-    count elements of a NumPy dtype at byte offset of a file (a .npy's data after its header), mapped here: one open and one mapping, no NumPy array.
+    count elements of a data type stored as it is compared (a name of data_types(): FLOAT, FLOAT16, BOOL, ...) at byte offset of a file (a .npy's data after its header), mapped here: one open and one mapping, no NumPy.
     """
 def to_float32(data_type: str, raw: numpy.typing.NDArray[numpy.uint8], count: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
     """

@@ -25,6 +25,8 @@ files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and g
 
 from __future__ import annotations
 
+import ast
+import math
 import os
 import re
 import zipfile
@@ -37,7 +39,7 @@ from .naming import ConvertedName, DeviceDumpName, FrameworkDumpName
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "NpyHeader",
-    "RunKey", "Skipped", "npy_header", "open_npy", "scan", "scan_ground_truth",
+    "PlainNpy", "RunKey", "Skipped", "npy_header", "open_npy", "plain_npy", "scan", "scan_ground_truth",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
@@ -88,7 +90,6 @@ class NpyHeader:
 
 def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
     """`check_npy`'s checks, one open of the file, and where its data starts."""
-    import math
     import tokenize
 
     import numpy as np
@@ -118,6 +119,64 @@ def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
         raise DumpError(f"{text}: its header says {dtype} {list(shape)} ({need} bytes) but the file holds "
                         f"{size - data_start} bytes of data")
     return NpyHeader(dtype, tuple(int(d) for d in shape), bool(fortran), data_start)
+
+
+# The .npy data types a comparison maps as they are stored: NumPy's descr -> (the core's name, NumPy's name).
+_PLAIN_NPY = {
+    "|b1": ("BOOL", "bool"), "|i1": ("INT8", "int8"), "|u1": ("UINT8", "uint8"),
+    "<i2": ("INT16", "int16"), "<u2": ("UINT16", "uint16"), "<i4": ("INT32", "int32"), "<u4": ("UINT32", "uint32"),
+    "<i8": ("INT64", "int64"), "<u8": ("UINT64", "uint64"),
+    "<f2": ("FLOAT16", "float16"), "<f4": ("FLOAT", "float32"), "<f8": ("DOUBLE", "float64"),
+}
+_NPY_LENGTH_BYTES = {1: 2, 2: 4, 3: 4}  # format version -> bytes of the header-length field
+_MAX_NPY_HEADER = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class PlainNpy:
+    """A ``.npy`` file whose data the core maps as it is: little-endian numbers in C order, at least one element,
+    and exactly as many bytes after the header as the header says."""
+
+    data_type: str  # the core's name (FLOAT, FLOAT16, ...)
+    dtype_name: str  # NumPy's (float32, float16, ...)
+    shape: tuple[int, ...]
+    offset: int  # where the data starts
+
+
+def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:
+    """The header of a plain ``.npy`` file (the NumPy format, versions 1-3), read without NumPy: importing NumPy
+    takes longer than reading a whole model's headers. None for any other file or any doubt (Fortran order,
+    big-endian, structured or object data, empty, a size that disagrees, a broken header): `npy_header` and
+    np.load then read it, with their checks and messages."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            lead = handle.read(8)
+            width = _NPY_LENGTH_BYTES.get(lead[6]) if len(lead) == 8 and lead[7] == 0 else None
+            if lead[:6] != _NPY_MAGIC or width is None:
+                return None
+            length = int.from_bytes(handle.read(width), "little")
+            text = handle.read(length) if length <= _MAX_NPY_HEADER else b""
+    except OSError:
+        return None
+    offset = 8 + width + length
+    if len(text) != length or length == 0:
+        return None
+    try:
+        header = ast.literal_eval(text.decode("utf-8" if lead[6] == 3 else "latin-1"))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(header, dict) or header.keys() != {"descr", "fortran_order", "shape"}:
+        return None
+    descr, shape = header["descr"], header["shape"]
+    types = _PLAIN_NPY.get(descr) if isinstance(descr, str) else None
+    if types is None or header["fortran_order"] is not False or type(shape) is not tuple:
+        return None
+    if not all(type(d) is int and 0 < d < 2**63 for d in shape):
+        return None
+    if math.prod(shape) * int(descr[2:]) != size - offset:
+        return None
+    return PlainNpy(types[0], types[1], shape, offset)
 
 
 def load_npy(path: str | os.PathLike[str]) -> Any:

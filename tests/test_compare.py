@@ -590,6 +590,21 @@ def test_ground_truth_npy_the_core_does_not_map(tmp_path, rng):
         core.source_from_file(str(tmp_path / "ok.npy"), 128, "FLOAT", a.size + 1)
 
 
+def test_a_model_of_dumps_and_plain_npy_is_compared_without_numpy(model, tmp_path):
+    # Importing NumPy took 0.1-0.15 s, a tenth of a 2 GB model's comparison: the core reads the dumps and the plain
+    # .npy ground truth, and the command never imports it. Same result file as the run in this process.
+    import subprocess
+    import sys
+
+    args = ["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "-f", str(model.graph), "--quiet"]
+    code = "import sys; from dumpcmp.cli import main; rc = main(sys.argv[1:]); print(rc, 'numpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code, *args, "-o", str(tmp_path / "sub.csv")],
+                          capture_output=True, text=True, check=True)
+    rc = main([*args, "-o", str(tmp_path / "here.csv")])
+    assert done.stdout.split() == [str(rc), "False"], done.stderr
+    assert (tmp_path / "sub.csv").read_bytes() == (tmp_path / "here.csv").read_bytes()
+
+
 def test_fortran_order_ground_truth_gives_the_c_order_rows(tmp_path, rng):
     truth = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
     x = (truth + rng.standard_normal(truth.shape).astype(np.float32) * 0.01).astype(np.float16)

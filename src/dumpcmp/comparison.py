@@ -27,11 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
-
 from . import layout as _layout
 from . import naming
 from ._io import atomic_write_text
+from ._lazy_numpy import np
 from ._native import core
 from .errors import DumpcmpError, DumpError, NotFoundError
 from .graph import Graph, Op, load_graph

@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-import numpy as np
-
 from . import _io
+from ._lazy_numpy import np
 from ._native import core
 from .errors import DumpError
 

@@ -57,10 +57,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import numpy as np
-
 from . import naming
 from ._io import atomic_write, atomic_write_text, create_temp_file, discard, file_set
+from ._lazy_numpy import np
 from .errors import ConfigError, DumpcmpError, DumpError, NotFoundError
 
 INDEX_NAME = "golden_index.csv"

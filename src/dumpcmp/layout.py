@@ -30,8 +30,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
-import numpy as np
-
+from ._lazy_numpy import np
 from ._native import core
 from .errors import ConfigError, DumpcmpError
 

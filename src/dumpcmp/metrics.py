@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
-
+from ._lazy_numpy import np
 from ._native import core
 from .errors import ConfigError
 

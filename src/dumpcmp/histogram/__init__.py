@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
+from .._lazy_numpy import np
 from .._native import core
 from ..errors import ConfigError, DumpcmpError
 

@@ -36,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-
+from .._lazy_numpy import np
 from ..errors import ConfigError, DumpcmpError
 from ..metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
 from ..pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair

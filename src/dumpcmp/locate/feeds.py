@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-
 from .. import layout as _layout
+from .._lazy_numpy import np
 from ..errors import DumpcmpError
 from .regions import OriginalModel, original_tensor
 

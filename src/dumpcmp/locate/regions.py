@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import numpy as np
-
+from .._lazy_numpy import np
 from ..errors import DumpcmpError
 
 __all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "original_tensor", "quantize_of", "region_of", "to_onnx", "merged_onnx"]

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
+from .._lazy_numpy import np
 from .regions import OriginalModel, Region, merged_onnx
 
 __all__ = ["Job", "run_jobs"]

@@ -350,7 +350,7 @@ def test_plain_npy_leaves_everything_else_to_numpy(tmp_path):
              "complex": a.astype(np.complex64), "text": np.array(["ab"]), "structured": np.zeros(2, "<f4,<i4")}
     for name, array in files.items():
         np.save(tmp_path / f"{name}.npy", array)
-    good = (tmp_path / "good.npy")
+    good = tmp_path / "good.npy"
     np.save(good, a)
     data = good.read_bytes()
     header_end = data.index(b"\n") + 1

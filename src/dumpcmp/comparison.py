@@ -557,7 +557,7 @@ def _mapped_npy(path: str) -> tuple[Any, Any, str] | None:
     h = plain_npy(path)
     if h is None:
         return None
-    return core.source_from_file(path, h.offset, h.data_type, math.prod(h.shape)), h.shape, h.dtype_name
+    return core.source_from_file(path, h.offset, h.data_type, math.prod(h.shape)), h.shape, _dtype_name(h.data_type)
 
 
 def _pad_original(shape: Sequence[int], fmt: str) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from . import naming
+from ._native import core
 from .errors import DumpError, NamingError, NotFoundError
 from .naming import ConvertedName, DeviceDumpName, FrameworkDumpName
 
@@ -121,13 +122,10 @@ def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
     return NpyHeader(dtype, tuple(int(d) for d in shape), bool(fortran), data_start)
 
 
-# The .npy data types a comparison maps as they are stored: NumPy's descr -> (the core's name, NumPy's name).
-_PLAIN_NPY = {
-    "|b1": ("BOOL", "bool"), "|i1": ("INT8", "int8"), "|u1": ("UINT8", "uint8"),
-    "<i2": ("INT16", "int16"), "<u2": ("UINT16", "uint16"), "<i4": ("INT32", "int32"), "<u4": ("UINT32", "uint32"),
-    "<i8": ("INT64", "int64"), "<u8": ("UINT64", "uint64"),
-    "<f2": ("FLOAT16", "float16"), "<f4": ("FLOAT", "float32"), "<f8": ("DOUBLE", "float64"),
-}
+# NumPy's descr of a bool, integer or float .npy -> the core's data type stored that way. The core's table records
+# each type's descr; where several share one (INT8, DUAL_SUB_INT8, QINT8) the lowest-numbered, the plain type, wins.
+_PLAIN_NPY = {t["numpy"]: t["name"] for t in reversed(core.data_types())
+              if t["repr"] == "native" and t["numpy"][1:2] in ("b", "i", "u", "f")}
 _NPY_LENGTH_BYTES = {1: 2, 2: 4, 3: 4}  # format version -> bytes of the header-length field
 _MAX_NPY_HEADER = 1 << 16
 
@@ -138,7 +136,6 @@ class PlainNpy:
     and exactly as many bytes after the header as the header says."""
 
     data_type: str  # the core's name (FLOAT, FLOAT16, ...)
-    dtype_name: str  # NumPy's (float32, float16, ...)
     shape: tuple[int, ...]
     offset: int  # where the data starts
 
@@ -169,14 +166,14 @@ def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:
     if not isinstance(header, dict) or header.keys() != {"descr", "fortran_order", "shape"}:
         return None
     descr, shape = header["descr"], header["shape"]
-    types = _PLAIN_NPY.get(descr) if isinstance(descr, str) else None
-    if types is None or header["fortran_order"] is not False or type(shape) is not tuple:
+    data_type = _PLAIN_NPY.get(descr) if isinstance(descr, str) else None
+    if data_type is None or header["fortran_order"] is not False or type(shape) is not tuple:
         return None
     if not all(type(d) is int and 0 < d < 2**63 for d in shape):
         return None
     if math.prod(shape) * int(descr[2:]) != size - offset:
         return None
-    return PlainNpy(types[0], types[1], shape, offset)
+    return PlainNpy(data_type, shape, offset)
 
 
 def load_npy(path: str | os.PathLike[str]) -> Any:

@@ -533,6 +533,10 @@ finite = codes[np.isfinite(codes)]
 y = (rng.standard_normal(100_003) * 3).astype(np.float32)
 x = (y + rng.standard_normal(y.size).astype(np.float32) * 0.05).astype(np.float32)
 onehot = np.zeros(37, np.float32); onehot[5] = 1
+# whole blocks whose min (max) is a zero of either sign: which comes first decides the printed sign, on every level
+zeros = np.abs(y[:3 * 8192 + 5])
+zeros[rng.random(zeros.size) < 0.3] = 0
+zeros[(zeros == 0) & (rng.random(zeros.size) < 0.5)] = -0.0
 # differences and deviations that are not exact in double: contracting a*b+c into an FMA would change the bits
 wide = (10.0 ** rng.uniform(-30, 3, 50_001) * rng.choice([-1.0, 1.0], 50_001)).astype(np.float32)
 cases = [
@@ -547,6 +551,8 @@ cases = [
     ((y + 1e4).astype(np.float32), (x + 1e4).astype(np.float32), {}),
     (x[:13], y[:13], {}),
     (onehot, np.full(37, 0.5, np.float32), {}),
+    (zeros, -zeros, {}),
+    (zeros.astype(np.float16), -zeros, {}),
 ]
 print(json.dumps([fingerprint(compare_arrays(a, b, precise=p, **kw)) for p in (False, True) for a, b, kw in cases]))
 """

@@ -183,6 +183,12 @@ DUMPCMP_TARGET_AVX512 inline D8 sub_fma_avx512(D8 a, D8 b) noexcept {
     return (D8)_mm512_fmsub_pd((__m512d)a, _mm512_set1_pd(1.0), (__m512d)b);
 }
 DUMPCMP_TARGET_AVX512 inline bool any_avx512(I16 m) noexcept { return _mm512_movepi32_mask((__m512i)m) != 0; }
+// Whether a lane of lo is below a or one of hi above b, in mask registers: GCC 12 compiles the integer compares of
+// 16-lane vector extensions into a compare per lane.
+DUMPCMP_TARGET_AVX512 inline bool outside_avx512(I16 lo, I16 hi, std::int32_t a, std::int32_t b) noexcept {
+    return (_mm512_cmplt_epi32_mask((__m512i)lo, _mm512_set1_epi32(a)) |
+            _mm512_cmpgt_epi32_mask((__m512i)hi, _mm512_set1_epi32(b))) != 0;
+}
 DUMPCMP_TARGET_AVX512 inline F16 div_fma_avx512(F16 a, F16 b, F16 r) noexcept {
     const __m512 q = _mm512_mul_ps((__m512)a, (__m512)r);
     return (F16)_mm512_fmadd_ps(_mm512_fnmadd_ps(q, (__m512)b, (__m512)a), (__m512)r, q);
@@ -281,6 +287,15 @@ DUMPCMP_AI bool any(I m) noexcept {
     std::int32_t folded = 0;
     for (std::size_t j = 0; j < sizeof(I) / 4; ++j) folded |= m[j];
     return folded != 0;
+}
+
+// Whether a lane of lo is below a or one of hi above b.
+template <int Lv, class I>
+DUMPCMP_AI bool any_outside(I lo, I hi, std::int32_t a, std::int32_t b) noexcept {
+#if DUMPCMP_HAVE_X86_LEVELS
+    if constexpr (Lv == kAvx512) return outside_avx512(lo, hi, a, b);
+#endif
+    return any<Lv>((lo < a) | (hi > b));
 }
 
 // a / b for a divisor b fixed over the block, r = float32(1 / b); b within [2^-60, 2^60] (const_divisor_ok), and
@@ -616,8 +631,7 @@ DUMPCMP_AI FloatsOf<Lv> stage2_leaf(const std::uint8_t* bx, const std::uint8_t* 
         hi = hi > b ? hi : b;
     }
     F st;
-    const I odd = (lo < 0x00800000) | (hi > 0x7F7FFFFF);
-    if (!any<Lv>(odd)) {  // every ratio positive normal: always, but for NaN data or extreme sums
+    if (!any_outside<Lv>(lo, hi, 0x00800000, 0x7F7FFFFF)) {  // every ratio positive normal: always, but for NaN data or extreme sums
         st = pv[0] * numpy_logv<Lv>(rv[0]);
         for (std::size_t j = 1; j < kLeaf / 8; ++j) st += pv[j] * numpy_logv<Lv>(rv[j]);
     } else {

@@ -148,14 +148,22 @@ void check_stages(const Block& b) {
     CHECK(std::signbit(c[33]) == std::signbit(-0.0f / k.nx32 * (b.y[33] / k.ny32)));
 
     k.stage = 2;
-    k.sp32 = s.p;
-    k.sq32 = s.q;
-    std::vector<float> t(kN);
-    for (std::size_t i = 0; i < kN; ++i) {
-        const float pp = p[i] / k.sp32, qq = q[i] / k.sq32;
-        t[i] = pp * detail::numpy_logf(pp / qq);
-    }
-    CHECK(same(detail::exact_stage2(b.side_x(), b.side_y(), k), sum_of(t)));
+    auto check_stage2 = [&](float sp, float sq) {
+        k.sp32 = sp;
+        k.sq32 = sq;
+        CHECK(detail::exact_stages_ok(k));
+        std::vector<float> t(kN);
+        for (std::size_t i = 0; i < kN; ++i) {
+            const float pp = p[i] / k.sp32, qq = q[i] / k.sq32;
+            t[i] = pp * detail::numpy_logf(pp / qq);
+        }
+        CHECK(same(detail::exact_stage2(b.side_x(), b.side_y(), k), sum_of(t)));
+    };
+    check_stage2(s.p, s.q);
+    // sums that put some ratios P / Q below the normal range, then some above it (to inf): the kernels' per-lane
+    // log for the groups holding them
+    check_stage2(0x1p59f, 0x1p-59f);
+    check_stage2(0x1p-50f, 0x1p58f);
 }
 
 float from_bits(std::uint32_t b) {
@@ -201,8 +209,9 @@ int main() {
     for (int storage = 0; storage < 4; ++storage) {
         const bool hx = storage & 1, hy = storage & 2;
         // close tensors (the log's series form), distant ones (its general form), large and small magnitudes
-        // (within float16's range)
-        for (const auto [scale, noise] : {std::pair{2.0f, 1e-3f}, {1.0f, 0.3f}, {2e3f, 1e-2f}, {1e-3f, 2e-2f}}) {
+        // (within float16's range), unrelated ones (ratios p / q spread wide)
+        for (const auto [scale, noise] :
+             {std::pair{2.0f, 1e-3f}, {1.0f, 0.3f}, {2e3f, 1e-2f}, {1e-3f, 2e-2f}, {1.0f, 30.0f}}) {
             const Block b = make(gen, scale, noise, hx, hy);
             check_pass1(b);
             check_stages(b);

@@ -254,21 +254,15 @@ DUMPCMP_AI void prefetch_leaves(const std::uint8_t* base, std::size_t i) noexcep
     if constexpr (Lv == kAvx512) __builtin_prefetch(base + size * (i + kLeaf + kPrefetchAhead));
 }
 
-template <int Lv, class F>
-DUMPCMP_AI typename VecOf<F>::D widen_lo(F v) noexcept {
+// The lower (upper) half of v's lanes as doubles.
+template <int Lv, bool Upper, class F>
+DUMPCMP_AI typename VecOf<F>::D widen(F v) noexcept {
 #if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (Lv == kAvx512) return widen_lo_avx512(v);
-    if constexpr (Lv == kAvx2) return widen_lo_avx2(v);
+    if constexpr (Lv == kAvx512) return Upper ? widen_hi_avx512(v) : widen_lo_avx512(v);
+    if constexpr (Lv == kAvx2) return Upper ? widen_hi_avx2(v) : widen_lo_avx2(v);
 #endif
-    if constexpr (Lv == kBase) return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), D4);
-}
-template <int Lv, class F>
-DUMPCMP_AI typename VecOf<F>::D widen_hi(F v) noexcept {
-#if DUMPCMP_HAVE_X86_LEVELS
-    if constexpr (Lv == kAvx512) return widen_hi_avx512(v);
-    if constexpr (Lv == kAvx2) return widen_hi_avx2(v);
-#endif
-    if constexpr (Lv == kBase) return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), D4);
+    if constexpr (Lv == kBase && Upper) return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), D4);
+    if constexpr (Lv == kBase && !Upper) return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), D4);
 }
 template <int Lv, class D>
 DUMPCMP_AI D sub_d(D a, D b) noexcept {
@@ -421,7 +415,7 @@ struct SideSums {
     DUMPCMP_AI void add(F v) noexcept {
         mn = v < mn ? v : mn;
         mx = mx < v ? v : mx;
-        const D dl = sub_d<Lv>(widen_lo<Lv>(v), k), dh = sub_d<Lv>(widen_hi<Lv>(v), k);
+        const D dl = sub_d<Lv>(widen<Lv, false>(v), k), dh = sub_d<Lv>(widen<Lv, true>(v), k);
         if constexpr (VecOf<F>::W == 8) {
             s1a += dl;
             s1b += dh;

@@ -389,14 +389,13 @@ DUMPCMP_AI bool fold_extremes(F8 mn, F8 mx, float& mn_out, float& mx_out) noexce
 // one holding the smaller (larger) value holds that lane's first; equal values are the same value but for the sign
 // of zero, and which came first is then unknown here: false, and the caller runs the eight-lane loop.
 DUMPCMP_AI bool fold_extremes(F16 mn, F16 mx, float& mn_out, float& mx_out) noexcept {
+    auto zeros_of_both_signs = [](float u, float v) { return u == v && std::signbit(u) != std::signbit(v); };
     F8 a, b;
     for (int j = 0; j < 8; ++j) {
-        const float lo = mn[j], hi = mn[j + 8], small = mx[j], large = mx[j + 8];
-        if ((lo == hi && std::signbit(lo) != std::signbit(hi)) ||
-            (small == large && std::signbit(small) != std::signbit(large)))
-            return false;
-        a[j] = hi < lo ? hi : lo;
-        b[j] = small < large ? large : small;
+        const float mn0 = mn[j], mn1 = mn[j + 8], mx0 = mx[j], mx1 = mx[j + 8];
+        if (zeros_of_both_signs(mn0, mn1) || zeros_of_both_signs(mx0, mx1)) return false;
+        a[j] = mn1 < mn0 ? mn1 : mn0;
+        b[j] = mx0 < mx1 ? mx1 : mx0;
     }
     return fold_extremes(a, b, mn_out, mx_out);
 }

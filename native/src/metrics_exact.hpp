@@ -4,8 +4,9 @@
 // Out: that block's float32 sums as NumPy's pairwise_sum_f32 gives them for the arrays of terms the original
 // materialises (the same bits: eight interleaved sums per 128-element leaf are one 8-float vector, two leaves side
 // by side in a 16-float one on AVX-512, the leaves added in NumPy's balanced tree), plus what pass 1 also needs
-// (maxima, min/max, the float64 deviation sums of the standard deviation). metrics.cpp calls these for every whole block and keeps its array-based code for a tensor's
-// last partial block and for the types decoded through a buffer; the tests hold both to NumPy.
+// (maxima, min/max, the float64 deviation sums of the standard deviation). metrics.cpp calls these for every whole
+// block and keeps its array-based code for a tensor's last partial block and for the types decoded through a buffer;
+// the tests hold both to NumPy.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -400,6 +400,14 @@ DUMPCMP_AI bool fold_extremes(F16 mn, F16 mx, float& mn_out, float& mx_out) noex
     return fold_extremes(a, b, mn_out, mx_out);
 }
 
+// The running min and max of a side's lanes: the first of equal values stays (v < mn is false for NaN, so NaN
+// never enters).
+template <class F>
+DUMPCMP_AI void keep_extremes(F v, F& mn, F& mx) noexcept {
+    mn = v < mn ? v : mn;
+    mx = mx < v ? v : mx;
+}
+
 // One side's min and max and its float64 sums of (v - k) and (v - k)^2, element i in double lane i % 8 and added
 // there in element order (the sixteen-float level adds its lower eight values, then its upper eight, to the same
 // eight lanes), combined as pairwise_sum_f32 combines a leaf's.
@@ -412,8 +420,7 @@ struct SideSums {
 
     explicit DUMPCMP_AI SideSums(double offset) noexcept : k(splat_d<D>(offset)) {}
     DUMPCMP_AI void add(F v) noexcept {
-        mn = v < mn ? v : mn;
-        mx = mx < v ? v : mx;
+        keep_extremes(v, mn, mx);
         const D dl = sub_d<Lv>(widen<Lv, false>(v), k), dh = sub_d<Lv>(widen<Lv, true>(v), k);
         if constexpr (VecOf<F>::W == 8) {
             s1a += dl;
@@ -438,11 +445,7 @@ struct SideSums {
         }
         if (fold_extremes(mn, mx, mn_out, mx_out)) return;
         F8 m8 = splat<F8>(std::numeric_limits<float>::infinity()), x8 = -m8;
-        for (std::size_t i = 0; i < kF32SumBlock; i += 8) {
-            const F8 v = load8<Half, Lv != kBase>(base, i);
-            m8 = v < m8 ? v : m8;
-            x8 = x8 < v ? v : x8;
-        }
+        for (std::size_t i = 0; i < kF32SumBlock; i += 8) keep_extremes(load8<Half, Lv != kBase>(base, i), m8, x8);
         fold_extremes(m8, x8, mn_out, mx_out);
     }
 };

@@ -226,7 +226,20 @@ def test_compare_measures_and_checks_every_case_and_removes_its_dumps(tmp_path, 
         assert r["read_probe_gbps"] > 0 and r["numpy_gbps"] > 0 and r["gbps"]["median"] > 0
         if r["case"] == "fp16 vs fp32":
             assert r["bytes"] == 6 * n
-    assert "fp16 FRACTAL_NZ dump vs fp32 ND" in text
+        assert r["reads"] == {"10 metrics": 3, "without KLD": 2, "one pass": 1}[r["metrics"]]
+        assert r["ceiling_gbps"] == pytest.approx(r["read_probe_gbps"] / r["reads"])
+        assert r["vs_ceiling"] == pytest.approx(r["vs_read_probe"] * r["reads"])
+    assert "fp16 FRACTAL_NZ dump vs fp32 ND" in text and "/ceil" in text
+
+
+@pytest.mark.parametrize("metrics, reads", [
+    (None, 3), ("4", 3), ("0,4", 3), (compare.WITHOUT_KLD, 2), ("0", 2), ("0,1,2", 2), (compare.ONE_PASS, 1),
+    ("1", 1), ("5,6,7,8,9", 1),
+])
+def test_compare_dependent_reads(metrics, reads):
+    # KLD's terms need the float32 sums of p, which need the minima and maxima: three reads; the float32 cosine's
+    # terms need the norms: two; every other metric is one read
+    assert compare.dependent_reads(metrics) == reads
 
 
 def test_compare_a_wrong_metric_is_caught(monkeypatch, private_tmp):

@@ -26,7 +26,8 @@ JSON (--json FILE), schema "dumpcmp-bench/1", one object:
                elements_per_s, memcpy_gbps, read_probe_gbps, numpy_gbps, vs_memcpy, vs_read_probe, x_numpy, check
     compare    case ("fp16 NC1HWC0 dump vs fp32 NCHW"), metrics ("10 metrics" | "without KLD"), threads, bytes,
                elements, gbps {median, min, max}, elements_per_s, read_probe_gbps, numpy_gbps, vs_read_probe,
-               x_numpy, check
+               reads (how often any exact implementation reads both sides: 3 with KLD, 2 with the cosine, else 1),
+               ceiling_gbps (read_probe_gbps / reads), vs_ceiling, x_numpy, check
     dumps      step ("index by name" | "read headers" | "read probe" | "compare" | "numpy reference"), threads,
                files, seconds, files_per_s, gbps {median, min, max} (of the files' bytes) or null,
                [tensors, tensors_per_s, tensor_gbps, check]

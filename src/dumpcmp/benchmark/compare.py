@@ -64,6 +64,8 @@ def dependent_reads(metrics: str | None) -> int:
     The read probe divided by this number is the ceiling of a case's throughput (`ceiling_gbps`)."""
     chosen = set(range(10)) if metrics is None else {int(i) for i in metrics.split(",")}
     return 3 if KLD in chosen else 2 if COSINE in chosen else 1
+
+
 #: channels and a 2-D matrix width of the dump cases' tensors (H = W grow to the size, up to 32)
 CHANNELS = 64
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .._native import core
-from ..metrics import compare_arrays
+from ..metrics import METRIC_INDEX, compare_arrays, parse_algorithms
 from ..progress import Progress
 from .common import (EPS, check_metrics, current_rss_bytes, format_bytes, gb, machine_info, machine_line,
                      parse_size, parse_threads, peak_rss_bytes, ratio, require_memory, reset_peak_rss, text_table,
@@ -49,7 +49,6 @@ WITHOUT_KLD = "0,1,2,3,5,6,7,8,9"
 #: the metrics that one read of the data gives (pass 1)
 ONE_PASS = "1,2,3,5,6,7,8,9"
 VARIANT_METRICS = {"10 metrics": None, "without KLD": WITHOUT_KLD, "one pass": ONE_PASS}
-COSINE, KLD = 0, 4
 
 
 def dependent_reads(metrics: str | None) -> int:
@@ -62,8 +61,9 @@ def dependent_reads(metrics: str | None) -> int:
     3. KLD's terms `P log(P/Q)` with `P = p / sum(p)` need those float32 sums.
 
     The read probe divided by this number is the ceiling of a case's throughput (`ceiling_gbps`)."""
-    chosen = set(range(10)) if metrics is None else {int(i) for i in metrics.split(",")}
-    return 3 if KLD in chosen else 2 if COSINE in chosen else 1
+    chosen = parse_algorithms(metrics)
+    return (3 if METRIC_INDEX["KullbackLeiblerDivergence"] in chosen
+            else 2 if METRIC_INDEX["CosineSimilarity"] in chosen else 1)
 
 
 #: channels and a 2-D matrix width of the dump cases' tensors (H = W grow to the size, up to 32)
@@ -321,6 +321,7 @@ class CompareBenchmark:
             probe = by.get((PROBE, m.threads))
             ref = by.get((f"numpy reference {case}, 10 metrics", 1))
             reads = dependent_reads(VARIANT_METRICS[variant])
+            ceiling = probe.gb_per_s / reads if probe else None
             rows.append({
                 "case": case, "metrics": variant, "threads": m.threads, "bytes": m.bytes, "elements": m.elements,
                 "gbps": {"median": m.gb_per_s, "min": m.gbps_min, "max": m.gbps_max},
@@ -329,8 +330,8 @@ class CompareBenchmark:
                 "numpy_gbps": ref.gb_per_s if ref else None,
                 "vs_read_probe": m.gb_per_s / probe.gb_per_s if probe else None,
                 "reads": reads,
-                "ceiling_gbps": probe.gb_per_s / reads if probe else None,
-                "vs_ceiling": m.gb_per_s * reads / probe.gb_per_s if probe else None,
+                "ceiling_gbps": ceiling,
+                "vs_ceiling": m.gb_per_s / ceiling if ceiling else None,
                 "x_numpy": m.gb_per_s / ref.gb_per_s if ref else None,
                 "check": m.check,
             })
@@ -547,4 +548,5 @@ def format_table(result: dict) -> str:
     return (title + "\n" + text_table(head, rows, left=3)
             + f"\npeak memory beyond the inputs during kernel runs: {format_bytes(result['peak_extra_rss_bytes'])}"
             + "\nreads: how often any exact implementation must read both sides (the float32 cosine needs the norms, "
-              "KLD's terms the sums of p and q); /ceil: the share of the read probe divided by that")
+              "KLD's terms the sums of p and q); /ceil: the share of the read probe divided by that, a ceiling for "
+              "tensors larger than the caches (smaller ones are read again from the caches)")

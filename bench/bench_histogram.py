@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
 
-    from dumpcmp._native import core
+    from dumpcmp.support.native import core
     from dumpcmp.benchmark.common import machine_info, machine_line, parse_size
     from dumpcmp.histogram import histogram
 

@@ -21,7 +21,7 @@ import numpy as np
 
 import dumpcmp
 from dumpcmp import TensorData
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 from dumpcmp.benchmark.common import machine_info, parse_size, time_runs
 
 

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import dumpcmp
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 from dumpcmp.benchmark.common import machine_info
 from dumpcmp.scan import scan
 

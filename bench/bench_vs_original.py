@@ -46,7 +46,7 @@ import graphjson as gj  # noqa: E402  (tests/graphjson.py)
 import regenerate  # noqa: E402  (tests/oracle/regenerate.py: how the original tool is run)
 
 import dumpcmp  # noqa: E402
-from dumpcmp._io import atomic_write_text  # noqa: E402
+from dumpcmp.support.files import atomic_write_text  # noqa: E402
 from dumpcmp.benchmark.common import machine_info, machine_line, parse_size, time_runs  # noqa: E402
 from dumpcmp.benchmark.dumps import read_everything  # noqa: E402
 from dumpcmp.benchmark.model import generate_model  # noqa: E402

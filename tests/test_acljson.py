@@ -9,8 +9,16 @@ import os
 
 import pytest
 
-from dumpcmp.acljson import (ModelDump, WatcherDump, check_acl_json, has_errors, new_acl_json,
-                             new_sigmastar_config, read_sigmastar_config, write_acl_json)
+from dumpcmp.acljson import (
+    ModelDump,
+    WatcherDump,
+    check_acl_json,
+    has_errors,
+    new_acl_json,
+    new_sigmastar_config,
+    read_sigmastar_config,
+    write_acl_json,
+)
 from dumpcmp.cli import main
 from dumpcmp.errors import ConfigError
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import dumpcmp
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 
 
 def test_stub_matches_the_module():

@@ -21,9 +21,14 @@ import numpy as np
 import pytest
 
 from dumpcmp import naming
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 from dumpcmp.detail import (
-    NPY_COLUMNS, coordinate_header, detail_prefix, export_detail, format_top_table, padded_shape,
+    NPY_COLUMNS,
+    coordinate_header,
+    detail_prefix,
+    export_detail,
+    format_top_table,
+    padded_shape,
 )
 from dumpcmp.dump import TensorData, open_dump, write_dump
 from dumpcmp.errors import ConfigError, DumpcmpError
@@ -469,7 +474,7 @@ def test_write_failure_leaves_no_files(tmp_path):
     script = f"""
 import resource, signal, sys
 import numpy as np
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 from dumpcmp.detail import export_detail
 from dumpcmp.errors import DumpcmpError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 en_dtypes = pytest.importorskip("en_dtypes")
@@ -134,7 +134,7 @@ def test_float16_decode_every_code_bit_for_bit_on_each_level(level):
     # offsets 0..8 exercise the vector loop's unaligned starts and every tail length
     script = (
         "import sys, numpy as np\n"
-        "from dumpcmp._native import core\n"
+        "from dumpcmp.support.native import core\n"
         "codes = np.arange(1 << 16, dtype=np.uint16)\n"
         "for k in range(9):\n"
         "    sys.stdout.buffer.write(core.to_float32('FLOAT16', codes[k:].view(np.uint8), codes.size - k).tobytes())\n"
@@ -156,6 +156,6 @@ def test_simd_level_can_be_lowered_not_raised():
     assert best in order
     for wanted in order:
         env = dict(os.environ, DUMPCMP_SIMD=wanted)
-        got = subprocess.run([sys.executable, "-c", "from dumpcmp._native import core; print(core.simd_level())"],
+        got = subprocess.run([sys.executable, "-c", "from dumpcmp.support.native import core; print(core.simd_level())"],
                              env=env, capture_output=True, text=True, check=True).stdout.split()[-1]
         assert got == order[min(order.index(wanted), order.index(best))]

@@ -9,7 +9,7 @@ import pytest
 import dumpcmp
 from dumpcmp import TensorData, write_dump
 from dumpcmp import layout as L
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 from dumpcmp.cli import main
 from dumpcmp.errors import ConfigError
 from dumpcmp.histogram import histogram, pair_histograms, read_min_max, top_errors

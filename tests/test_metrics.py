@@ -717,7 +717,7 @@ def test_unaligned_device_bytes_give_the_same_bits(offset):
 _KLD_SCRIPT = r"""
 import json
 import numpy as np
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 from dumpcmp.metrics import compare_arrays
 
 rng = np.random.default_rng(46)
@@ -761,7 +761,7 @@ def test_kld_forms_agree_and_every_level_gives_the_same_bits():
 
 
 def _kld_counts(x, y, **kw):
-    from dumpcmp._native import core
+    from dumpcmp.support.native import core
 
     core._reset_kld_group_counts()
     r = compare_arrays(x, y, **kw)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dumpcmp._native import core
+from dumpcmp.support.native import core
 from dumpcmp.metrics import compare_arrays
 
 F32 = np.float32

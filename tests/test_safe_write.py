@@ -1,4 +1,4 @@
-"""The one safe writer (dumpcmp._io): planted symlinks, hostile names, concurrent writers, signals, a full disk and
+"""The one safe writer (dumpcmp.support.files): planted symlinks, hostile names, concurrent writers, signals, a full disk and
 stale temporaries of killed runs. Every test checks what is on disk afterwards, inside and outside the folder."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from dumpcmp import _io
+from dumpcmp.support import files as _io
 from dumpcmp.errors import ConfigError, DumpcmpError
 
 
@@ -167,7 +167,7 @@ def test_stale_temporaries_of_dead_runs_are_swept(tmp_path):
 
 CHILD = textwrap.dedent("""
     import sys, time
-    from dumpcmp import _io
+    from dumpcmp.support import files as _io
     from dumpcmp.cli import main
     import dumpcmp.cli as cli
 

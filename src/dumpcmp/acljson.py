@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import jsonfile
-from ._io import atomic_write_text
-from .errors import ConfigError
+from dumpcmp.support import jsonfile
+from dumpcmp.support.files import atomic_write_text
+from dumpcmp.errors import ConfigError
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 

@@ -27,17 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from . import layout as _layout
-from . import naming
-from ._io import atomic_write_text
-from ._lazy_numpy import np
-from ._native import core
-from .errors import DumpcmpError, DumpError, NotFoundError
-from .graph import Graph, Op, load_graph
-from .metrics import METRICS, MetricResult, parse_algorithms
-from .pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_pair_members
-from .progress import Progress
-from .scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, plain_npy, scan
+from dumpcmp import layout as _layout
+from dumpcmp import naming
+from dumpcmp.support.files import atomic_write_text
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.native import core
+from dumpcmp.errors import DumpcmpError, DumpError, NotFoundError
+from dumpcmp.graph import Graph, Op, load_graph
+from dumpcmp.metrics import METRICS, MetricResult, parse_algorithms
+from dumpcmp.pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_pair_members
+from dumpcmp.support.progress import Progress
+from dumpcmp.scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, plain_npy, scan
 
 __all__ = ["ComparisonResult", "PairedRun", "Row", "compare", "compare_runs", "paired_runs", "text_table",
            "EXTRA_COLUMNS"]
@@ -436,7 +436,7 @@ class _DeviceRef:
 
 
 def _device_ops(group: DumpGroup) -> list[DeviceOp]:
-    from .dump import open_dumps
+    from dumpcmp.dump import open_dumps
 
     entries = list(group.newest().values())
     opened = open_dumps([e.path for e in entries])
@@ -770,7 +770,7 @@ def _weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:
 
 def _constant_files(right: str | os.PathLike[str]) -> frozenset[str]:
     """The files `dumpcmp golden --include-constants` marked as weights/constants in its golden_index.csv files."""
-    from .golden import CONSTANT_MARK, INDEX_NAME, read_golden_index
+    from dumpcmp.golden import CONSTANT_MARK, INDEX_NAME, read_golden_index
 
     root = Path(right)
     if not root.is_dir():

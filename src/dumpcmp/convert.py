@@ -59,9 +59,10 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 import numpy as np
 
-from . import _io, layout, naming
-from .dump import FORMATS, Tensor, TensorData, data_type_of, open_dump, write_dump
-from .errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
+from dumpcmp.support import files as _io
+from dumpcmp import layout, naming
+from dumpcmp.dump import FORMATS, Tensor, TensorData, data_type_of, open_dump, write_dump
+from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
 
 __all__ = [
     "FAILED_LIST", "KINDS", "TARGETS", "TYPES", "ConversionReport", "Output", "Problem", "convert",
@@ -583,7 +584,7 @@ def _plain_format(array: np.ndarray, type: str) -> str:
 
 
 def _load_npy(path: str) -> np.ndarray:
-    from .scan import load_npy
+    from dumpcmp.scan import load_npy
 
     array = load_npy(path)  # the header checked against the file size first
     if not isinstance(array, np.ndarray):

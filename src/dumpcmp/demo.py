@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ._io import atomic_write, atomic_write_text
-from .errors import ConfigError, DumpcmpError
+from dumpcmp.support.files import atomic_write, atomic_write_text
+from dumpcmp.errors import ConfigError, DumpcmpError
 
 SEED = 2026
 
@@ -109,10 +109,10 @@ class DemoResult:
 
 def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int8", force: bool = False,
              threshold: float = 0.99, quiet: bool = False) -> DemoResult:
-    from .comparison import compare
-    from .golden import dump_golden
-    from .simulate import simulate
-    from .single_op import compare_op
+    from dumpcmp.comparison import compare
+    from dumpcmp.golden import dump_golden
+    from dumpcmp.simulate import simulate
+    from dumpcmp.single_op import compare_op
 
     start = time.perf_counter()
     import onnx  # noqa: F401  (the demo needs the onnx extra: say so before anything is written)
@@ -155,10 +155,10 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
                             index=w.pair.index or 0, fusion_json=sim.json_path, top_n=5, force=True)
         say("")
         say(f"5. worst tensor    {w.tensor_index}: {detail.total_count} elements in {detail_dir}")
-        from .detail import format_top_table
+        from dumpcmp.detail import format_top_table
 
         say(format_top_table(detail, 5))
-    from .locate import locate
+    from dumpcmp.locate import locate
 
     located = locate(model, out_dir / "dump", gt, fusion_json=sim.json_path)
     locate_csv = located.write(out_dir / "locate.csv", force=True)

@@ -44,10 +44,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _io, naming
-from ._io import atomic_write, atomic_write_text
-from ._native import core
-from .errors import ConfigError, DumpcmpError
+from dumpcmp.support import files as _io
+from dumpcmp import naming
+from dumpcmp.support.files import atomic_write, atomic_write_text
+from dumpcmp.support.native import core
+from dumpcmp.errors import ConfigError, DumpcmpError
 
 __all__ = [
     "DEFAULT_MAX_LINES", "DEFAULT_TOP_N", "NPY_COLUMNS", "DetailResult", "TopError", "coordinate_header",

@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-from . import _io
-from ._lazy_numpy import np
-from ._native import core
-from .errors import DumpError
+from dumpcmp.support import files as _io
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.native import core
+from dumpcmp.errors import DumpError
 
 KINDS = ("input", "output", "buffer", "workspace")
 

@@ -57,10 +57,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from . import naming
-from ._io import atomic_write, atomic_write_text, create_temp_file, discard, file_set
-from ._lazy_numpy import np
-from .errors import ConfigError, DumpcmpError, DumpError, NotFoundError
+from dumpcmp import naming
+from dumpcmp.support.files import atomic_write, atomic_write_text, create_temp_file, discard, file_set
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NotFoundError
 
 INDEX_NAME = "golden_index.csv"
 RUN_NAME = "golden_run.json"
@@ -481,7 +481,7 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
     if not p.is_file():
         raise NotFoundError(f"{p}: no such input file (for input {mi.name!r})")
     if p.suffix.lower() == ".npy":
-        from .scan import load_npy
+        from dumpcmp.scan import load_npy
 
         try:
             array = load_npy(p)  # the header checked against the file size first
@@ -909,7 +909,7 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
 
     flow = ""
     if any(n.op_type == "If" for n in model.graph.node):
-        from .controlflow import inline_static_ifs
+        from dumpcmp.controlflow import inline_static_ifs
 
         model, flow_notes = inline_static_ifs(model, list(control_samples or [feeds]))
         flow = "; ".join(flow_notes) or "every If inlined (its condition is the same on every sample)"

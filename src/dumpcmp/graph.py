@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
-from .errors import ConfigError
+from dumpcmp.errors import ConfigError
 
 __all__ = [
     "ATTR_ORIGINAL_OP_NAMES",
@@ -461,7 +461,7 @@ def parse_graph(document: Any, path: str | None = None) -> Graph:
 
 
 def _read_json(path: str | os.PathLike[str]) -> Any:
-    from . import jsonfile
+    from dumpcmp.support import jsonfile
 
     return jsonfile.load(path, "graph file")
 

@@ -30,9 +30,9 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
-from ._lazy_numpy import np
-from ._native import core
-from .errors import ConfigError, DumpcmpError
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.native import core
+from dumpcmp.errors import ConfigError, DumpcmpError
 
 __all__ = [
     "DEVICE_FORMATS",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ._lazy_numpy import np
-from ._native import core
-from .errors import ConfigError
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.native import core
+from dumpcmp.errors import ConfigError
 
 #: index -> name, in the result file's column order (the `-alg` indices)
 METRICS: dict[int, str] = dict(enumerate(core.metric_names()))

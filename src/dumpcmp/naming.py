@@ -58,7 +58,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Hashable, Iterable, TypeVar, Union
 
-from .errors import NamingError
+from dumpcmp.errors import NamingError
 
 __all__ = [
     "CONVERTED", "DEVICE", "MAPPING_FILE", "MAX_FILE_NAME", "NPY", "PB", "QUANT", "SCHEMES", "TASK_TYPES",
@@ -526,7 +526,7 @@ def safe_file_name(name: str, folder: str | os.PathLike[str], suffix: str = "",
     short = hashed_name(name) + suffix
     if _too_long(short):
         raise NamingError(f"suffix {suffix[:40]!r}... is too long for a file name")
-    from . import _io
+    from dumpcmp.support import files as _io
 
     folder = os.fspath(folder)
     mapping_path = os.path.join(folder, mapping_file)

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
 
-from .graph import Graph, Op, TensorDesc
-from .naming import sanitize
+from dumpcmp.graph import Graph, Op, TensorDesc
+from dumpcmp.naming import sanitize
 
 __all__ = [
     "Relation",

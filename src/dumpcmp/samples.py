@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import atomic_write
-from .dump import TensorData, write_dump
+from dumpcmp.support.files import atomic_write
+from dumpcmp.dump import TensorData, write_dump
 
 SAMPLE_TIME = "20261121120000"
 SAMPLE_MODEL = "sample_net"

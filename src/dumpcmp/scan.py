@@ -33,10 +33,10 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from . import naming
-from ._native import core
-from .errors import DumpError, NamingError, NotFoundError
-from .naming import ConvertedName, DeviceDumpName, FrameworkDumpName
+from dumpcmp import naming
+from dumpcmp.support.native import core
+from dumpcmp.errors import DumpError, NamingError, NotFoundError
+from dumpcmp.naming import ConvertedName, DeviceDumpName, FrameworkDumpName
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "NpyHeader",
@@ -272,7 +272,7 @@ class DumpEntry:
         """The dump (`dumpcmp.Dump`), from the scan if it read headers, else opened now."""
         if self.dump is not None:
             return self.dump
-        from .dump import open_dump
+        from dumpcmp.dump import open_dump
         return open_dump(self.path)
 
 
@@ -293,7 +293,7 @@ class GroundTruthEntry:
         """The data: a memory-mapped array for ``.npy``, a `dumpcmp.Dump` for ``.pb``/``.quant`` dumps."""
         if self.name.extension == naming.NPY:
             return open_npy(self.path)
-        from .dump import open_dump
+        from dumpcmp.dump import open_dump
         return open_dump(self.path)
 
 
@@ -551,7 +551,7 @@ class _Scanner:
             bucket.extend(DumpEntry(p, f, n) for p, f, n in device)
 
     def read_headers(self, threads: int) -> None:
-        from .dump import open_dumps
+        from dumpcmp.dump import open_dumps
         paths = [e.path for entries in self.dumps.values() for e in entries]
         results = iter(open_dumps(paths, threads=threads))
         for key, entries in self.dumps.items():

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from . import layout as _layout
-from ._native import core
-from .comparison import _FIVE_D, _Sides, _graph_group_name as _group_name, _ground_truth_array, paired_runs
-from .dump import numpy_dtype
-from .detail import DetailResult, export_detail
-from .errors import DumpcmpError, NotFoundError
-from .naming import sanitize
-from .pairing import TensorPair, quant_pair_members
+from dumpcmp import layout as _layout
+from dumpcmp.support.native import core
+from dumpcmp.comparison import _FIVE_D, _Sides, _graph_group_name as _group_name, _ground_truth_array, paired_runs
+from dumpcmp.dump import numpy_dtype
+from dumpcmp.detail import DetailResult, export_detail
+from dumpcmp.errors import DumpcmpError, NotFoundError
+from dumpcmp.naming import sanitize
+from dumpcmp.pairing import TensorPair, quant_pair_members
 
 __all__ = ["compare_op", "find_pair"]
 

@@ -196,7 +196,7 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
         lo = hi = None
         source = "ground truth"
         if min_max:
-            from ..histogram import lookup_min_max
+            from dumpcmp.histogram import lookup_min_max
 
             # the producer's names: an input row's GroundTruth column and its TensorIndex name the conv itself
             entry = lookup_min_max(min_max, [r.pair.ground_truth_op or "", r.pair.ground_truth_key or ""])
@@ -289,7 +289,7 @@ def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Map
     wanted = set(rules) if rules is not None else set(RULES)
     unknown = wanted - set(RULES)
     if unknown:
-        from ..errors import ConfigError
+        from dumpcmp.errors import ConfigError
 
         raise ConfigError(f"unknown advice rule(s) {', '.join(sorted(unknown))} (rules: {', '.join(RULES)})")
     loc = normalise_locate(locate)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import RULES, Thresholds
+from dumpcmp.advice import RULES, Thresholds
 
 _HELP = {
     "rmse": "int16-layer: RootMeanSquareError above which a layer is advised 16 bit (default 0.5)",
@@ -50,7 +50,7 @@ def thresholds(args: argparse.Namespace) -> Thresholds:
 def load_locate(path: str | None) -> list[Any]:
     """Locate rows from a JSON file: `dumpcmp locate --json` output (a list of runs, each {"rows": [...]}; the first
     run is read) or a plain list of {op, own_cosine, inherited_cosine, total_cosine, verdict}."""
-    from ..errors import ConfigError, DumpError
+    from dumpcmp.errors import ConfigError, DumpError
 
     if path is None:
         return []
@@ -79,7 +79,7 @@ def is_model(path: str | None) -> bool:
 def write_json(path: str, payload: Any, *, force: bool) -> None:
     import sys
 
-    from .._io import atomic_write_text
+    from dumpcmp.support.files import atomic_write_text
 
     text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
     if path == "-":

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._native import core
-from ..errors import DumpcmpError
+from dumpcmp.support.native import core
+from dumpcmp.errors import DumpcmpError
 
 #: the vector extensions the kernels can dispatch to, as /proc/cpuinfo names them
 SIMD_FLAGS = ("avx512f", "avx512dq", "avx512bw", "avx512vl", "avx2", "fma", "f16c")
@@ -102,7 +102,7 @@ def physical_cores() -> int | None:
 
 def machine_info() -> dict:
     """Where the figures were measured, for sharing them: CPU, cores, memory, versions, instruction set."""
-    from .. import __version__
+    from dumpcmp import __version__
 
     cpu = _cpuinfo().get("model name") or platform.processor() or platform.machine()
     try:

@@ -32,13 +32,27 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .._native import core
-from ..metrics import METRIC_INDEX, compare_arrays, parse_algorithms
-from ..progress import Progress
-from .common import (EPS, check_metrics, current_rss_bytes, format_bytes, gb, machine_info, machine_line,
-                     parse_size, parse_threads, peak_rss_bytes, ratio, require_memory, reset_peak_rss, text_table,
-                     time_runs)
-from .layouts import numpy_encode
+from dumpcmp.support.native import core
+from dumpcmp.metrics import METRIC_INDEX, compare_arrays, parse_algorithms
+from dumpcmp.support.progress import Progress
+from dumpcmp.benchmark.common import (
+    EPS,
+    check_metrics,
+    current_rss_bytes,
+    format_bytes,
+    gb,
+    machine_info,
+    machine_line,
+    parse_size,
+    parse_threads,
+    peak_rss_bytes,
+    ratio,
+    require_memory,
+    reset_peak_rss,
+    text_table,
+    time_runs,
+)
+from dumpcmp.benchmark.layouts import numpy_encode
 
 __all__ = ["CompareBenchmark", "Measurement", "numpy_metrics", "numpy_reference", "parse_size",
            "run_compare_benchmark", "summary", "format_table"]
@@ -408,8 +422,8 @@ def _nz_chunks(dev: np.ndarray, truth: np.ndarray, chunk: int) -> Chunks:
 def _write_dumps(folder: str, device16: np.ndarray, shape: tuple[int, ...]):
     """The fp16 device side as an NC1HWC0 dump (NCHW `shape`) and a FRACTAL_NZ dump (ND (N*C, H*W)), encoded by
     the NumPy recipe so the codec under test does not make its own input. Returns [(case, dump, plain, shape)]."""
-    from .. import layout as L
-    from ..dump import TensorData, open_dump, write_dump
+    from dumpcmp import layout as L
+    from dumpcmp.dump import TensorData, open_dump, write_dump
 
     out = []
     n, c, h, w = shape

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .._native import core
-from ..detail import export_detail, padded_shape
-from ..dump import TensorData, open_dump, write_dump
-from ..layout import convert
-from .common import current_rss_bytes, machine_info, peak_rss_bytes, reset_peak_rss
+from dumpcmp.support.native import core
+from dumpcmp.detail import export_detail, padded_shape
+from dumpcmp.dump import TensorData, open_dump, write_dump
+from dumpcmp.layout import convert
+from dumpcmp.benchmark.common import current_rss_bytes, machine_info, peak_rss_bytes, reset_peak_rss
 
 #: plain NCHW shape per image; the batch grows with the element count
 IMAGE = (64, 56, 56)

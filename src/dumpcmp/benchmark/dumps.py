@@ -28,14 +28,23 @@ from typing import Any
 
 import numpy as np
 
-from .._native import core
-from ..errors import NotFoundError
-from ..progress import Progress
-from ..scan import scan
-from .common import (AnonPeak, check_metrics, format_bytes, gb, machine_info, machine_line, parse_threads,
-                     text_table, time_runs)
-from .compare import numpy_reference
-from .layouts import numpy_decode
+from dumpcmp.support.native import core
+from dumpcmp.errors import NotFoundError
+from dumpcmp.support.progress import Progress
+from dumpcmp.scan import scan
+from dumpcmp.benchmark.common import (
+    AnonPeak,
+    check_metrics,
+    format_bytes,
+    gb,
+    machine_info,
+    machine_line,
+    parse_threads,
+    text_table,
+    time_runs,
+)
+from dumpcmp.benchmark.compare import numpy_reference
+from dumpcmp.benchmark.layouts import numpy_decode
 
 #: plain layouts the engine decodes a device layout into when the graph does not say otherwise
 _DEFAULT_PLAIN = {"NC1HWC0": "NCHW", "NC1HWC0_C04": "NCHW", "FRACTAL_Z": "NCHW", "FRACTAL_Z_C04": "NCHW",
@@ -137,7 +146,7 @@ def run_dumps_benchmark(dump_dir: str | os.PathLike[str], ground_truth: str | os
                         check_rows: int | None = None, quiet: bool = True) -> dict:
     """Index, probe and compare the tree (against `ground_truth`, or itself), each thread count; check up to
     `check_rows` compared rows against NumPy (None = every row). Returns the JSON-ready dict."""
-    from ..comparison import compare_runs
+    from dumpcmp.comparison import compare_runs
 
     root = Path(dump_dir)
     if not root.is_dir():

@@ -25,11 +25,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import layout as L
-from .._native import core
-from ..progress import Progress
-from .common import (check_arrays, format_bytes, gb, machine_info, machine_line, parse_threads, ratio,
-                     require_memory, text_table, time_runs)
+from dumpcmp import layout as L
+from dumpcmp.support.native import core
+from dumpcmp.support.progress import Progress
+from dumpcmp.benchmark.common import (
+    check_arrays,
+    format_bytes,
+    gb,
+    machine_info,
+    machine_line,
+    parse_threads,
+    ratio,
+    require_memory,
+    text_table,
+    time_runs,
+)
 
 #: every device layout the codec has, with the plain layout of its family it is measured against
 PLAIN_OF = {

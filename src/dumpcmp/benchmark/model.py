@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dump import TensorData, write_dump
-from ..layout import convert
-from .common import machine_info
-from .dumps import run_dumps_benchmark
+from dumpcmp.dump import TensorData, write_dump
+from dumpcmp.layout import convert
+from dumpcmp.benchmark.common import machine_info
+from dumpcmp.benchmark.dumps import run_dumps_benchmark
 
 TS = 1700000000000000
 

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import ConfigError, DumpcmpError
+from dumpcmp.errors import ConfigError, DumpcmpError
 
 __all__ = ["PLACEHOLDERS", "BisectResult", "Round", "RunFailed", "bisect", "candidate_layers"]
 
@@ -91,8 +91,8 @@ class BisectResult:
 
 def candidate_layers(graph: Any, gt: Any) -> list[str]:
     """The compiled ops (in execution order) whose output 0 has ground truth: what the bisect can test."""
-    from ..pairing import DeviceOp, Relation, pair_with_ground_truth
-    from ..extract.region import NOT_RUN_DEVICE_TYPES
+    from dumpcmp.pairing import DeviceOp, Relation, pair_with_ground_truth
+    from dumpcmp.extract.region import NOT_RUN_DEVICE_TYPES
 
     ops = [DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
            for op in graph.ops if op.type not in NOT_RUN_DEVICE_TYPES]
@@ -104,7 +104,7 @@ def candidate_layers(graph: Any, gt: Any) -> list[str]:
 
 def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
     """The index of the candidate that is (or was compiled from) layer `last`."""
-    from ..naming import sanitize
+    from dumpcmp.naming import sanitize
 
     for i, name in enumerate(candidates):
         op = graph.get(name)
@@ -128,7 +128,7 @@ class _Bisect:
     def __init__(self, model: Path, command: str, ground_truth: Path, out: Path, *, graph_json: Path | None,
                  device_model: Path, model_name: str, threshold: float, per_round: int,
                  echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None) -> None:
-        from ..scan import scan_ground_truth
+        from dumpcmp.scan import scan_ground_truth
 
         self.model, self.command, self.ground_truth, self.out = model, command, ground_truth, out
         self.graph_json, self.device_model, self.model_name = graph_json, device_model, model_name
@@ -172,7 +172,7 @@ class _Bisect:
         return len(rounds)
 
     def save(self) -> None:
-        from .._io import atomic_write_text
+        from dumpcmp.support.files import atomic_write_text
 
         records = [self.header] + [asdict(r) for r in self.rounds]
         atomic_write_text(self.out / STATE, "".join(json.dumps(r) + "\n" for r in records))
@@ -196,11 +196,11 @@ class _Bisect:
 
     def run(self, number: int, layers: Sequence[str], mode: str = "output",
             name: str | None = None) -> tuple[dict[str, float], dict[str, bool], Path]:
-        from .._io import atomic_write_text
-        from ..acljson import acl_json_text, new_acl_json
-        from ..comparison import compare_runs
-        from ..graph import load_graph
-        from ..naming import sanitize
+        from dumpcmp.support.files import atomic_write_text
+        from dumpcmp.acljson import acl_json_text, new_acl_json
+        from dumpcmp.comparison import compare_runs
+        from dumpcmp.graph import load_graph
+        from dumpcmp.naming import sanitize
 
         folder = self.out / (name or f"round_{number:02d}")
         if folder.exists():  # an interrupted round of this bisect: its own folder, redone from scratch
@@ -322,7 +322,7 @@ class _Bisect:
 
     def output_layers(self) -> list[str]:
         """Before any graph JSON is known: the layers writing the model's outputs, by their ONNX names."""
-        from ..extract import load_network
+        from dumpcmp.extract import load_network
 
         net = load_network(self.model)
         outs = [o.name for o in net.model.graph.output]
@@ -356,7 +356,7 @@ class _Bisect:
         previous = cands[lo] if lo >= 0 else None
         originals: list[str] = []
         try:
-            from ..graph import load_graph
+            from dumpcmp.graph import load_graph
 
             graph = load_graph(self._graph_for(where))
             op = graph.get(layer)
@@ -381,8 +381,8 @@ class _Bisect:
         """The compiled ops from the last layer above the threshold to `layer`, both included (inserted Cast,
         TransData and quantize ops between them too), and back from `layer` through quantize, dequantize and
         inserted ops to the ops writing its float inputs: what locate replays."""
-        from ..extract.region import NOT_RUN_DEVICE_TYPES
-        from ..graph import load_graph
+        from dumpcmp.extract.region import NOT_RUN_DEVICE_TYPES
+        from dumpcmp.graph import load_graph
 
         graph = load_graph(self.last_graph)
         end = graph.get(layer)
@@ -413,7 +413,7 @@ class _Bisect:
             statement = self.header["locate"]["statement"]
             self.say(f"locate (logged): {statement}")
             return statement
-        from ..locate import locate
+        from dumpcmp.locate import locate
 
         ops = self.around(layer, previous)
         _, _, folder = self.run(0, ops, mode="all", name="locate")
@@ -447,7 +447,7 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
         threshold is resumed."""
     model_path = Path(model)
     if not model_path.is_file():
-        from ..errors import NotFoundError
+        from dumpcmp.errors import NotFoundError
 
         raise NotFoundError(f"{model_path}: no such model file")
     if not any("{" + p + "}" in command for p in ("acl_json", "dump")):

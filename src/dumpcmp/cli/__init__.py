@@ -12,7 +12,7 @@ import importlib
 import sys
 from typing import NoReturn, Sequence
 
-from ..errors import DumpcmpError
+from dumpcmp.errors import DumpcmpError
 
 # sub-command name -> module; each module keeps its heavy imports inside run() so `dumpcmp --help` stays fast
 COMMANDS = {
@@ -69,7 +69,7 @@ def add_run_selection(p: argparse.ArgumentParser) -> None:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command's parser. Given the sub-command about to run, only that one gets its options (the others are
     bare names): building all seventeen took 20 ms of every run, against 2 ms for one (measured)."""
-    from .. import __version__
+    from dumpcmp import __version__
 
     parser = argparse.ArgumentParser(
         prog="dumpcmp",
@@ -88,7 +88,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def one_file(positional: str | None, option: str | None) -> str:
     """The file given either as the first argument or with -i/--input (view and shape take it both ways)."""
-    from ..errors import ConfigError
+    from dumpcmp.errors import ConfigError
 
     if positional is not None and option is not None and positional != option:
         raise ConfigError(f"two files given ({positional} and -i {option}); give one")
@@ -109,7 +109,7 @@ def run() -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .._io import Terminated, install_signal_cleanup, remove_leftovers
+    from dumpcmp.support.files import Terminated, install_signal_cleanup, remove_leftovers
 
     install_signal_cleanup()  # SIGTERM / SIGHUP unwind like Ctrl-C: no temporary file is left behind
     words = list(sys.argv[1:] if argv is None else argv)

@@ -99,7 +99,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _require_matplotlib() -> None:
-    from ..errors import ConfigError
+    from dumpcmp.errors import ConfigError
 
     try:
         import matplotlib  # noqa: F401
@@ -111,7 +111,7 @@ def _series(result: dict) -> tuple[str, list[str], dict[str, list[float]]]:
     """Title, bar labels and named series of GB/s for the plot."""
     kind = result["benchmark"]
     if kind == "layouts":
-        from ..benchmark.layouts import plot_series
+        from dumpcmp.benchmark.layouts import plot_series
 
         labels, series = plot_series(result)
         return "layout codec, GB/s of the plain tensor", labels, series
@@ -162,12 +162,12 @@ def write_plot(result: dict, path: str) -> None:
 
 
 def _measure(args: argparse.Namespace) -> tuple[dict, str]:
-    from ..benchmark import common
-    from ..errors import ConfigError
+    from dumpcmp.benchmark import common
+    from dumpcmp.errors import ConfigError
 
     try:
         if args.bench == "layouts":
-            from ..benchmark import layouts
+            from dumpcmp.benchmark import layouts
 
             formats = layouts.ALL_FORMATS if args.formats.strip().lower() == "all" else \
                 tuple(f for f in args.formats.split(",") if f.strip())
@@ -175,13 +175,13 @@ def _measure(args: argparse.Namespace) -> tuple[dict, str]:
                                  args.threads, args.repeats, formats=formats, quiet=args.quiet)
             return result, layouts.format_table(result)
         if args.bench == "compare":
-            from ..benchmark import compare
+            from dumpcmp.benchmark import compare
 
             bench = compare.run_compare_benchmark(common.parse_size(args.size), threads=args.threads,
                                                   repeat=args.repeats, folder=args.tmp, quiet=args.quiet)
             result = bench.to_dict()
             return result, compare.format_table(result)
-        from ..benchmark import dumps
+        from dumpcmp.benchmark import dumps
 
         check = None if args.check_rows.strip().lower() == "all" else int(args.check_rows)
         result = dumps.run_dumps_benchmark(args.dump_dir, args.ground_truth, fusion_json=args.fusion_json,
@@ -195,8 +195,8 @@ def _measure(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..benchmark.common import CheckFailed
-    from ..errors import ConfigError
+    from dumpcmp.benchmark.common import CheckFailed
+    from dumpcmp.errors import ConfigError
 
     if args.repeats < 1:
         raise ConfigError(f"--repeats {args.repeats}: at least 1")
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     result = {"schema": SCHEMA, "benchmark": result["benchmark"], "options": options, **result}
     print(table)
     if args.json:
-        from .._io import atomic_write_text
+        from dumpcmp.support.files import atomic_write_text
 
         atomic_write_text(args.json, json.dumps(result, indent=2, default=_jsonable) + "\n")
         print(f"JSON: {os.fspath(args.json)}")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import add_run_selection, count, positive
+from dumpcmp.cli import add_run_selection, count, positive
 
 
 EPILOG = """\
@@ -74,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
                    help="with -d: detail as CSV files (default) or .npy columns")
     p.add_argument("--html", metavar="HTML", help="also write the HTML report (see dumpcmp report)")
-    from ..advice.options import add_options
+    from dumpcmp.advice.options import add_options
 
     add_options(p)
     p.set_defaults(run=run)
@@ -95,7 +95,7 @@ def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) ->
     if output is None:
         return None, csv_flag
     path = Path(output)
-    from ..naming import timestamp_now
+    from dumpcmp.naming import timestamp_now
 
     if path.is_dir():
         path = path / f"result_{timestamp_now()}.csv"  # as the original tool names results in a folder
@@ -108,7 +108,7 @@ def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) ->
 
 
 def _check_output(args: argparse.Namespace) -> None:
-    from ..errors import DumpcmpError
+    from dumpcmp.errors import DumpcmpError
 
     if args.output is None or Path(args.output).is_dir():
         return
@@ -121,15 +121,15 @@ def _check_output(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison import compare_runs, text_table
-    from ..errors import DumpcmpError
+    from dumpcmp.comparison import compare_runs, text_table
+    from dumpcmp.errors import DumpcmpError
 
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
                      data_index=args.data_index)
     if args.op is not None:
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
-    from ..report.finish import check_outputs, finish
+    from dumpcmp.report.finish import check_outputs, finish
 
     check_outputs(args, args.html)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:
-        from ..locate.core import compare_columns, locate_runs
+        from dumpcmp.locate.core import compare_columns, locate_runs
 
         if args.fusion_json is None:
             raise DumpcmpError("--locate needs the graph JSON (-f)")
@@ -173,9 +173,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
-    from ..detail import format_top_table
-    from ..errors import DumpcmpError
-    from ..single_op import compare_op
+    from dumpcmp.detail import format_top_table
+    from dumpcmp.errors import DumpcmpError
+    from dumpcmp.single_op import compare_op
 
     if args.output is None:
         raise DumpcmpError("-d (single-operator mode) needs -o OUTPUT_FOLDER for the detail files")

@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..convert import convert
+    from dumpcmp.convert import convert
 
     report = convert(args.type, args.target, args.input, args.output, force=args.force, op_type=args.op_type)
     for s in report.skipped:

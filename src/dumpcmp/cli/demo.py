@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
+    from dumpcmp.demo import run_demo
 
     run_demo(args.output, precision=args.precision, force=args.force, threshold=args.threshold)
     return 0

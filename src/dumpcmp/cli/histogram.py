@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import count
+from dumpcmp.cli import count
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,11 +32,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..errors import ConfigError, DumpcmpError
-    from ..histogram import histogram, lookup_min_max, pair_histograms, read_min_max
-    from ..histogram.layers import compared_layers, dump_layers
-    from ..histogram.plot import draw, safe_name
-    from ..progress import Progress
+    from dumpcmp.errors import ConfigError, DumpcmpError
+    from dumpcmp.histogram import histogram, lookup_min_max, pair_histograms, read_min_max
+    from dumpcmp.histogram.layers import compared_layers, dump_layers
+    from dumpcmp.histogram.plot import draw, safe_name
+    from dumpcmp.support.progress import Progress
 
     if args.bins < 1:
         raise ConfigError(f"--bins must be at least 1, not {args.bins}")
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                                f"into it (nothing in it is deleted)")
     min_max = read_min_max(args.min_max) if args.min_max else None
     if args.right:
-        from ..comparison import compare
+        from dumpcmp.comparison import compare
 
         result = compare(args.target, args.right, fusion_json=args.fusion_json, algorithms="0",
                          threads=args.threads, quiet=True)
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                     src = layer.device if layer.device is not None else layer.ground_truth
                     hx, hy = histogram(src, args.bins, threads=args.threads), None
                     if mm is not None:
-                        from ..histogram import common_range
+                        from dumpcmp.histogram import common_range
 
                         hx = histogram(src, args.bins, common_range((hx.min, hx.max), mm), args.threads)
             except (DumpcmpError, ValueError) as error:

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import add_run_selection, count
+from dumpcmp.cli import add_run_selection, count
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,9 +47,9 @@ def _safe(run: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._io import atomic_write_text
-    from ..errors import DumpcmpError
-    from ..locate.core import locate_runs, to_json
+    from dumpcmp.support.files import atomic_write_text
+    from dumpcmp.errors import DumpcmpError
+    from dumpcmp.locate.core import locate_runs, to_json
 
     out = Path(args.output)
     if out.exists() and not out.is_dir():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_run_selection, count
+from dumpcmp.cli import add_run_selection, count
 
 
 def _layers(text: str) -> int | str | None:
@@ -20,7 +20,7 @@ def _layers(text: str) -> int | str | None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from ..advice.options import add_options
+    from dumpcmp.advice.options import add_options
 
     p = sub.add_parser("report", help="an HTML report of a comparison (chart, table, histograms, advice)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,10 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..advice.options import is_model
-    from ..comparison import compare_runs
-    from ..errors import ConfigError
-    from ..report.finish import check_outputs, finish
+    from dumpcmp.advice.options import is_model
+    from dumpcmp.comparison import compare_runs
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.report.finish import check_outputs, finish
 
     if args.bins < 1:
         raise ConfigError(f"--bins must be at least 1, not {args.bins}")
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                            model_id=args.model_id, data_index=args.data_index)
     locate_results = None
     if is_model(args.locate):
-        from ..locate.core import locate_runs
+        from dumpcmp.locate.core import locate_runs
 
         if args.fusion_json is None:
             raise ConfigError("--locate MODEL.onnx needs the graph JSON (-f)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import DumpcmpError
+from dumpcmp.errors import DumpcmpError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..samples import make_sample_tree
+    from dumpcmp.samples import make_sample_tree
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

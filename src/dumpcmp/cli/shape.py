@@ -42,8 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..convert import shape_convert
-    from . import one_file
+    from dumpcmp.convert import shape_convert
+    from dumpcmp.cli import one_file
 
     args.input = one_file(args.dump, args.input)
 

@@ -55,9 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..golden import parse_shapes
-    from ..simulate import simulate_from_sources
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.golden import parse_shapes
+    from dumpcmp.simulate import simulate_from_sources
 
     if args.batch_mb <= 0:
         raise ConfigError(f"--batch-mb {args.batch_mb}: must be positive")

@@ -25,10 +25,10 @@ def _dims(shape) -> str:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from ..convert import view
-    from ..dump import open_dump
+    from dumpcmp.convert import view
+    from dumpcmp.dump import open_dump
 
-    from . import one_file
+    from dumpcmp.cli import one_file
 
     args.dump = one_file(args.dump, args.input)
     written = view(args.dump, args.output, txt=args.txt, force=args.force)

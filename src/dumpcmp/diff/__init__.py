@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, DumpError
+from dumpcmp.errors import ConfigError, DumpError
 
 __all__ = ["DiffResult", "Change", "read_result", "diff", "HIGHER_IS_BETTER"]
 

@@ -27,8 +27,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
-from .region import Layer, Network, Region
+from dumpcmp.errors import ConfigError
+from dumpcmp.extract.region import Layer, Network, Region
 
 __all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "Network", "Region", "bin_dtype_of", "extract", "list_layers",
            "load_network"]
@@ -61,8 +61,8 @@ class ExtractResult:
 
 def load_network(model_path: str | os.PathLike[str], graph_json: str | os.PathLike[str] | None = None) -> Network:
     """The ONNX model (external data loaded) and its compiled graph, ready for naming layers and cutting regions."""
-    from ..graph import load_graph
-    from ..locate.regions import OriginalModel
+    from dumpcmp.graph import load_graph
+    from dumpcmp.locate.regions import OriginalModel
 
     original = OriginalModel.load(model_path)
     graph = load_graph(graph_json) if graph_json is not None else None
@@ -107,7 +107,7 @@ def _source_key(net: Network, tensor: str) -> tuple[str, int]:
 
 def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) -> tuple[dict[str, np.ndarray],
                                                                                           dict[str, str]]:
-    from .data import decode, find_tensors, ground_truth
+    from dumpcmp.extract.data import decode, find_tensors, ground_truth
 
     wanted = {x: _source_key(net, x) for x in region.inputs}
     arrays: dict[str, np.ndarray] = {}
@@ -148,7 +148,7 @@ def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) ->
 
 def _dump_files(net: Network, region: Region, group: Any) -> tuple[list[str], list[Any]]:
     """(device ops touching the region, their newest dump entries in execution order)."""
-    from ..naming import sanitize
+    from dumpcmp.naming import sanitize
 
     touching, _ = net.device_ops(region)
     if net.graph is None:
@@ -176,7 +176,7 @@ def _log_text(net: Network, region: Region, final: Path, inputs: Mapping[str, np
                   "shape {", *[f"  dim: {d}" for d in a.shape], "}", f"data: {sources[x]}", ""]
     lines.append(f"{stamp}  Output Dump Path:{final / 'dump_data'}")
     by_op = {e.op_name: e for e in group.newest().values()}
-    from ..naming import sanitize
+    from dumpcmp.naming import sanitize
 
     by_sanitized = {sanitize(k): v for k, v in by_op.items()}
     for e in entries:
@@ -235,10 +235,10 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     is written; the folder appears whole or not at all."""
     import onnx
 
-    from ..acljson import check_acl_json, has_errors
-    from ..scan import scan_ground_truth
-    from .data import ground_truth as gt_array
-    from .data import select_run
+    from dumpcmp.acljson import check_acl_json, has_errors
+    from dumpcmp.scan import scan_ground_truth
+    from dumpcmp.extract.data import ground_truth as gt_array
+    from dumpcmp.extract.data import select_run
 
     if data not in ("device", "ground-truth"):
         raise ConfigError(f"--data {data!r}: choose device or ground-truth")
@@ -296,8 +296,8 @@ def _write(tmp: Path, final: Path, net: Network, region: Region, sub: Any, array
            sources: Mapping[str, str], expected: Mapping[str, np.ndarray], entries: Sequence[Any],
            layers: list[str], bin_type: np.dtype, precision: str, group: Any, notes: list[str],
            onnx: Any) -> ExtractResult:
-    from .._io import atomic_write, atomic_write_text
-    from ..acljson import acl_json_text, new_acl_json
+    from dumpcmp.support.files import atomic_write, atomic_write_text
+    from dumpcmp.acljson import acl_json_text, new_acl_json
 
     model_path = atomic_write(tmp / f"{MODEL_NAME}.onnx", lambda f: f.write(sub.SerializeToString()))
     (tmp / "inputs").mkdir()

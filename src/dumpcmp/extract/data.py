@@ -13,11 +13,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DumpcmpError, NotFoundError
-from ..locate.feeds import decode
-from ..graph import Graph
-from ..pairing import DeviceOp, TensorPair, pair_with_ground_truth
-from ..scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
+from dumpcmp.errors import DumpcmpError, NotFoundError
+from dumpcmp.locate.feeds import decode
+from dumpcmp.graph import Graph
+from dumpcmp.pairing import DeviceOp, TensorPair, pair_with_ground_truth
+from dumpcmp.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
 
 @dataclass
 class DeviceTensor:

@@ -16,9 +16,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, NotFoundError
-from ..graph import Graph
-from ..naming import sanitize
+from dumpcmp.errors import ConfigError, NotFoundError
+from dumpcmp.graph import Graph
+from dumpcmp.naming import sanitize
 
 NOT_RUN_DEVICE_TYPES = frozenset({"Data", "Const", "Constant", "NetOutput"})
 
@@ -110,7 +110,7 @@ class Network:
         `dumpcmp compare` pairs them): shapes for models whose free dimensions shape inference leaves open."""
         if self.graph is None:
             return {}
-        from ..pairing import DeviceOp, pair_with_ground_truth
+        from dumpcmp.pairing import DeviceOp, pair_with_ground_truth
 
         keys = {f"{n.name}.{i}": t for n in self.order for i, t in enumerate(n.output) if t}
         keys.update({f"{x}.0": x for x in self.graph_inputs})
@@ -262,7 +262,7 @@ class Network:
         Constant it reads; shapes inferred and checked by onnx.checker."""
         import onnx
 
-        from ..locate.regions import RegionError, cut_region, to_onnx
+        from dumpcmp.locate.regions import RegionError, cut_region, to_onnx
 
         try:
             cut = cut_region(self.original, region.inputs, region.outputs)
@@ -326,7 +326,7 @@ def _has_shape(tp: Any) -> bool:
 
 def _reads(node: Any) -> list[str]:
     """The tensors a node reads: its inputs and what its subgraphs take from the enclosing graph."""
-    from ..golden import _subgraph_outer_names
+    from dumpcmp.golden import _subgraph_outer_names
 
     names = [x for x in node.input if x]
     names += sorted(_subgraph_outer_names(node) - set(names))

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..advice import RULES, Advice, distinct_rows
-from ..errors import ConfigError
+from dumpcmp.advice import RULES, Advice, distinct_rows
+from dumpcmp.errors import ConfigError
 
 __all__ = ["GateOutcome", "evaluate", "parse_rules"]
 

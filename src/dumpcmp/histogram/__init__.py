@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from .._lazy_numpy import np
-from .._native import core
-from ..errors import ConfigError, DumpcmpError
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.native import core
+from dumpcmp.errors import ConfigError, DumpcmpError
 
 __all__ = ["Hist", "histogram", "pair_histograms", "row_sources", "read_min_max", "DEFAULT_BINS"]
 
@@ -109,7 +109,7 @@ def pair_histograms(x: Any, y: Any, bins: int = DEFAULT_BINS, threads: int = 0,
 def row_sources(row: Any, device_vs_device: bool, custom: Any = None) -> tuple[Any, Any]:
     """(device source, ground-truth source) of a compared Row, read exactly as the comparison read them (layout
     decoded and cropped to the ground truth's shape). DumpcmpError when the row cannot be read."""
-    from ..comparison import _ground_truth_array, _Sides  # the comparison's own reading rules
+    from dumpcmp.comparison import _ground_truth_array, _Sides  # the comparison's own reading rules
 
     pair = row.pair
     if pair is None or pair.npu_ref is None or pair.ground_truth_ref is None:

@@ -10,9 +10,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .. import layout as _layout
-from .._native import core
-from ..errors import DumpcmpError, NotFoundError
+from dumpcmp import layout as _layout
+from dumpcmp.support.native import core
+from dumpcmp.errors import DumpcmpError, NotFoundError
 
 
 @dataclass
@@ -32,7 +32,7 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
         raise DumpcmpError(f"{dump.path}: {problem}")
     fmt = t.format
     if fmt in _layout.DEVICE_FORMATS and t.original_shape is not None:
-        from ..comparison import _Sides
+        from dumpcmp.comparison import _Sides
 
         five = fmt in ("NDC1HWC0", "FRACTAL_Z_3D") or len(t.original_shape) == 5
         dst = "ND" if fmt == "FRACTAL_NZ" else ("NCDHW" if five else "NCHW")
@@ -43,8 +43,8 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
 
 def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
     """Every tensor of a dump file, a dump folder/tree (execution order) or a ground-truth folder."""
-    from ..dump import open_dump
-    from ..scan import scan
+    from dumpcmp.dump import open_dump
+    from dumpcmp.scan import scan
 
     path = Path(target)
     if path.is_file() and path.suffix == ".npy":
@@ -87,7 +87,7 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
 
 def compared_layers(result: Any, custom: Any = None) -> Iterator[Layer]:
     """Every compared row of a comparison: device and ground truth read as the comparison read them."""
-    from . import row_sources
+    from dumpcmp.histogram import row_sources
 
     for row in result.rows:
         if row.result is None:

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write
-from . import Hist
+from dumpcmp.support.files import atomic_write
+from dumpcmp.histogram import Hist
 
 
 def safe_name(text: str, limit: int = 120) -> str:

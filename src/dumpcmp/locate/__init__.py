@@ -13,9 +13,9 @@ tensors into the original layout, shape and dtype; `replay` runs the regions, a 
 import sys as _sys
 import types as _types
 
-from .regions import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
-from .feeds import decode, device_feeds, device_tensor
-from .core import LocateResult, LocateRow, locate, locate_runs
+from dumpcmp.locate.regions import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
+from dumpcmp.locate.feeds import decode, device_feeds, device_tensor
+from dumpcmp.locate.core import LocateResult, LocateRow, locate, locate_runs
 
 __all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "region_of", "to_onnx", "decode",
            "device_feeds", "device_tensor", "LocateResult", "LocateRow", "locate", "locate_runs"]

@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .._lazy_numpy import np
-from ..errors import ConfigError, DumpcmpError
-from ..metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
-from ..pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
-from .feeds import decode, device_tensor
-from .regions import OriginalModel, Region, RegionError, _region_from, original_tensor, quantize_of
-from .replay import Job, run_jobs
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.errors import ConfigError, DumpcmpError
+from dumpcmp.metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
+from dumpcmp.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
+from dumpcmp.locate.feeds import decode, device_tensor
+from dumpcmp.locate.regions import OriginalModel, Region, RegionError, _region_from, original_tensor, quantize_of
+from dumpcmp.locate.replay import Job, run_jobs
 
 __all__ = ["LocateRow", "LocateResult", "locate", "locate_runs", "VERDICTS", "DEFAULT_ALGORITHMS"]
 
@@ -237,7 +237,7 @@ class LocateResult:
         return buf.getvalue()
 
     def write(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
-        from .._io import atomic_write_text
+        from dumpcmp.support.files import atomic_write_text
 
         return atomic_write_text(path, self.csv_text(), force=force, what="locate file")
 
@@ -250,7 +250,7 @@ class LocateResult:
                 "rows": [r.to_dict(self.algorithms) for r in self.rows]}
 
     def summary(self, top: int = 10) -> str:
-        from ..comparison import text_table
+        from dumpcmp.comparison import text_table
 
         counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in VERDICTS}
         quant = sum(1 for r in self.rows if r.verdict == "not replayed" and r.op_type in QUANTIZE_TYPES
@@ -658,9 +658,9 @@ def locate_runs(
     LocateResult per run. `algorithms`: extra metrics for own (indices, names or "all"; cosine, max abs error and RMSE
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
     tensors decoded and replayed at once."""
-    from ..comparison import paired_runs
-    from ..graph import load_graph
-    from ..progress import Progress
+    from dumpcmp.comparison import paired_runs
+    from dumpcmp.graph import load_graph
+    from dumpcmp.support.progress import Progress
 
     if fusion_json is None:
         raise ConfigError("locate needs the graph JSON (-f): it says which original ops each device op stands for")

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from .. import layout as _layout
-from .._lazy_numpy import np
-from ..errors import DumpcmpError
-from .regions import OriginalModel, original_tensor
+from dumpcmp import layout as _layout
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.errors import DumpcmpError
+from dumpcmp.locate.regions import OriginalModel, original_tensor
 
 __all__ = ["decode", "device_feeds", "device_tensor"]
 

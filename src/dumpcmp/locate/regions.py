@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .._lazy_numpy import np
-from ..errors import DumpcmpError
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.errors import DumpcmpError
 
 __all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "original_tensor", "quantize_of", "region_of", "to_onnx", "merged_onnx"]
 
@@ -52,8 +52,8 @@ class OriginalModel:
     output, as `dumpcmp golden` names files), the producer of every tensor, initializers, value types."""
 
     def __init__(self, model: Any, path: str | os.PathLike[str] | None = None) -> None:
-        from ..golden import constant_tensors, execution_order, value_types
-        from ..simulate._lower import name_nodes, node_name
+        from dumpcmp.golden import constant_tensors, execution_order, value_types
+        from dumpcmp.simulate._lower import name_nodes, node_name
 
         self.path = None if path is None else Path(path)
         name_nodes(model)
@@ -76,8 +76,8 @@ class OriginalModel:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "OriginalModel":
         """Read an ONNX file (external data too); NotFoundError/ConfigError for a missing or unreadable file."""
-        from ..errors import NotFoundError
-        from ..golden import external_files, load_model
+        from dumpcmp.errors import NotFoundError
+        from dumpcmp.golden import external_files, load_model
 
         p = Path(path)
         if not p.is_file():
@@ -95,7 +95,7 @@ class OriginalModel:
             return None
         node = self.nodes.get(op_name)
         if node is None:
-            from ..naming import sanitize
+            from dumpcmp.naming import sanitize
 
             if op_name in self.graph_inputs or op_name in self.initializers:
                 return op_name if index == 0 else None
@@ -198,7 +198,7 @@ def cut_region(model: OriginalModel, inputs: Iterable[str], outputs: Sequence[st
 def region_of(model: OriginalModel, graph: Any, device_op: str) -> Region:
     """The region of compiled op `device_op` of `graph` (a `dumpcmp.graph.Graph`): outputs and data inputs mapped
     to original tensors by the pairing rules, limited to the op's original nodes. RegionError when it has none."""
-    from ..pairing import DeviceOp, pair_with_ground_truth
+    from dumpcmp.pairing import DeviceOp, pair_with_ground_truth
 
     op = graph.get(device_op)
     if op is None:
@@ -219,7 +219,7 @@ def region_of(model: OriginalModel, graph: Any, device_op: str) -> Region:
 def quantize_of(graph: Any, op: Any) -> Any:
     """The quantize op (AscendQuant) feeding dequantize op `op` (AscendDequant), or None: the pair is replayed as
     one identity unit, fed the float tensor before quantization."""
-    from ..pairing import DEQUANTIZE_TYPES, QUANTIZE_TYPES
+    from dumpcmp.pairing import DEQUANTIZE_TYPES, QUANTIZE_TYPES
 
     if op.type not in DEQUANTIZE_TYPES:
         return None

@@ -19,9 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .._io import atomic_write_text
-from ..advice import Advice, LocateRow, Thresholds, advise, normalise_locate, row_keys
-from ..progress import Progress
+from dumpcmp.support.files import atomic_write_text
+from dumpcmp.advice import Advice, LocateRow, Thresholds, advise, normalise_locate, row_keys
+from dumpcmp.support.progress import Progress
 
 __all__ = ["ReportData", "collect", "render", "write_report", "verdict", "classify", "largest_drop"]
 
@@ -137,8 +137,8 @@ def collect(result: Any, *, layers: int | str | None = "auto", bins: int = 64, t
             threads: int = 0, quiet: bool = True) -> tuple[dict[int, tuple[Any, Any]], dict[int, list], list[str]]:
     """Histograms (both sides over one range) and top element errors of the rows `chosen_rows` picks. Returns
     (histograms and tops by row position, notes about rows that could not be read)."""
-    from ..errors import DumpcmpError
-    from ..histogram import pair_histograms, row_sources, top_errors
+    from dumpcmp.errors import DumpcmpError
+    from dumpcmp.histogram import pair_histograms, row_sources, top_errors
 
     chosen = chosen_rows(result, layers)
     keys = row_keys(result)
@@ -222,7 +222,7 @@ def _json_script(data: Any) -> str:
 
 def render(data: ReportData) -> str:
     """The report as one HTML document."""
-    from .chart import chart_svg
+    from dumpcmp.report.chart import chart_svg
 
     result = data.result
     kinds = classify(result)

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..advice import Advice
-from ..advice.options import is_model, load_locate, thresholds, write_json
-from ..gate import evaluate, parse_rules
+from dumpcmp.advice import Advice
+from dumpcmp.advice.options import is_model, load_locate, thresholds, write_json
+from dumpcmp.gate import evaluate, parse_rules
 
 
 def _html_path(path: str, run: str, several: bool) -> Path:
@@ -23,7 +23,7 @@ def _html_path(path: str, run: str, several: bool) -> Path:
 
 def check_outputs(args: argparse.Namespace, html: str | None) -> None:
     """Before a long run: output files that exist (without --force) or whose folder is missing are errors now."""
-    from ..errors import DumpcmpError
+    from dumpcmp.errors import DumpcmpError
 
     parse_rules(args.fail_on)
     for path in (html, None if args.json_path in (None, "-") else args.json_path):
@@ -42,9 +42,9 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
            locate_results: dict[str, Any] | None = None) -> int:
     """`locate_results`: locate's result per run (when the command ran locate); else `args.locate` is read as a
     locate JSON file, if given."""
-    from ..advice import advise, normalise_locate
-    from ..histogram import read_min_max
-    from . import build, render, verdict, write_report
+    from dumpcmp.advice import advise, normalise_locate
+    from dumpcmp.histogram import read_min_max
+    from dumpcmp.report import build, render, verdict, write_report
 
     out = out or sys.stdout
     rules = parse_rules(args.fail_on)
@@ -72,7 +72,7 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
         if args.fail_below is not None or rules:
             print(gate.text(), file=out if gate.passed else sys.stderr)
         failed |= not gate.passed
-        from . import _clean
+        from dumpcmp.report import _clean
 
         runs.append(_clean({"run": result.run, "left": result.left, "right": result.right,
                             "counts": result.counts(),

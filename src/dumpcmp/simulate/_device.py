@@ -28,10 +28,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .._io import atomic_write_text
-from .. import layout as L
-from ..graph import ATTR_ORIGIN_FORMAT, ATTR_ORIGIN_NAME, ATTR_ORIGIN_OUTPUT_INDEX, ATTR_ORIGINAL_OP_NAMES
-from ._lower import Lowered, is_weight_dequantize, node_name
+from dumpcmp.support.files import atomic_write_text
+from dumpcmp import layout as L
+from dumpcmp.graph import ATTR_ORIGIN_FORMAT, ATTR_ORIGIN_NAME, ATTR_ORIGIN_OUTPUT_INDEX, ATTR_ORIGINAL_OP_NAMES
+from dumpcmp.simulate._lower import Lowered, is_weight_dequantize, node_name
 
 #: ONNX op type -> the op type an Ascend model compiler gives it (others keep their ONNX type)
 DEVICE_TYPES = {
@@ -184,7 +184,7 @@ class DeviceGraph:
         self._chain_end: dict[str, tuple[str, int]] = {}
         self._const: dict[str, tuple[str, int]] = {}
         self._orig_outputs = {node_name(n): list(n.output) for n in original.graph.node}
-        from ..golden import constant_tensors
+        from dumpcmp.golden import constant_tensors
 
         consts = constant_tensors(original.graph)
         # nodes computed from the weights alone: the compiler folds them into Const data, never run or dumped
@@ -293,7 +293,7 @@ class DeviceGraph:
     # -- building ----------------------------------------------------------------------------------------------
     def _plan_fusion(self) -> dict[str, list[str]]:
         """Conv+BN(+Relu) and Conv+Relu chains of the original graph: member name -> chain of names."""
-        from ..golden import execution_order
+        from dumpcmp.golden import execution_order
 
         g = self.original.graph
         graph_outputs = {o.name for o in g.output}
@@ -367,7 +367,7 @@ class DeviceGraph:
         return absorbed
 
     def _build(self) -> None:
-        from ..golden import execution_order
+        from dumpcmp.golden import execution_order
 
         original = self.original.graph
         low = self.lowered.model.graph

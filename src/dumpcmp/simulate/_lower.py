@@ -31,7 +31,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, DumpcmpError
+from dumpcmp.errors import ConfigError, DumpcmpError
 
 QUANTIZED_OP_TYPES = ("Conv", "Gemm", "MatMul")
 _FLOAT = 1  # onnx.TensorProto.FLOAT
@@ -170,7 +170,7 @@ def fold_conv_bn(model: Any) -> tuple[Any, list[tuple[str, str]]]:
         y = bn.output[0]
         bn.CopyFrom(helper.make_node("Identity", [bn.input[0]], [y], name=bn.name))
         pairs.append((conv.name, bn.name))
-    from ..golden import _subgraph_outer_names
+    from dumpcmp.golden import _subgraph_outer_names
 
     used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
     for n in g.node:
@@ -319,7 +319,7 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
             lowered.input_fp16[x] = h
             fp16_name[x] = h
 
-    from ..golden import _subgraph_outer_names, execution_order
+    from dumpcmp.golden import _subgraph_outer_names, execution_order
 
     def fp32_view(t: str) -> str:
         h = fp16_name[t]

@@ -33,7 +33,7 @@ import threading
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from .errors import ConfigError, DumpcmpError
+from dumpcmp.errors import ConfigError, DumpcmpError
 
 PREFIX = ".dumpcmp-"
 SUFFIX = ".tmp"

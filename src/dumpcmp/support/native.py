@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 try:
-    from . import _core as core
+    from dumpcmp import _core as core
 except ImportError as error:  # pragma: no cover - only on a broken install
     raise ImportError(
         "dumpcmp's C++ core (dumpcmp._core) is not built or does not load. Install the package with "

@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from .errors import ConfigError
+from dumpcmp.errors import ConfigError
 
 MAX_DEPTH = 256  # real files nest fewer than 20 levels
 MAX_BYTES = 4 << 30

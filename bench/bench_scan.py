@@ -22,7 +22,7 @@ import numpy as np
 import dumpcmp
 from dumpcmp.support.native import core
 from dumpcmp.benchmark.common import machine_info
-from dumpcmp.scan import scan
+from dumpcmp.dumps.scan import scan
 
 T0 = 1700000000000000
 OPS = ("Conv2D", "Relu", "Add", "MatMul", "BatchNorm", "Pooling", "Cast", "TransData")

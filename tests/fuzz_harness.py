@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from dumpproto import DumpData, current_format  # noqa: E402
 from hostile import DUMP_NAME, broken_dumps  # noqa: E402
 
-from dumpcmp import DumpcmpError, layout, open_dump  # noqa: E402
+from dumpcmp import DumpcmpError, open_dump  # noqa: E402
+from dumpcmp.dumps import layout
 
 INTERESTING = [0, 1, 2, 3, 15, 16, 17, 63, 64, 65, 255, 256, 2**31 - 1, 2**31, 2**32, 2**62, 2**63 - 1, 2**64 - 1]
 

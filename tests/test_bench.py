@@ -12,7 +12,7 @@ import tempfile
 import numpy as np
 import pytest
 
-import dumpcmp.layout as L
+import dumpcmp.dumps.layout as L
 from dumpcmp.benchmark import common, compare, dumps, layouts
 from dumpcmp.benchmark.model import generate_model
 from dumpcmp.cli import main
@@ -317,7 +317,7 @@ def test_dumps_times_a_tree_leaves_it_untouched_and_checks_rows(tmp_path, privat
 
 def test_dumps_device_vs_device_without_ground_truth(tmp_path, capsys):
     """Without -r the tree is compared with itself: plain tensors give exact agreement, checked against NumPy."""
-    from dumpcmp.dump import TensorData, write_dump
+    from dumpcmp.dumps.dump import TensorData, write_dump
 
     run = tmp_path / "dump" / "20260101000000" / "0" / "net" / "1" / "0"
     run.mkdir(parents=True)
@@ -337,7 +337,7 @@ def test_dumps_device_vs_device_without_ground_truth(tmp_path, capsys):
 def test_dumps_all_zero_sides_are_checked_not_refused(tmp_path, capsys):
     """A device tensor that is all zero (and a zero ground truth): KLD is a number for the engine and the
     reference alike (the original's clamp), so the run checks those rows instead of stopping."""
-    from dumpcmp.dump import TensorData, write_dump
+    from dumpcmp.dumps.dump import TensorData, write_dump
 
     run = tmp_path / "dump" / "20260101000000" / "0" / "net" / "1" / "0"
     run.mkdir(parents=True)

@@ -11,8 +11,8 @@ import pytest
 import dumpcmp
 import layout_reference as ref
 from dumpcmp.cli import build_parser, main
-from dumpcmp.convert import FAILED_LIST
-from dumpcmp.dump import TensorData
+from dumpcmp.dumps.convert import FAILED_LIST
+from dumpcmp.dumps.dump import TensorData
 
 T0 = 1700000000000000
 NAME = f"Conv2D.conv1.3.{T0}"

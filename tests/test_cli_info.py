@@ -10,7 +10,7 @@ import pytest
 
 import dumpcmp
 from dumpcmp.cli import main
-from dumpcmp.dump import TensorData
+from dumpcmp.dumps.dump import TensorData
 
 T0 = 1700000000000000
 
@@ -208,7 +208,7 @@ def test_folder_with_no_usable_file_exits_2(tmp_path, capsys):
 
 
 def test_hashed_dump_shows_its_real_name(tmp_path, capsys):
-    from dumpcmp import naming
+    from dumpcmp.dumps import naming
     long_name = f"MatMul.{'very_long_' * 30}.1.2.{T0}"
     short = naming.safe_file_name(long_name, tmp_path)
     write_conv(tmp_path, short)
@@ -225,7 +225,7 @@ def test_info_needs_a_path(capsys):
 
 
 def test_hashed_dump_in_a_tree_shows_its_real_name(tmp_path, capsys):
-    from dumpcmp import naming
+    from dumpcmp.dumps import naming
     long_name = f"MatMul.{'very_long_' * 30}.1.2.{T0}"
     short = naming.safe_file_name(long_name, tmp_path)
     write_conv(tmp_path, short)

@@ -12,7 +12,7 @@ import pytest
 
 import dumpcmp
 from dumpcmp import TensorData, write_dump
-from dumpcmp import layout as L
+from dumpcmp.dumps import layout as L
 from dumpcmp.cli import main
 from dumpcmp.comparison import compare, compare_runs
 
@@ -386,7 +386,7 @@ def test_long_channel_rows_are_compared_in_whole_tile_blocks(tmp_path, rng):
     # 16 whole channel rows (one C0 block) instead of gathering one channel out of every 32-byte piece. The numbers
     # are those of the same arrays compared directly, up to summation order, for any thread count and window size.
     from dumpcmp import _core as core
-    from dumpcmp.dump import open_dump
+    from dumpcmp.dumps.dump import open_dump
 
     truth = rng.standard_normal((1, 20, 300, 300)).astype(np.float32)
     x16 = (truth + rng.standard_normal(truth.shape).astype(np.float32) * 0.01).astype(np.float16)
@@ -414,7 +414,7 @@ def test_a_plan_side_gathered_once_gives_the_same_bits(tmp_path, rng, fmt, shape
     # it again); without them it decodes window by window. The metrics both runs compute are the same bits, and
     # they are those of the arrays compared directly.
     from dumpcmp import _core as core
-    from dumpcmp.dump import open_dump
+    from dumpcmp.dumps.dump import open_dump
 
     plain = "NCHW" if fmt == "NC1HWC0" else "ND"
     truth = rng.standard_normal(shape).astype(np.float32)
@@ -441,7 +441,7 @@ def test_large_pairs_in_one_batch_share_gather_buffers_without_mixing(tmp_path, 
     # pair to the next: a larger pair after a smaller one grows them, a smaller one uses their start. Each pair's
     # numbers are the bits it gets compared on its own.
     from dumpcmp import _core as core
-    from dumpcmp.dump import open_dump
+    from dumpcmp.dumps.dump import open_dump
 
     pairs = []
     for k, channels in enumerate((20, 17, 33, 20)):

@@ -1,4 +1,4 @@
-"""dumpcmp.convert: device tensors decoded into files, dump <-> .npy for every -type, text output, refusals.
+"""dumpcmp.dumps.convert: device tensors decoded into files, dump <-> .npy for every -type, text output, refusals.
 
 Device tensors are built from known plain arrays with the spec's index formulas written as loops
 (layout_reference.loops_*), so decoding is checked against the array it came from, not against the codec itself.
@@ -14,11 +14,11 @@ import pytest
 
 import dumpcmp
 import layout_reference as ref
-from dumpcmp import convert as C
-from dumpcmp import naming
-from dumpcmp.dump import FORMATS, TensorData
+from dumpcmp.dumps import convert as C
+from dumpcmp.dumps import naming
+from dumpcmp.dumps.dump import FORMATS, TensorData
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NotFoundError
-from dumpcmp.layout import LayoutError
+from dumpcmp.dumps.layout import LayoutError
 
 T0 = 1700000000000000
 NAME = f"Conv2D.conv1.3.{T0}"

@@ -20,7 +20,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from dumpcmp import naming
+from dumpcmp.dumps import naming
 from dumpcmp.support.native import core
 from dumpcmp.detail import (
     NPY_COLUMNS,
@@ -30,7 +30,7 @@ from dumpcmp.detail import (
     format_top_table,
     padded_shape,
 )
-from dumpcmp.dump import TensorData, open_dump, write_dump
+from dumpcmp.dumps.dump import TensorData, open_dump, write_dump
 from dumpcmp.errors import ConfigError, DumpcmpError
 
 from layout_reference import loops_fractal_z, loops_nc1hwc0

@@ -11,7 +11,7 @@ import pytest
 
 import dumpcmp
 from dumpcmp import DumpError, TensorData, open_dump, open_dumps, write_dump
-from dumpcmp.dump import DATA_TYPES, FORMATS
+from dumpcmp.dumps.dump import DATA_TYPES, FORMATS
 
 from dumpproto import DumpData, current_format
 

@@ -35,10 +35,11 @@ from dumpproto import DumpData, current_format  # noqa: E402
 from fuzz_harness import INTERESTING, run_case  # noqa: E402
 from hostile import DUMP_NAME, GT_NAME, dump_bytes, npy_header  # noqa: E402
 
-from dumpcmp import DumpcmpError, _core, compare, layout  # noqa: E402
+from dumpcmp import DumpcmpError, _core, compare  # noqa: E402
+from dumpcmp.dumps import layout
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.comparison import _dtype_name  # noqa: E402
-from dumpcmp.scan import plain_npy  # noqa: E402
+from dumpcmp.dumps.scan import plain_npy  # noqa: E402
 from dumpcmp.single_op import compare_op  # noqa: E402
 
 CASES = max(10, int(os.environ.get("DUMPCMP_FUZZ_CASES", "3000")) // 30)

@@ -300,8 +300,8 @@ def test_colliding_and_long_names(tmp_path):
     assert recs[long].file.isdigit() and "mapping.csv" in recs[long].note
     assert (run.out_dir / recs[long].file).is_file()
     # a scan of the folder resolves the hashed file back to its {op}.{output_index} key
-    from dumpcmp.naming import sanitize
-    from dumpcmp.scan import scan_ground_truth
+    from dumpcmp.dumps.naming import sanitize
+    from dumpcmp.dumps.scan import scan_ground_truth
 
     entry = scan_ground_truth(run.out_dir).get(sanitize(long), 0)
     assert entry is not None and entry.file_name == recs[long].file

@@ -8,7 +8,7 @@ import pytest
 
 import dumpcmp
 from dumpcmp import TensorData, write_dump
-from dumpcmp import layout as L
+from dumpcmp.dumps import layout as L
 from dumpcmp.support.native import core
 from dumpcmp.cli import main
 from dumpcmp.errors import ConfigError

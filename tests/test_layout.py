@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import layout_reference as ref
-from dumpcmp import layout as L
+from dumpcmp.dumps import layout as L
 from dumpcmp.errors import DumpcmpError
 
 DTYPES = [np.uint8, np.int16, np.float32, np.float64]  # element sizes 1, 2, 4, 8

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpcmp import layout as L
+from dumpcmp.dumps import layout as L
 from dumpcmp.errors import ConfigError
 
 

@@ -186,9 +186,9 @@ def _ascend_int8_chain(d: Path, *, deq_error: float = 1.0) -> dict:
 
     from graphjson import desc, document, list_s, op, s, write
 
-    from dumpcmp.dump import TensorData, write_dump
+    from dumpcmp.dumps.dump import TensorData, write_dump
     from dumpcmp.golden import dump_golden
-    from dumpcmp.naming import build_device_dump_name
+    from dumpcmp.dumps.naming import build_device_dump_name
 
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((8, 16)) / 4).astype(np.float32)

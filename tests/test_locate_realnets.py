@@ -49,7 +49,7 @@ def test_a_planted_fault_in_a_real_cnn_is_named_exactly(tmp_path: Path, net: str
     import onnx
 
     from dumpcmp.golden import dump_golden
-    from dumpcmp.naming import sanitize
+    from dumpcmp.dumps.naming import sanitize
     from dumpcmp.simulate import simulate
 
     model = realnets.realnet_or_skip(net)

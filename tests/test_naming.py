@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dumpcmp import naming
+from dumpcmp.dumps import naming
 from dumpcmp.errors import NamingError
-from dumpcmp.naming import ConvertedName, DeviceDumpName, FftsSuffix, FrameworkDumpName
+from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FftsSuffix, FrameworkDumpName
 
 # (file name, scheme, fields the parse must give) -- written by hand from the spec's and the seeds' tables
 EXAMPLES = [

@@ -257,7 +257,7 @@ def test_cli_names_agree(tmp_path, capsys):
 
 
 def test_view_and_shape_take_the_file_both_ways(tmp_path, capsys):
-    from dumpcmp.dump import TensorData, write_dump
+    from dumpcmp.dumps.dump import TensorData, write_dump
 
     path = tmp_path / "Relu.r.1.1700000000000000"
     write_dump(path, op_name="r", outputs=[TensorData(np.arange(6, dtype=np.float32).reshape(2, 3))])

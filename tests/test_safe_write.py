@@ -208,7 +208,7 @@ def test_signals_leave_nothing_behind(tmp_path, sig):
 
 def test_write_dump_and_convert_never_follow_planted_links(tmp_path, victim):
     from dumpcmp import open_dump, write_dump
-    from dumpcmp.convert import write_txt
+    from dumpcmp.dumps.convert import write_txt
 
     out = tmp_path / "out"
     out.mkdir()
@@ -224,7 +224,7 @@ def test_write_dump_and_convert_never_follow_planted_links(tmp_path, victim):
 
 
 def test_mapping_csv_is_not_written_through_a_link(tmp_path, victim):
-    from dumpcmp import naming
+    from dumpcmp.dumps import naming
 
     (tmp_path / naming.MAPPING_FILE).symlink_to(victim)
     with pytest.raises(DumpcmpError, match="symbolic link"):
@@ -234,7 +234,7 @@ def test_mapping_csv_is_not_written_through_a_link(tmp_path, victim):
 
 def test_cli_result_file_through_a_planted_link(tmp_path, victim):
     from dumpcmp.cli import main
-    from dumpcmp.samples import make_sample_tree
+    from dumpcmp.dumps.samples import make_sample_tree
 
     device = make_sample_tree(tmp_path / "s")
     link = tmp_path / "r.csv"
@@ -250,7 +250,7 @@ def test_cli_result_file_through_a_planted_link(tmp_path, victim):
 
 def test_detail_export_replaces_planted_links_not_their_targets(tmp_path, victim):
     from dumpcmp.cli import main
-    from dumpcmp.samples import make_sample_tree
+    from dumpcmp.dumps.samples import make_sample_tree
 
     device = make_sample_tree(tmp_path / "s")
     out = tmp_path / "detail"
@@ -285,7 +285,7 @@ def everything(root) -> list[str]:
 
 @pytest.mark.parametrize("existing", [False, True])
 def test_convert_stopped_on_the_third_file_leaves_no_output(tmp_path, monkeypatch, existing):
-    from dumpcmp import convert as C
+    from dumpcmp.dumps import convert as C
 
     src = framework_dumps(tmp_path / "pb")
     out = tmp_path / "new" / "npy"
@@ -311,7 +311,7 @@ def test_convert_stopped_on_the_third_file_leaves_no_output(tmp_path, monkeypatc
 
 
 def test_view_stopped_part_way_leaves_no_output(tmp_path, monkeypatch):
-    from dumpcmp import convert as C
+    from dumpcmp.dumps import convert as C
     from dumpcmp import write_dump
 
     dump = tmp_path / "Add.add.3.1700000000000000"
@@ -331,7 +331,7 @@ def test_view_stopped_part_way_leaves_no_output(tmp_path, monkeypatch):
 
 CONVERT_CHILD = textwrap.dedent("""
     import sys, time
-    from dumpcmp import convert as C
+    from dumpcmp.dumps import convert as C
     from dumpcmp.cli import main
 
     real, calls = C._write_npy, []
@@ -365,7 +365,7 @@ def test_convert_killed_by_sigterm_leaves_nothing(tmp_path):
 def test_failed_detail_export_leaves_no_folder_it_made(tmp_path, monkeypatch):
     from dumpcmp import detail
     from dumpcmp.cli import main
-    from dumpcmp.samples import make_sample_tree
+    from dumpcmp.dumps.samples import make_sample_tree
 
     device = make_sample_tree(tmp_path / "s")
     out = tmp_path / "new" / "detail"

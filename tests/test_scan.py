@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import dumpcmp
-from dumpcmp import naming
+from dumpcmp.dumps import naming
 from dumpcmp.comparison import _dtype_name
 from dumpcmp.errors import DumpError, NotFoundError
-from dumpcmp.scan import FLAT, MODEL, SINGLE_OP, open_npy, plain_npy, scan, scan_ground_truth
+from dumpcmp.dumps.scan import FLAT, MODEL, SINGLE_OP, open_npy, plain_npy, scan, scan_ground_truth
 
 T0 = 1700000000000000
 

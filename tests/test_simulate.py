@@ -17,16 +17,16 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import layout_reference as ref  # noqa: E402
-from dumpcmp import layout as L  # noqa: E402
+from dumpcmp.dumps import layout as L  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.dump import open_dump  # noqa: E402
+from dumpcmp.dumps.dump import open_dump  # noqa: E402
 from dumpcmp.errors import ConfigError, DumpcmpError  # noqa: E402
 from dumpcmp.golden import dump_golden  # noqa: E402
 from dumpcmp.graph import load_graph  # noqa: E402
 from dumpcmp.metrics import compare_arrays  # noqa: E402
-from dumpcmp.naming import parse_name, sanitize  # noqa: E402
+from dumpcmp.dumps.naming import parse_name, sanitize  # noqa: E402
 from dumpcmp.pairing import DeviceOp, pair_with_ground_truth  # noqa: E402
-from dumpcmp.scan import scan, scan_ground_truth  # noqa: E402
+from dumpcmp.dumps.scan import scan, scan_ground_truth  # noqa: E402
 from dumpcmp.simulate import simulate, simulate_from_sources  # noqa: E402
 
 F = TensorProto.FLOAT
@@ -401,7 +401,7 @@ def test_graph_json_round_trip(work):
 
 # -- pairing with ground truth -------------------------------------------------------------------------------------
 def compare_with_ground_truth(result, golden: Path) -> dict[str, float]:
-    """tensor index -> cosine similarity of every comparable pair, the device side decoded by dumpcmp.layout."""
+    """tensor index -> cosine similarity of every comparable pair, the device side decoded by dumpcmp.dumps.layout."""
     gt = scan_ground_truth(golden)
     group = next(iter(scan(result.sample_dirs[0])))
     ops = []

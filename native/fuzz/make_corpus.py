@@ -14,7 +14,7 @@ sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from hostile import broken_dumps  # noqa: E402
 
-from dumpcmp import layout  # noqa: E402
+from dumpcmp.dumps import layout  # noqa: E402
 
 
 def layout_seed(device: str, plain: str, dims: list[int], elem_log2: int = 1, groups: int = 1, c0: int = 0,

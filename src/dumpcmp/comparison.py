@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from dumpcmp import layout as _layout
-from dumpcmp import naming
+from dumpcmp.dumps import layout as _layout
+from dumpcmp.dumps import naming
 from dumpcmp.support.files import atomic_write_text
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
@@ -37,7 +37,7 @@ from dumpcmp.graph import Graph, Op, load_graph
 from dumpcmp.metrics import METRICS, MetricResult, parse_algorithms
 from dumpcmp.pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_pair_members
 from dumpcmp.support.progress import Progress
-from dumpcmp.scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, plain_npy, scan
+from dumpcmp.dumps.scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, plain_npy, scan
 
 __all__ = ["ComparisonResult", "PairedRun", "Row", "compare", "compare_runs", "paired_runs", "text_table",
            "EXTRA_COLUMNS"]
@@ -436,7 +436,7 @@ class _DeviceRef:
 
 
 def _device_ops(group: DumpGroup) -> list[DeviceOp]:
-    from dumpcmp.dump import open_dumps
+    from dumpcmp.dumps.dump import open_dumps
 
     entries = list(group.newest().values())
     opened = open_dumps([e.path for e in entries])

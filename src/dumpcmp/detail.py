@@ -23,7 +23,7 @@ device layout decoded through the source's plan) and writes, in `out_dir`, for t
   error NaN where undefined.
 
 Op names have ``/`` replaced by ``_``; a file name of 255 characters (or UTF-8 bytes) or more becomes a digits-only
-hash plus its extension, with a ``{hash},{original file name}`` row in the folder's mapping.csv (dumpcmp.naming).
+hash plus its extension, with a ``{hash},{original file name}`` row in the folder's mapping.csv (dumpcmp.dumps.naming).
 Existing files are not replaced unless ``force=True``. Files are written under temporary names and renamed when all
 are complete: an error or Ctrl-C leaves none behind. The C++ core formats the rows, several blocks in parallel,
 a block of rows per thread in memory at a time.
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from dumpcmp.support import files as _io
-from dumpcmp import naming
+from dumpcmp.dumps import naming
 from dumpcmp.support.files import atomic_write, atomic_write_text
 from dumpcmp.support.native import core
 from dumpcmp.errors import ConfigError, DumpcmpError

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from dumpcmp import naming
+from dumpcmp.dumps import naming
 from dumpcmp.support.files import atomic_write, atomic_write_text, create_temp_file, discard, file_set
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NotFoundError
@@ -72,7 +72,7 @@ IMAGE_LIST_SUFFIXES = (".txt", ".list", ".lst")
 _TIMESTAMP_RE = re.compile(r"\.\d+\.(\d{16})\.npy$")
 
 
-sanitize_name = naming.sanitize  # the runtime's rule, one definition in dumpcmp.naming
+sanitize_name = naming.sanitize  # the runtime's rule, one definition in dumpcmp.dumps.naming
 
 
 def _require_onnx() -> tuple[Any, Any]:
@@ -481,7 +481,7 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
     if not p.is_file():
         raise NotFoundError(f"{p}: no such input file (for input {mi.name!r})")
     if p.suffix.lower() == ".npy":
-        from dumpcmp.scan import load_npy
+        from dumpcmp.dumps.scan import load_npy
 
         try:
             array = load_npy(p)  # the header checked against the file size first

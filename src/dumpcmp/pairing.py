@@ -38,7 +38,7 @@ from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
 
 from dumpcmp.graph import Graph, Op, TensorDesc
-from dumpcmp.naming import sanitize
+from dumpcmp.dumps.naming import sanitize
 
 __all__ = [
     "Relation",
@@ -151,7 +151,7 @@ class TensorPair:
         return self.npu_ref is not None and self.ground_truth_ref is not None and self.skip_reason is None
 
 
-sanitize_name = sanitize  # the runtime's rule, one definition in dumpcmp.naming
+sanitize_name = sanitize  # the runtime's rule, one definition in dumpcmp.dumps.naming
 
 
 def fused_output_original(compiled_name: str, originals: Sequence[str]) -> str | None:

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from dumpcmp import layout as _layout
+from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.native import core
 from dumpcmp.comparison import _FIVE_D, _Sides, _graph_group_name as _group_name, _ground_truth_array, paired_runs
-from dumpcmp.dump import numpy_dtype
+from dumpcmp.dumps.dump import numpy_dtype
 from dumpcmp.detail import DetailResult, export_detail
 from dumpcmp.errors import DumpcmpError, NotFoundError
-from dumpcmp.naming import sanitize
+from dumpcmp.dumps.naming import sanitize
 from dumpcmp.pairing import TensorPair, quant_pair_members
 
 __all__ = ["compare_op", "find_pair"]

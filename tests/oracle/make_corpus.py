@@ -29,7 +29,8 @@ sys.path.insert(0, str(HERE.parent))
 import graphjson as gj  # noqa: E402  (tests/graphjson.py)
 
 import dumpcmp  # noqa: E402
-from dumpcmp import TensorData, layout  # noqa: E402
+from dumpcmp import TensorData  # noqa: E402
+from dumpcmp.dumps import layout
 
 SEED = 11
 TIMESTAMP = 1700000000000000

@@ -422,8 +422,8 @@ def _nz_chunks(dev: np.ndarray, truth: np.ndarray, chunk: int) -> Chunks:
 def _write_dumps(folder: str, device16: np.ndarray, shape: tuple[int, ...]):
     """The fp16 device side as an NC1HWC0 dump (NCHW `shape`) and a FRACTAL_NZ dump (ND (N*C, H*W)), encoded by
     the NumPy recipe so the codec under test does not make its own input. Returns [(case, dump, plain, shape)]."""
-    from dumpcmp import layout as L
-    from dumpcmp.dump import TensorData, open_dump, write_dump
+    from dumpcmp.dumps import layout as L
+    from dumpcmp.dumps.dump import TensorData, open_dump, write_dump
 
     out = []
     n, c, h, w = shape

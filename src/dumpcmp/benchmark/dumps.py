@@ -31,7 +31,7 @@ import numpy as np
 from dumpcmp.support.native import core
 from dumpcmp.errors import NotFoundError
 from dumpcmp.support.progress import Progress
-from dumpcmp.scan import scan
+from dumpcmp.dumps.scan import scan
 from dumpcmp.benchmark.common import (
     AnonPeak,
     check_metrics,

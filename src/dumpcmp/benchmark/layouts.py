@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dumpcmp import layout as L
+from dumpcmp.dumps import layout as L
 from dumpcmp.support.native import core
 from dumpcmp.support.progress import Progress
 from dumpcmp.benchmark.common import (

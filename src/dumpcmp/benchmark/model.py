@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dumpcmp.dump import TensorData, write_dump
-from dumpcmp.layout import convert
+from dumpcmp.dumps.dump import TensorData, write_dump
+from dumpcmp.dumps.layout import convert
 from dumpcmp.benchmark.common import machine_info
 from dumpcmp.benchmark.dumps import run_dumps_benchmark
 

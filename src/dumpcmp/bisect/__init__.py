@@ -104,7 +104,7 @@ def candidate_layers(graph: Any, gt: Any) -> list[str]:
 
 def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
     """The index of the candidate that is (or was compiled from) layer `last`."""
-    from dumpcmp.naming import sanitize
+    from dumpcmp.dumps.naming import sanitize
 
     for i, name in enumerate(candidates):
         op = graph.get(name)
@@ -128,7 +128,7 @@ class _Bisect:
     def __init__(self, model: Path, command: str, ground_truth: Path, out: Path, *, graph_json: Path | None,
                  device_model: Path, model_name: str, threshold: float, per_round: int,
                  echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None) -> None:
-        from dumpcmp.scan import scan_ground_truth
+        from dumpcmp.dumps.scan import scan_ground_truth
 
         self.model, self.command, self.ground_truth, self.out = model, command, ground_truth, out
         self.graph_json, self.device_model, self.model_name = graph_json, device_model, model_name
@@ -200,7 +200,7 @@ class _Bisect:
         from dumpcmp.acljson import acl_json_text, new_acl_json
         from dumpcmp.comparison import compare_runs
         from dumpcmp.graph import load_graph
-        from dumpcmp.naming import sanitize
+        from dumpcmp.dumps.naming import sanitize
 
         folder = self.out / (name or f"round_{number:02d}")
         if folder.exists():  # an interrupted round of this bisect: its own folder, redone from scratch

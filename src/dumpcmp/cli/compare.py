@@ -95,7 +95,7 @@ def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) ->
     if output is None:
         return None, csv_flag
     path = Path(output)
-    from dumpcmp.naming import timestamp_now
+    from dumpcmp.dumps.naming import timestamp_now
 
     if path.is_dir():
         path = path / f"result_{timestamp_now()}.csv"  # as the original tool names results in a folder

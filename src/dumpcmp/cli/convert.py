@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-# as in dumpcmp.convert.TYPES / TARGETS; repeated so that `dumpcmp --help` does not import NumPy
+# as in dumpcmp.dumps.convert.TYPES / TARGETS; repeated so that `dumpcmp --help` does not import NumPy
 TYPES = ("quant", "tf", "caffe", "offline", "sim")
 TARGETS = ("numpy", "dump")
 
@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.convert import convert
+    from dumpcmp.dumps.convert import convert
 
     report = convert(args.type, args.target, args.input, args.output, force=args.force, op_type=args.op_type)
     for s in report.skipped:

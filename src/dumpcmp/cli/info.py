@@ -49,9 +49,9 @@ import os
 import sys
 from typing import Any
 
-from dumpcmp import naming
+from dumpcmp.dumps import naming
 from dumpcmp.errors import DumpcmpError, NamingError, NotFoundError
-from dumpcmp.scan import DumpIndex, open_npy, scan
+from dumpcmp.dumps.scan import DumpIndex, open_npy, scan
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -108,7 +108,7 @@ def _npy_dict(path: str, name: dict[str, Any] | None) -> dict[str, Any]:
 
 def _file_info(path: str) -> dict[str, Any]:
     """A named file: .npy by its extension, anything else read as a dump (whatever its name)."""
-    from dumpcmp.dump import open_dump
+    from dumpcmp.dumps.dump import open_dump
 
     name = _name_dict(os.path.basename(path), os.path.dirname(path) or ".")
     if path.endswith(".npy"):

@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.samples import make_sample_tree
+    from dumpcmp.dumps.samples import make_sample_tree
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

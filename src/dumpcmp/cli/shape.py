@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.convert import shape_convert
+    from dumpcmp.dumps.convert import shape_convert
     from dumpcmp.cli import one_file
 
     args.input = one_file(args.dump, args.input)

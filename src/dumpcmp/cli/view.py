@@ -25,8 +25,8 @@ def _dims(shape) -> str:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from dumpcmp.convert import view
-    from dumpcmp.dump import open_dump
+    from dumpcmp.dumps.convert import view
+    from dumpcmp.dumps.dump import open_dump
 
     from dumpcmp.cli import one_file
 

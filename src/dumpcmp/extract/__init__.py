@@ -148,7 +148,7 @@ def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) ->
 
 def _dump_files(net: Network, region: Region, group: Any) -> tuple[list[str], list[Any]]:
     """(device ops touching the region, their newest dump entries in execution order)."""
-    from dumpcmp.naming import sanitize
+    from dumpcmp.dumps.naming import sanitize
 
     touching, _ = net.device_ops(region)
     if net.graph is None:
@@ -176,7 +176,7 @@ def _log_text(net: Network, region: Region, final: Path, inputs: Mapping[str, np
                   "shape {", *[f"  dim: {d}" for d in a.shape], "}", f"data: {sources[x]}", ""]
     lines.append(f"{stamp}  Output Dump Path:{final / 'dump_data'}")
     by_op = {e.op_name: e for e in group.newest().values()}
-    from dumpcmp.naming import sanitize
+    from dumpcmp.dumps.naming import sanitize
 
     by_sanitized = {sanitize(k): v for k, v in by_op.items()}
     for e in entries:
@@ -236,7 +236,7 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     import onnx
 
     from dumpcmp.acljson import check_acl_json, has_errors
-    from dumpcmp.scan import scan_ground_truth
+    from dumpcmp.dumps.scan import scan_ground_truth
     from dumpcmp.extract.data import ground_truth as gt_array
     from dumpcmp.extract.data import select_run
 

@@ -17,7 +17,7 @@ from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.locate.feeds import decode
 from dumpcmp.graph import Graph
 from dumpcmp.pairing import DeviceOp, TensorPair, pair_with_ground_truth
-from dumpcmp.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
+from dumpcmp.dumps.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
 
 @dataclass
 class DeviceTensor:

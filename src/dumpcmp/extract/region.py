@@ -18,7 +18,7 @@ import numpy as np
 
 from dumpcmp.errors import ConfigError, NotFoundError
 from dumpcmp.graph import Graph
-from dumpcmp.naming import sanitize
+from dumpcmp.dumps.naming import sanitize
 
 NOT_RUN_DEVICE_TYPES = frozenset({"Data", "Const", "Constant", "NetOutput"})
 

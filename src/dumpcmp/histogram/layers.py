@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from dumpcmp import layout as _layout
+from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.native import core
 from dumpcmp.errors import DumpcmpError, NotFoundError
 
@@ -43,8 +43,8 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
 
 def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
     """Every tensor of a dump file, a dump folder/tree (execution order) or a ground-truth folder."""
-    from dumpcmp.dump import open_dump
-    from dumpcmp.scan import scan
+    from dumpcmp.dumps.dump import open_dump
+    from dumpcmp.dumps.scan import scan
 
     path = Path(target)
     if path.is_file() and path.suffix == ".npy":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from dumpcmp import layout as _layout
+from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import DumpcmpError
 from dumpcmp.locate.regions import OriginalModel, original_tensor
@@ -36,7 +36,7 @@ def _pad(shape: Sequence[int], fmt: str) -> tuple[int, ...]:
 
 def decode(tensor: Any, *, shape: Sequence[int] | None = None, dtype: Any = None,
            origin_format: str | None = None) -> np.ndarray:
-    """`tensor` (a `dumpcmp.dump.Tensor`) in the original layout, `shape` and `dtype` (each optional); a new
+    """`tensor` (a `dumpcmp.dumps.dump.Tensor`) in the original layout, `shape` and `dtype` (each optional); a new
     C-contiguous array. LayoutError/DumpcmpError when it cannot be brought to that shape."""
     problem = tensor.problem()
     if problem:

@@ -95,7 +95,7 @@ class OriginalModel:
             return None
         node = self.nodes.get(op_name)
         if node is None:
-            from dumpcmp.naming import sanitize
+            from dumpcmp.dumps.naming import sanitize
 
             if op_name in self.graph_inputs or op_name in self.initializers:
                 return op_name if index == 0 else None

@@ -45,9 +45,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dumpcmp.acljson import DUMP_MODES, ERROR, check_acl_json
-from dumpcmp.dump import TensorData, write_dump
+from dumpcmp.dumps.dump import TensorData, write_dump
 from dumpcmp.errors import ConfigError, DumpcmpError, NotFoundError
-from dumpcmp.naming import build_device_dump_name, safe_file_name, sanitize
+from dumpcmp.dumps.naming import build_device_dump_name, safe_file_name, sanitize
 from dumpcmp.simulate._device import DeviceGraph, Output, SimOp, Value, encode
 from dumpcmp.simulate._lower import (
     Lowered,

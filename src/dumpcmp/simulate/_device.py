@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dumpcmp.support.files import atomic_write_text
-from dumpcmp import layout as L
+from dumpcmp.dumps import layout as L
 from dumpcmp.graph import ATTR_ORIGIN_FORMAT, ATTR_ORIGIN_NAME, ATTR_ORIGIN_OUTPUT_INDEX, ATTR_ORIGINAL_OP_NAMES
 from dumpcmp.simulate._lower import Lowered, is_weight_dequantize, node_name
 

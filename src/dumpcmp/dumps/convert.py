@@ -7,7 +7,7 @@
     >>> C.npy_to_dump("caffe_npy", "caffe_dump", type="caffe").summary()         # ground truth -> .pb dumps
     >>> C.view("Conv2D.conv1.3.1700000000000000", "out", txt=True)               # .npy and one value a line
 
-What is written (names from `dumpcmp.naming`; a name of 255 characters or more is replaced by its hash, listed in
+What is written (names from `dumpcmp.dumps.naming`; a name of 255 characters or more is replaced by its hash, listed in
 ``mapping.csv`` of the output folder):
 
 =======================  ==========================================================================================
@@ -60,8 +60,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 import numpy as np
 
 from dumpcmp.support import files as _io
-from dumpcmp import layout, naming
-from dumpcmp.dump import FORMATS, Tensor, TensorData, data_type_of, open_dump, write_dump
+from dumpcmp.dumps import layout, naming
+from dumpcmp.dumps.dump import FORMATS, Tensor, TensorData, data_type_of, open_dump, write_dump
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
 
 __all__ = [
@@ -584,7 +584,7 @@ def _plain_format(array: np.ndarray, type: str) -> str:
 
 
 def _load_npy(path: str) -> np.ndarray:
-    from dumpcmp.scan import load_npy
+    from dumpcmp.dumps.scan import load_npy
 
     array = load_npy(path)  # the header checked against the file size first
     if not isinstance(array, np.ndarray):

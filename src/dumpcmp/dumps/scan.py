@@ -1,6 +1,6 @@
 """Index a dump tree by file names alone: which operators were dumped, per device, model and iteration.
 
-    >>> from dumpcmp.scan import scan
+    >>> from dumpcmp.dumps.scan import scan
     >>> index = scan("/home/user/output")
     >>> run = index.select(device_id=0, model_name="ResNet-50", data_index=0)
     >>> [e.op_name for e in run]            # execution order (timestamp)
@@ -16,7 +16,7 @@ a tree, even at the files' own folder, gives the same keys):
   every op folder of one device in one run
 - anything else: layout ``flat``, one run per folder
 
-Names are parsed with `dumpcmp.naming`; a digits-only name is resolved through the folder's ``mapping.csv``.
+Names are parsed with `dumpcmp.dumps.naming`; a digits-only name is resolved through the folder's ``mapping.csv``.
 No file is opened unless ``read_headers=True``, which reads every dump header in parallel in C++ and moves the
 files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and ground-truth ``.npy`` files go to
 `DumpIndex.ground_truth` (newest wins per ``{op_name}.{output_index}``), NPU dumps converted to ``.npy`` to
@@ -33,10 +33,10 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from dumpcmp import naming
+from dumpcmp.dumps import naming
 from dumpcmp.support.native import core
 from dumpcmp.errors import DumpError, NamingError, NotFoundError
-from dumpcmp.naming import ConvertedName, DeviceDumpName, FrameworkDumpName
+from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FrameworkDumpName
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "NpyHeader",
@@ -272,7 +272,7 @@ class DumpEntry:
         """The dump (`dumpcmp.Dump`), from the scan if it read headers, else opened now."""
         if self.dump is not None:
             return self.dump
-        from dumpcmp.dump import open_dump
+        from dumpcmp.dumps.dump import open_dump
         return open_dump(self.path)
 
 
@@ -293,7 +293,7 @@ class GroundTruthEntry:
         """The data: a memory-mapped array for ``.npy``, a `dumpcmp.Dump` for ``.pb``/``.quant`` dumps."""
         if self.name.extension == naming.NPY:
             return open_npy(self.path)
-        from dumpcmp.dump import open_dump
+        from dumpcmp.dumps.dump import open_dump
         return open_dump(self.path)
 
 
@@ -551,7 +551,7 @@ class _Scanner:
             bucket.extend(DumpEntry(p, f, n) for p, f, n in device)
 
     def read_headers(self, threads: int) -> None:
-        from dumpcmp.dump import open_dumps
+        from dumpcmp.dumps.dump import open_dumps
         paths = [e.path for entries in self.dumps.values() for e in entries]
         results = iter(open_dumps(paths, threads=threads))
         for key, entries in self.dumps.items():

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from dumpcmp.support.files import atomic_write
-from dumpcmp.dump import TensorData, write_dump
+from dumpcmp.dumps.dump import TensorData, write_dump
 
 SAMPLE_TIME = "20261121120000"
 SAMPLE_MODEL = "sample_net"

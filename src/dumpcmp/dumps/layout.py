@@ -1,6 +1,6 @@
 """Device tensor layouts: decode NC1HWC0, FRACTAL_Z, FRACTAL_NZ, ... into plain NCHW/ND tensors and back.
 
-    >>> import numpy as np, dumpcmp.layout as L
+    >>> import numpy as np, dumpcmp.dumps.layout as L
     >>> dev = np.zeros((1, 2, 5, 5, 16), np.float16)                       # NC1HWC0, C0 = 16
     >>> L.convert(dev, "NC1HWC0", "NCHW", original_shape=(1, 20, 5, 5)).shape
     (1, 20, 5, 5)

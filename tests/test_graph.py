@@ -8,7 +8,7 @@ import pytest
 
 import graphjson as gj
 from dumpcmp.errors import ConfigError
-from dumpcmp.graph import attr_value, load_graph, merge, parse_graph
+from dumpcmp.graph.graph_json import attr_value, load_graph, merge, parse_graph
 
 FIXTURE = gj.fixture_path()
 needs_fixture = pytest.mark.skipif(FIXTURE is None, reason="shared fixture atc_model_ascend310.json not found")

@@ -13,7 +13,7 @@ pytest.importorskip("onnxruntime")
 realnets = pytest.importorskip("realnets")
 
 import dumpcmp  # noqa: E402
-from dumpcmp.graph import load_graph  # noqa: E402
+from dumpcmp.graph.graph_json import load_graph  # noqa: E402
 
 
 def _plant(model: Path, target: Path, weight: str) -> None:

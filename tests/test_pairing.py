@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import graphjson as gj
-from dumpcmp.graph import load_graph
-from dumpcmp.pairing import (
+from dumpcmp.graph.graph_json import load_graph
+from dumpcmp.graph.pairing import (
     DeviceOp,
     Relation,
     fused_output_original,

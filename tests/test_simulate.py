@@ -1,6 +1,6 @@
 """Simulated device dumps of small ONNX models built here: values against an independent fp16 run and NumPy
 formulas, layouts decoded by the spec's NumPy recipes (tests/layout_reference.py), names and folders, acl.json
-filtering, the graph JSON read back by dumpcmp.graph, and the pairing with `dumpcmp golden` ground truth."""
+filtering, the graph JSON read back by dumpcmp.graph.graph_json, and the pairing with `dumpcmp golden` ground truth."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.dumps.dump import open_dump  # noqa: E402
 from dumpcmp.errors import ConfigError, DumpcmpError  # noqa: E402
 from dumpcmp.golden import dump_golden  # noqa: E402
-from dumpcmp.graph import load_graph  # noqa: E402
+from dumpcmp.graph.graph_json import load_graph  # noqa: E402
 from dumpcmp.metrics import compare_arrays  # noqa: E402
 from dumpcmp.dumps.naming import parse_name, sanitize  # noqa: E402
-from dumpcmp.pairing import DeviceOp, pair_with_ground_truth  # noqa: E402
+from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth  # noqa: E402
 from dumpcmp.dumps.scan import scan, scan_ground_truth  # noqa: E402
 from dumpcmp.simulate import simulate, simulate_from_sources  # noqa: E402
 

@@ -8,7 +8,7 @@
 
 The left side is a device dump tree (any layout of the spec) or folder; the right side a folder of ground-truth
 ``{op}.{output_index}.{timestamp}.npy`` (or ``.pb``/``.quant``) files, or another device dump of the same model
-(device vs device, paired by file name). Pairing follows `dumpcmp.pairing` (graph JSON with ``fusion_json``, merged
+(device vs device, paired by file name). Pairing follows `dumpcmp.graph.graph_json.pairing` (graph JSON with ``fusion_json``, merged
 with a quantization fusion rule file ``quant_json``); the device tensor is read through its layout (NC1HWC0,
 FRACTAL_Z, FRACTAL_NZ, ...), converted to the ground truth's layout and cropped to its shape inside the C++ engine,
 window by window, so no tensor is ever held whole in memory. One bad operator never stops the run: its row says why.
@@ -33,9 +33,15 @@ from dumpcmp.support.files import atomic_write_text
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
 from dumpcmp.errors import DumpcmpError, DumpError, NotFoundError
-from dumpcmp.graph import Graph, Op, load_graph
+from dumpcmp.graph.graph_json import Graph, Op, load_graph
 from dumpcmp.metrics import METRICS, MetricResult, parse_algorithms
-from dumpcmp.pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth, quant_pair_members
+from dumpcmp.graph.pairing import (
+    DeviceOp,
+    TensorPair,
+    pair_device_to_device,
+    pair_with_ground_truth,
+    quant_pair_members,
+)
 from dumpcmp.support.progress import Progress
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, plain_npy, scan
 

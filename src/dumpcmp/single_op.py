@@ -23,7 +23,7 @@ from dumpcmp.dumps.dump import numpy_dtype
 from dumpcmp.detail import DetailResult, export_detail
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.dumps.naming import sanitize
-from dumpcmp.pairing import TensorPair, quant_pair_members
+from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
 __all__ = ["compare_op", "find_pair"]
 

@@ -91,7 +91,7 @@ class BisectResult:
 
 def candidate_layers(graph: Any, gt: Any) -> list[str]:
     """The compiled ops (in execution order) whose output 0 has ground truth: what the bisect can test."""
-    from dumpcmp.pairing import DeviceOp, Relation, pair_with_ground_truth
+    from dumpcmp.graph.pairing import DeviceOp, Relation, pair_with_ground_truth
     from dumpcmp.extract.region import NOT_RUN_DEVICE_TYPES
 
     ops = [DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
@@ -199,7 +199,7 @@ class _Bisect:
         from dumpcmp.support.files import atomic_write_text
         from dumpcmp.acljson import acl_json_text, new_acl_json
         from dumpcmp.comparison import compare_runs
-        from dumpcmp.graph import load_graph
+        from dumpcmp.graph.graph_json import load_graph
         from dumpcmp.dumps.naming import sanitize
 
         folder = self.out / (name or f"round_{number:02d}")
@@ -356,7 +356,7 @@ class _Bisect:
         previous = cands[lo] if lo >= 0 else None
         originals: list[str] = []
         try:
-            from dumpcmp.graph import load_graph
+            from dumpcmp.graph.graph_json import load_graph
 
             graph = load_graph(self._graph_for(where))
             op = graph.get(layer)
@@ -382,7 +382,7 @@ class _Bisect:
         TransData and quantize ops between them too), and back from `layer` through quantize, dequantize and
         inserted ops to the ops writing its float inputs: what locate replays."""
         from dumpcmp.extract.region import NOT_RUN_DEVICE_TYPES
-        from dumpcmp.graph import load_graph
+        from dumpcmp.graph.graph_json import load_graph
 
         graph = load_graph(self.last_graph)
         end = graph.get(layer)

@@ -61,7 +61,7 @@ class ExtractResult:
 
 def load_network(model_path: str | os.PathLike[str], graph_json: str | os.PathLike[str] | None = None) -> Network:
     """The ONNX model (external data loaded) and its compiled graph, ready for naming layers and cutting regions."""
-    from dumpcmp.graph import load_graph
+    from dumpcmp.graph.graph_json import load_graph
     from dumpcmp.locate.regions import OriginalModel
 
     original = OriginalModel.load(model_path)

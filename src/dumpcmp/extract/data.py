@@ -1,7 +1,7 @@
 """Which device dump holds an original tensor, and its values in the original layout, shape and dtype.
 
 The compiled graph (`-f`) says which original tensor every device output holds (the pairing rules of
-`dumpcmp.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken from
+`dumpcmp.graph.graph_json.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken from
 the output first. Device layouts are decoded by `dumpcmp.locate.feeds.decode` (shared with `locate`).
 """
 
@@ -15,8 +15,8 @@ import numpy as np
 
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.locate.feeds import decode
-from dumpcmp.graph import Graph
-from dumpcmp.pairing import DeviceOp, TensorPair, pair_with_ground_truth
+from dumpcmp.graph.graph_json import Graph
+from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_with_ground_truth
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from dumpcmp.errors import ConfigError, NotFoundError
-from dumpcmp.graph import Graph
+from dumpcmp.graph.graph_json import Graph
 from dumpcmp.dumps.naming import sanitize
 
 NOT_RUN_DEVICE_TYPES = frozenset({"Data", "Const", "Constant", "NetOutput"})
@@ -110,7 +110,7 @@ class Network:
         `dumpcmp compare` pairs them): shapes for models whose free dimensions shape inference leaves open."""
         if self.graph is None:
             return {}
-        from dumpcmp.pairing import DeviceOp, pair_with_ground_truth
+        from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth
 
         keys = {f"{n.name}.{i}": t for n in self.order for i, t in enumerate(n.output) if t}
         keys.update({f"{x}.0": x for x in self.graph_inputs})

@@ -39,7 +39,7 @@ from typing import Any, Iterable, Sequence
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import ConfigError, DumpcmpError
 from dumpcmp.metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
-from dumpcmp.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
+from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
 from dumpcmp.locate.feeds import decode, device_tensor
 from dumpcmp.locate.regions import OriginalModel, Region, RegionError, _region_from, original_tensor, quantize_of
 from dumpcmp.locate.replay import Job, run_jobs
@@ -659,7 +659,7 @@ def locate_runs(
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
     tensors decoded and replayed at once."""
     from dumpcmp.comparison import paired_runs
-    from dumpcmp.graph import load_graph
+    from dumpcmp.graph.graph_json import load_graph
     from dumpcmp.support.progress import Progress
 
     if fusion_json is None:

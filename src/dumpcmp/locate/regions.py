@@ -5,7 +5,7 @@
     >>> region.nodes, region.inputs, region.outputs     # ('conv1', 'bn1', 'relu1'), ('input',), ('relu1_out',)
     >>> sub = to_onnx(model, region)                    # an onnx.ModelProto onnxruntime runs on `region.inputs`
 
-A region is found from the pairing (`dumpcmp.pairing`, through the graph JSON: fused ops, inserted Cast/TransData,
+A region is found from the pairing (`dumpcmp.graph.graph_json.pairing`, through the graph JSON: fused ops, inserted Cast/TransData,
 quantize/dequantize): the original tensors the device op's outputs hold are the region's outputs, the original
 tensors its dumped data inputs hold are where it starts, and the nodes between them, limited to the op's original
 nodes (`_datadump_original_op_names`) and Constant nodes, are the region. Weights (initializers) and Constant nodes
@@ -196,9 +196,9 @@ def cut_region(model: OriginalModel, inputs: Iterable[str], outputs: Sequence[st
 
 
 def region_of(model: OriginalModel, graph: Any, device_op: str) -> Region:
-    """The region of compiled op `device_op` of `graph` (a `dumpcmp.graph.Graph`): outputs and data inputs mapped
+    """The region of compiled op `device_op` of `graph` (a `dumpcmp.graph.graph_json.Graph`): outputs and data inputs mapped
     to original tensors by the pairing rules, limited to the op's original nodes. RegionError when it has none."""
-    from dumpcmp.pairing import DeviceOp, pair_with_ground_truth
+    from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth
 
     op = graph.get(device_op)
     if op is None:
@@ -219,7 +219,7 @@ def region_of(model: OriginalModel, graph: Any, device_op: str) -> Region:
 def quantize_of(graph: Any, op: Any) -> Any:
     """The quantize op (AscendQuant) feeding dequantize op `op` (AscendDequant), or None: the pair is replayed as
     one identity unit, fed the float tensor before quantization."""
-    from dumpcmp.pairing import DEQUANTIZE_TYPES, QUANTIZE_TYPES
+    from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, QUANTIZE_TYPES
 
     if op.type not in DEQUANTIZE_TYPES:
         return None
@@ -228,7 +228,7 @@ def quantize_of(graph: Any, op: Any) -> Any:
 
 
 def original_tensor(model: OriginalModel, pair: Any) -> str | None:
-    """The original tensor name a `dumpcmp.pairing.TensorPair` points at (None: no original counterpart)."""
+    """The original tensor name a `dumpcmp.graph.graph_json.pairing.TensorPair` points at (None: no original counterpart)."""
     key = pair.ground_truth_key
     if pair.ground_truth_op is None or key is None:
         return None

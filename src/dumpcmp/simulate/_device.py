@@ -30,7 +30,12 @@ import numpy as np
 
 from dumpcmp.support.files import atomic_write_text
 from dumpcmp.dumps import layout as L
-from dumpcmp.graph import ATTR_ORIGIN_FORMAT, ATTR_ORIGIN_NAME, ATTR_ORIGIN_OUTPUT_INDEX, ATTR_ORIGINAL_OP_NAMES
+from dumpcmp.graph.graph_json import (
+    ATTR_ORIGIN_FORMAT,
+    ATTR_ORIGIN_NAME,
+    ATTR_ORIGIN_OUTPUT_INDEX,
+    ATTR_ORIGINAL_OP_NAMES,
+)
 from dumpcmp.simulate._lower import Lowered, is_weight_dequantize, node_name
 
 #: ONNX op type -> the op type an Ascend model compiler gives it (others keep their ONNX type)

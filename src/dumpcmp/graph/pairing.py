@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
 
-from dumpcmp.graph import Graph, Op, TensorDesc
+from dumpcmp.graph.graph_json import Graph, Op, TensorDesc
 from dumpcmp.dumps.naming import sanitize
 
 __all__ = [

@@ -180,7 +180,7 @@ def run_case(path: Path, work: Path, k: int) -> None:
         except DumpcmpError:
             pass
     if k % 16 == 0:  # one tensor element by element, to files
-        from dumpcmp.single_op import compare_op
+        from dumpcmp.comparison.single_op import compare_op
         out = work / "detail"
         shutil.rmtree(out, ignore_errors=True)
         try:

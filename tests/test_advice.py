@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dumpcmp.advice import RULES, Thresholds, advise
-from dumpcmp.comparison import compare
+from dumpcmp.comparison.compare import compare
 from dumpcmp.errors import ConfigError
 from dumpcmp.report import collect
 

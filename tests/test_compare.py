@@ -14,7 +14,7 @@ import dumpcmp
 from dumpcmp import TensorData, write_dump
 from dumpcmp.dumps import layout as L
 from dumpcmp.cli import main
-from dumpcmp.comparison import compare, compare_runs
+from dumpcmp.comparison.compare import compare, compare_runs
 
 import graphjson as G
 from test_metrics_float32 import check as check_float32
@@ -141,7 +141,7 @@ def test_first_bad_layer(tmp_path, rng):
 
 
 def test_precise_keeps_float64_terms(model, tmp_path):
-    from dumpcmp.metrics import compare_arrays
+    from dumpcmp.comparison.metrics import compare_arrays
 
     result = compare(model.root / "dump", model.gt, fusion_json=model.graph, precise=True)
     row = rows_by_tensor(result)["conv1bn1relu1:input:1"]
@@ -188,7 +188,7 @@ def test_csv_file_cell_by_cell(model, tmp_path):
                  "--force", "-alg", "0,7", "--extra"]) == 0
     with open(out, newline="") as f:
         header = next(csv.reader(f))
-    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.comparison.EXTRA_COLUMNS,
+    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.comparison.compare.EXTRA_COLUMNS,
                            "CompareFailReason"]
 
 
@@ -350,7 +350,7 @@ def test_device_vs_device_compares_int8_tensors(tmp_path):
 
 
 def test_cli_checks_the_output_before_comparing_and_bad_numbers(model, tmp_path, capsys, monkeypatch):
-    import dumpcmp.comparison as comparison
+    import dumpcmp.comparison.compare as comparison
 
     base = ["compare", "-l", str(model.root / "dump"), "-r", str(model.gt), "--quiet"]
     called = []
@@ -468,7 +468,7 @@ def test_batches_compared_while_the_next_is_opened_give_the_rows_of_one_batch(mo
     # sit between the batches. Every row and every byte of the CSV is what one batch gives.
     import threading
 
-    import dumpcmp.comparison as C
+    import dumpcmp.comparison.compare as C
 
     np.save(model.gt / f"prob.0.{ts(99)}.npy", np.zeros((1, 11), np.float32))
     one = compare(model.root / "dump", model.gt, fusion_json=model.graph)
@@ -489,7 +489,7 @@ def test_batches_compared_while_the_next_is_opened_give_the_rows_of_one_batch(mo
 def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model, monkeypatch):
     import threading
 
-    import dumpcmp.comparison as C
+    import dumpcmp.comparison.compare as C
 
     monkeypatch.setattr(C, "_BATCH_PAIRS", 1)
     real, calls = C.core.compare_many, []
@@ -507,7 +507,7 @@ def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model
 
 
 def test_batches_are_compared_in_place_where_no_thread_can_be_started(model, monkeypatch):
-    import dumpcmp.comparison as C
+    import dumpcmp.comparison.compare as C
 
     one = compare(model.root / "dump", model.gt, fusion_json=model.graph)
     monkeypatch.setattr(C, "_BATCH_PAIRS", 2)
@@ -521,7 +521,7 @@ def test_batches_are_compared_in_place_where_no_thread_can_be_started(model, mon
 
 
 def test_csv_cells_that_could_run_as_formulas(tmp_path):
-    from dumpcmp.comparison import _csv_text, csv_safe
+    from dumpcmp.comparison.compare import _csv_text, csv_safe
 
     assert [csv_safe(c) for c in ("-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1")] == \
         ["-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1"]
@@ -559,7 +559,7 @@ def test_ground_truth_npy_mapped_by_the_core_is_the_arrays(tmp_path, rng, dtype)
     # A plain .npy ground truth is mapped by the core after one read of its header (no np.load): the numbers are
     # those of the same array handed over from NumPy.
     from dumpcmp import _core as core
-    from dumpcmp.comparison import _mapped_npy
+    from dumpcmp.comparison.compare import _mapped_npy
 
     truth = (np.abs(rng.standard_normal((3, 5, 7))) * 50).astype(dtype)
     x = core.source_from_array(np.ascontiguousarray((truth + 1).astype(np.float16)))
@@ -576,7 +576,7 @@ def test_ground_truth_npy_the_core_does_not_map(tmp_path, rng):
     # Fortran order, big-endian, empty and broken files take np.load's path with its messages; a file cut after
     # its header was read is refused by the core, naming it, instead of reading past the mapping.
     from dumpcmp import _core as core
-    from dumpcmp.comparison import _mapped_npy
+    from dumpcmp.comparison.compare import _mapped_npy
     from dumpcmp.errors import DumpError
 
     a = rng.standard_normal((4, 6)).astype(np.float32)

@@ -26,7 +26,7 @@ def test_demo_finds_the_quantization_victim(tmp_path, capsys):
     assert result.seconds < 60
     # the unmatched rows are the original tool's rows for what is never dumped (input, weights, output node) and
     # the weight inputs of the quantized layers: counted apart, none of them a missing layer
-    from dumpcmp.comparison import compare
+    from dumpcmp.comparison.compare import compare
 
     res = compare(result.dumps, result.ground_truth, fusion_json=result.graph_json)
     assert sum(res.never_dumped().values()) == res.counts()["unmatched"] > 0

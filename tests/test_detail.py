@@ -22,7 +22,7 @@ import pytest
 
 from dumpcmp.dumps import naming
 from dumpcmp.support.native import core
-from dumpcmp.detail import (
+from dumpcmp.comparison.detail import (
     NPY_COLUMNS,
     coordinate_header,
     detail_prefix,
@@ -475,7 +475,7 @@ def test_write_failure_leaves_no_files(tmp_path):
 import resource, signal, sys
 import numpy as np
 from dumpcmp.support.native import core
-from dumpcmp.detail import export_detail
+from dumpcmp.comparison.detail import export_detail
 from dumpcmp.errors import DumpcmpError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.RLIM_INFINITY))

@@ -38,9 +38,9 @@ from hostile import DUMP_NAME, GT_NAME, dump_bytes, npy_header  # noqa: E402
 from dumpcmp import DumpcmpError, _core, compare  # noqa: E402
 from dumpcmp.dumps import layout
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.comparison import _dtype_name  # noqa: E402
+from dumpcmp.comparison.compare import _dtype_name  # noqa: E402
 from dumpcmp.dumps.scan import plain_npy  # noqa: E402
-from dumpcmp.single_op import compare_op  # noqa: E402
+from dumpcmp.comparison.single_op import compare_op  # noqa: E402
 
 CASES = max(10, int(os.environ.get("DUMPCMP_FUZZ_CASES", "3000")) // 30)
 FUZZ = settings(max_examples=CASES, deadline=None, derandomize=True, database=None, print_blob=True,

@@ -12,7 +12,7 @@ pytest.importorskip("onnxruntime")
 
 from locate_nets import build_net, net_input  # noqa: E402
 
-from dumpcmp.comparison import paired_runs  # noqa: E402
+from dumpcmp.comparison.compare import paired_runs  # noqa: E402
 from dumpcmp.graph.graph_json import load_graph  # noqa: E402
 from dumpcmp.locate import OriginalModel, RegionError, cut_region, device_feeds, region_of, to_onnx  # noqa: E402
 from dumpcmp.dumps.scan import scan  # noqa: E402

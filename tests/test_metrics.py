@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from dumpcmp.errors import ConfigError
-from dumpcmp.metrics import METRICS, format_metric, parse_algorithms
-from dumpcmp.metrics import compare_arrays as _compare_arrays
+from dumpcmp.comparison.metrics import METRICS, format_metric, parse_algorithms
+from dumpcmp.comparison.metrics import compare_arrays as _compare_arrays
 
 
 def compare_arrays(*args, **kwargs):
@@ -517,7 +517,7 @@ _LEVEL_SCRIPT = r"""
 import json
 import ml_dtypes
 import numpy as np
-from dumpcmp.metrics import compare_arrays
+from dumpcmp.comparison.metrics import compare_arrays
 
 def hexes(v):
     return [hexes(e) for e in v] if isinstance(v, (tuple, list)) else float(v).hex()
@@ -578,7 +578,7 @@ def test_instruction_set_levels_give_the_same_bits():
 _LENGTHS_SCRIPT = r"""
 import json
 import numpy as np
-from dumpcmp.metrics import compare_arrays
+from dumpcmp.comparison.metrics import compare_arrays
 
 def hexes(v):
     return [hexes(e) for e in v] if isinstance(v, (tuple, list)) else float(v).hex()
@@ -718,7 +718,7 @@ _KLD_SCRIPT = r"""
 import json
 import numpy as np
 from dumpcmp.support.native import core
-from dumpcmp.metrics import compare_arrays
+from dumpcmp.comparison.metrics import compare_arrays
 
 rng = np.random.default_rng(46)
 base = rng.standard_normal(200_003).astype(np.float32)

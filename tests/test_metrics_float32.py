@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from dumpcmp.metrics import compare_arrays
+from dumpcmp.comparison.metrics import compare_arrays
 from test_numpy_sums import numpy1_sum
 
 EPS = 2.220446049250313e-16
@@ -243,7 +243,7 @@ _LEVEL_SCRIPT = r"""
 import json, sys
 import ml_dtypes
 import numpy as np
-from dumpcmp.metrics import compare_arrays
+from dumpcmp.comparison.metrics import compare_arrays
 cases = json.loads(sys.argv[1])
 out = []
 rng = np.random.default_rng(12)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dumpcmp.support.native import core
-from dumpcmp.metrics import compare_arrays
+from dumpcmp.comparison.metrics import compare_arrays
 
 F32 = np.float32
 BLOCK = 8192

@@ -155,7 +155,7 @@ def test_included_constants_stay_out_of_first_bad(tmp_path, capsys):
     assert len(marked) > 100
     dump = tmp_path / "int8"
     _run(["simulate", str(model), "--precision", "int8", "-i", *inputs, "-o", str(dump), "--quiet"], capsys)
-    from dumpcmp.comparison import compare_runs
+    from dumpcmp.comparison.compare import compare_runs
 
     for res in compare_runs(dump, gt, fusion_json=dump / "model.json"):
         first = res.first_below(0.99)

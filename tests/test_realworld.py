@@ -136,7 +136,7 @@ def test_if_models(tmp_path):
     assert "then_branch: then_y" in note and "else_branch: else_y" in note and "not exposed" in note
     r = simulate(model, tmp_path / "two", samples=samples)
     assert any("kept as one op" in n for n in r.notes)
-    res = dumpcmp.comparison.compare_runs(tmp_path / "two", tmp_path / "gt2", fusion_json=r.json_path,
+    res = dumpcmp.comparison.compare.compare_runs(tmp_path / "two", tmp_path / "gt2", fusion_json=r.json_path,
                                           data_index=1)[0]
     assert next(row for row in res if row.op_type == "If").cosine > 0.999
 
@@ -187,17 +187,17 @@ def test_samples_pair_with_iterations(tmp_path, capsys):
     assert main(["golden", str(model), *src, "-o", str(tmp_path / "gt")]) == 0
     assert main(["simulate", str(model), *src, "-o", str(tmp_path / "dump")]) == 0
     capsys.readouterr()
-    results = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt",
+    results = dumpcmp.comparison.compare.compare_runs(tmp_path / "dump", tmp_path / "gt",
                                               fusion_json=tmp_path / "dump" / "model.json")
     assert len(results) == 2
     for k, res in enumerate(results):
         assert res.notes == [f"ground truth: sample folder {k}/ (iteration {k})"]
         assert res.first_below(0.999) is None
-    crossed = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt", data_index=0, gt_sample=1,
+    crossed = dumpcmp.comparison.compare.compare_runs(tmp_path / "dump", tmp_path / "gt", data_index=0, gt_sample=1,
                                               fusion_json=tmp_path / "dump" / "model.json")
     assert crossed[0].first_below(0.9) is not None  # sample 1 against iteration 0: genuinely different
     assert "--gt-sample" in crossed[0].summary()
-    swapped = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt", gt_sample={0: 1, 1: 0},
+    swapped = dumpcmp.comparison.compare.compare_runs(tmp_path / "dump", tmp_path / "gt", gt_sample={0: 1, 1: 0},
                                               fusion_json=tmp_path / "dump" / "model.json")
     assert [r.notes for r in swapped] == [["ground truth: sample folder 1/ (--gt-sample)"],
                                           ["ground truth: sample folder 0/ (--gt-sample)"]]
@@ -275,8 +275,8 @@ def test_device_vs_device_right_run_selectable(tmp_path, capsys):
     for k in range(2):
         np.save(tmp_path / "in" / f"{k}.npy", rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
     assert main(["simulate", str(model), "-i", str(tmp_path / "in"), "-o", str(tmp_path / "a"), "--quiet"]) == 0
-    same = dumpcmp.comparison.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=1)
-    other = dumpcmp.comparison.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=0)
+    same = dumpcmp.comparison.compare.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=1)
+    other = dumpcmp.comparison.compare.compare_runs(tmp_path / "a", tmp_path / "a", data_index=1, right_data_index=0)
     assert all(r.cosine == pytest.approx(1.0) for r in same[0] if r.result is not None)
     assert any(r.cosine < 0.9 for r in other[0] if r.result is not None)
     assert main(["compare", "-l", str(tmp_path / "a"), "-r", str(tmp_path / "a"), "--iteration", "1",
@@ -288,7 +288,7 @@ def test_one_ground_truth_for_several_iterations_is_said(tmp_path):
     x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
     dump_golden(model, {"x": x}, tmp_path / "gt")
     simulate(model, tmp_path / "dump", samples=[{"x": x}, {"x": x}])
-    results = dumpcmp.comparison.compare_runs(tmp_path / "dump", tmp_path / "gt")
+    results = dumpcmp.comparison.compare.compare_runs(tmp_path / "dump", tmp_path / "gt")
     assert len(results) == 2
     for res in results:
         assert "one set (no sample folders) for each of the 2 iterations" in res.summary()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dumpcmp.cli import main
-from dumpcmp.comparison import compare
+from dumpcmp.comparison.compare import compare
 from dumpcmp.report import build, classify, render, verdict
 
 from cdp import CHROMIUM, Browser

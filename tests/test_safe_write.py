@@ -363,7 +363,7 @@ def test_convert_killed_by_sigterm_leaves_nothing(tmp_path):
 
 
 def test_failed_detail_export_leaves_no_folder_it_made(tmp_path, monkeypatch):
-    from dumpcmp import detail
+    from dumpcmp.comparison import detail
     from dumpcmp.cli import main
     from dumpcmp.dumps.samples import make_sample_tree
 

@@ -23,7 +23,7 @@ from dumpcmp.dumps.dump import open_dump  # noqa: E402
 from dumpcmp.errors import ConfigError, DumpcmpError  # noqa: E402
 from dumpcmp.golden import dump_golden  # noqa: E402
 from dumpcmp.graph.graph_json import load_graph  # noqa: E402
-from dumpcmp.metrics import compare_arrays  # noqa: E402
+from dumpcmp.comparison.metrics import compare_arrays  # noqa: E402
 from dumpcmp.dumps.naming import parse_name, sanitize  # noqa: E402
 from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth  # noqa: E402
 from dumpcmp.dumps.scan import scan, scan_ground_truth  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 
 from dumpcmp.cli import main
 from dumpcmp.errors import NotFoundError
-from dumpcmp.single_op import compare_op
+from dumpcmp.comparison.single_op import compare_op
 
 from test_compare import Model
 
@@ -101,7 +101,7 @@ def test_not_found_api(model, tmp_path):
 
 
 def test_original_extras_stop_at_the_memory_limit(model, tmp_path, monkeypatch):
-    import dumpcmp.detail as D
+    import dumpcmp.comparison.detail as D
 
     monkeypatch.setattr(D, "ORIGINAL_EXTRAS_LIMIT", 100)  # the fused output has 500 elements
     out = tmp_path / "big"

@@ -7,7 +7,7 @@ of Huawei's compare tool, from a C++ core that maps the files and streams throug
 from __future__ import annotations
 
 from dumpcmp.support.native import core as _core
-from dumpcmp.comparison import ComparisonResult, Row, compare, compare_runs
+from dumpcmp.comparison.compare import ComparisonResult, Row, compare, compare_runs
 from dumpcmp.dumps.dump import Dump, Tensor, TensorData, open_dump, open_dumps, write_dump
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
 from dumpcmp import locate  # callable: dumpcmp.locate(model, dump, ground_truth, fusion_json=...)

@@ -109,10 +109,10 @@ class DemoResult:
 
 def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int8", force: bool = False,
              threshold: float = 0.99, quiet: bool = False) -> DemoResult:
-    from dumpcmp.comparison import compare
+    from dumpcmp.comparison.compare import compare
     from dumpcmp.golden import dump_golden
     from dumpcmp.simulate import simulate
-    from dumpcmp.single_op import compare_op
+    from dumpcmp.comparison.single_op import compare_op
 
     start = time.perf_counter()
     import onnx  # noqa: F401  (the demo needs the onnx extra: say so before anything is written)
@@ -155,7 +155,7 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
                             index=w.pair.index or 0, fusion_json=sim.json_path, top_n=5, force=True)
         say("")
         say(f"5. worst tensor    {w.tensor_index}: {detail.total_count} elements in {detail_dir}")
-        from dumpcmp.detail import format_top_table
+        from dumpcmp.comparison.detail import format_top_table
 
         say(format_top_table(detail, 5))
     from dumpcmp.locate import locate

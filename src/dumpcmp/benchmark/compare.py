@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from dumpcmp.support.native import core
-from dumpcmp.metrics import METRIC_INDEX, compare_arrays, parse_algorithms
+from dumpcmp.comparison.metrics import METRIC_INDEX, compare_arrays, parse_algorithms
 from dumpcmp.support.progress import Progress
 from dumpcmp.benchmark.common import (
     EPS,

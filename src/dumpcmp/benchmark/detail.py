@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from dumpcmp.support.native import core
-from dumpcmp.detail import export_detail, padded_shape
+from dumpcmp.comparison.detail import export_detail, padded_shape
 from dumpcmp.dumps.dump import TensorData, open_dump, write_dump
 from dumpcmp.dumps.layout import convert
 from dumpcmp.benchmark.common import current_rss_bytes, machine_info, peak_rss_bytes, reset_peak_rss

@@ -146,7 +146,7 @@ def run_dumps_benchmark(dump_dir: str | os.PathLike[str], ground_truth: str | os
                         check_rows: int | None = None, quiet: bool = True) -> dict:
     """Index, probe and compare the tree (against `ground_truth`, or itself), each thread count; check up to
     `check_rows` compared rows against NumPy (None = every row). Returns the JSON-ready dict."""
-    from dumpcmp.comparison import compare_runs
+    from dumpcmp.comparison.compare import compare_runs
 
     root = Path(dump_dir)
     if not root.is_dir():

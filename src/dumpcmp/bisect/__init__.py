@@ -198,7 +198,7 @@ class _Bisect:
             name: str | None = None) -> tuple[dict[str, float], dict[str, bool], Path]:
         from dumpcmp.support.files import atomic_write_text
         from dumpcmp.acljson import acl_json_text, new_acl_json
-        from dumpcmp.comparison import compare_runs
+        from dumpcmp.comparison.compare import compare_runs
         from dumpcmp.graph.graph_json import load_graph
         from dumpcmp.dumps.naming import sanitize
 

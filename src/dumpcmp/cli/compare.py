@@ -121,7 +121,7 @@ def _check_output(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison import compare_runs, text_table
+    from dumpcmp.comparison.compare import compare_runs, text_table
     from dumpcmp.errors import DumpcmpError
 
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
@@ -173,9 +173,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
-    from dumpcmp.detail import format_top_table
+    from dumpcmp.comparison.detail import format_top_table
     from dumpcmp.errors import DumpcmpError
-    from dumpcmp.single_op import compare_op
+    from dumpcmp.comparison.single_op import compare_op
 
     if args.output is None:
         raise DumpcmpError("-d (single-operator mode) needs -o OUTPUT_FOLDER for the detail files")

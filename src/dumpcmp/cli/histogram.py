@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                                f"into it (nothing in it is deleted)")
     min_max = read_min_max(args.min_max) if args.min_max else None
     if args.right:
-        from dumpcmp.comparison import compare
+        from dumpcmp.comparison.compare import compare
 
         result = compare(args.target, args.right, fusion_json=args.fusion_json, algorithms="0",
                          threads=args.threads, quiet=True)

@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.advice.options import is_model
-    from dumpcmp.comparison import compare_runs
+    from dumpcmp.comparison.compare import compare_runs
     from dumpcmp.errors import ConfigError
     from dumpcmp.report.finish import check_outputs, finish
 

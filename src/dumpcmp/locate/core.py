@@ -38,7 +38,7 @@ from typing import Any, Iterable, Sequence
 
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import ConfigError, DumpcmpError
-from dumpcmp.metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
+from dumpcmp.comparison.metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
 from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
 from dumpcmp.locate.feeds import decode, device_tensor
 from dumpcmp.locate.regions import OriginalModel, Region, RegionError, _region_from, original_tensor, quantize_of
@@ -250,7 +250,7 @@ class LocateResult:
                 "rows": [r.to_dict(self.algorithms) for r in self.rows]}
 
     def summary(self, top: int = 10) -> str:
-        from dumpcmp.comparison import text_table
+        from dumpcmp.comparison.compare import text_table
 
         counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in VERDICTS}
         quant = sum(1 for r in self.rows if r.verdict == "not replayed" and r.op_type in QUANTIZE_TYPES
@@ -658,7 +658,7 @@ def locate_runs(
     LocateResult per run. `algorithms`: extra metrics for own (indices, names or "all"; cosine, max abs error and RMSE
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
     tensors decoded and replayed at once."""
-    from dumpcmp.comparison import paired_runs
+    from dumpcmp.comparison.compare import paired_runs
     from dumpcmp.graph.graph_json import load_graph
     from dumpcmp.support.progress import Progress
 

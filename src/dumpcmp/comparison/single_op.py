@@ -1,8 +1,8 @@
 """Single-operator comparison (`dumpcmp compare -d OP`): one tensor of one operator, element by element.
 
-Pairing, layout decoding and cropping are the model-level comparison's (`dumpcmp.comparison`); the device tensor is
+Pairing, layout decoding and cropping are the model-level comparison's (`dumpcmp.comparison.compare`); the device tensor is
 decoded to NCHW (NCDHW when it has a depth axis) as the spec says, the ground truth brought to the same layout, and
-`dumpcmp.detail.export_detail` writes the summary, the detail files and the top errors.
+`dumpcmp.comparison.detail.export_detail` writes the summary, the detail files and the top errors.
 
     >>> r = compare_op("dumps/", "gt/", "conv1", "out/", fusion_json="model.json")
     >>> print(format_top_table(r))
@@ -18,9 +18,15 @@ import numpy as np
 
 from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.native import core
-from dumpcmp.comparison import _FIVE_D, _Sides, _graph_group_name as _group_name, _ground_truth_array, paired_runs
+from dumpcmp.comparison.compare import (
+    _FIVE_D,
+    _Sides,
+    _graph_group_name as _group_name,
+    _ground_truth_array,
+    paired_runs,
+)
 from dumpcmp.dumps.dump import numpy_dtype
-from dumpcmp.detail import DetailResult, export_detail
+from dumpcmp.comparison.detail import DetailResult, export_detail
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.dumps.naming import sanitize
 from dumpcmp.graph.pairing import TensorPair, quant_pair_members
@@ -88,7 +94,7 @@ def compare_op(
     force: bool = False,
     **selection: Any,
 ) -> DetailResult:
-    """Compare one tensor of one device op with its ground truth, every element; see `dumpcmp.detail`."""
+    """Compare one tensor of one device op with its ground truth, every element; see `dumpcmp.comparison.detail`."""
     if kind not in ("input", "output"):
         raise DumpcmpError(f"the tensor kind is input or output, not {kind!r}")
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, **selection)

@@ -34,7 +34,7 @@ from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
 from dumpcmp.errors import DumpcmpError, DumpError, NotFoundError
 from dumpcmp.graph.graph_json import Graph, Op, load_graph
-from dumpcmp.metrics import METRICS, MetricResult, parse_algorithms
+from dumpcmp.comparison.metrics import METRICS, MetricResult, parse_algorithms
 from dumpcmp.graph.pairing import (
     DeviceOp,
     TensorPair,

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from dumpcmp.support.native import core
     from dumpcmp.benchmark.common import machine_info, machine_line, parse_size
-    from dumpcmp.histogram import histogram
+    from dumpcmp.output.histogram import histogram
 
     size = parse_size(args.size)
     threads = [int(t) for t in args.threads.split(",")]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dumpcmp.advice import RULES, Thresholds, advise
+from dumpcmp.output.advice import RULES, Thresholds, advise
 from dumpcmp.comparison.compare import compare
 from dumpcmp.errors import ConfigError
-from dumpcmp.report import collect
+from dumpcmp.output.report import collect
 
 from reportmodel import SHAPE, Chain
 

@@ -12,7 +12,7 @@ from dumpcmp.dumps import layout as L
 from dumpcmp.support.native import core
 from dumpcmp.cli import main
 from dumpcmp.errors import ConfigError
-from dumpcmp.histogram import histogram, pair_histograms, read_min_max, top_errors
+from dumpcmp.output.histogram import histogram, pair_histograms, read_min_max, top_errors
 
 from reportmodel import Chain
 
@@ -94,7 +94,7 @@ def test_device_layout_read_without_padding(tmp_path, rng):
     path = write_dump(tmp_path / f"Conv2D.c.1.{1700000000000000}", op_name="c",
                       outputs=[TensorData(L.convert(x, "NCHW", "NC1HWC0"), format="NC1HWC0",
                                           original_shape=(1, 20, 5, 5))])
-    from dumpcmp.histogram.layers import dump_layers
+    from dumpcmp.output.histogram.layers import dump_layers
 
     (layer,) = list(dump_layers(path))
     h = histogram(layer.device, 16)

@@ -14,7 +14,7 @@ import pytest
 
 from dumpcmp.cli import main
 from dumpcmp.comparison.compare import compare
-from dumpcmp.report import build, classify, render, verdict
+from dumpcmp.output.report import build, classify, render, verdict
 
 from cdp import CHROMIUM, Browser
 from reportmodel import Chain
@@ -103,7 +103,7 @@ def test_report_with_locate_and_verdict(chain, tmp_path):
 
 
 def test_which_layers_carry_histograms(chain, monkeypatch):
-    import dumpcmp.report as R
+    import dumpcmp.output.report as R
 
     result = compare(chain.root / "dump", chain.gt, fusion_json=chain.graph)
     assert len(R.chosen_rows(result, "auto")) == 16  # 16 small tensors: all of them

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.diff import diff
+    from dumpcmp.output.diff import diff
 
     result = diff(args.a, args.b, metric=args.metric, tolerance=args.tolerance)
     if args.json:

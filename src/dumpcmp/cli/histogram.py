@@ -33,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dumpcmp.errors import ConfigError, DumpcmpError
-    from dumpcmp.histogram import histogram, lookup_min_max, pair_histograms, read_min_max
-    from dumpcmp.histogram.layers import compared_layers, dump_layers
-    from dumpcmp.histogram.plot import draw, safe_name
+    from dumpcmp.output.histogram import histogram, lookup_min_max, pair_histograms, read_min_max
+    from dumpcmp.output.histogram.layers import compared_layers, dump_layers
+    from dumpcmp.output.histogram.plot import draw, safe_name
     from dumpcmp.support.progress import Progress
 
     if args.bins < 1:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                     src = layer.device if layer.device is not None else layer.ground_truth
                     hx, hy = histogram(src, args.bins, threads=args.threads), None
                     if mm is not None:
-                        from dumpcmp.histogram import common_range
+                        from dumpcmp.output.histogram import common_range
 
                         hx = histogram(src, args.bins, common_range((hx.min, hx.max), mm), args.threads)
             except (DumpcmpError, ValueError) as error:

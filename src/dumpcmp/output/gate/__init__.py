@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from dumpcmp.advice import RULES, Advice, distinct_rows
+from dumpcmp.output.advice import RULES, Advice, distinct_rows
 from dumpcmp.errors import ConfigError
 
 __all__ = ["GateOutcome", "evaluate", "parse_rules"]

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dumpcmp.advice import RULES, Thresholds
+from dumpcmp.output.advice import RULES, Thresholds
 
 _HELP = {
     "rmse": "int16-layer: RootMeanSquareError above which a layer is advised 16 bit (default 0.5)",

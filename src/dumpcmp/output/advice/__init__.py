@@ -1,6 +1,6 @@
 """Advice: rules that turn a comparison's numbers into a suggestion, each citing the numbers it rests on.
 
-In: a `ComparisonResult` (`dumpcmp.compare()`), optionally ground-truth histograms of some rows (`dumpcmp.histogram`,
+In: a `ComparisonResult` (`dumpcmp.compare()`), optionally ground-truth histograms of some rows (`dumpcmp.output.histogram`,
 keyed by the row's position in `result.rows`: with a graph JSON `Index` numbers fusion units, so an op's input and
 output rows share it), a calibrator's min/max table and a locate result (rows of own vs inherited error). Out: a list
 of `Advice` (rule, layer, message with the measured values, the evidence as a dict) for the terminal summary, the
@@ -196,7 +196,7 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
         lo = hi = None
         source = "ground truth"
         if min_max:
-            from dumpcmp.histogram import lookup_min_max
+            from dumpcmp.output.histogram import lookup_min_max
 
             # the producer's names: an input row's GroundTruth column and its TensorIndex name the conv itself
             entry = lookup_min_max(min_max, [r.pair.ground_truth_op or "", r.pair.ground_truth_key or ""])

@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file (no network, no server) showing a comparison.
 
-In: a `ComparisonResult` (`dumpcmp.compare()`), the advice on it (`dumpcmp.advice`), binned histograms and top
-element errors of the worst layers (computed here through `dumpcmp.histogram`, C++ reductions over the mapped
+In: a `ComparisonResult` (`dumpcmp.compare()`), the advice on it (`dumpcmp.output.advice`), binned histograms and top
+element errors of the worst layers (computed here through `dumpcmp.output.histogram`, C++ reductions over the mapped
 data) and optionally a locate result (rows of own / inherited / total cosine per operator). Out: an HTML string,
 written through the safe writer: run information and verdict, a static SVG chart per operator (hover names, click
 opens details), the full sortable/filterable table with the failure reasons, histograms and top errors of the
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dumpcmp.support.files import atomic_write_text
-from dumpcmp.advice import Advice, LocateRow, Thresholds, advise, normalise_locate, row_keys
+from dumpcmp.output.advice import Advice, LocateRow, Thresholds, advise, normalise_locate, row_keys
 from dumpcmp.support.progress import Progress
 
 __all__ = ["ReportData", "collect", "render", "write_report", "verdict", "classify", "largest_drop"]
@@ -138,7 +138,7 @@ def collect(result: Any, *, layers: int | str | None = "auto", bins: int = 64, t
     """Histograms (both sides over one range) and top element errors of the rows `chosen_rows` picks. Returns
     (histograms and tops by row position, notes about rows that could not be read)."""
     from dumpcmp.errors import DumpcmpError
-    from dumpcmp.histogram import pair_histograms, row_sources, top_errors
+    from dumpcmp.output.histogram import pair_histograms, row_sources, top_errors
 
     chosen = chosen_rows(result, layers)
     keys = row_keys(result)
@@ -222,7 +222,7 @@ def _json_script(data: Any) -> str:
 
 def render(data: ReportData) -> str:
     """The report as one HTML document."""
-    from dumpcmp.report.chart import chart_svg
+    from dumpcmp.output.report.chart import chart_svg
 
     result = data.result
     kinds = classify(result)

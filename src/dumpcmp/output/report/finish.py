@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from dumpcmp.advice import Advice
-from dumpcmp.advice.options import is_model, load_locate, thresholds, write_json
-from dumpcmp.gate import evaluate, parse_rules
+from dumpcmp.output.advice import Advice
+from dumpcmp.output.advice.options import is_model, load_locate, thresholds, write_json
+from dumpcmp.output.gate import evaluate, parse_rules
 
 
 def _html_path(path: str, run: str, several: bool) -> Path:
@@ -42,9 +42,9 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
            locate_results: dict[str, Any] | None = None) -> int:
     """`locate_results`: locate's result per run (when the command ran locate); else `args.locate` is read as a
     locate JSON file, if given."""
-    from dumpcmp.advice import advise, normalise_locate
-    from dumpcmp.histogram import read_min_max
-    from dumpcmp.report import build, render, verdict, write_report
+    from dumpcmp.output.advice import advise, normalise_locate
+    from dumpcmp.output.histogram import read_min_max
+    from dumpcmp.output.report import build, render, verdict, write_report
 
     out = out or sys.stdout
     rules = parse_rules(args.fail_on)
@@ -72,7 +72,7 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
         if args.fail_below is not None or rules:
             print(gate.text(), file=out if gate.passed else sys.stderr)
         failed |= not gate.passed
-        from dumpcmp.report import _clean
+        from dumpcmp.output.report import _clean
 
         runs.append(_clean({"run": result.run, "left": result.left, "right": result.right,
                             "counts": result.counts(),

@@ -40,7 +40,7 @@ def _timed(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
 
 def bench_one(name: str, model: Path, x: dict, work: Path, precision: str, repeat: int) -> dict:
     import dumpcmp
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.simulate import simulate
 
     sim = simulate(model, work / "dump", precision=precision, samples=[x], dump_mode="all", model_name="net")
@@ -107,7 +107,7 @@ def main() -> None:
         for name in args.real:
             try:
                 import realnets
-                from dumpcmp.golden import model_inputs, random_input
+                from dumpcmp.onnx.golden import model_inputs, random_input
                 import onnx
 
                 path = realnets.realnet(name)

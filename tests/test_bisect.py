@@ -19,7 +19,7 @@ pytest.importorskip("onnxruntime")
 
 from dumpcmp.bisect import bisect  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.golden import dump_golden  # noqa: E402
+from dumpcmp.onnx.golden import dump_golden  # noqa: E402
 
 SIMULATE = f"{shlex.quote(sys.executable)} -m dumpcmp simulate {{model}} --precision fp16 -i x={{x}} " \
            "--acl-json {acl_json} -o {dump}"

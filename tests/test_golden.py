@@ -18,7 +18,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.errors import ConfigError, DumpcmpError, NotFoundError  # noqa: E402
-from dumpcmp.golden import INDEX_COLUMNS, INDEX_NAME, dump_golden, golden_from_sources  # noqa: E402 read_golden_index, sanitize_name)
+from dumpcmp.onnx.golden import INDEX_COLUMNS, INDEX_NAME, dump_golden, golden_from_sources  # noqa: E402 read_golden_index, sanitize_name)
 
 OPSET = 17
 IR_VERSION = 8  # onnxruntime reads older IR versions than the newest onnx writes by default
@@ -179,7 +179,7 @@ def test_second_run_needs_force_and_wins_by_timestamp(net, tmp_path):
 
 
 def test_a_run_stopped_half_way_leaves_no_partial_set(net, tmp_path, monkeypatch):
-    import dumpcmp.golden as G
+    import dumpcmp.onnx.golden as G
 
     path, x = net
     calls = []

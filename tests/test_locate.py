@@ -26,7 +26,7 @@ from dumpcmp.locate import LocateResult  # noqa: E402
 
 def _setup(d: Path, precision: str, *, attention: bool = True, weight: str | None = None,
            dump_mode: str = "all") -> dict:
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.simulate import simulate
 
     d.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,7 @@ def _ascend_int8_chain(d: Path, *, deq_error: float = 1.0) -> dict:
     from graphjson import desc, document, list_s, op, s, write
 
     from dumpcmp.dumps.dump import TensorData, write_dump
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.dumps.naming import build_device_dump_name
 
     rng = np.random.default_rng(5)
@@ -269,7 +269,7 @@ def test_the_devices_quantize_integer_op_dequantize_chain_is_one_unit(tmp_path: 
 
 
 def test_an_fp16_overflow_is_an_origin_and_said_so(tmp_path: Path) -> None:
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.simulate import simulate
 
     model = build_net(tmp_path / "net.onnx", attention=False)
@@ -294,7 +294,7 @@ def test_original_casts_and_compile_time_constants_are_replayed(tmp_path: Path) 
     import onnx
     from onnx import TensorProto, helper
 
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.simulate import simulate
 
     def const(name: str, value: list[int]) -> onnx.NodeProto:

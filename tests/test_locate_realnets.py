@@ -48,7 +48,7 @@ _NETS = {"ocr_cls": 96, "ocr_rec": 160}
 def test_a_planted_fault_in_a_real_cnn_is_named_exactly(tmp_path: Path, net: str, precision: str, kind: str) -> None:
     import onnx
 
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.dumps.naming import sanitize
     from dumpcmp.simulate import simulate
 

@@ -198,7 +198,7 @@ def test_report_and_compare_run_locate_on_the_model(tmp_path):
     """`--locate MODEL.onnx` runs dumpcmp locate: the report shows where the error starts and own vs inherited per
     operator; `compare --locate MODEL.onnx --html` does the same beside its extra columns."""
     pytest.importorskip("onnxruntime")
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.simulate import simulate
 
     from locate_nets import build_net, net_input, plant_fault

@@ -21,7 +21,7 @@ from dumpcmp.dumps import layout as L  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.dumps.dump import open_dump  # noqa: E402
 from dumpcmp.errors import ConfigError, DumpcmpError  # noqa: E402
-from dumpcmp.golden import dump_golden  # noqa: E402
+from dumpcmp.onnx.golden import dump_golden  # noqa: E402
 from dumpcmp.graph.graph_json import load_graph  # noqa: E402
 from dumpcmp.comparison.metrics import compare_arrays  # noqa: E402
 from dumpcmp.dumps.naming import parse_name, sanitize  # noqa: E402

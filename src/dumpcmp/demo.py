@@ -110,7 +110,7 @@ class DemoResult:
 def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int8", force: bool = False,
              threshold: float = 0.99, quiet: bool = False) -> DemoResult:
     from dumpcmp.comparison.compare import compare
-    from dumpcmp.golden import dump_golden
+    from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.simulate import simulate
     from dumpcmp.comparison.single_op import compare_op
 

@@ -10,7 +10,7 @@ quantize/dequantize): the original tensors the device op's outputs hold are the 
 tensors its dumped data inputs hold are where it starts, and the nodes between them, limited to the op's original
 nodes (`_datadump_original_op_names`) and Constant nodes, are the region. Weights (initializers) and Constant nodes
 travel inside the sub-model, and so do tensors computed from them alone (a Cast of a Constant, a shape computed from
-initializers: what a compiler folds into Const data at compile time, `dumpcmp.golden.constant_tensors`), with the
+initializers: what a compiler folds into Const data at compile time, `dumpcmp.onnx.golden.constant_tensors`), with the
 nodes computing them, whichever device op they belong to; its inputs are only the activations that enter the
 region. A region with no nodes
 (an inserted Cast/TransData, a quantize/dequantize pair) is an identity: its output is its input.
@@ -52,7 +52,7 @@ class OriginalModel:
     output, as `dumpcmp golden` names files), the producer of every tensor, initializers, value types."""
 
     def __init__(self, model: Any, path: str | os.PathLike[str] | None = None) -> None:
-        from dumpcmp.golden import constant_tensors, execution_order, value_types
+        from dumpcmp.onnx.golden import constant_tensors, execution_order, value_types
         from dumpcmp.simulate._lower import name_nodes, node_name
 
         self.path = None if path is None else Path(path)
@@ -77,7 +77,7 @@ class OriginalModel:
     def load(cls, path: str | os.PathLike[str]) -> "OriginalModel":
         """Read an ONNX file (external data too); NotFoundError/ConfigError for a missing or unreadable file."""
         from dumpcmp.errors import NotFoundError
-        from dumpcmp.golden import external_files, load_model
+        from dumpcmp.onnx.golden import external_files, load_model
 
         p = Path(path)
         if not p.is_file():

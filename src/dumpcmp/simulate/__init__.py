@@ -160,7 +160,7 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
 
 # -- lowering ------------------------------------------------------------------------------------------------------
 def _load(path: Path) -> Any:
-    from dumpcmp.golden import external_files, load_model
+    from dumpcmp.onnx.golden import external_files, load_model
 
     model = load_model(path)
     if external_files(model, path.parent, path):
@@ -175,7 +175,7 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
                 where: str = "model") -> Lowered:
     """The runnable lower-precision model (`precision` fp16 or int8; int8 calibrates on `samples`). `model` must
     have its nodes named (`_lower.name_nodes`)."""
-    from dumpcmp.golden import value_types
+    from dumpcmp.onnx.golden import value_types
 
     if precision not in PRECISIONS:
         raise ConfigError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
@@ -231,7 +231,7 @@ def _select(graph: DeviceGraph, layers: list[str] | None, notes: list[str], wher
 
 class _Writer:
     def __init__(self, graph: DeviceGraph, lowered: Lowered, mode: str, where: Path, batch_bytes: int) -> None:
-        from dumpcmp.golden import Runner
+        from dumpcmp.onnx.golden import Runner
 
         self.graph = graph
         self.mode = mode
@@ -317,7 +317,7 @@ class _Writer:
 
 def _check_samples(model: Any, samples: Sequence[Mapping[str, np.ndarray]] | None, seed: int | None,
                    where: str) -> list[dict[str, np.ndarray]]:
-    from dumpcmp.golden import check_input, model_inputs, random_input
+    from dumpcmp.onnx.golden import check_input, model_inputs, random_input
 
     declared = model_inputs(model)
     names = [mi.name for mi in declared]
@@ -380,12 +380,12 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     feeds = _check_samples(model, samples, seed, str(path))
     flow_notes: list[str] = []
     if any(n.op_type == "If" for n in model.graph.node):
-        from dumpcmp.controlflow import inline_static_ifs
+        from dumpcmp.onnx.controlflow import inline_static_ifs
 
         model, flow_notes = inline_static_ifs(model, feeds)  # the same decision golden makes on these samples
         name_nodes(model)
 
-    from dumpcmp.golden import tensor_nbytes, value_types
+    from dumpcmp.onnx.golden import tensor_nbytes, value_types
 
     lowered = lower_model(model, precision, feeds, str(path))
     low_types = value_types(lowered.model, feeds[0])
@@ -428,7 +428,7 @@ def simulate_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.
                           shapes: Mapping[str, Sequence[int]] | None = None, **options: Any) -> SimulateResult:
     """What `dumpcmp simulate` does: the `-i` sources and `--preprocess` scripts are read as `dumpcmp golden`
     reads them (`golden.plan_inputs`), every sample becoming one data_index."""
-    from dumpcmp.golden import _with_free_dims_hint, load_sample, plan_inputs
+    from dumpcmp.onnx.golden import _with_free_dims_hint, load_sample, plan_inputs
 
     if not Path(model_path).is_file():
         raise NotFoundError(f"{model_path}: no such model file")

@@ -189,7 +189,7 @@ class DeviceGraph:
         self._chain_end: dict[str, tuple[str, int]] = {}
         self._const: dict[str, tuple[str, int]] = {}
         self._orig_outputs = {node_name(n): list(n.output) for n in original.graph.node}
-        from dumpcmp.golden import constant_tensors
+        from dumpcmp.onnx.golden import constant_tensors
 
         consts = constant_tensors(original.graph)
         # nodes computed from the weights alone: the compiler folds them into Const data, never run or dumped
@@ -298,7 +298,7 @@ class DeviceGraph:
     # -- building ----------------------------------------------------------------------------------------------
     def _plan_fusion(self) -> dict[str, list[str]]:
         """Conv+BN(+Relu) and Conv+Relu chains of the original graph: member name -> chain of names."""
-        from dumpcmp.golden import execution_order
+        from dumpcmp.onnx.golden import execution_order
 
         g = self.original.graph
         graph_outputs = {o.name for o in g.output}
@@ -372,7 +372,7 @@ class DeviceGraph:
         return absorbed
 
     def _build(self) -> None:
-        from dumpcmp.golden import execution_order
+        from dumpcmp.onnx.golden import execution_order
 
         original = self.original.graph
         low = self.lowered.model.graph

@@ -6,7 +6,7 @@ each float output. That is how an NPU computes (fp16 tensors in memory, fp32 acc
 units, rounded when the result is stored), it needs no float16 kernel in onnxruntime (the CPU provider lacks many),
 and results do not depend on which ops happen to have one. onnxconverter-common's converter was not used: it adds
 a dependency, and it keeps whole ops in float32 where kernels are missing, so their outputs would not be rounded.
-A node with subgraphs (If/Loop/Scan left after `dumpcmp.controlflow` inlined the static Ifs) is one op: its body
+A node with subgraphs (If/Loop/Scan left after `dumpcmp.onnx.controlflow` inlined the static Ifs) is one op: its body
 computes in float32 on the float16 values it reads from the enclosing graph, its outputs rounded like any op's.
 
 Before lowering, as a compiler does: float Constant nodes become weights (`constants_to_initializers`), and a
@@ -170,7 +170,7 @@ def fold_conv_bn(model: Any) -> tuple[Any, list[tuple[str, str]]]:
         y = bn.output[0]
         bn.CopyFrom(helper.make_node("Identity", [bn.input[0]], [y], name=bn.name))
         pairs.append((conv.name, bn.name))
-    from dumpcmp.golden import _subgraph_outer_names
+    from dumpcmp.onnx.golden import _subgraph_outer_names
 
     used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
     for n in g.node:
@@ -319,7 +319,7 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
             lowered.input_fp16[x] = h
             fp16_name[x] = h
 
-    from dumpcmp.golden import _subgraph_outer_names, execution_order
+    from dumpcmp.onnx.golden import _subgraph_outer_names, execution_order
 
     def fp32_view(t: str) -> str:
         h = fp16_name[t]

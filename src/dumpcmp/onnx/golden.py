@@ -855,7 +855,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     require every batch's final outputs to equal it. A folder that already has a golden index is refused unless
     `force`. `sources` (name -> description) only goes into golden_run.json. Outputs computed from the weights
     alone (`constant_tensors`) are not written unless `include_constants`: their index rows say so. An If whose
-    condition is the same on `control_samples` (default: these inputs) is inlined (`dumpcmp.controlflow`): the
+    condition is the same on `control_samples` (default: these inputs) is inlined (`dumpcmp.onnx.controlflow`): the
     nodes of the branch taken are written as layers of their own, as `dumpcmp simulate` dumps them.
     """
     out = Path(out_dir)
@@ -909,7 +909,7 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
 
     flow = ""
     if any(n.op_type == "If" for n in model.graph.node):
-        from dumpcmp.controlflow import inline_static_ifs
+        from dumpcmp.onnx.controlflow import inline_static_ifs
 
         model, flow_notes = inline_static_ifs(model, list(control_samples or [feeds]))
         flow = "; ".join(flow_notes) or "every If inlined (its condition is the same on every sample)"

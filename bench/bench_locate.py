@@ -41,7 +41,7 @@ def _timed(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
 def bench_one(name: str, model: Path, x: dict, work: Path, precision: str, repeat: int) -> dict:
     import dumpcmp
     from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     sim = simulate(model, work / "dump", precision=precision, samples=[x], dump_mode="all", model_name="net")
     k = [0]

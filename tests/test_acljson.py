@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from dumpcmp.acljson import (
+from dumpcmp.device.acljson import (
     ModelDump,
     WatcherDump,
     check_acl_json,

@@ -125,7 +125,7 @@ def test_a_device_run_past_its_timeout_stops_with_124(net, tmp_path):
 def test_locate_replays_the_int8_unit_around_the_layer(tmp_path):
     from dumpcmp.bisect import _Bisect
     from dumpcmp.demo import build_model
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     model = build_model(tmp_path / "demo_net.onnx")
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)

@@ -27,7 +27,7 @@ from dumpcmp.locate import LocateResult  # noqa: E402
 def _setup(d: Path, precision: str, *, attention: bool = True, weight: str | None = None,
            dump_mode: str = "all") -> dict:
     from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     d.mkdir(parents=True, exist_ok=True)
     model = build_net(d / "net.onnx", attention=attention)
@@ -270,7 +270,7 @@ def test_the_devices_quantize_integer_op_dequantize_chain_is_one_unit(tmp_path: 
 
 def test_an_fp16_overflow_is_an_origin_and_said_so(tmp_path: Path) -> None:
     from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     model = build_net(tmp_path / "net.onnx", attention=False)
     # fp32 holds it, fp16 cannot: the fused op's own output (Conv with the BatchNormalization folded in fp32, then
@@ -295,7 +295,7 @@ def test_original_casts_and_compile_time_constants_are_replayed(tmp_path: Path) 
     from onnx import TensorProto, helper
 
     from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     def const(name: str, value: list[int]) -> onnx.NodeProto:
         return helper.make_node("Constant", [], [name], name=name,

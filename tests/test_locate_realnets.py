@@ -50,7 +50,7 @@ def test_a_planted_fault_in_a_real_cnn_is_named_exactly(tmp_path: Path, net: str
 
     from dumpcmp.onnx.golden import dump_golden
     from dumpcmp.dumps.naming import sanitize
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     model = realnets.realnet_or_skip(net)
     x = np.random.default_rng(0).standard_normal((1, 3, 48, _NETS[net])).astype(np.float32)

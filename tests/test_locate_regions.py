@@ -21,7 +21,7 @@ from dumpcmp.dumps.scan import scan  # noqa: E402
 @pytest.fixture(scope="module")
 def net(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     d = tmp_path_factory.mktemp("regions")
     model = build_net(d / "net.onnx")

@@ -18,7 +18,7 @@ import dumpcmp  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.errors import ConfigError  # noqa: E402
 from dumpcmp.onnx.golden import dump_golden, golden_from_sources, read_golden_index  # noqa: E402
-from dumpcmp.simulate import simulate  # noqa: E402
+from dumpcmp.device.simulate import simulate  # noqa: E402
 
 F = TensorProto.FLOAT
 

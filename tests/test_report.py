@@ -199,7 +199,7 @@ def test_report_and_compare_run_locate_on_the_model(tmp_path):
     operator; `compare --locate MODEL.onnx --html` does the same beside its extra columns."""
     pytest.importorskip("onnxruntime")
     from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
 
     from locate_nets import build_net, net_input, plant_fault
 

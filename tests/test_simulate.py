@@ -27,7 +27,7 @@ from dumpcmp.comparison.metrics import compare_arrays  # noqa: E402
 from dumpcmp.dumps.naming import parse_name, sanitize  # noqa: E402
 from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth  # noqa: E402
 from dumpcmp.dumps.scan import scan, scan_ground_truth  # noqa: E402
-from dumpcmp.simulate import simulate, simulate_from_sources  # noqa: E402
+from dumpcmp.device.simulate import simulate, simulate_from_sources  # noqa: E402
 
 F = TensorProto.FLOAT
 GEMM_NAME = "head/fc.2"  # sanitised to head_fc_2 in file names

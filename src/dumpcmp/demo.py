@@ -111,7 +111,7 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
              threshold: float = 0.99, quiet: bool = False) -> DemoResult:
     from dumpcmp.comparison.compare import compare
     from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.simulate import simulate
+    from dumpcmp.device.simulate import simulate
     from dumpcmp.comparison.single_op import compare_op
 
     start = time.perf_counter()

@@ -197,7 +197,7 @@ class _Bisect:
     def run(self, number: int, layers: Sequence[str], mode: str = "output",
             name: str | None = None) -> tuple[dict[str, float], dict[str, bool], Path]:
         from dumpcmp.support.files import atomic_write_text
-        from dumpcmp.acljson import acl_json_text, new_acl_json
+        from dumpcmp.device.acljson import acl_json_text, new_acl_json
         from dumpcmp.comparison.compare import compare_runs
         from dumpcmp.graph.graph_json import load_graph
         from dumpcmp.dumps.naming import sanitize

@@ -120,7 +120,7 @@ def _print_problems(problems: Sequence[Any], where: str) -> None:
 
 
 def run_new(args: argparse.Namespace) -> int:
-    from dumpcmp.acljson import acl_json_text, check_acl_json, new_acl_json, write_acl_json
+    from dumpcmp.device.acljson import acl_json_text, check_acl_json, new_acl_json, write_acl_json
 
     config = new_acl_json([(name, layers) for name, layers in args.models], dump_path=args.dump_path,
                           dump_mode=args.dump_mode, dump_op_switch=args.dump_op_switch, dump_data=args.dump_data,
@@ -153,7 +153,7 @@ def _print_to_stderr(problems: Sequence[Any]) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from dumpcmp.acljson import ERROR, WARNING, check_acl_json
+    from dumpcmp.device.acljson import ERROR, WARNING, check_acl_json
 
     problems = check_acl_json(args.file, cwd=args.cwd, remote=args.remote)
     errors = sum(p.severity == ERROR for p in problems)
@@ -170,7 +170,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_sigmastar(args: argparse.Namespace) -> int:
-    from dumpcmp.acljson import new_sigmastar_config, write_sigmastar_config
+    from dumpcmp.device.acljson import new_sigmastar_config, write_sigmastar_config
 
     both = set(args.enable) & set(args.disable)
     if both:

@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.errors import ConfigError
     from dumpcmp.onnx.golden import parse_shapes
-    from dumpcmp.simulate import simulate_from_sources
+    from dumpcmp.device.simulate import simulate_from_sources
 
     if args.batch_mb <= 0:
         raise ConfigError(f"--batch-mb {args.batch_mb}: must be positive")

@@ -235,7 +235,7 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     is written; the folder appears whole or not at all."""
     import onnx
 
-    from dumpcmp.acljson import check_acl_json, has_errors
+    from dumpcmp.device.acljson import check_acl_json, has_errors
     from dumpcmp.dumps.scan import scan_ground_truth
     from dumpcmp.extract.data import ground_truth as gt_array
     from dumpcmp.extract.data import select_run
@@ -297,7 +297,7 @@ def _write(tmp: Path, final: Path, net: Network, region: Region, sub: Any, array
            layers: list[str], bin_type: np.dtype, precision: str, group: Any, notes: list[str],
            onnx: Any) -> ExtractResult:
     from dumpcmp.support.files import atomic_write, atomic_write_text
-    from dumpcmp.acljson import acl_json_text, new_acl_json
+    from dumpcmp.device.acljson import acl_json_text, new_acl_json
 
     model_path = atomic_write(tmp / f"{MODEL_NAME}.onnx", lambda f: f.write(sub.SerializeToString()))
     (tmp / "inputs").mkdir()

@@ -53,7 +53,7 @@ class OriginalModel:
 
     def __init__(self, model: Any, path: str | os.PathLike[str] | None = None) -> None:
         from dumpcmp.onnx.golden import constant_tensors, execution_order, value_types
-        from dumpcmp.simulate._lower import name_nodes, node_name
+        from dumpcmp.device.simulate._lower import name_nodes, node_name
 
         self.path = None if path is None else Path(path)
         name_nodes(model)

@@ -36,7 +36,7 @@ from dumpcmp.graph.graph_json import (
     ATTR_ORIGIN_OUTPUT_INDEX,
     ATTR_ORIGINAL_OP_NAMES,
 )
-from dumpcmp.simulate._lower import Lowered, is_weight_dequantize, node_name
+from dumpcmp.device.simulate._lower import Lowered, is_weight_dequantize, node_name
 
 #: ONNX op type -> the op type an Ascend model compiler gives it (others keep their ONNX type)
 DEVICE_TYPES = {

@@ -1,7 +1,7 @@
 """Simulated device dumps: run a lower-precision (fp16 or int8) version of an ONNX model on the CPU and write what
 an Ascend NPU would, for users without the hardware and for dumpcmp's own demo and end-to-end tests.
 
-    >>> from dumpcmp.simulate import simulate
+    >>> from dumpcmp.device.simulate import simulate
     >>> r = simulate("net.onnx", "out", precision="fp16", samples=[{"x": x}])
     >>> r.sample_dirs[0]      # out/20261121093000/0/net/1/0: Conv2D.conv1bn1relu1.3.1763713800000003, ...
     >>> r.json_path           # out/model.json: the compiler-style graph JSON to compare with (-f)
@@ -21,7 +21,7 @@ FLOAT16 for activations and float weights, INT8 for the outputs of AscendQuant o
 ops and int8 weights, INT32 for quantized biases, FLOAT for the fp32 side of the input and output Casts, and the
 model's own types for integer tensors. The fusion, inserted ops and layouts are described in `_device`.
 
-The acl.json (`acl_json`) is checked with `dumpcmp.acljson.check_acl_json` first; its problems are reported as a
+The acl.json (`acl_json`) is checked with `dumpcmp.device.acljson.check_acl_json` first; its problems are reported as a
 ConfigError. It decides the dump_mode (input, output, all), which model entry applies (its `model_name` must be
 the model's: the file stem, the ONNX graph name, or `model_name`) and which ops (`layer`: names of the compiled
 ops, as in the graph JSON). `out_dir` overrides its dump_path (and then a dump_path that does not exist here is
@@ -44,12 +44,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dumpcmp.acljson import DUMP_MODES, ERROR, check_acl_json
+from dumpcmp.device.acljson import DUMP_MODES, ERROR, check_acl_json
 from dumpcmp.dumps.dump import TensorData, write_dump
 from dumpcmp.errors import ConfigError, DumpcmpError, NotFoundError
 from dumpcmp.dumps.naming import build_device_dump_name, safe_file_name, sanitize
-from dumpcmp.simulate._device import DeviceGraph, Output, SimOp, Value, encode
-from dumpcmp.simulate._lower import (
+from dumpcmp.device.simulate._device import DeviceGraph, Output, SimOp, Value, encode
+from dumpcmp.device.simulate._lower import (
     Lowered,
     constants_to_initializers,
     fold_conv_bn,

@@ -8,7 +8,7 @@ Networks: one generated with onnx.helper (tests/locate_nets.py: Conv+BN+ReLU ste
 Conv+BN, SiLU, Conv+BN+ReLU, Add, an attention-like MatMul/Softmax head, a Gemm; 64 blocks make 344 device
 operators), and, with --real NAME, a real network from tests/realnets.py when that helper and its cache are there.
 Both sides are timed as the user runs them: `dump_golden` (with its check run, as `dumpcmp golden` does) and
-`dumpcmp.locate` (scan, pairing, decoding, replay, metrics); the device dump is simulated once beforehand. The two
+`dumpcmp.debug.locate` (scan, pairing, decoding, replay, metrics); the device dump is simulated once beforehand. The two
 are run alternately `--repeat` times and the medians taken, of wall time and of this process's CPU time (all its
 threads; less disturbed by other processes on a shared machine). Memory: the peak of NumPy buffers alive during one locate
 (tracemalloc), with the default batch and with 4 MiB batches, next to the size of all the ground truth.

@@ -17,7 +17,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from dumpcmp.bisect import bisect  # noqa: E402
+from dumpcmp.debug.bisect import bisect  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.onnx.golden import dump_golden  # noqa: E402
 
@@ -113,7 +113,7 @@ def test_several_layers_a_round_and_bad_options(net, tmp_path):
 
 
 def test_a_device_run_past_its_timeout_stops_with_124(net, tmp_path):
-    from dumpcmp.bisect import RunFailed
+    from dumpcmp.debug.bisect import RunFailed
 
     with pytest.raises(RunFailed) as failed:
         bisect(net["model"], "echo started; sleep 5 # {acl_json}", net["gt"], tmp_path / "t", timeout=0.5,
@@ -123,7 +123,7 @@ def test_a_device_run_past_its_timeout_stops_with_124(net, tmp_path):
 
 
 def test_locate_replays_the_int8_unit_around_the_layer(tmp_path):
-    from dumpcmp.bisect import _Bisect
+    from dumpcmp.debug.bisect import _Bisect
     from dumpcmp.demo import build_model
     from dumpcmp.device.simulate import simulate
 

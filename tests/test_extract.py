@@ -156,7 +156,7 @@ def test_ground_truth_inputs_give_the_expected_outputs(demo, tmp_path):
     x = np.load(folder / "inputs" / "pool1_out.npy")
     np.testing.assert_array_equal(x, np.load(next(demo["gt"].glob("pool1.0.*.npy"))))
     assert (folder / "inputs" / "pool1_out.bin").read_bytes() == x.astype(np.float32).tobytes()
-    from dumpcmp.extract import bin_dtype_of  # integers (shape tensors, indices) keep their own dtype
+    from dumpcmp.debug.extract import bin_dtype_of  # integers (shape tensors, indices) keep their own dtype
 
     assert bin_dtype_of(np.zeros(2, np.int64), np.dtype(np.float16)) == np.int64
     got = ort.InferenceSession(str(folder / "model.onnx")).run(None, {"pool1_out": x})[0]
@@ -252,7 +252,7 @@ def test_real_network(tmp_path):
 
 
 def test_interrupted_export_leaves_nothing_and_keeps_the_folder(demo, tmp_path, monkeypatch):
-    import dumpcmp.extract as ex
+    import dumpcmp.debug.extract as ex
 
     out = tmp_path / "out"
     out.mkdir()

@@ -21,7 +21,7 @@ from locate_nets import build_net, net_input, plant_fault  # noqa: E402
 
 import dumpcmp  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.locate import LocateResult  # noqa: E402
+from dumpcmp.debug.locate import LocateResult  # noqa: E402
 
 
 def _setup(d: Path, precision: str, *, attention: bool = True, weight: str | None = None,

@@ -14,7 +14,7 @@ from locate_nets import build_net, net_input  # noqa: E402
 
 from dumpcmp.comparison.compare import paired_runs  # noqa: E402
 from dumpcmp.graph.graph_json import load_graph  # noqa: E402
-from dumpcmp.locate import OriginalModel, RegionError, cut_region, device_feeds, region_of, to_onnx  # noqa: E402
+from dumpcmp.debug.locate import OriginalModel, RegionError, cut_region, device_feeds, region_of, to_onnx  # noqa: E402
 from dumpcmp.dumps.scan import scan  # noqa: E402
 
 
@@ -102,8 +102,8 @@ def test_device_feeds_are_the_device_inputs_in_the_original_layout_shape_and_dty
 def test_a_region_onnxruntime_cannot_run_fails_alone_and_control_flow_is_refused(tmp_path: Path) -> None:
     from onnx import TensorProto, helper
 
-    from dumpcmp.locate.regions import Region
-    from dumpcmp.locate.replay import Job, run_jobs
+    from dumpcmp.debug.locate.regions import Region
+    from dumpcmp.debug.locate.replay import Job, run_jobs
 
     then = helper.make_graph([helper.make_node("Identity", ["a"], ["t"])], "then", [],
                              [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])

@@ -158,7 +158,7 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
         from dumpcmp.comparison.detail import format_top_table
 
         say(format_top_table(detail, 5))
-    from dumpcmp.locate import locate
+    from dumpcmp.debug.locate import locate
 
     located = locate(model, out_dir / "dump", gt, fusion_json=sim.json_path)
     locate_csv = located.write(out_dir / "locate.csv", force=True)

@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.bisect import RunFailed, bisect
+    from dumpcmp.debug.bisect import RunFailed, bisect
 
     try:
         r = bisect(args.model, args.command, args.right, args.output, graph_json=args.fusion_json,

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:
-        from dumpcmp.locate.core import compare_columns, locate_runs
+        from dumpcmp.debug.locate.core import compare_columns, locate_runs
 
         if args.fusion_json is None:
             raise DumpcmpError("--locate needs the graph JSON (-f)")

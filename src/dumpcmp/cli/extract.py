@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.errors import ConfigError
 
     if args.list:
-        from dumpcmp.extract import list_layers
+        from dumpcmp.debug.extract import list_layers
 
         layers = list_layers(args.model, args.fusion_json, args.grep)
         rows = [("#", "layer", "type", "output shape", "device op")]
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"extract needs {', '.join(missing)} (or --list)")
     if args.fusion_json is None:
         raise ConfigError("extract needs the graph JSON (-f) to know which device op holds which layer's data")
-    from dumpcmp.extract import extract
+    from dumpcmp.debug.extract import extract
 
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name,
                      model_id=args.model_id, data_index=args.data_index)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  model.onnx    inputs {', '.join(region.inputs)}; outputs {', '.join(region.outputs)}")
     import numpy as np
 
-    from dumpcmp.extract import BIN_DTYPES, bin_dtype_of
+    from dumpcmp.debug.extract import BIN_DTYPES, bin_dtype_of
 
     for x, path in r.inputs.items():
         raw = bin_dtype_of(np.load(path, mmap_mode="r"), np.dtype(BIN_DTYPES[args.bin_dtype]))

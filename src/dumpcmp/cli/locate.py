@@ -49,7 +49,7 @@ def _safe(run: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.support.files import atomic_write_text
     from dumpcmp.errors import DumpcmpError
-    from dumpcmp.locate.core import locate_runs, to_json
+    from dumpcmp.debug.locate.core import locate_runs, to_json
 
     out = Path(args.output)
     if out.exists() and not out.is_dir():

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                            model_id=args.model_id, data_index=args.data_index)
     locate_results = None
     if is_model(args.locate):
-        from dumpcmp.locate.core import locate_runs
+        from dumpcmp.debug.locate.core import locate_runs
 
         if args.fusion_json is None:
             raise ConfigError("--locate MODEL.onnx needs the graph JSON (-f)")

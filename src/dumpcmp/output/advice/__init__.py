@@ -95,7 +95,7 @@ def _cosine(v: Any) -> float:
 
 
 def normalise_locate(rows: Iterable[Any] | None) -> list[LocateRow]:
-    """Locate rows from `dumpcmp.locate` (LocateRow objects with own/inherited/total measures, or their JSON), or
+    """Locate rows from `dumpcmp.debug.locate` (LocateRow objects with own/inherited/total measures, or their JSON), or
     from dicts with op/own_cosine/inherited_cosine/total_cosine/verdict."""
     out = []
     for r in rows or ():

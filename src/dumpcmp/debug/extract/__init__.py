@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dumpcmp.errors import ConfigError
-from dumpcmp.extract.region import Layer, Network, Region
+from dumpcmp.debug.extract.region import Layer, Network, Region
 
 __all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "Network", "Region", "bin_dtype_of", "extract", "list_layers",
            "load_network"]
@@ -62,7 +62,7 @@ class ExtractResult:
 def load_network(model_path: str | os.PathLike[str], graph_json: str | os.PathLike[str] | None = None) -> Network:
     """The ONNX model (external data loaded) and its compiled graph, ready for naming layers and cutting regions."""
     from dumpcmp.graph.graph_json import load_graph
-    from dumpcmp.locate.regions import OriginalModel
+    from dumpcmp.debug.locate.regions import OriginalModel
 
     original = OriginalModel.load(model_path)
     graph = load_graph(graph_json) if graph_json is not None else None
@@ -107,7 +107,7 @@ def _source_key(net: Network, tensor: str) -> tuple[str, int]:
 
 def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) -> tuple[dict[str, np.ndarray],
                                                                                           dict[str, str]]:
-    from dumpcmp.extract.data import decode, find_tensors, ground_truth
+    from dumpcmp.debug.extract.data import decode, find_tensors, ground_truth
 
     wanted = {x: _source_key(net, x) for x in region.inputs}
     arrays: dict[str, np.ndarray] = {}
@@ -237,8 +237,8 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
 
     from dumpcmp.device.acljson import check_acl_json, has_errors
     from dumpcmp.dumps.scan import scan_ground_truth
-    from dumpcmp.extract.data import ground_truth as gt_array
-    from dumpcmp.extract.data import select_run
+    from dumpcmp.debug.extract.data import ground_truth as gt_array
+    from dumpcmp.debug.extract.data import select_run
 
     if data not in ("device", "ground-truth"):
         raise ConfigError(f"--data {data!r}: choose device or ground-truth")

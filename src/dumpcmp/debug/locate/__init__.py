@@ -13,16 +13,16 @@ tensors into the original layout, shape and dtype; `replay` runs the regions, a 
 import sys as _sys
 import types as _types
 
-from dumpcmp.locate.regions import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
-from dumpcmp.locate.feeds import decode, device_feeds, device_tensor
-from dumpcmp.locate.core import LocateResult, LocateRow, locate, locate_runs
+from dumpcmp.debug.locate.regions import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
+from dumpcmp.debug.locate.feeds import decode, device_feeds, device_tensor
+from dumpcmp.debug.locate.core import LocateResult, LocateRow, locate, locate_runs
 
 __all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "region_of", "to_onnx", "decode",
            "device_feeds", "device_tensor", "LocateResult", "LocateRow", "locate", "locate_runs"]
 
 
 class _CallableModule(_types.ModuleType):
-    """`dumpcmp.locate(model, dump, ground_truth, fusion_json=...)` calls `locate`, while `dumpcmp.locate.regions`
+    """`dumpcmp.locate(model, dump, ground_truth, fusion_json=...)` calls `locate`, while `dumpcmp.debug.locate.regions`
     and the other modules stay importable under that name."""
 
     def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]

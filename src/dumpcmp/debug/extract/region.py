@@ -4,7 +4,7 @@
 model's graph JSON, so that a start or an end can be an original node name, a tensor name or a device op name.
 `Network.region(starts, ends)` is every node that is both downstream of a start and upstream of an end; its inputs
 are the activations entering it (weights, initializers and Constant-only subgraphs travel inside), its outputs the
-end layers' outputs. `sub_model` cuts that region out as a runnable model with `dumpcmp.locate.regions` (shared
+end layers' outputs. `sub_model` cuts that region out as a runnable model with `dumpcmp.debug.locate.regions` (shared
 with `locate`).
 """
 
@@ -58,7 +58,7 @@ class Layer:
 
 
 class Network:
-    """An ONNX model (`dumpcmp.locate.regions.OriginalModel`) and optionally its compiled graph, for naming layers
+    """An ONNX model (`dumpcmp.debug.locate.regions.OriginalModel`) and optionally its compiled graph, for naming layers
     and cutting regions."""
 
     def __init__(self, original: Any, graph: Graph | None = None) -> None:
@@ -257,12 +257,12 @@ class Network:
         return touching, within
 
     def sub_model(self, region: Region, arrays: Mapping[str, np.ndarray]) -> Any:
-        """The region as a model of its own (`dumpcmp.locate.regions.cut_region` and `to_onnx`): inputs
+        """The region as a model of its own (`dumpcmp.debug.locate.regions.cut_region` and `to_onnx`): inputs
         `region.inputs` typed by `arrays` (the data it will run on), outputs `region.outputs`, with every weight and
         Constant it reads; shapes inferred and checked by onnx.checker."""
         import onnx
 
-        from dumpcmp.locate.regions import RegionError, cut_region, to_onnx
+        from dumpcmp.debug.locate.regions import RegionError, cut_region, to_onnx
 
         try:
             cut = cut_region(self.original, region.inputs, region.outputs)

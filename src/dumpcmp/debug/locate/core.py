@@ -40,9 +40,16 @@ from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import ConfigError, DumpcmpError
 from dumpcmp.comparison.metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
 from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
-from dumpcmp.locate.feeds import decode, device_tensor
-from dumpcmp.locate.regions import OriginalModel, Region, RegionError, _region_from, original_tensor, quantize_of
-from dumpcmp.locate.replay import Job, run_jobs
+from dumpcmp.debug.locate.feeds import decode, device_tensor
+from dumpcmp.debug.locate.regions import (
+    OriginalModel,
+    Region,
+    RegionError,
+    _region_from,
+    original_tensor,
+    quantize_of,
+)
+from dumpcmp.debug.locate.replay import Job, run_jobs
 
 __all__ = ["LocateRow", "LocateResult", "locate", "locate_runs", "VERDICTS", "DEFAULT_ALGORITHMS"]
 

@@ -2,7 +2,7 @@
 
 The compiled graph (`-f`) says which original tensor every device output holds (the pairing rules of
 `dumpcmp.graph.graph_json.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken from
-the output first. Device layouts are decoded by `dumpcmp.locate.feeds.decode` (shared with `locate`).
+the output first. Device layouts are decoded by `dumpcmp.debug.locate.feeds.decode` (shared with `locate`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dumpcmp.errors import DumpcmpError, NotFoundError
-from dumpcmp.locate.feeds import decode
+from dumpcmp.debug.locate.feeds import decode
 from dumpcmp.graph.graph_json import Graph
 from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_with_ground_truth
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan

@@ -92,7 +92,7 @@ class BisectResult:
 def candidate_layers(graph: Any, gt: Any) -> list[str]:
     """The compiled ops (in execution order) whose output 0 has ground truth: what the bisect can test."""
     from dumpcmp.graph.pairing import DeviceOp, Relation, pair_with_ground_truth
-    from dumpcmp.extract.region import NOT_RUN_DEVICE_TYPES
+    from dumpcmp.debug.extract.region import NOT_RUN_DEVICE_TYPES
 
     ops = [DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
            for op in graph.ops if op.type not in NOT_RUN_DEVICE_TYPES]
@@ -322,7 +322,7 @@ class _Bisect:
 
     def output_layers(self) -> list[str]:
         """Before any graph JSON is known: the layers writing the model's outputs, by their ONNX names."""
-        from dumpcmp.extract import load_network
+        from dumpcmp.debug.extract import load_network
 
         net = load_network(self.model)
         outs = [o.name for o in net.model.graph.output]
@@ -381,7 +381,7 @@ class _Bisect:
         """The compiled ops from the last layer above the threshold to `layer`, both included (inserted Cast,
         TransData and quantize ops between them too), and back from `layer` through quantize, dequantize and
         inserted ops to the ops writing its float inputs: what locate replays."""
-        from dumpcmp.extract.region import NOT_RUN_DEVICE_TYPES
+        from dumpcmp.debug.extract.region import NOT_RUN_DEVICE_TYPES
         from dumpcmp.graph.graph_json import load_graph
 
         graph = load_graph(self.last_graph)
@@ -413,7 +413,7 @@ class _Bisect:
             statement = self.header["locate"]["statement"]
             self.say(f"locate (logged): {statement}")
             return statement
-        from dumpcmp.locate import locate
+        from dumpcmp.debug.locate import locate
 
         ops = self.around(layer, previous)
         _, _, folder = self.run(0, ops, mode="all", name="locate")
@@ -442,7 +442,7 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
         for outputs that hide an error (a saturated softmax);
     per_round: layers dumped per run (1: binary search; k: the range is cut in k + 1 parts);
     with_locate: after the search, one more run dumping the layer's inputs too (dump_mode all), replayed by
-        `dumpcmp.locate` on them: whether the error is born in the layer or arrives with its inputs;
+        `dumpcmp.debug.locate` on them: whether the error is born in the layer or arrives with its inputs;
     echo: called with every line printed. An existing `out` holding a bisect of the same model, ground truth and
         threshold is resumed."""
     model_path = Path(model)

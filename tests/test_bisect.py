@@ -124,7 +124,7 @@ def test_a_device_run_past_its_timeout_stops_with_124(net, tmp_path):
 
 def test_locate_replays_the_int8_unit_around_the_layer(tmp_path):
     from dumpcmp.debug.bisect import _Bisect
-    from dumpcmp.demo import build_model
+    from dumpcmp.cli.demo import build_model
     from dumpcmp.device.simulate import simulate
 
     model = build_model(tmp_path / "demo_net.onnx")

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("onnxruntime")
 
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.demo import run_demo  # noqa: E402
+from dumpcmp.cli.demo import run_demo  # noqa: E402
 
 
 def test_demo_finds_the_quantization_victim(tmp_path, capsys):

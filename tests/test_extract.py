@@ -18,7 +18,7 @@ ort = pytest.importorskip("onnxruntime")
 
 import layout_reference as ref  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.demo import build_model  # noqa: E402
+from dumpcmp.cli.demo import build_model  # noqa: E402
 from dumpcmp.dumps.dump import open_dump  # noqa: E402
 from dumpcmp.onnx.golden import dump_golden  # noqa: E402
 from dumpcmp.device.simulate import simulate  # noqa: E402

@@ -166,7 +166,7 @@ def test_cli_writes_locate_csv_json_and_compare_columns(tmp_path: Path, capsys: 
 
 
 def test_the_demo_explains_its_bad_layer(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from dumpcmp.demo import run_demo
+    from dumpcmp.cli.demo import run_demo
 
     result = run_demo(tmp_path / "demo")
     text = capsys.readouterr().out

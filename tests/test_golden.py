@@ -18,7 +18,8 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.errors import ConfigError, DumpcmpError, NotFoundError  # noqa: E402
-from dumpcmp.onnx.golden import INDEX_COLUMNS, INDEX_NAME, dump_golden, golden_from_sources  # noqa: E402 read_golden_index, sanitize_name)
+from dumpcmp.onnx.golden import (INDEX_COLUMNS, INDEX_NAME, dump_golden, golden_from_sources,  # noqa: E402
+                                 read_golden_index, sanitize_name)
 
 OPSET = 17
 IR_VERSION = 8  # onnxruntime reads older IR versions than the newest onnx writes by default

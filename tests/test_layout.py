@@ -685,7 +685,7 @@ def test_fractal_z_encode_on_every_simd_level(rng):
         "import sys, numpy as np\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "import layout_reference as ref\n"
-        "from dumpcmp import layout as L\n"
+        "from dumpcmp.dumps import layout as L\n"
         "rng = np.random.default_rng(5)\n"
         "for dt, c0 in ((np.float16, 16), (np.float32, 8), (np.float64, 4)):\n"
         "    for shape in [(40, 35, 5, 7), (18, 64, 3, 3)]:\n"

@@ -10,7 +10,7 @@ from dumpcmp.support.native import core as _core
 from dumpcmp.comparison.compare import ComparisonResult, Row, compare, compare_runs
 from dumpcmp.dumps.dump import Dump, Tensor, TensorData, open_dump, open_dumps, write_dump
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
-from dumpcmp.debug import locate  # callable: dumpcmp.locate(model, dump, ground_truth, fusion_json=...)
+from dumpcmp.debug.locate import locate
 
 __version__ = _core.__version__
 

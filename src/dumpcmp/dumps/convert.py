@@ -1,6 +1,6 @@
 """Conversions between dump files and NumPy files: the Python API behind `dumpcmp shape`, `convert` and `view`.
 
-    >>> from dumpcmp import convert as C
+    >>> from dumpcmp.dumps import convert as C
     >>> C.shape_convert("Conv2D.conv1.3.1700000000000000", "NCHW", "out")        # device layout -> NCHW
     [Output(path='out/Conv2D.conv1.3.1700000000000000.output.0.1x3x224x224.npy', ...)]
     >>> C.dump_to_npy("dump_tree", "npy", type="offline").summary()              # every tensor, stored layout

@@ -10,23 +10,9 @@ original nodes a device op stands for and cuts them out as a runnable sub-model;
 tensors into the original layout, shape and dtype; `replay` runs the regions, a bounded batch at a time.
 """
 
-import sys as _sys
-import types as _types
-
 from dumpcmp.debug.locate.regions import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
 from dumpcmp.debug.locate.feeds import decode, device_feeds, device_tensor
 from dumpcmp.debug.locate.core import LocateResult, LocateRow, locate, locate_runs
 
 __all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "region_of", "to_onnx", "decode",
            "device_feeds", "device_tensor", "LocateResult", "LocateRow", "locate", "locate_runs"]
-
-
-class _CallableModule(_types.ModuleType):
-    """`dumpcmp.locate(model, dump, ground_truth, fusion_json=...)` calls `locate`, while `dumpcmp.debug.locate.regions`
-    and the other modules stay importable under that name."""
-
-    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        return locate(*args, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _CallableModule

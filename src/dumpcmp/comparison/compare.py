@@ -776,7 +776,7 @@ def _weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:
 
 def _constant_files(right: str | os.PathLike[str]) -> frozenset[str]:
     """The files `dumpcmp golden --include-constants` marked as weights/constants in its golden_index.csv files."""
-    from dumpcmp.onnx.golden import CONSTANT_MARK, INDEX_NAME, read_golden_index
+    from dumpcmp.dumps.ground_truth import CONSTANT_MARK, INDEX_NAME, read_golden_index
 
     root = Path(right)
     if not root.is_dir():

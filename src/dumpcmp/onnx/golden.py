@@ -58,14 +58,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from dumpcmp.dumps import naming
+from dumpcmp.dumps.ground_truth import CONSTANT_MARK, INDEX_COLUMNS, INDEX_NAME, GoldenRecord, read_golden_index
 from dumpcmp.support.files import atomic_write, atomic_write_text, create_temp_file, discard, file_set
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NotFoundError
 
-INDEX_NAME = "golden_index.csv"
 RUN_NAME = "golden_run.json"
-INDEX_COLUMNS = ("order", "op_name", "file_op_name", "op_type", "output_index", "tensor_name", "file", "shape",
-                 "dtype", "note")
 INPUT_OP_TYPE = "Input"
 DEFAULT_BATCH_BYTES = 512 * 1024 * 1024
 IMAGE_LIST_SUFFIXES = (".txt", ".list", ".lst")
@@ -87,27 +85,6 @@ def _require_onnx() -> tuple[Any, Any]:
 
 # -- records ---------------------------------------------------------------------------------------------------
 @dataclass
-class GoldenRecord:
-    """One row of the index: an output of an op (or a model input), written to `file` or skipped (`file` "")."""
-
-    order: int
-    op_name: str
-    file_op_name: str
-    op_type: str
-    output_index: int
-    tensor_name: str
-    file: str = ""
-    shape: tuple[int, ...] | None = None
-    dtype: str = ""
-    note: str = ""
-
-    def row(self) -> list[str]:
-        return [str(self.order), self.op_name, self.file_op_name, self.op_type, str(self.output_index),
-                self.tensor_name, self.file, "" if self.shape is None else json.dumps(list(self.shape)),
-                self.dtype, self.note]
-
-
-@dataclass
 class GoldenRun:
     """The result of `dump_golden`."""
 
@@ -121,28 +98,6 @@ class GoldenRun:
     @property
     def written(self) -> list[GoldenRecord]:
         return [r for r in self.records if r.file]
-
-
-def read_golden_index(path: str | os.PathLike[str]) -> list[GoldenRecord]:
-    """The records of a `golden_index.csv`."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / INDEX_NAME
-    try:
-        with open(p, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except OSError as error:
-        raise NotFoundError(f"{p}: cannot read the golden index: {error.strerror or error}") from error
-    if not rows or tuple(rows[0]) != INDEX_COLUMNS:
-        raise ConfigError(f"{p}: not a golden index (expected the header {','.join(INDEX_COLUMNS)})")
-    records = []
-    for line, row in enumerate(rows[1:], start=2):
-        if len(row) != len(INDEX_COLUMNS):
-            raise ConfigError(f"{p}: line {line} has {len(row)} fields, expected {len(INDEX_COLUMNS)}")
-        shape = tuple(json.loads(row[7])) if row[7] else None
-        records.append(GoldenRecord(int(row[0]), row[1], row[2], row[3], int(row[4]), row[5], row[6], shape,
-                                    row[8], row[9]))
-    return records
 
 
 # -- the model -------------------------------------------------------------------------------------------------
@@ -266,7 +221,6 @@ def subgraph_note(node: Any) -> str:
             f"{node.op_type}'s own outputs are): " + "; ".join(parts))
 
 
-CONSTANT_MARK = "constant (weights only)"
 CONSTANT_NOTE = f"{CONSTANT_MARK}: not written; --include-constants writes it"
 
 

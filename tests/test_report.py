@@ -103,7 +103,7 @@ def test_report_with_locate_and_verdict(chain, tmp_path):
 
 
 def test_which_layers_carry_histograms(chain, monkeypatch):
-    import dumpcmp.output.report as R
+    import dumpcmp.output.report.page as R
 
     result = compare(chain.root / "dump", chain.gt, fusion_json=chain.graph)
     assert len(R.chosen_rows(result, "auto")) == 16  # 16 small tensors: all of them

@@ -74,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
                    help="with -d: detail as CSV files (default) or .npy columns")
     p.add_argument("--html", metavar="HTML", help="also write the HTML report (see dumpcmp report)")
-    from dumpcmp.output.advice.options import add_options
+    from dumpcmp.cli.advice_options import add_options
 
     add_options(p)
     p.set_defaults(run=run)
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if args.op is not None:
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
-    from dumpcmp.output.report.finish import check_outputs, finish
+    from dumpcmp.cli.finish import check_outputs, finish
 
     check_outputs(args, args.html)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,

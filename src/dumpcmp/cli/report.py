@@ -20,7 +20,7 @@ def _layers(text: str) -> int | str | None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from dumpcmp.output.advice.options import add_options
+    from dumpcmp.cli.advice_options import add_options
 
     p = sub.add_parser("report", help="an HTML report of a comparison (chart, table, histograms, advice)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,10 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.output.advice.options import is_model
+    from dumpcmp.cli.advice_options import is_model
     from dumpcmp.comparison.compare import compare_runs
     from dumpcmp.errors import ConfigError
-    from dumpcmp.output.report.finish import check_outputs, finish
+    from dumpcmp.cli.finish import check_outputs, finish
 
     if args.bins < 1:
         raise ConfigError(f"--bins must be at least 1, not {args.bins}")

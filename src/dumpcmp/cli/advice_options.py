@@ -1,4 +1,5 @@
-"""The command-line options every command that gives advice or gates shares (compare, report)."""
+"""The command-line options every command that gives advice or gates shares (compare, report), and the advice
+thresholds they set."""
 
 from __future__ import annotations
 
@@ -45,31 +46,6 @@ def thresholds(args: argparse.Namespace) -> Thresholds:
     for name in _HELP:
         setattr(t, name, getattr(args, "advice_" + name))
     return t
-
-
-def load_locate(path: str | None) -> list[Any]:
-    """Locate rows from a JSON file: `dumpcmp locate --json` output (a list of runs, each {"rows": [...]}; the first
-    run is read) or a plain list of {op, own_cosine, inherited_cosine, total_cosine, verdict}."""
-    from dumpcmp.errors import ConfigError, DumpError
-
-    if path is None:
-        return []
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise DumpError(f"{p}: cannot read: {error.strerror}") from None
-    except ValueError as error:
-        raise DumpError(f"{p}: not JSON: {error}") from None
-    if isinstance(data, dict) and isinstance(data.get("runs"), list) and data["runs"]:
-        data = data["runs"][0]
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "rows" in data[0]:
-        data = data[0]  # `dumpcmp locate --json`: one result per run; the first run
-    rows = data.get("rows", data.get("ops")) if isinstance(data, dict) else data
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "op" in r for r in rows):
-        raise ConfigError(f"{p}: expected locate's JSON or a list of objects with op, own_cosine, "
-                          f"inherited_cosine, total_cosine")
-    return rows
 
 
 def is_model(path: str | None) -> bool:

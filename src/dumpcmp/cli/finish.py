@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dumpcmp.output.advice import Advice
-from dumpcmp.output.advice.options import is_model, load_locate, thresholds, write_json
+from dumpcmp.cli.advice_options import is_model, thresholds, write_json
+from dumpcmp.output.advice import load_locate
 from dumpcmp.output.gate import evaluate, parse_rules
 
 
@@ -44,7 +45,7 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
     locate JSON file, if given."""
     from dumpcmp.output.advice import advise, normalise_locate
     from dumpcmp.output.histogram import read_min_max
-    from dumpcmp.output.report import build, render, verdict, write_report
+    from dumpcmp.output.report import build, json_ready, render, verdict, write_report
 
     out = out or sys.stdout
     rules = parse_rules(args.fail_on)
@@ -72,9 +73,7 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
         if args.fail_below is not None or rules:
             print(gate.text(), file=out if gate.passed else sys.stderr)
         failed |= not gate.passed
-        from dumpcmp.output.report import _clean
-
-        runs.append(_clean({"run": result.run, "left": result.left, "right": result.right,
+        runs.append(json_ready({"run": result.run, "left": result.left, "right": result.right,
                             "counts": result.counts(),
                             "verdict": verdict(result, args.threshold, normalise_locate(locate)),
                             "advice": [a.to_dict() for a in advice],

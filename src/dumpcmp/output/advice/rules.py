@@ -1,0 +1,335 @@
+"""Advice: rules that turn a comparison's numbers into a suggestion, each citing the numbers it rests on.
+
+In: a `ComparisonResult` (`dumpcmp.compare()`), optionally ground-truth histograms of some rows (`dumpcmp.output.histogram`,
+keyed by the row's position in `result.rows`: with a graph JSON `Index` numbers fusion units, so an op's input and
+output rows share it), a calibrator's min/max table and a locate result (rows of own vs inherited error). Out: a list
+of `Advice` (rule, layer, message with the measured values, the evidence as a dict) for the terminal summary, the
+HTML report and `--json`. Every threshold is a field of `Thresholds` (and a CLI option); the rules are documented in
+`RULES` and in the README.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from dumpcmp.errors import ConfigError, DumpError
+
+__all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate", "distinct_rows",
+           "row_keys"]
+
+FP16_MAX = 65504.0
+
+#: rule name -> what it says and the threshold(s) it uses (the README table is written from this)
+RULES: dict[str, str] = {
+    "fp16-overflow": "the ground truth reaches beyond the fp16 range (|value| > 65504) on a float16 device tensor, "
+                     "or the device tensor holds NaN/inf: keep that layer in fp32 or rescale it",
+    "int8-outliers": "the int8 range is spent on outliers: a share >= outlier_share of the ground truth's values "
+                     "lies in the central 1/outlier_ratio of its range, so the few values in the outer bins set the "
+                     "scale (from the ground truth's histogram)",
+    "wide-conv-input": "a convolution input whose ground-truth max - min exceeds conv_input_range (SigmaStar: > 30; "
+                       "from tensor_min_max.txt when given): quantize that input in 16 bit",
+    "int16-layer": "a layer whose RootMeanSquareError exceeds rmse (SigmaStar's INT16 advice: > 0.5): run the "
+                   "convolution feeding it in 16 bit",
+    "single-layer": "one layer adds most of the error: its own cosine drop is >= single_share of the final drop "
+                    "(own error from locate; without locate, the step in cosine from the previous output)",
+    "drift": "the error accumulates over many layers: no layer adds single_share of the final drop",
+    "constant-output": "the device output is all zero or constant while the ground truth varies (a dead or "
+                       "saturated layer)",
+}
+
+
+@dataclass
+class Thresholds:
+    """Every rule's threshold; the CLI options are `--advice-<name>` with dashes."""
+
+    rmse: float = 0.5
+    conv_input_range: float = 30.0
+    outlier_share: float = 0.95
+    outlier_ratio: float = 8.0
+    single_share: float = 0.5
+    cosine: float = 0.99
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass
+class Advice:
+    rule: str
+    layer: str                  # tensor index (or "model" for model-wide advice)
+    row: int | None             # the result row's Index (as the table prints it), None for model-wide advice
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    key: int | None = None      # the row's position in `result.rows` (unique, unlike Index), None for model-wide
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        where = f"#{self.row} {self.layer}" if self.row is not None else self.layer
+        return f"[{self.rule}] {where}: {self.message}"
+
+
+@dataclass
+class LocateRow:
+    """The locate interface this report reads: one operator's own, inherited and total error (cosine similarity
+    with the ground truth: own = the op fed with ground-truth inputs, inherited = what its inputs bring, total = the
+    dumped output) and locate's verdict."""
+
+    op: str
+    own_cosine: float
+    inherited_cosine: float
+    total_cosine: float
+    verdict: str = ""
+
+
+def _cosine(v: Any) -> float:
+    """A cosine given as a number, a locate Measure (`.cosine`) or locate's JSON metrics ({"CosineSimilarity": ..})."""
+    if v is None:
+        return math.nan
+    if isinstance(v, Mapping):
+        return _float(v.get("CosineSimilarity"))
+    if hasattr(v, "cosine"):
+        return _float(v.cosine)
+    return _float(v)
+
+
+def normalise_locate(rows: Iterable[Any] | None) -> list[LocateRow]:
+    """Locate rows from `dumpcmp.debug.locate` (LocateRow objects with own/inherited/total measures, or their JSON), or
+    from dicts with op/own_cosine/inherited_cosine/total_cosine/verdict."""
+    out = []
+    for r in rows or ():
+        if isinstance(r, LocateRow):
+            out.append(r)
+            continue
+        get = r.get if isinstance(r, Mapping) else (lambda k, d=None, r=r: getattr(r, k, d))
+
+        def cos(name: str) -> float:
+            flat = get(f"{name}_cosine")
+            return _float(flat) if flat is not None else _cosine(get(name))
+
+        out.append(LocateRow(str(get("op", "")), cos("own"), cos("inherited"), cos("total"),
+                             str(get("verdict", "") or "")))
+    return out
+
+
+def load_locate(path: str | None) -> list[Any]:
+    """Locate rows from a JSON file: `dumpcmp locate --json` output (a list of runs, each {"rows": [...]}; the first
+    run is read) or a plain list of {op, own_cosine, inherited_cosine, total_cosine, verdict}."""
+    if path is None:
+        return []
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DumpError(f"{p}: cannot read: {error.strerror}") from None
+    except ValueError as error:
+        raise DumpError(f"{p}: not JSON: {error}") from None
+    if isinstance(data, dict) and isinstance(data.get("runs"), list) and data["runs"]:
+        data = data["runs"][0]
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "rows" in data[0]:
+        data = data[0]  # `dumpcmp locate --json`: one result per run; the first run
+    rows = data.get("rows", data.get("ops")) if isinstance(data, dict) else data
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "op" in r for r in rows):
+        raise ConfigError(f"{p}: expected locate's JSON or a list of objects with op, own_cosine, "
+                          f"inherited_cosine, total_cosine")
+    return rows
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _g(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _is_conv(op_type: str) -> bool:
+    return "conv" in op_type.lower()
+
+
+def row_keys(result: Any) -> dict[int, int]:
+    """id(row) -> its position in `result.rows`: the one key that tells every row apart (`Index` is the fusion
+    unit's number, shared by an op's input and output rows and by the ops fused into one unit)."""
+    return {id(r): k for k, r in enumerate(result.rows)}
+
+
+def distinct_rows(result: Any) -> list[Any]:
+    """The compared rows without the inputs that repeat an output: an op's output dumped again as the next op's
+    input holds the same values against the same ground truth, so it would be advised twice."""
+    def key(r: Any) -> tuple[Any, ...]:
+        return (r.pair.ground_truth_key if r.pair else r.ground_truth,
+                tuple(r.result.format(i) for i in result.algorithms))
+
+    compared = [r for r in result.rows if r.result is not None]
+    outputs = {key(r) for r in compared if r.pair is None or r.pair.kind == "output"}
+    return [r for r in compared if r.pair is None or r.pair.kind == "output" or key(r) not in outputs]
+
+
+def _fp16_overflow(result: Any) -> list[Advice]:
+    out, keys = [], row_keys(result)
+    for r in distinct_rows(result):
+        res = r.result
+        if res is None:
+            continue
+        peak = max(abs(res.min_y), abs(res.max_y)) if res.count else 0.0
+        bad_device = res.nan_x + res.inf_x
+        if bad_device or (r.npu_data_type == "float16" and math.isfinite(peak) and peak > FP16_MAX):
+            ev = {"ground_truth_min": res.min_y, "ground_truth_max": res.max_y, "fp16_max": FP16_MAX,
+                  "device_nan": int(res.nan_x), "device_inf": int(res.inf_x), "device_dtype": r.npu_data_type}
+            parts = []
+            if peak > FP16_MAX:
+                parts.append(f"ground truth reaches {_g(peak)} (fp16 max {FP16_MAX:g})")
+            if bad_device:
+                parts.append(f"device holds {res.nan_x} NaN and {res.inf_x} inf of {res.count}")
+            out.append(Advice("fp16-overflow", r.tensor_index, r.index,
+                              "; ".join(parts) + ": keep this layer in fp32 or rescale its inputs", ev,
+                              keys[id(r)]))
+    return out
+
+
+def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) -> list[Advice]:
+    out = []
+    for key, h in sorted(histograms.items()):
+        r = result.rows[key] if 0 <= key < len(result.rows) else None
+        if r is None or h is None or h.finite == 0 or h.min is None or not h.max > h.min:
+            continue
+        peak = max(abs(h.min), abs(h.max))
+        inner = peak / t.outlier_ratio
+        share_in = 1.0 - h.share_outside(-inner, inner)
+        if share_in >= t.outlier_share and h.share_outside(-inner, inner) > 0:
+            ev = {"share_central": share_in, "central_limit": inner, "abs_max": peak, "values": h.finite,
+                  "outside": round((1 - share_in) * h.finite)}
+            out.append(Advice("int8-outliers", r.tensor_index, r.index,
+                              f"{share_in:.4%} of the ground truth lies within ±{_g(inner)} but the range reaches "
+                              f"±{_g(peak)}: an int8 scale set by the max leaves those values about "
+                              f"{max(1, int(127 / t.outlier_ratio))} levels; clip the range (percentile "
+                              f"calibration) or use 16 bit", ev, key))
+    return out
+
+
+def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[float, float]] | None) -> list[Advice]:
+    out = []
+    for key, r in enumerate(result.rows):
+        if not _is_conv(r.op_type) or r.pair is None or r.pair.kind != "input" or (r.pair.index or 0) != 0:
+            continue
+        lo = hi = None
+        source = "ground truth"
+        if min_max:
+            from dumpcmp.output.histogram import lookup_min_max
+
+            # the producer's names: an input row's GroundTruth column and its TensorIndex name the conv itself
+            entry = lookup_min_max(min_max, [r.pair.ground_truth_op or "", r.pair.ground_truth_key or ""])
+            if entry is not None:
+                (lo, hi), source = entry, "tensor_min_max.txt"
+        if lo is None and r.result is not None and r.result.count:
+            lo, hi = r.result.min_y, r.result.max_y
+        if lo is None or hi is None or not math.isfinite(hi - lo) or hi - lo <= t.conv_input_range:
+            continue
+        out.append(Advice("wide-conv-input", r.tensor_index, r.index,
+                          f"convolution input spans {_g(lo)} .. {_g(hi)} (max - min {_g(hi - lo)} > "
+                          f"{_g(t.conv_input_range)}, {source}): quantize this input in 16 bit",
+                          {"min": lo, "max": hi, "range": hi - lo, "threshold": t.conv_input_range,
+                           "source": source}, key))
+    return out
+
+
+def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
+    out, keys = [], row_keys(result)
+    for r in distinct_rows(result):
+        if 7 not in result.algorithms:
+            continue
+        rmse = r.value(7)
+        if math.isfinite(rmse) and rmse > t.rmse:
+            out.append(Advice("int16-layer", r.tensor_index, r.index,
+                              f"RootMeanSquareError {_g(rmse)} > {_g(t.rmse)}: run the convolution feeding this "
+                              f"layer in 16 bit", {"rmse": rmse, "threshold": t.rmse}, keys[id(r)]))
+    return out
+
+
+def _constant_output(result: Any) -> list[Advice]:
+    out = []
+    for key, r in enumerate(result.rows):
+        res = r.result
+        if res is None or res.count < 2 or r.pair is None or r.pair.kind != "output":
+            continue
+        if res.min_x == res.max_x and res.max_y > res.min_y:
+            what = "all zero" if res.max_x == 0 else f"constant {_g(res.max_x)}"
+            out.append(Advice("constant-output", r.tensor_index, r.index,
+                              f"device output is {what} over {res.count} elements while the ground truth spans "
+                              f"{_g(res.min_y)} .. {_g(res.max_y)}",
+                              {"device_min": res.min_x, "device_max": res.max_x, "ground_truth_min": res.min_y,
+                               "ground_truth_max": res.max_y, "count": int(res.count)}, key))
+    return out
+
+
+def _outputs_in_order(result: Any) -> list[Any]:
+    return [r for r in result.rows if r.result is not None and r.pair is not None and r.pair.kind == "output"
+            and math.isfinite(r.cosine)]
+
+
+def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) -> list[Advice]:
+    outs = _outputs_in_order(result)
+    if not outs:
+        return []
+    final = min(r.cosine for r in outs)
+    total_drop = 1.0 - final
+    if final >= t.cosine or total_drop <= 0:
+        return []
+    if locate:
+        steps = [(1.0 - lr.own_cosine, lr.op, None, None, "own") for lr in locate if math.isfinite(lr.own_cosine)]
+    else:
+        steps, prev, keys = [], 1.0, row_keys(result)
+        for r in outs:
+            steps.append((prev - r.cosine, r.tensor_index, r.index, keys[id(r)], "step"))
+            prev = r.cosine
+    if not steps:
+        return []
+    drop, layer, row, key, how = max(steps, key=lambda s: s[0])
+    share = drop / total_drop
+    ev = {"largest_drop": drop, "worst_cosine": final, "total_drop": total_drop, "share": share,
+          "threshold": t.single_share, "from": "locate own error" if how == "own" else "cosine steps"}
+    if share >= t.single_share:
+        what = "its own error (locate)" if how == "own" else "the cosine step from the previous output"
+        return [Advice("single-layer", layer, row,
+                       f"this layer adds {share:.0%} of the error: {what} is {_g(drop)} of a total drop of "
+                       f"{_g(total_drop)} (worst cosine {_g(final)}): fix or raise the precision of this layer", ev, key)]
+    return [Advice("drift", "model", None,
+                   f"the error accumulates: the largest single contribution ({layer}, {_g(drop)}) is only "
+                   f"{share:.0%} of the total drop {_g(total_drop)} (worst cosine {_g(final)}): raise the precision "
+                   f"along the path rather than of one layer", ev)]
+
+
+def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Mapping[int, Any] | None = None,
+           min_max: Mapping[str, tuple[float, float]] | None = None, locate: Iterable[Any] | None = None,
+           rules: Iterable[str] | None = None) -> list[Advice]:
+    """Every rule's advice on one comparison, in rule order then execution order. `histograms`: ground-truth
+    histograms by row position in `result.rows` (the int8-outliers rule reads them); `rules`: only these."""
+    t = thresholds or Thresholds()
+    wanted = set(rules) if rules is not None else set(RULES)
+    unknown = wanted - set(RULES)
+    if unknown:
+        raise ConfigError(f"unknown advice rule(s) {', '.join(sorted(unknown))} (rules: {', '.join(RULES)})")
+    loc = normalise_locate(locate)
+    out: list[Advice] = []
+    if "fp16-overflow" in wanted:
+        out += _fp16_overflow(result)
+    if "int8-outliers" in wanted:
+        out += _int8_outliers(result, histograms or {}, t)
+    if "wide-conv-input" in wanted:
+        out += _wide_conv_input(result, t, min_max)
+    if "int16-layer" in wanted:
+        out += _int16_layer(result, t)
+    if "single-layer" in wanted or "drift" in wanted:
+        out += [a for a in _single_or_drift(result, t, loc) if a.rule in wanted]
+    if "constant-output" in wanted:
+        out += _constant_output(result)
+    return out

@@ -116,7 +116,7 @@ def test_a_full_disk_leaves_nothing(tmp_path):
 
 def test_file_set_is_all_or_nothing(tmp_path):
     (tmp_path / "b.csv").write_text("theirs")
-    with pytest.raises(ConfigError, match="b.csv: exists"):
+    with pytest.raises(ConfigError, match="b.csv: already exists"):
         with _io.file_set(tmp_path, force=False) as s:
             for n in ("a.csv", "b.csv", "c.csv"):
                 _io.atomic_write_text(s.path(n), n)

@@ -95,20 +95,20 @@ def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) ->
     if output is None:
         return None, csv_flag
     path = Path(output)
-    from dumpcmp.dumps.naming import timestamp_now
+    from dumpcmp.dumps.naming import run_path, timestamp_now
 
     if path.is_dir():
         path = path / f"result_{timestamp_now()}.csv"  # as the original tool names results in a folder
         csv_flag = True
     csv_format = csv_flag or path.suffix.lower() == ".csv"
     if several:
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
-        path = path.with_name(f"{path.stem}_{safe}{path.suffix}")
+        path = run_path(path, run)
     return path, csv_format
 
 
 def _check_output(args: argparse.Namespace) -> None:
     from dumpcmp.errors import DumpcmpError
+    from dumpcmp.support.files import exists_error
 
     if args.output is None or Path(args.output).is_dir():
         return
@@ -117,11 +117,12 @@ def _check_output(args: argparse.Namespace) -> None:
     if not folder.is_dir():
         raise DumpcmpError(f"{path}: the folder {folder} does not exist")
     if path.exists() and not args.force:
-        raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace it")
+        raise exists_error(path, "result file")
 
 
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.comparison.compare import compare_runs, text_table
+    from dumpcmp.support.files import exists_error
     from dumpcmp.errors import DumpcmpError
 
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.force:
         for path, _ in paths:
             if path is not None and path.exists():
-                raise DumpcmpError(f"{path}: exists; choose another name or pass --force to replace it")
+                raise exists_error(path, "result file")
     for result, (path, csv_format) in zip(results, paths):
         if path is not None:
             result.write(path, csv_format=csv_format, extra=args.extra, overflow=args.overflow, force=args.force,

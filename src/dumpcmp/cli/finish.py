@@ -12,14 +12,12 @@ from dumpcmp.output.advice import Advice
 from dumpcmp.cli.advice_options import is_model, thresholds, write_json
 from dumpcmp.output.advice import load_locate
 from dumpcmp.output.gate import evaluate, parse_rules
+from dumpcmp.dumps.naming import run_path
+from dumpcmp.support.files import exists_error
 
 
 def _html_path(path: str, run: str, several: bool) -> Path:
-    p = Path(path)
-    if several:
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
-        p = p.with_name(f"{p.stem}_{safe}{p.suffix}")
-    return p
+    return run_path(path, run) if several else Path(path)
 
 
 def check_outputs(args: argparse.Namespace, html: str | None) -> None:
@@ -35,7 +33,7 @@ def check_outputs(args: argparse.Namespace, html: str | None) -> None:
         if not folder.is_dir():
             raise DumpcmpError(f"{p}: the folder {folder} does not exist")
         if p.exists() and not args.force:
-            raise DumpcmpError(f"{p}: exists; choose another name or pass --force to replace it")
+            raise exists_error(p, "report" if path == html else "JSON file")
 
 
 def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None,

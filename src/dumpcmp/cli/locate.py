@@ -42,12 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _safe(run: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
-
-
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.support.files import atomic_write_text
+    from dumpcmp.dumps.naming import run_path
+    from dumpcmp.support.files import atomic_write_text, exists_error
     from dumpcmp.errors import DumpcmpError
     from dumpcmp.debug.locate.core import locate_runs, to_json
 
@@ -55,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise DumpcmpError(f"{out}: exists and is not a folder")
     if not args.force and (out / "locate.csv").exists():
-        raise DumpcmpError(f"{out / 'locate.csv'}: exists; choose another folder or pass --force to replace it")
+        raise exists_error(out / "locate.csv", "locate result")
     results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
                           quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
                           algorithms=args.algorithms, time=args.time, device_id=args.device_id,
@@ -64,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     several = len(results) > 1
     for result in results:
-        path = out / (f"locate_{_safe(result.run)}.csv" if several else "locate.csv")
+        path = run_path(out / "locate.csv", result.run) if several else out / "locate.csv"
         result.write(path, force=args.force)
         if not args.quiet:
             print(result.summary(args.top))

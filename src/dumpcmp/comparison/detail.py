@@ -46,7 +46,7 @@ import numpy as np
 
 from dumpcmp.support import files as _io
 from dumpcmp.dumps import naming
-from dumpcmp.support.files import atomic_write, atomic_write_text
+from dumpcmp.support.files import atomic_write, atomic_write_text, exists_error
 from dumpcmp.support.native import core
 from dumpcmp.errors import ConfigError, DumpcmpError
 
@@ -235,8 +235,7 @@ def _export_into(x: core.TensorSource, y: core.TensorSource, dims: list[int], fo
     if not force:
         existing = [p for p in paths + extras if os.path.lexists(p)]
         if existing:
-            more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
-            raise ConfigError(f"{existing[0]} already exists{more}; use --force (force=True in Python) to replace the detail files")
+            raise exists_error(existing, "detail files")
 
     n_detail = len(detail_names)
     # The set is written in a private temporary folder and moved into place together: all files or none, never

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dumpcmp.support import jsonfile
-from dumpcmp.support.files import atomic_write_text
+from dumpcmp.support.files import atomic_write_text, exists_error
 from dumpcmp.errors import ConfigError
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -567,7 +567,7 @@ def acl_json_text(config: Mapping[str, Any]) -> str:
 
 def _write_new(path: Path, text: str, force: bool) -> None:
     if path.exists() and not force:
-        raise ConfigError(f"{path}: already exists; choose another name or pass force=True (--force) to replace it")
+        raise exists_error(path, "config")
     if path.is_dir():
         raise ConfigError(f"{path}: is a folder; give a file name")
     atomic_write_text(path, text, force=force)

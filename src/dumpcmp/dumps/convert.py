@@ -196,12 +196,7 @@ def _check_free(paths: Iterable[str], force: bool) -> None:
         return
     taken = [p for p in paths if os.path.lexists(p)]
     if taken:
-        shown = ", ".join(taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3 else "")
-        if len(taken) == 1:
-            raise ConfigError(f"{taken[0]}: exists; nothing was written (choose a new folder or use --force, "
-                              "force=True in Python)")
-        raise ConfigError(f"{len(taken)} output files already exist: {shown}; nothing was written (choose a new "
-                          "folder or use --force, force=True in Python)")
+        raise _io.exists_error(taken, "converted files")
 
 
 def _check_out(out_dir: PathLike) -> str:

@@ -56,6 +56,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Hashable, Iterable, TypeVar, Union
 
 from dumpcmp.errors import NamingError
@@ -64,7 +65,7 @@ __all__ = [
     "CONVERTED", "DEVICE", "MAPPING_FILE", "MAX_FILE_NAME", "NPY", "PB", "QUANT", "SCHEMES", "TASK_TYPES",
     "TIMESTAMP_DIGITS", "ConvertedName", "DeviceDumpName", "FftsSuffix", "FrameworkDumpName", "ParsedName",
     "build_converted_name", "build_device_dump_name", "build_framework_dump_name", "classify",
-    "ground_truth_key", "hashed_name", "is_hashed_name", "is_sanitized", "is_timestamp", "newest_by_key",
+    "ground_truth_key", "hashed_name", "run_path", "is_hashed_name", "is_sanitized", "is_timestamp", "newest_by_key",
     "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name", "parse_name",
     "read_mapping", "resolve_hashed", "safe_file_name", "sanitize", "timestamp_now",
 ]
@@ -117,6 +118,14 @@ def is_timestamp(text: str) -> bool:
 def timestamp_now() -> int:
     """Now, in microseconds since the epoch: the device's timestamp unit."""
     return time.time_ns() // 1000
+
+
+def run_path(path: str | os.PathLike[str], run: str) -> Path:
+    """The file of one run when a command writes one file a run: `{stem}_{run}{suffix}` beside `path`, the run's
+    name (`time / device / model / ...`) with every character but letters, digits, `-` and `_` made `_`."""
+    path = Path(path)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
+    return path.with_name(f"{path.stem}_{safe}{path.suffix}")
 
 
 def _digits(text: str) -> bool:

@@ -31,7 +31,7 @@ import socket
 import stat
 import threading
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO, Callable, Iterator, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
 
@@ -211,9 +211,13 @@ def _rename_noreplace(src: str, dst: str) -> None:
     os.rename(src, dst)  # pragma: no cover
 
 
-def _taken(path: Path | str, what: str) -> DumpcmpError:
-    return ConfigError(f"{path}: exists; choose another name or use --force (force=True in Python) to replace "
-                       f"the {what}")
+def exists_error(taken: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], what: str = "file") -> ConfigError:
+    """The one message for outputs already on disk when --force was not given: the first, how many more, the way
+    out. Every writer and command that refuses to replace a user's file says it this way."""
+    paths = [taken] if isinstance(taken, (str, os.PathLike)) else list(taken)
+    more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+    return ConfigError(f"{os.fspath(paths[0])}: already exists{more}; nothing was written (choose another name or "
+                       f"use --force, force=True in Python, to replace the {what})")
 
 
 def publish(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, force: bool, what: str = "file") -> Path:
@@ -229,7 +233,7 @@ def publish(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, force:
             try:
                 _rename_noreplace(tmp, os.fspath(path))
             except FileExistsError:
-                raise _taken(path, what) from None
+                raise exists_error(path, what) from None
     finally:
         discard(tmp)
     return path
@@ -247,7 +251,7 @@ def open_atomic(path: str | os.PathLike[str], *, force: bool = True, what: str =
     folder = _folder_of(path)
     _check_folder(folder, path)
     if not force and os.path.lexists(path):
-        raise _taken(path, what)
+        raise exists_error(path, what)
     fd, tmp = create_temp_file(folder, path.name)
     try:
         with os.fdopen(fd, mode, encoding=encoding, errors=errors, newline=newline) as f:
@@ -281,7 +285,7 @@ def _private_beside(path: str | os.PathLike[str], force: bool, what: str) -> tup
     folder = _folder_of(path)
     _check_folder(folder, path)
     if not force and os.path.lexists(path):
-        raise _taken(path, what)
+        raise exists_error(path, what)
     return path, folder, create_temp_folder(folder, path.name)
 
 
@@ -350,9 +354,7 @@ def file_set(folder: str | os.PathLike[str], *, force: bool = False, what: str =
             if not force:
                 taken = [s.final(n) for n in written if os.path.lexists(s.final(n))]
                 if taken:
-                    more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
-                    raise ConfigError(f"{taken[0]}: exists{more}; nothing was written (choose another folder or "
-                                       f"use --force (force=True in Python) to replace the {what})")
+                    raise exists_error(taken, what)
             placed: list[str] = []
             try:
                 for n in written:
@@ -382,7 +384,7 @@ def atomic_folder(path: str | os.PathLike[str], *, force: bool = False, what: st
         try:
             _rename_noreplace(private, os.fspath(path))
         except FileExistsError:
-            raise _taken(path, what) from None
+            raise exists_error(path, what) from None
         _forget(private)
         if old is not None:
             discard(old)

@@ -132,14 +132,6 @@ def coordinate_header(shape: Sequence[int], layout_name: str = "NCHW") -> str:
     return " ".join(f"D{a}" for a in range(rank))
 
 
-def _too_long(name: str) -> bool:
-    return len(name) >= naming.MAX_FILE_NAME or len(name.encode("utf-8", "surrogateescape")) >= naming.MAX_FILE_NAME
-
-
-def _file_name(name: str, ext: str) -> str:
-    return naming.hashed_name(name) + ext if _too_long(name) else name
-
-
 def _planned_names(prefix: str, count: int, max_lines: int, fmt: str, top_n: int) -> tuple[list[str], str, str | None]:
     """Original (unhashed) names: detail files, summary, top list."""
     if fmt == "csv":
@@ -227,10 +219,10 @@ def _export_into(x: core.TensorSource, y: core.TensorSource, dims: list[int], fo
 
     detail_names, summary_name, top_name = _planned_names(prefix, x.count, int(max_lines), fmt, int(top_n))
     originals = detail_names + [summary_name] + ([top_name] if top_name else [])
-    on_disk = [_file_name(name, _ext(name)) for name in originals]
+    on_disk = [naming.planned_file_name(name, _ext(name)) for name in originals]
     paths = [os.path.join(folder, name) for name in on_disk]
     extras = [] if npu_dtype is None or fmt != "csv" else [
-        os.path.join(folder, _file_name(n, _ext(n))) for n in
+        os.path.join(folder, naming.planned_file_name(n, _ext(n))) for n in
         (f"{prefix}_absolute_error_topn.csv", f"{prefix}_relative_error_topn.csv", f"{prefix}.npy")]
     if not force:
         existing = [p for p in paths + extras if os.path.lexists(p)]
@@ -292,7 +284,7 @@ def _remove_stale(folder: str, prefix: str, first_unused: int) -> None:
     k = first_unused
     while True:
         name = f"{prefix}_{k}.csv"
-        path = os.path.join(folder, _file_name(name, ".csv"))
+        path = os.path.join(folder, naming.planned_file_name(name, ".csv"))
         if not os.path.isfile(path):
             return
         os.remove(path)
@@ -412,11 +404,11 @@ def write_original_extras(xs: np.ndarray, ys: np.ndarray, dims: Sequence[int], f
         top_abs, top_rel = original_top_lines(xs, ys, dims, top_n)
     for kind, lines in (("absolute", top_abs), ("relative", top_rel)):
         name = f"{prefix}_{kind}_error_topn.csv"
-        atomic_write_text(os.path.join(folder, _file_name(name, ".csv")), title + "".join(lines), force=True,
-                          what="top-N file")
+        atomic_write_text(os.path.join(folder, naming.planned_file_name(name, ".csv")), title + "".join(lines),
+                          force=True, what="top-N file")
     dtype = np.dtype(npu_dtype)
     device = xs.reshape([int(d) for d in dims])
     if dtype.kind == "f" and dtype.itemsize < 4 and dtype != np.float16:
         dtype = np.dtype(np.float32)  # bf16 and the fp8 types: float32, as they were compared
-    atomic_write(os.path.join(folder, _file_name(f"{prefix}.npy", ".npy")),
+    atomic_write(os.path.join(folder, naming.planned_file_name(f"{prefix}.npy", ".npy")),
                  lambda f: np.save(f, device.astype(dtype, copy=False)), force=True, what="device tensor file")

@@ -169,15 +169,6 @@ def _format_name(fmt: str) -> str:
     return name
 
 
-def _is_long(name: str) -> bool:
-    return len(name) >= naming.MAX_FILE_NAME or len(name.encode("utf-8", "surrogateescape")) >= naming.MAX_FILE_NAME
-
-
-def _planned_name(name: str, suffix: str) -> str:
-    """The name `naming.safe_file_name` will give, without writing the mapping row yet."""
-    return naming.hashed_name(name) + suffix if _is_long(name) else name
-
-
 def _save_atomic(path: str, write: Callable[[str], Any], force: bool) -> None:
     """Write through `write(tmp_path)` (a private temporary beside `path`), then take `path`'s name: the file
     appears whole or not at all, never through a symlink, never over a file unless `force`."""
@@ -221,7 +212,7 @@ class _Staging:
             self.created.extend(_io.make_folder(folder))
             self.sets[folder] = self.stack.enter_context(_io.file_set(folder, force=self.force,
                                                                       what="converted files"))
-        on_disk = _planned_name(name, suffix)
+        on_disk = naming.planned_file_name(name, suffix)
         final = os.path.join(folder, on_disk)
         if on_disk != name:
             self.long.append((folder, name, suffix, final))
@@ -416,7 +407,7 @@ def shape_convert(dump_path: PathLike, fmt: str, out_dir: PathLike, *, shape: Se
         results.append((name, array, t, note))
     written = []
     with _staging(out_dir, force) as (out, staging):
-        targets = [os.path.join(out, _planned_name(name, ".npy")) for name, *_ in results]
+        targets = [os.path.join(out, naming.planned_file_name(name, ".npy")) for name, *_ in results]
         _check_free(targets, force)
         for name, array, t, note in results:
             staged, target = staging.path(out, name, ".npy")
@@ -471,7 +462,7 @@ def _execute(source: str, out: str, jobs: list[_Job], report: ConversionReport, 
 
 def _run_jobs(out: str, jobs: list[_Job], report: ConversionReport, force: bool, suffix: str,
               staging: _Staging) -> None:
-    planned = [os.path.join(job.folder, _planned_name(n, suffix)) for job in jobs for n in job.names]
+    planned = [os.path.join(job.folder, naming.planned_file_name(n, suffix)) for job in jobs for n in job.names]
     seen: set[str] = set()
     for p in planned:
         if p in seen:  # two inputs naming one output: refuse rather than silently keep one
@@ -723,9 +714,9 @@ def view(dump_path: PathLike, out_dir: PathLike, *, txt: bool = False, force: bo
 def _view_into(dump: Any, path: str, out: str, tensors: list[tuple[str, str, int]], txt: bool, force: bool,
                staging: _Staging, written: list[Output]) -> None:
     files = [(name, name[:-len(".npy")] + ".txt") for name, _, _ in tensors]
-    planned = [os.path.join(out, _planned_name(npy, ".npy")) for npy, _ in files]
+    planned = [os.path.join(out, naming.planned_file_name(npy, ".npy")) for npy, _ in files]
     if txt:
-        planned += [os.path.join(out, _planned_name(text, ".txt")) for _, text in files]
+        planned += [os.path.join(out, naming.planned_file_name(text, ".txt")) for _, text in files]
     _check_free(planned, force)
     for (npy, text), (_, kind, index) in zip(files, tensors):
         try:

@@ -65,9 +65,9 @@ __all__ = [
     "CONVERTED", "DEVICE", "MAPPING_FILE", "MAX_FILE_NAME", "NPY", "PB", "QUANT", "SCHEMES", "TASK_TYPES",
     "TIMESTAMP_DIGITS", "ConvertedName", "DeviceDumpName", "FftsSuffix", "FrameworkDumpName", "ParsedName",
     "build_converted_name", "build_device_dump_name", "build_framework_dump_name", "classify",
-    "ground_truth_key", "hashed_name", "run_path", "is_hashed_name", "is_sanitized", "is_timestamp", "newest_by_key",
-    "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name", "parse_name",
-    "read_mapping", "resolve_hashed", "safe_file_name", "sanitize", "timestamp_now",
+    "ground_truth_key", "hashed_name", "is_hashed_name", "is_sanitized", "is_timestamp", "newest_by_key",
+    "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name", "parse_name", "planned_file_name",
+    "read_mapping", "resolve_hashed", "run_path", "safe_file_name", "sanitize", "timestamp_now", "too_long",
 ]
 
 DEVICE, PB, QUANT, NPY, CONVERTED = "device", "pb", "quant", "npy", "converted"
@@ -469,8 +469,14 @@ def hashed_name(name: str) -> str:
     return f"{int.from_bytes(hashlib.sha256(name.encode('utf-8')).digest()[:8], 'big'):020d}"
 
 
-def _too_long(name: str) -> bool:
+def too_long(name: str) -> bool:
+    """True for a name the file system cannot hold (255 characters or UTF-8 bytes or more): it is written hashed."""
     return len(name) >= MAX_FILE_NAME or len(name.encode("utf-8", "surrogateescape")) >= MAX_FILE_NAME
+
+
+def planned_file_name(name: str, suffix: str = "") -> str:
+    """The name `safe_file_name` gives `name`, without writing its mapping row (to check for files in the way)."""
+    return hashed_name(name) + suffix if too_long(name) else name
 
 
 def read_mapping(path: str | os.PathLike[str], problems: list[str] | None = None) -> dict[str, str]:
@@ -530,10 +536,10 @@ def safe_file_name(name: str, folder: str | os.PathLike[str], suffix: str = "",
     """
     if "/" in name or "\0" in name:
         raise NamingError(f"{name!r} is a path, not a file name")
-    if not _too_long(name):
+    if not too_long(name):
         return name
     short = hashed_name(name) + suffix
-    if _too_long(short):
+    if too_long(short):
         raise NamingError(f"suffix {suffix[:40]!r}... is too long for a file name")
     from dumpcmp.support import files as _io
 

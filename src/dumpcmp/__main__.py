@@ -1,3 +1,3 @@
-from dumpcmp.cli import run
+from dumpcmp.cli.main import run
 
 run()

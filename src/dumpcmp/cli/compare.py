@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dumpcmp.cli import add_run_selection, count, positive
+from dumpcmp.cli.options import add_run_selection, count, positive
 
 
 EPILOG = """\

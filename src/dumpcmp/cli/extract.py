@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dumpcmp.cli import add_run_selection
+from dumpcmp.cli.options import add_run_selection
 
 EPILOG = """\
 names (--start/--end): an original node name, a tensor name (a start tensor: the layers reading it; an end tensor:

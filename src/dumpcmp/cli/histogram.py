@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from dumpcmp.cli import count
+from dumpcmp.cli.options import count
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dumpcmp.cli import add_run_selection, count
+from dumpcmp.cli.options import add_run_selection, count
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

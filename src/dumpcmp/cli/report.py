@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from dumpcmp.cli import add_run_selection, count
+from dumpcmp.cli.options import add_run_selection, count
 
 
 def _layers(text: str) -> int | str | None:

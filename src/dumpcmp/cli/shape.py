@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.dumps.convert import shape_convert
-    from dumpcmp.cli import one_file
+    from dumpcmp.cli.options import one_file
 
     args.input = one_file(args.dump, args.input)
 

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.dumps.convert import view
     from dumpcmp.dumps.dump import open_dump
 
-    from dumpcmp.cli import one_file
+    from dumpcmp.cli.options import one_file
 
     args.dump = one_file(args.dump, args.input)
     written = view(args.dump, args.output, txt=args.txt, force=args.force)

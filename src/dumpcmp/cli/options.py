@@ -1,0 +1,45 @@
+"""The argparse pieces every command shares: counts, the options that pick one run of a dump tree, one file given
+two ways."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def count(text: str) -> int:
+    """argparse type for counts that may be 0 (threads: 0 = all cores): a clear usage error below 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below 0")
+    return value
+
+
+def positive(text: str) -> int:
+    """argparse type for counts of at least 1 (rows per file, ...)."""
+    value = count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return value
+
+
+def add_run_selection(p: argparse.ArgumentParser) -> None:
+    """The options that pick one run of a dump tree (-l), the same in every command that reads one."""
+    p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
+    p.add_argument("--device", dest="device_id", type=int, help="select the device id")
+    p.add_argument("--model", dest="model_name", help="select the model name")
+    p.add_argument("--model-id", type=int, help="select the model id")
+    p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+
+
+def one_file(positional: str | None, option: str | None) -> str:
+    """The file given either as the first argument or with -i/--input (view and shape take it both ways)."""
+    from dumpcmp.errors import ConfigError
+
+    if positional is not None and option is not None and positional != option:
+        raise ConfigError(f"two files given ({positional} and -i {option}); give one")
+    if positional is None and option is None:
+        raise ConfigError("no dump file: give it as the first argument or with -i FILE")
+    return positional if positional is not None else option  # type: ignore[return-value]

@@ -169,7 +169,7 @@ CHILD = textwrap.dedent("""
     import sys, time
     from dumpcmp.support import files as _io
     from dumpcmp.cli import main
-    import dumpcmp.cli.main as cli
+    import dumpcmp.cli.dispatch as cli
 
     def slow(f):
         f.write(b"x" * 1000)

@@ -1,3 +1,3 @@
-from dumpcmp.cli.main import run
+from dumpcmp.cli.dispatch import run
 
 run()

@@ -1,10 +1,10 @@
 """The `dumpcmp` command line: argparse lives only here. In: the words the user typed. Out: a call of the library
 with plain values, its printed result and the exit code (0 done, 1 a gate failed, 2 bad input).
 
-`main` parses and dispatches (one module a sub-command, registered in `COMMANDS`); `options` holds the options the
+`dispatch` parses and dispatches (one module a sub-command, registered in `COMMANDS`); `options` holds the options the
 commands share.
 """
 
-from dumpcmp.cli.main import COMMANDS, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, build_parser, main, run
+from dumpcmp.cli.dispatch import COMMANDS, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, build_parser, main, run
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_OK", "build_parser", "main", "run"]

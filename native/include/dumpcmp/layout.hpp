@@ -1,4 +1,4 @@
-// Device tensor layouts (the spec's layouts.md): decode device -> plain, encode plain -> device, plain permutations.
+// Device tensor layouts (docs/formats.md#layouts): decode device -> plain, encode plain -> device, plain permutations.
 //
 // A conversion is compiled once into a Plan and then run on any number of buffers. The plan walks the PLAIN side
 // (the decoded tensor, or the plain tensor being encoded) in row-major order; for every plain element it knows the

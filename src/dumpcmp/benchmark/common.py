@@ -322,7 +322,7 @@ F32_RTOL, F32_ATOL = 3e-7, 5e-8
 
 
 def printed_metric(index: int, value: float | Sequence[float]) -> str:
-    """A metric as the original tool prints it (metrics-and-outputs.md), from the NumPy reference's value;
+    """A metric as the original tool prints it (docs/fidelity.md#the-metrics), from the NumPy reference's value;
     StandardDeviation takes (mean_x, std_x, mean_y, std_y). None (not computed) prints `NaN`; a computed NaN or
     inf prints as Python's "%.6f" does (`nan`, `inf`)."""
     if value is None:

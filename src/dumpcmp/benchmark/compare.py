@@ -121,7 +121,7 @@ Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 def numpy_reference(chunks: Chunks, *, precise: bool = False) -> dict[int, object]:
     """The ten metrics from (x, y) chunks in compared order, as the original tool computes them (float32 terms:
     `numpy_reference32`), or in float64 with `precise`. Index 5 is (mean_x, std_x, mean_y, std_y); None marks a
-    metric the original does not compute (an all-zero side's cosine). Formulas: metrics-and-outputs.md."""
+    metric the original does not compute (an all-zero side's cosine). Formulas: docs/fidelity.md#the-metrics."""
     return numpy_reference64(chunks) if precise else numpy_reference32(chunks)
 
 

@@ -121,7 +121,7 @@ def _pad(x: np.ndarray, target: Sequence[int]) -> np.ndarray:
 
 
 def numpy_decode(device: str, dev: np.ndarray, out: np.ndarray) -> None:
-    """The spec's recipe (layouts.md): reshape, move axes, merge, crop; C0 is the device shape's last dim."""
+    """The recipe of docs/formats.md#layouts: reshape, move axes, merge, crop; C0 is the device shape's last dim."""
     if device in ("NC1HWC0", "NC1HWC0_C04"):
         n, c1, h, w, c0 = dev.shape
         out[...] = dev.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)[:, : out.shape[1]]

@@ -6,16 +6,16 @@ found (`DeviceOp`, with an opaque `ref` it uses to find the dump again) and the 
 `-q`). The result is one `TensorPair` row per device tensor, in execution order, plus a row for every ground-truth
 tensor no device tensor was paired with, so a report can print `*` on the side that has nothing.
 
-The rules (see spec/fusion-json.md), and the choices made where the spec is silent:
+The rules (docs/formats.md#pairing-rules), and the choices made where the format's documentation is silent:
 
 * Output i of a compiled op holds the original tensor `{_datadump_origin_name}.{_datadump_origin_output_index}` of
   its `output_desc[i]`. Without those attributes it falls back to the op's original names and output index i:
   - one original (or none written: the op is its own original): that original;
   - several originals (ops fused into one, OneToMulti): the LAST op of the fused chain, because a fused op's dump
-    is the output of the chain's final layer (seed 002: fused A, B, C, D dump D's output). The chain's order is
-    not reliable in the attribute (Caffe BN/Scale names may come first), so when the compiled name is a
-    concatenation ending with one original's name (`conv1conv1_relu` from conv1 + conv1_relu, seed 001) that
-    original is taken; otherwise the last name listed;
+    is the output of the chain's final layer (fused A, B, C, D dump D's output). The chain's order is not reliable
+    in the attribute (Caffe BN/Scale names may come first), so when the compiled name is a concatenation ending
+    with one original's name (`conv1conv1_relu` from conv1 + conv1_relu) that original is taken; otherwise the
+    last name listed (both: docs/formats.md#fused-and-inserted-operators);
   - several compiled ops sharing originals (MultiToOne/MultiToMulti) or one L1-fusion subgraph: only the group's
     last op in execution order holds the original's output; the others get no ground truth (a note says why).
 * Input i (counting data inputs only, the way the device dump lists them: control edges and absent optional `""`
@@ -200,7 +200,8 @@ _NORMAL, _MIDDLE, _QUANT, _DEQUANT = 0, 1, 2, 3
 
 
 def quant_pair_members(graph: Graph) -> set[str]:
-    """The ops the original tool leaves out entirely: those inside a quant/dequant pair (fusion-json.md).
+    """The ops the original tool leaves out entirely: those inside a quant/dequant pair
+    (docs/formats.md#quantization-rules).
 
     A quant op's name (or its joined original names) matches the quant pattern and its output is DT_INT8; a
     dequant op's matches the dequant pattern with a DT_FLOAT16 output (a name matching both is decided by the

@@ -1,6 +1,7 @@
 """A short run of the mutated-dump harness (tests/hostile/fuzz_harness.py) in a child process: 0 findings, no signal,
-no hang. CI runs it with DUMPCMP_FUZZ_CASES (default 3000, under a minute); `python tests/hostile/fuzz_harness.py
---cases 100000` is the long run. Each finding is kept as native/fuzz/regressions/dump/* and replayed below for good."""
+no hang: DUMPCMP_FUZZ_CASES cases (default 3000, seconds), and at scale in the slow suite (`python -m pytest -m
+slow`: DUMPCMP_FUZZ_CASES there too, default 20000); `python tests/hostile/fuzz_harness.py --cases 100000` is the
+long run. Each finding is kept as native/fuzz/regressions/dump/* and replayed below for good."""
 
 from __future__ import annotations
 
@@ -18,7 +19,15 @@ KEPT = HERE.parents[1] / "native" / "fuzz" / "regressions" / "dump"
 
 
 def test_mutated_dumps_through_every_entry_point(tmp_path):
-    cases = int(os.environ.get("DUMPCMP_FUZZ_CASES", "3000"))
+    run_harness(tmp_path, int(os.environ.get("DUMPCMP_FUZZ_CASES", "3000")))
+
+
+@pytest.mark.slow
+def test_mutated_dumps_at_scale(tmp_path):
+    run_harness(tmp_path, int(os.environ.get("DUMPCMP_FUZZ_CASES", "20000")))
+
+
+def run_harness(tmp_path, cases: int) -> None:
     seed = int(os.environ.get("DUMPCMP_FUZZ_SEED", "13"))
     env = dict(os.environ, PYTHONWARNINGS="ignore", DUMPCMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, str(HARNESS), "--cases", str(cases), "--seed", str(seed), "--work",

@@ -10,6 +10,8 @@ directory and the temporary folder left empty). The byte-level mutation loop is 
 (tests/hostile/test_fuzz.py); its per-dump walk (`run_case`) is reused here.
 
 Examples per property: DUMPCMP_FUZZ_CASES / 30 (default 3000 -> 100); `DUMPCMP_FUZZ_CASES=30000` runs 1,000 each.
+Each property also runs at scale in the slow suite (`python -m pytest -m slow`): DUMPCMP_FUZZ_CASES / 30 examples
+there too, 20000 / 30 by default.
 Runs are derandomized (the same examples every run) and keep no example database. Numerical warnings on hostile
 data are not findings and are ignored inside the calls (as the harness does with PYTHONWARNINGS=ignore).
 """
@@ -27,6 +29,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -299,8 +302,11 @@ def plausible_npys(draw):
     return data
 
 
+NPY_FILES = st.one_of(npys(), plausible_npys(), plausible_npys(), st.binary(max_size=200))
+
+
 @FUZZ
-@given(data=st.one_of(npys(), plausible_npys(), plausible_npys(), st.binary(max_size=200)))
+@given(data=NPY_FILES)
 @example(data=npy_header("(1099511627776,)") + b"\x00" * 16)
 @example(data=b"")
 @example(data=npy_header("()")[:8] + b"\x01\x00" + npy_header("()")[10:])  # header length 1: a TokenError escaped
@@ -317,8 +323,11 @@ def test_hostile_npy_ground_truth(tmp_path, data):
         cli(["info", "--json", os.fspath(box.gt)])
 
 
+PLAIN_NPY_FILES = st.one_of(npys(), plausible_npys(), st.binary(max_size=200))
+
+
 @FUZZ
-@given(data=st.one_of(npys(), plausible_npys(), st.binary(max_size=200)))
+@given(data=PLAIN_NPY_FILES)
 @example(data=npy_header("(3, True, )") + b"\x00" * 12)
 def test_plain_npy_is_numpys_reading_or_none(tmp_path, data):
     # What the core maps without NumPy (scan.plain_npy) is what np.load maps: the same numbers from the same byte.
@@ -417,3 +426,20 @@ def test_hostile_acl_json_check(tmp_path, data):
     path.write_bytes(data)
     with box.running():
         cli(["acl-json", "check", os.fspath(path)])
+
+
+# --- the same properties at scale, for the slow suite -------------------------------------------------------------
+
+AT_SCALE = settings(FUZZ, max_examples=max(10, int(os.environ.get("DUMPCMP_FUZZ_CASES", "20000")) // 30))
+
+
+def at_scale(quick, **strategies):
+    """The property of `quick` (its body and its explicit examples) over AT_SCALE's examples, marked slow."""
+    return pytest.mark.slow(AT_SCALE(given(**strategies)(quick.hypothesis.inner_test)))
+
+
+test_hostile_dumps_at_scale = at_scale(test_hostile_dumps_through_every_entry_point, case=dump_files)
+test_hostile_npy_ground_truth_at_scale = at_scale(test_hostile_npy_ground_truth, data=NPY_FILES)
+test_plain_npy_at_scale = at_scale(test_plain_npy_is_numpys_reading_or_none, data=PLAIN_NPY_FILES)
+test_hostile_graph_json_at_scale = at_scale(test_hostile_graph_json_through_compare, data=json_bytes(graph_docs()))
+test_hostile_acl_json_at_scale = at_scale(test_hostile_acl_json_check, data=json_bytes(acl_docs()))

@@ -42,9 +42,11 @@ def _target(model_path: Path, kind: str):  # type: ignore[no-untyped-def]
 _NETS = {"ocr_cls": 96, "ocr_rec": 160}
 
 
+# the recognizer's runs are in the slow suite (`python -m pytest -m slow`)
 @pytest.mark.parametrize("net,precision,kind", [("ocr_cls", "fp16", "fused"), ("ocr_cls", "fp16", "unfused"),
-                                                ("ocr_cls", "int8", "fused"), ("ocr_rec", "fp16", "fused"),
-                                                ("ocr_rec", "fp16", "unfused")])
+                                                ("ocr_cls", "int8", "fused"),
+                                                pytest.param("ocr_rec", "fp16", "fused", marks=pytest.mark.slow),
+                                                pytest.param("ocr_rec", "fp16", "unfused", marks=pytest.mark.slow)])
 def test_a_planted_fault_in_a_real_cnn_is_named_exactly(tmp_path: Path, net: str, precision: str, kind: str) -> None:
     import onnx
 

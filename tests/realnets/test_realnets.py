@@ -79,7 +79,13 @@ def _float(text: str) -> float:
         return math.nan
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+# The default run takes a representative few (a CNN with Conv+BN, control flow with an LSTM and scalar inputs, an
+# opset-9 model whose weights are nodes); the slow suite (`python -m pytest -m slow`) takes every other network.
+REPRESENTATIVE = {"ocr_cls", "silero_vad", "squeezenet_op9"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in REPRESENTATIVE else [pytest.mark.slow])
+                                  for n in sorted(REGISTRY)])
 def test_real_network_end_to_end(name, tmp_path, capsys):
     model = realnet_or_skip(name)
     inputs = _inputs(name, model, tmp_path / "in")

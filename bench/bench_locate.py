@@ -11,8 +11,8 @@ there.
 Both sides are timed as the user runs them: `dump_golden` (with its check run, as `dumpcmp golden` does) and
 `dumpcmp.debug.locate` (scan, pairing, decoding, replay, metrics); the device dump is simulated once beforehand. The two
 are run alternately `--repeat` times and the medians taken, of wall time and of this process's CPU time (all its
-threads; less disturbed by other processes on a shared machine). Memory: the peak of NumPy buffers alive during one locate
-(tracemalloc), with the default batch and with 4 MiB batches, next to the size of all the ground truth.
+threads; less disturbed by other processes on a shared machine). Memory: the peak of NumPy buffers alive during one
+locate (tracemalloc), with the default batch and with 4 MiB batches, next to the size of all the ground truth.
 """
 
 from __future__ import annotations

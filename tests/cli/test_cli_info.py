@@ -186,7 +186,8 @@ def test_a_named_bad_npy_exits_2_naming_the_file(tmp_path, capsys):
     path.write_bytes(path.read_bytes()[:200])
     assert main(["info", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"dumpcmp: error: {path}: its header says float64 [100] (800 bytes) but the file holds 72 bytes")
+    assert err.startswith(f"dumpcmp: error: {path}: its header says float64 [100] (800 bytes) "
+                          "but the file holds 72 bytes")
 
 
 def test_folder_with_no_usable_file_exits_2(tmp_path, capsys):

@@ -360,7 +360,8 @@ def test_dtype_pairs(x_dtype, y_dtype):
 
 
 @pytest.mark.parametrize("name,dtype", [("BF16", ml_dtypes.bfloat16), ("FLOAT16", np.float16),
-                                        ("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn), ("FLOAT8_E5M2", ml_dtypes.float8_e5m2)])
+                                        ("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn),
+                                        ("FLOAT8_E5M2", ml_dtypes.float8_e5m2)])
 def test_raw_device_bytes(name, dtype):
     x0, y0 = _random_pair(2049, 4)
     device = x0.astype(dtype)

@@ -156,6 +156,7 @@ def test_simd_level_can_be_lowered_not_raised():
     assert best in order
     for wanted in order:
         env = dict(os.environ, DUMPCMP_SIMD=wanted)
-        got = subprocess.run([sys.executable, "-c", "from dumpcmp.support.native import core; print(core.simd_level())"],
-                             env=env, capture_output=True, text=True, check=True).stdout.split()[-1]
+        script = "from dumpcmp.support.native import core; print(core.simd_level())"
+        got = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                             check=True).stdout.split()[-1]
         assert got == order[min(order.index(wanted), order.index(best))]

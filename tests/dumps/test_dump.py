@@ -132,7 +132,8 @@ def test_reads_protobuf_written_file(tmp_path, rng):
     a, b = d.inputs
     assert (a.data_type, a.format, a.shape, a.original_shape, a.address, a.desc.offset) == (
         "FLOAT16", "NC1HWC0", x.shape, (1, 3, 4, 4), 0x1000, 5)
-    assert (b.format, b.sub_format, b.desc.arg_index, b.desc.input_type, b.original_shape) == ("FRACTAL_Z", 2, 1, 1, None)
+    assert (b.format, b.sub_format, b.desc.arg_index, b.desc.input_type, b.original_shape) == \
+        ("FRACTAL_Z", 2, 1, 1, None)
     out = d.outputs[0]
     assert out.original_op == {"name": "relu", "output_index": 1, "data_type": 1, "format": 0}
     assert out.desc.dim_range == [(1, 4)]

@@ -20,7 +20,8 @@ def _schema() -> descriptor_pb2.FileDescriptorProto:
             if type_name:
                 f.type_name = type_name
 
-    U64, U32, I32, STR, BYTES, MSG = F.TYPE_UINT64, F.TYPE_UINT32, F.TYPE_INT32, F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_MESSAGE
+    U64, U32, I32 = F.TYPE_UINT64, F.TYPE_UINT32, F.TYPE_INT32
+    STR, BYTES, MSG = F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_MESSAGE
     p = ".toolkit.dumpdata."
     message("Shape", [("dim", 1, U64, None, True)])
     message("DimRange", [("dim_start", 1, U64, None, False), ("dim_end", 2, U64, None, False)])

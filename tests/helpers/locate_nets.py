@@ -72,8 +72,8 @@ def build_net(path: Path, *, blocks: int = 2, channels: int = 16, size: int = 8,
         x = "att_map"
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"], name="gap"))
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"))
-    nodes.append(helper.make_node("Gemm", ["flat", weight("fc_w", (10, c), 3.0), const("fc_b", np.zeros(10, np.float32))],
-                                  ["logits"], name="fc", transB=1))
+    fc_inputs = ["flat", weight("fc_w", (10, c), 3.0), const("fc_b", np.zeros(10, np.float32))]
+    nodes.append(helper.make_node("Gemm", fc_inputs, ["logits"], name="fc", transB=1))
     nodes.append(helper.make_node("Softmax", ["logits"], ["prob"], name="prob", axis=1))
     graph = helper.make_graph(nodes, "locate_net",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],

@@ -23,7 +23,6 @@ import io
 import json
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from pathlib import Path

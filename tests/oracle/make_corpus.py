@@ -30,7 +30,7 @@ from helpers import graphjson as gj  # noqa: E402  (tests/helpers/graphjson.py)
 
 import dumpcmp  # noqa: E402
 from dumpcmp import TensorData  # noqa: E402
-from dumpcmp.dumps import layout
+from dumpcmp.dumps import layout  # noqa: E402
 
 SEED = 11
 TIMESTAMP = 1700000000000000

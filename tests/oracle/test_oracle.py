@@ -17,8 +17,6 @@ The NPU vs NPU file's Index is the original's directory listing order, so it is 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 

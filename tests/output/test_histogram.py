@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import dumpcmp
 from dumpcmp import TensorData, write_dump
 from dumpcmp.dumps import layout as L
 from dumpcmp.support.native import core

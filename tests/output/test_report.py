@@ -14,7 +14,7 @@ import pytest
 
 from dumpcmp.cli import main
 from dumpcmp.comparison.compare import compare
-from dumpcmp.output.report import build, classify, render, verdict
+from dumpcmp.output.report import classify, verdict
 
 from helpers.cdp import CHROMIUM, Browser
 from helpers.reportmodel import Chain

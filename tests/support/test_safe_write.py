@@ -1,5 +1,6 @@
-"""The one safe writer (dumpcmp.support.files): planted symlinks, hostile names, concurrent writers, signals, a full disk and
-stale temporaries of killed runs. Every test checks what is on disk afterwards, inside and outside the folder."""
+"""The one safe writer (dumpcmp.support.files): planted symlinks, hostile names, concurrent writers, signals, a full
+disk and stale temporaries of killed runs. Every test checks what is on disk afterwards, inside and outside the
+folder."""
 
 from __future__ import annotations
 

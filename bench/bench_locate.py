@@ -4,14 +4,15 @@ same run (the goal: locate within 2x golden).
     python bench/bench_locate.py [--blocks 64] [--channels 32] [--size 16] [--precision fp16] [--repeat 3]
                                  [--real ocr_cls] [--json out.json]
 
-Networks: one generated with onnx.helper (tests/locate_nets.py: Conv+BN+ReLU stem, `--blocks` residual blocks of
-Conv+BN, SiLU, Conv+BN+ReLU, Add, an attention-like MatMul/Softmax head, a Gemm; 64 blocks make 344 device
-operators), and, with --real NAME, a real network from tests/realnets.py when that helper and its cache are there.
+Networks: one generated with onnx.helper (tests/helpers/locate_nets.py: Conv+BN+ReLU stem, `--blocks` residual
+blocks of Conv+BN, SiLU, Conv+BN+ReLU, Add, an attention-like MatMul/Softmax head, a Gemm; 64 blocks make 344 device
+operators), and, with --real NAME, a real network from tests/helpers/realnets.py when that helper and its cache are
+there.
 Both sides are timed as the user runs them: `dump_golden` (with its check run, as `dumpcmp golden` does) and
 `dumpcmp.debug.locate` (scan, pairing, decoding, replay, metrics); the device dump is simulated once beforehand. The two
 are run alternately `--repeat` times and the medians taken, of wall time and of this process's CPU time (all its
-threads; less disturbed by other processes on a shared machine). Memory: the peak of NumPy buffers alive during one locate
-(tracemalloc), with the default batch and with 4 MiB batches, next to the size of all the ground truth.
+threads; less disturbed by other processes on a shared machine). Memory: the peak of NumPy buffers alive during one
+locate (tracemalloc), with the default batch and with 4 MiB batches, next to the size of all the ground truth.
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=16)
     ap.add_argument("--precision", default="fp16", choices=("fp16", "int8"))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--real", action="append", default=[], help="a tests/realnets.py network (repeatable)")
+    ap.add_argument("--real", action="append", default=[], help="a tests/helpers/realnets.py network (repeatable)")
     ap.add_argument("--json")
     args = ap.parse_args()
-    from locate_nets import build_net
+    from helpers.locate_nets import build_net
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,7 +107,7 @@ def main() -> None:
         rows.append(bench_one(f"generated {args.blocks} blocks", model, x, root / "gen", args.precision, args.repeat))
         for name in args.real:
             try:
-                import realnets
+                from helpers import realnets
                 from dumpcmp.onnx.golden import model_inputs, random_input
                 import onnx
 

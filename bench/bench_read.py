@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import tempfile
-import time
 
 import numpy as np
 
@@ -61,7 +60,7 @@ def main() -> None:
         src = np.ones(n, np.float32)
         t_decode = best_of(lambda: core.decode("BF16", data.view(np.uint8), n), repeat=3)
         t_copy = best_of(lambda: np.copyto(out, src), repeat=3)
-        del mapped, d
+        mapped = d = None  # the mapping closed
 
     gbs = lambda b, t: b / t / 1e9  # noqa: E731
     results.update({

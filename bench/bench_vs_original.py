@@ -19,7 +19,7 @@ every byte of the files read once through mappings in C++, and dumpcmp's start-u
 `--dumpcmp` names the dumpcmp command to time: give a regular install's, since an editable install built with
 `-Ceditable.rebuild=true` runs its build check at every start (the script says so when it times one).
 
-The two result CSVs are compared as tests/test_oracle.py compares them (tests/oracle/agreement.py): every row of
+The two result CSVs are compared as tests/oracle/test_oracle.py compares them (tests/oracle/agreement.py): every row of
 the original's present in ours and no other, every metric cell equal to the original's printed digits, or the
 script stops with exit status 1 naming them; a text cell that differs is printed as a warning. `--keep DIR` generates
 into DIR and keeps it; a DIR that already holds the model (same size and ops) is reused as it is.
@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent / "tests" / "oracle"))
 
 import agreement  # noqa: E402  (tests/oracle/agreement.py: how our result file is held against the original's)
-import graphjson as gj  # noqa: E402  (tests/graphjson.py)
+from helpers import graphjson as gj  # noqa: E402  (tests/helpers/graphjson.py)
 import regenerate  # noqa: E402  (tests/oracle/regenerate.py: how the original tool is run)
 
 import dumpcmp  # noqa: E402
@@ -144,7 +144,7 @@ def run_original(python: str, tool: Path, paths: dict[str, Path], out: Path) -> 
 
 
 def disagreements(original: Path, ours: Path) -> tuple[int, int, list[str], list[str]]:
-    """Every row of the original's file against ours, cell by cell, as tests/test_oracle.py holds them:
+    """Every row of the original's file against ours, cell by cell, as tests/oracle/test_oracle.py holds them:
     (rows, cells, differences that fail the run: a missing or extra row, a metric cell not the original's printed
     digits; differences in the other, text, cells)."""
     exp_text, our_text = original.read_text(encoding="utf-8"), ours.read_text(encoding="utf-8")

@@ -1,3 +1,12 @@
+"""The tests mirror src/dumpcmp: tests/dumps/ tests dumpcmp.dumps, tests/graph/ dumpcmp.graph, and so on (tests/core/
+the compiled core's stub, tests/support/ the safe writer). Suites that cut across the stages have folders of their
+own: tests/oracle/ (every output against the original tool's), tests/hostile/ (broken inputs, fuzzing),
+tests/realnets/ (real networks and what they taught). tests/test_layers.py holds the package to its layout rules.
+
+Imports: tests/ is on sys.path (pyproject.toml's `pythonpath`), so `from helpers import graphjson` reaches the shared
+helpers; a test imports a module of its own folder by its bare name (pytest puts the folder on sys.path). Test file
+names are unique across folders (the folders are not packages)."""
+
 from __future__ import annotations
 
 import numpy as np

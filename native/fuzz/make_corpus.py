@@ -12,7 +12,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
-from hostile import broken_dumps  # noqa: E402
+from helpers.hostile import broken_dumps  # noqa: E402
 
 from dumpcmp.dumps import layout  # noqa: E402
 

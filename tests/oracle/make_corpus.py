@@ -1,8 +1,8 @@
 """The oracle corpus: a small compiled model's device dumps, ground truth and graph JSON, generated from a fixed seed.
 
-Both `regenerate.py` (which runs the original tool, msaccucmp, on it) and `tests/test_oracle.py` (which runs dumpcmp
-on it and checks the result against the original's committed outputs) build it with `build(directory)`, so only the
-original's outputs are committed. Whatever changes here changes the expected outputs: regenerate them.
+Both `regenerate.py` (which runs the original tool, msaccucmp, on it) and `tests/oracle/test_oracle.py` (which runs
+dumpcmp on it and checks the result against the original's committed outputs) build it with `build(directory)`, so
+only the original's outputs are committed. Whatever changes here changes the expected outputs: regenerate them.
 
 It covers every dtype (fp32, fp16, bf16, int8, int32, bool) and the device layouts (NCHW, NHWC, NC1HWC0, FRACTAL_Z,
 FRACTAL_NZ, ND) with shapes that need padding, ops fused one-to-many and many-to-one, compiler-inserted Cast and
@@ -26,11 +26,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import graphjson as gj  # noqa: E402  (tests/graphjson.py)
+from helpers import graphjson as gj  # noqa: E402  (tests/helpers/graphjson.py)
 
 import dumpcmp  # noqa: E402
 from dumpcmp import TensorData  # noqa: E402
-from dumpcmp.dumps import layout
+from dumpcmp.dumps import layout  # noqa: E402
 
 SEED = 11
 TIMESTAMP = 1700000000000000

@@ -7,8 +7,8 @@
 it (with the NumPy and protobuf it needs; the committed outputs come from NumPy 1.26). `--python-numpy2`, an
 interpreter with NumPy 2, runs the single-operator cases again: the files that come out otherwise (the top-N files
 whose tied or NaN errors the original orders by NumPy's argpartition) go to `expected/numpy2/`. This script needs
-dumpcmp importable (it writes the corpus with `dumpcmp.write_dump`). It writes nothing of the original tool into this repository: only the result files, with
-the corpus's temporary path replaced by `{CORPUS}`.
+dumpcmp importable (it writes the corpus with `dumpcmp.write_dump`). It writes nothing of the original tool into this
+repository: only the result files, with the corpus's temporary path replaced by `{CORPUS}`.
 """
 
 from __future__ import annotations

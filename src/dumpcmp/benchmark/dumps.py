@@ -11,7 +11,8 @@ Measured, median of `repeat` runs after a warm-up (so on a warm page cache, like
   compare           the model-level comparison (dumpcmp.compare_runs) of the tree with the ground truth, or with
                     itself (device vs device) without one; GB/s of the same files, files/s, tensors/s, and
                     "tensor GB/s": the stored bytes of both sides of the compared rows per second
-  numpy reference   the checked rows recomputed in NumPy (spec recipes for the layout, the original's float32 metrics), once;
+  numpy reference   the checked rows recomputed in NumPy (docs/formats.md's recipes for the layout, the original's
+                    float32 metrics), once;
                     tensor GB/s of those rows
 
 The tree is only read: nothing is written anywhere. The comparison's rows are checked against the NumPy reference

@@ -23,8 +23,8 @@ import numpy as np
 from dumpcmp.support.files import atomic_write, atomic_write_text
 from dumpcmp.errors import ConfigError, DumpcmpError
 
-DESCRIPTION = """`dumpcmp demo [-o DIR]`: ground truth, a simulated int8 device run and the full comparison of a small network,
-in one command, without an accelerator (needs the onnx extra: pip install "dumpcmp[onnx]")."""
+DESCRIPTION = """`dumpcmp demo [-o DIR]`: ground truth, a simulated int8 device run and the full comparison of a small
+network, in one command, without an accelerator (needs the onnx extra: pip install "dumpcmp[onnx]")."""
 SEED = 2026
 
 

@@ -1,1 +1,3 @@
-"""The compiler's graph JSON -> pairs. In: the graph JSON and a scanned run. Out: ops (graph_json) and device tensors paired with ground truth (pairing)."""
+"""The compiler's graph JSON -> pairs. In: the graph JSON and a scanned run. Out: ops (graph_json) and device tensors
+paired with ground truth (pairing).
+"""

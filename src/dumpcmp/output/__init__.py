@@ -1,1 +1,3 @@
-"""Rows -> what the user reads. In: comparison rows. Out: the HTML report, histograms, advice, gates, diffs of two result files."""
+"""Rows -> what the user reads. In: comparison rows. Out: the HTML report, histograms, advice, gates, diffs of two
+result files.
+"""

@@ -1,11 +1,11 @@
 """Advice: rules that turn a comparison's numbers into a suggestion, each citing the numbers it rests on.
 
-In: a `ComparisonResult` (`dumpcmp.compare()`), optionally ground-truth histograms of some rows (`dumpcmp.output.histogram`,
-keyed by the row's position in `result.rows`: with a graph JSON `Index` numbers fusion units, so an op's input and
-output rows share it), a calibrator's min/max table and a locate result (rows of own vs inherited error). Out: a list
-of `Advice` (rule, layer, message with the measured values, the evidence as a dict) for the terminal summary, the
-HTML report and `--json`. Every threshold is a field of `Thresholds` (and a CLI option); the rules are documented in
-`RULES` and in the README.
+In: a `ComparisonResult` (`dumpcmp.compare()`), optionally ground-truth histograms of some rows
+(`dumpcmp.output.histogram`, keyed by the row's position in `result.rows`: with a graph JSON `Index` numbers fusion
+units, so an op's input and output rows share it), a calibrator's min/max table and a locate result (rows of own vs
+inherited error). Out: a list of `Advice` (rule, layer, message with the measured values, the evidence as a dict)
+for the terminal summary, the HTML report and `--json`. Every threshold is a field of `Thresholds` (and a CLI
+option); the rules are documented in `RULES` and in docs/report.md.
 """
 
 from __future__ import annotations
@@ -301,7 +301,8 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
         what = "its own error (locate)" if how == "own" else "the cosine step from the previous output"
         return [Advice("single-layer", layer, row,
                        f"this layer adds {share:.0%} of the error: {what} is {_g(drop)} of a total drop of "
-                       f"{_g(total_drop)} (worst cosine {_g(final)}): fix or raise the precision of this layer", ev, key)]
+                       f"{_g(total_drop)} (worst cosine {_g(final)}): fix or raise the precision of this layer",
+                       ev, key)]
     return [Advice("drift", "model", None,
                    f"the error accumulates: the largest single contribution ({layer}, {_g(drop)}) is only "
                    f"{share:.0%} of the total drop {_g(total_drop)} (worst cosine {_g(final)}): raise the precision "

@@ -132,3 +132,20 @@ def test_locate_reads_small_files_whole_and_large_ones_mapped(tmp_path, rng):
     assert not isinstance(whole, np.memmap) and isinstance(mapped, np.memmap)
     np.testing.assert_array_equal(whole, truth)
     np.testing.assert_array_equal(mapped, truth)
+
+
+def test_the_histogram_draws_a_ground_truth_folder_by_the_same_rule(tmp_path, rng):
+    # `dumpcmp histogram GT_FOLDER`: each file as the comparison reads it (output 1 of a dump named for output 1;
+    # it drew output 0 before the readers were unified)
+    from dumpcmp.output.histogram.layers import dump_layers
+
+    outs = [(rng.standard_normal((2, 3)) + 10 * (i + 1)).astype(np.float32) for i in range(2)]
+    dumpcmp.write_dump(tmp_path / f"split.1.{T0}.pb", op_name="split", outputs=[TensorData(o) for o in outs])
+    truth = (rng.standard_normal((4,)) + 5).astype(np.float32)
+    np.save(tmp_path / f"relu.0.{T0}.npy", truth)
+    layers = {layer.name: layer for layer in dump_layers(tmp_path)}
+    assert not any(layer.error for layer in layers.values())
+    np.testing.assert_array_equal(_source_values(layers["split.1"].device), outs[1].reshape(-1))
+    np.testing.assert_array_equal(_source_values(layers["relu.0"].device), truth)
+    np.testing.assert_array_equal(_source_values(dump_layers(tmp_path / f"relu.0.{T0}.npy").__next__().device),
+                                  truth)

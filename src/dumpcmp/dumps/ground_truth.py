@@ -4,7 +4,8 @@ tensors (golden_index.csv).
 In: a ground-truth file (``{op}.{output_index}.{timestamp}.npy``, or a framework dump ``.pb``/``.quant``) or folder.
 Out: the tensor (a source for the engine, an array, or the dump tensor it holds), or the index records (which op
 and output each file holds, and which files are weights only). Every reader of ground truth in dumpcmp (compare,
-single-op compare, locate, extract, convert, histogram, golden) reads it here, by these rules:
+single-op compare, locate, extract, convert, histogram) reads it here, as does every other reader of a ``.npy``
+(golden's model inputs, info), by these rules:
 
 * a ``.npy`` has its header checked against the file's size before anything is read or mapped (`npy_header`); a
   plain one (little-endian numbers in C order) is mapped by the core without NumPy (`plain_npy`, `mapped_npy`);
@@ -244,7 +245,7 @@ def ground_truth_source(entry: Any) -> tuple[Any, Any, str]:
 def ground_truth_data(entry: Any, *, whole_below: int = 0) -> Any:
     """The data of a ground-truth file: a .npy's array (read whole when the file is smaller than `whole_below`
     bytes, else memory-mapped), or the `dumpcmp.dumps.dump.Tensor` a framework dump holds it in
-    (`framework_output`), still in its dump layout. DumpError naming the file when it cannot be read."""
+    (`framework_output`), still in its dump layout. DumpcmpError naming the file when it cannot be read."""
     if _is_npy(entry):
         if whole_below and os.path.getsize(entry.path) < whole_below:
             return load_npy(entry.path)

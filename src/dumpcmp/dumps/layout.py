@@ -123,7 +123,7 @@ def plain_target(device_format: str, origin_format: str | None = None, ndim: int
 
 
 def pad_original(shape: Shape, fmt: str) -> tuple[int, ...]:
-    """An original shape of lower rank than the layout's family, padded as the device pads it: (N, C) -> (N, C, 1, 1)."""
+    """An original shape of lower rank than `fmt`'s family, padded as the device pads it: (N, C) -> (N, C, 1, 1)."""
     want = 5 if fmt in FIVE_D else 4
     shape = tuple(int(d) for d in shape)
     return shape + (1,) * (want - len(shape)) if len(shape) < want else shape

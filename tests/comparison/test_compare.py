@@ -559,13 +559,13 @@ def test_ground_truth_npy_mapped_by_the_core_is_the_arrays(tmp_path, rng, dtype)
     # A plain .npy ground truth is mapped by the core after one read of its header (no np.load): the numbers are
     # those of the same array handed over from NumPy.
     from dumpcmp import _core as core
-    from dumpcmp.comparison.compare import _mapped_npy
+    from dumpcmp.dumps.ground_truth import mapped_npy
 
     truth = (np.abs(rng.standard_normal((3, 5, 7))) * 50).astype(dtype)
     x = core.source_from_array(np.ascontiguousarray((truth + 1).astype(np.float16)))
     path = tmp_path / "conv.0.1700000000000001.npy"
     np.save(path, truth)
-    source, shape, name = _mapped_npy(str(path))
+    source, shape, name = mapped_npy(str(path))
     assert shape == truth.shape and name == truth.dtype.name and source.count == truth.size
     got = core.compare_sources(x, source)
     want = core.compare_sources(x, core.source_from_array(truth))
@@ -576,15 +576,15 @@ def test_ground_truth_npy_the_core_does_not_map(tmp_path, rng):
     # Fortran order, big-endian, empty and broken files take np.load's path with its messages; a file cut after
     # its header was read is refused by the core, naming it, instead of reading past the mapping.
     from dumpcmp import _core as core
-    from dumpcmp.comparison.compare import _mapped_npy
+    from dumpcmp.dumps.ground_truth import mapped_npy
     from dumpcmp.errors import DumpError
 
     a = rng.standard_normal((4, 6)).astype(np.float32)
     for i, arr in enumerate([np.asfortranarray(a), a.astype(">f4"), np.zeros((0, 3), np.float32)]):
         np.save(tmp_path / f"{i}.npy", arr)
-        assert _mapped_npy(str(tmp_path / f"{i}.npy")) is None
+        assert mapped_npy(str(tmp_path / f"{i}.npy")) is None
     (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
-    assert _mapped_npy(str(tmp_path / "bad.npy")) is None
+    assert mapped_npy(str(tmp_path / "bad.npy")) is None
     np.save(tmp_path / "ok.npy", a)
     with pytest.raises(DumpError, match="ok.npy"):
         core.source_from_file(str(tmp_path / "ok.npy"), 128, "FLOAT", a.size + 1)

@@ -364,16 +364,22 @@ def test_framework_dumps_to_npy(tmp_path, rng):
     assert [os.path.basename(o.path) for o in report.written] == [f"fc.0.{T0}.npy"]
 
 
-def test_framework_dump_without_that_output_fails(tmp_path, rng):
+def test_framework_dump_output_follows_the_ground_truth_rule(tmp_path, rng):
+    # The one output-index rule of ground truth (dumps.ground_truth.framework_output, the comparison's): output
+    # {idx} of the dump, output 0 when it has fewer outputs; a dump with no output fails. (Before the readers were
+    # unified, convert refused a dump of several outputs that lacks output {idx}, where compare read its output 0.)
     x = rng.standard_normal((3,)).astype(np.float32)
+    y = rng.standard_normal((2,)).astype(np.float32)
     src = tmp_path / "pb"
     src.mkdir()
-    dumpcmp.write_dump(src / f"split.2.{T0}.pb", outputs=[TensorData(x), TensorData(x)])
+    dumpcmp.write_dump(src / f"split.2.{T0}.pb", outputs=[TensorData(x), TensorData(y)])
+    dumpcmp.write_dump(src / f"none.0.{T0}.pb", outputs=[])
     dumpcmp.write_dump(src / f"ok.0.{T0}.pb", outputs=[TensorData(x)])
     report = C.dump_to_npy(src, tmp_path / "out", type="tf")
-    assert [os.path.basename(p.path) for p in report.failed] == [f"split.2.{T0}.pb"]
-    assert "none for output index 2" in report.failed[0].reason
-    assert sorted(os.listdir(tmp_path / "out")) == [C.FAILED_LIST, f"ok.0.{T0}.npy"]
+    assert [os.path.basename(p.path) for p in report.failed] == [f"none.0.{T0}.pb"]
+    assert "the dump holds no output" in report.failed[0].reason
+    assert sorted(os.listdir(tmp_path / "out")) == [C.FAILED_LIST, f"ok.0.{T0}.npy", f"split.2.{T0}.npy"]
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / f"split.2.{T0}.npy"), x)
 
 
 def test_nothing_to_convert_is_not_ok(tmp_path):

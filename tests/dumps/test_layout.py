@@ -703,3 +703,99 @@ def test_fractal_z_encode_on_every_simd_level(rng):
         done = subprocess.run([sys.executable, "-c", script, tests], env=env, capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+# ---- the decode rule: which plain layout a dump tensor is read in (hand-worked table) -----------------------------
+# (device format, the graph's origin format of the ground truth, the ground truth's rank) -> plain layout.
+# Used by the comparison (with the origin format), single-op compare (without: NCHW/NCDHW coordinates), locate and
+# extract (neither: the format alone) and the histogram (the tensor's own original rank).
+DECODE_TABLE = [
+    # 4-D family: NCHW unless the graph says the ground truth is another lettered 4-D layout
+    ("NC1HWC0", None, None, "NCHW"),
+    ("NC1HWC0", None, 4, "NCHW"),
+    ("NC1HWC0", None, 2, "NCHW"),            # an FC layer's (N, C): still the family's layout
+    ("NC1HWC0", "NHWC", 4, "NHWC"),
+    ("NC1HWC0", "nhwc", 4, "NHWC"),          # the graph's spelling, upper-cased
+    ("NC1HWC0", "ND", 4, "NCHW"),            # ND names no axes
+    ("NC1HWC0", "NDHWC", 4, "NCHW"),         # an origin of the other family is not followed
+    ("NC1HWC0", None, 5, "NCDHW"),           # a 5-D ground truth makes it the 5-D family
+    ("NC1HWC0", "NDHWC", 5, "NDHWC"),
+    ("NC1HWC0", "NHWC", 5, "NCDHW"),
+    ("NC1HWC0_C04", None, 4, "NCHW"),
+    ("FRACTAL_Z", "HWCN", 4, "HWCN"),
+    ("FRACTAL_Z", None, 2, "NCHW"),
+    ("FRACTAL_Z_C04", "CHWN", 4, "CHWN"),
+    # 5-D family: NCDHW unless the graph says another lettered 5-D layout, whatever the ground truth's rank
+    ("NDC1HWC0", None, None, "NCDHW"),
+    ("NDC1HWC0", None, 4, "NCDHW"),
+    ("NDC1HWC0", None, 5, "NCDHW"),
+    ("NDC1HWC0", "NDHWC", 5, "NDHWC"),
+    ("NDC1HWC0", "NHWC", 5, "NCDHW"),
+    ("FRACTAL_Z_3D", "DHWCN", 5, "DHWCN"),
+    ("FRACTAL_Z_3D", None, None, "NCDHW"),
+    # FRACTAL_NZ keeps the framework's axis order: ND, whatever the graph or the rank
+    ("FRACTAL_NZ", None, None, "ND"),
+    ("FRACTAL_NZ", None, 2, "ND"),
+    ("FRACTAL_NZ", "NCHW", 4, "ND"),
+    ("FRACTAL_NZ", None, 5, "ND"),
+    # a plain layout in the dump (permuted to the ground truth's when they differ): five letters are the 5-D family
+    ("NHWC", "NCHW", 4, "NCHW"),
+    ("NHWC", None, 4, "NCHW"),
+    ("NCDHW", None, 4, "NCDHW"),
+    ("NDHWC", "NCDHW", 5, "NCDHW"),
+    ("ND", None, 2, "NCHW"),
+    ("ND", "NHWC", 4, "NHWC"),
+]
+
+
+@pytest.mark.parametrize("device_format, origin_format, ndim, plain", DECODE_TABLE)
+def test_plain_target_table(device_format, origin_format, ndim, plain):
+    assert L.plain_target(device_format, origin_format, ndim) == plain
+
+
+def test_the_decode_table_covers_every_device_format():
+    assert {row[0] for row in DECODE_TABLE} >= set(L.DEVICE_FORMATS)
+    assert L.FIVE_D == ("NDC1HWC0", "FRACTAL_Z_3D") and "ND" not in L.LETTERED
+    assert set(L.LETTERED) | {"ND"} == set(L.PLAIN_FORMATS)
+
+
+@pytest.mark.parametrize("shape, fmt, padded", [
+    ((2, 3), "NC1HWC0", (2, 3, 1, 1)),        # an FC layer's (N, C), padded as the device pads it
+    ((2, 3), "FRACTAL_Z", (2, 3, 1, 1)),
+    ((7,), "NC1HWC0_C04", (7, 1, 1, 1)),
+    ((2, 3), "NDC1HWC0", (2, 3, 1, 1, 1)),
+    ((2, 3, 4), "FRACTAL_Z_3D", (2, 3, 4, 1, 1)),
+    ((1, 2, 3, 4), "NC1HWC0", (1, 2, 3, 4)),  # full rank: unchanged
+    ((1, 2, 3, 4, 5), "NC1HWC0", (1, 2, 3, 4, 5)),
+])
+def test_pad_original(shape, fmt, padded):
+    assert L.pad_original(shape, fmt) == padded
+
+
+def test_every_reader_decodes_a_device_tensor_by_the_one_rule(tmp_path, rng):
+    # locate/extract (feeds.decode) and the histogram read a device tensor into the layout plain_target names,
+    # cropped by its original shape: the same array as converting it by hand.
+    import dumpcmp
+    from dumpcmp import _core as core
+    from dumpcmp.debug.locate.feeds import decode
+    from dumpcmp.dumps.dump import TensorData
+    from dumpcmp.output.histogram.layers import _plain_source
+
+    cases = [("NC1HWC0", (1, 20, 3, 3)), ("NDC1HWC0", (1, 2, 20, 3, 3)), ("FRACTAL_NZ", (5, 33, 17)),
+             ("FRACTAL_Z", (20, 18, 3, 3))]
+    for fmt, original in cases:
+        plain = (rng.standard_normal(original) + 10).astype(np.float32)
+        canonical = "NCDHW" if len(original) == 5 else ("ND" if fmt == "FRACTAL_NZ" else "NCHW")
+        assert L.plain_target(fmt) == L.plain_target(fmt, None, len(original)) == canonical
+        device = L.convert(plain, canonical, fmt)
+        path = tmp_path / f"Op.op_{fmt}.1.{1700000000000000}"
+        dumpcmp.write_dump(path, op_name="op", outputs=[TensorData(device, format=fmt, original_shape=original)])
+        dump = dumpcmp.open_dump(path)
+        np.testing.assert_array_equal(decode(dump.outputs[0]), plain, err_msg=fmt)
+        source = _plain_source(dump, "output", 0)
+        assert source.count == plain.size
+        zeros = core.source_from_array(np.zeros(plain.size, np.float32))
+        got = np.empty(plain.size, np.float32)
+        for i, value, _, _ in core.top_errors(source, zeros, plain.size):
+            got[i] = value
+        np.testing.assert_array_equal(got, plain.reshape(-1), err_msg=fmt)

@@ -10,9 +10,9 @@ import pytest
 
 import dumpcmp
 from dumpcmp.dumps import naming
-from dumpcmp.comparison.compare import _dtype_name
 from dumpcmp.errors import DumpError, NotFoundError
-from dumpcmp.dumps.scan import FLAT, MODEL, SINGLE_OP, open_npy, plain_npy, scan, scan_ground_truth
+from dumpcmp.dumps.ground_truth import dtype_name, open_npy, plain_npy
+from dumpcmp.dumps.scan import FLAT, MODEL, SINGLE_OP, scan, scan_ground_truth
 
 T0 = 1700000000000000
 
@@ -340,7 +340,7 @@ def test_plain_npy_reads_the_header_as_numpy_does(tmp_path, dtype, version):
             np.lib.format.write_array(handle, np.zeros(shape, dtype), version=version)
         want = np.load(path, mmap_mode="r")
         got = plain_npy(path)
-        assert (got.shape, _dtype_name(got.data_type), got.offset) == (want.shape, want.dtype.name, want.offset)
+        assert (got.shape, dtype_name(got.data_type), got.offset) == (want.shape, want.dtype.name, want.offset)
         assert [t["numpy"] for t in dumpcmp._core.data_types() if t["name"] == got.data_type] == [want.dtype.str]
 
 

@@ -39,8 +39,7 @@ from helpers.hostile import DUMP_NAME, GT_NAME, dump_bytes, npy_header  # noqa: 
 from dumpcmp import DumpcmpError, _core, compare  # noqa: E402
 from dumpcmp.dumps import layout
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.comparison.compare import _dtype_name  # noqa: E402
-from dumpcmp.dumps.scan import plain_npy  # noqa: E402
+from dumpcmp.dumps.ground_truth import dtype_name, plain_npy  # noqa: E402
 from dumpcmp.comparison.single_op import compare_op  # noqa: E402
 
 CASES = max(10, int(os.environ.get("DUMPCMP_FUZZ_CASES", "3000")) // 30)
@@ -337,7 +336,7 @@ def test_plain_npy_is_numpys_reading_or_none(tmp_path, data):
     if got is None:
         return
     want = np.load(path, mmap_mode="r", allow_pickle=False)
-    assert (got.shape, _dtype_name(got.data_type), got.offset) == (want.shape, want.dtype.name, want.offset)
+    assert (got.shape, dtype_name(got.data_type), got.offset) == (want.shape, want.dtype.name, want.offset)
     assert want.dtype.byteorder in "<|=" and want.flags.c_contiguous and want.size > 0
 
 

@@ -51,7 +51,8 @@ from typing import Any
 
 from dumpcmp.dumps import naming
 from dumpcmp.errors import DumpcmpError, NamingError, NotFoundError
-from dumpcmp.dumps.scan import DumpIndex, open_npy, scan
+from dumpcmp.dumps.ground_truth import open_npy
+from dumpcmp.dumps.scan import DumpIndex, scan
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from dumpcmp.dumps import layout as _layout
-from dumpcmp.dumps import naming
 from dumpcmp.support.files import atomic_write_text
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
@@ -43,7 +42,9 @@ from dumpcmp.graph.pairing import (
     quant_pair_members,
 )
 from dumpcmp.support.progress import Progress
-from dumpcmp.dumps.scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, plain_npy, scan
+from dumpcmp.dumps.scan import DumpEntry, DumpGroup, DumpIndex, scan
+from dumpcmp.dumps.ground_truth import ground_truth_source as _ground_truth_array
+from dumpcmp.dumps.layout import FIVE_D as _FIVE_D, LETTERED as _LETTERED, pad_original as _pad_original
 
 __all__ = ["ComparisonResult", "PairedRun", "Row", "compare", "compare_runs", "paired_runs", "text_table",
            "EXTRA_COLUMNS"]
@@ -60,9 +61,6 @@ _DTYPE_NAMES = {
     "INT8": "int8", "UINT8": "uint8", "INT16": "int16", "UINT16": "uint16", "INT32": "int32", "UINT32": "uint32",
     "INT64": "int64", "UINT64": "uint64",
 }
-
-_FIVE_D = ("NDC1HWC0", "FRACTAL_Z_3D")
-
 
 FP16_TINY = 6.103515625e-05  # float16's smallest normal value
 
@@ -457,19 +455,8 @@ def _device_ops(group: DumpGroup) -> list[DeviceOp]:
     return ops
 
 
-_LETTERED = tuple(f for f in _layout.PLAIN_FORMATS if f != "ND")
-
-
 def _plain_target(device_format: str, pair: TensorPair, ndim: int) -> str:
-    """The plain layout a device tensor is read in: the ground truth's (graph origin format) when known, else the
-    family's canonical NCHW/NCDHW (ND for matrices)."""
-    family5 = device_format in _FIVE_D or len(device_format) == 5 or ndim == 5
-    origin = (pair.origin_format or "").upper()
-    if device_format == "FRACTAL_NZ":
-        return "ND"
-    if origin in _LETTERED and (len(origin) == 5) == family5:
-        return origin
-    return "NCDHW" if family5 else "NCHW"
+    return _layout.plain_target(device_format, pair.origin_format, ndim)  # the rule lives in dumps.layout
 
 
 class _Sides:
@@ -548,53 +535,6 @@ class _Sides:
             plain = self.converters.apply(fmt, dst, t.array(), t.shape, dst_shape)
             return core.source_from_array(np.ascontiguousarray(plain)), t
         return core.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
-
-
-def _has_values(dtype: Any) -> bool:
-    """A NumPy dtype the metrics compare: bool, integer or float, in the machine's byte order."""
-    return dtype.kind in "biuf" and dtype.byteorder != ">"
-
-
-def _mapped_npy(path: str) -> tuple[Any, Any, str] | None:
-    """A plain .npy (little-endian numbers in C order) mapped by the core after one read of its header, without
-    NumPy: a whole model's ground truth opens in a fraction of np.load's time (which reads the header twice and
-    builds a memmap). None for anything else (Fortran order, empty, a bad file), which takes the general path and its
-    messages."""
-    h = plain_npy(path)
-    if h is None:
-        return None
-    return core.source_from_file(path, h.offset, h.data_type, math.prod(h.shape)), h.shape, _dtype_name(h.data_type)
-
-
-def _pad_original(shape: Sequence[int], fmt: str) -> tuple[int, ...]:
-    """An original shape of lower rank than the layout's family, padded as the device pads it: (N, C) -> (N, C, 1, 1)."""
-    want = 5 if fmt in _FIVE_D else 4
-    shape = tuple(int(d) for d in shape)
-    return shape + (1,) * (want - len(shape)) if len(shape) < want else shape
-
-
-def _ground_truth_array(entry: GroundTruthEntry) -> tuple[Any, Any, str]:
-    """(source, shape, dtype name) of a ground-truth file."""
-    if entry.name.extension == naming.NPY:
-        mapped = _mapped_npy(entry.path)
-        if mapped is not None:
-            return mapped
-    data = entry.open()
-    if isinstance(data, np.ndarray):
-        a = data if data.flags.c_contiguous else np.ascontiguousarray(data)
-        if not _has_values(a.dtype):
-            raise DumpcmpError(f"{entry.path}: ground truth of dtype {a.dtype} has no values the metrics compare")
-        return core.source_from_array(a), a.shape, a.dtype.name
-    outputs = data.outputs
-    idx = entry.output_index if entry.output_index < len(outputs) else 0
-    if not outputs:
-        raise DumpcmpError(f"{entry.path}: the dump holds no output")
-    t = outputs[idx]
-    problem = t.problem()
-    if problem:
-        raise DumpcmpError(f"{entry.path}: {problem}")
-    return core.source_from_dump(data._file, "output", idx), tuple(t.original_shape or t.shape), \
-        _dtype_name(t.data_type)
 
 
 def _select_group(index: DumpIndex, selection: dict[str, Any], side: str) -> list[DumpGroup]:

@@ -19,12 +19,11 @@ import numpy as np
 from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.native import core
 from dumpcmp.comparison.compare import (
-    _FIVE_D,
     _Sides,
     _graph_group_name as _group_name,
-    _ground_truth_array,
     paired_runs,
 )
+from dumpcmp.dumps.ground_truth import ground_truth_data, ground_truth_source
 from dumpcmp.dumps.dump import numpy_dtype
 from dumpcmp.comparison.detail import DetailResult, export_detail
 from dumpcmp.errors import DumpcmpError, NotFoundError
@@ -150,19 +149,19 @@ def _sources(pair: TensorPair, kind: str, index: int, custom: Any,
             raise DumpcmpError(f"{pair.tensor_index}: format/shape differ: {t.format} {list(t.shape)} vs "
                                f"{gt_t.format} {list(gt_t.shape)}")
         # both sides decoded by the same original shape, so the coordinates are the plain tensor's
-        target = "NCDHW" if t.format in _FIVE_D else ("ND" if t.format == "FRACTAL_NZ" else "NCHW")
+        target = _layout.plain_target(t.format)
         dst, shape = sides.own_plain(t, pair, target)
         x, _ = sides.device(pair.npu_ref, kind, index, pair, None, target)
         y, _ = sides.device(gt_ref, kind, index, pair, None, target)
         layout_name = dst if dst is not None and dst != "ND" else ("NCHW" if len(shape) <= 4 else t.format)
     else:
-        y, gt_shape, _ = _ground_truth_array(pair.ground_truth_ref)
+        y, gt_shape, _ = ground_truth_source(pair.ground_truth_ref)
         gt_format = (pair.origin_format or "").upper()
         tensors = pair.npu_ref.dump.inputs if kind == "input" else pair.npu_ref.dump.outputs
         device_format = tensors[index].format
-        family5 = device_format in _FIVE_D or len(gt_shape) == 5
-        target = "NCDHW" if family5 else "NCHW"
         if device_format in _layout.DEVICE_FORMATS and device_format != "FRACTAL_NZ" and len(gt_shape) in (4, 5):
+            # decoded to NCHW/NCDHW (not the graph's origin format): the summary's coordinates
+            target = _layout.plain_target(device_format, None, len(gt_shape))
             if gt_format in _layout.PLAIN_FORMATS and gt_format not in ("ND", target):
                 # a ground truth in another layout (TensorFlow's NHWC): brought to NCHW for the coordinates
                 data = _ground_truth_array_data(pair)
@@ -172,7 +171,7 @@ def _sources(pair: TensorPair, kind: str, index: int, custom: Any,
             layout_name = target
         else:
             x, t = sides.device(pair.npu_ref, kind, index, pair, tuple(gt_shape))
-            layout_name = target if len(gt_shape) in (4, 5) else "NCHW"
+            layout_name = "NCDHW" if len(gt_shape) == 5 else "NCHW"
         shape = tuple(gt_shape)
         if x.count != y.count:
             raise DumpcmpError(f"{pair.tensor_index}: shape mismatch: NPU {t.format} {list(t.shape)} gives "
@@ -181,7 +180,7 @@ def _sources(pair: TensorPair, kind: str, index: int, custom: Any,
 
 
 def _ground_truth_dtype(pair: TensorPair) -> str:
-    data = pair.ground_truth_ref.open()
+    data = ground_truth_data(pair.ground_truth_ref)
     return np.asarray(data).dtype.name if isinstance(data, np.ndarray) else ""
 
 
@@ -204,7 +203,7 @@ def _summary_names(run: Any, pair: TensorPair) -> tuple[str, str]:
 def _format_line(t: Any, pair: TensorPair, shape: Any) -> str:
     """The summary's Format line: the coordinate header (`N C H W`), the ground truth's letters for a FRACTAL_Z
     weight, `N C D H W` with a depth axis, `ID` for a scalar."""
-    if t.format in _FIVE_D:
+    if t.format in _layout.FIVE_D:
         return "N C D H W"
     if t.format == "FRACTAL_Z":
         return " ".join(pair.origin_format or "NCHW")
@@ -212,7 +211,7 @@ def _format_line(t: Any, pair: TensorPair, shape: Any) -> str:
 
 
 def _ground_truth_array_data(pair: TensorPair) -> np.ndarray:
-    data = pair.ground_truth_ref.open()
+    data = ground_truth_data(pair.ground_truth_ref)
     if not isinstance(data, np.ndarray):
         raise DumpcmpError(f"{pair.ground_truth_ref.path}: a layout change needs a .npy ground truth")
     return np.asarray(data)

@@ -62,6 +62,7 @@ import numpy as np
 from dumpcmp.support import files as _io
 from dumpcmp.dumps import layout, naming
 from dumpcmp.dumps.dump import FORMATS, Tensor, TensorData, data_type_of, open_dump, write_dump
+from dumpcmp.dumps.ground_truth import framework_output, load_npy
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
 
 __all__ = [
@@ -547,14 +548,7 @@ def dump_to_npy(source: PathLike, out_dir: PathLike, *, type: str = "offline", f
 
 def _save_framework_output(source: str, index: int, force: bool) -> Callable[[list[str]], list[Output]]:
     def run(paths: list[str]) -> list[Output]:
-        outputs = open_dump(source).outputs
-        # a framework dump holds the one output its name gives; take that index if it holds several
-        if len(outputs) == 1:
-            t = outputs[0]
-        elif index < len(outputs):
-            t = outputs[index]
-        else:
-            raise DumpError(f"{source}: has {len(outputs)} outputs, none for output index {index}")
+        _, t = framework_output(open_dump(source), index, source)  # the ground-truth readers' output-index rule
         array = t.array()
         _write_npy(paths[0], array, force)
         return [Output(paths[0], t.kind, t.index, tuple(array.shape), str(array.dtype), source)]
@@ -570,8 +564,6 @@ def _plain_format(array: np.ndarray, type: str) -> str:
 
 
 def _load_npy(path: str) -> np.ndarray:
-    from dumpcmp.dumps.scan import load_npy
-
     array = load_npy(path)  # the header checked against the file size first
     if not isinstance(array, np.ndarray):
         raise DumpError(f"{path}: holds several arrays (.npz), not one")

@@ -17,6 +17,10 @@ dtype, bool, and ml_dtypes' bfloat16/fp8), all threads, without the GIL. Formats
   keeps the framework's axis order: it pairs with ND and with any plain format whose rank matches (nothing moves).
 * plain formats convert among their family; ND to or from a plain format is the identity.
 
+Which plain layout a dump's device tensor is read in is one rule, `plain_target` (the comparison, single-op
+compare, locate, extract and histogram all use it); an original shape of lower rank than the format's family is
+padded as the device pads it by `pad_original`.
+
 User converters (the original tool's ``-custom DIR``): ``DIR/format_convert/convert_{FROM}_to_{TO}.py`` defining
 ``convert(shape_from, shape_to, array)``, which takes the 1-D source data and returns a NumPy array, overrides the
 built-in conversion of that pair; see :class:`Converters`.
@@ -36,6 +40,8 @@ from dumpcmp.errors import ConfigError, DumpcmpError
 
 __all__ = [
     "DEVICE_FORMATS",
+    "FIVE_D",
+    "LETTERED",
     "PLAIN_FORMATS",
     "Converters",
     "LayoutError",
@@ -44,12 +50,16 @@ __all__ = [
     "default_c0",
     "device_shape",
     "make_plan",
+    "pad_original",
     "plain_shape",
+    "plain_target",
     "supported_pairs",
 ]
 
 DEVICE_FORMATS = ("NC1HWC0", "NC1HWC0_C04", "FRACTAL_Z", "FRACTAL_Z_C04", "NDC1HWC0", "FRACTAL_Z_3D", "FRACTAL_NZ")
 PLAIN_FORMATS = ("NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND")
+FIVE_D = ("NDC1HWC0", "FRACTAL_Z_3D")  # the device formats of the 5-D (depth) family
+LETTERED = tuple(f for f in PLAIN_FORMATS if f != "ND")  # the plain formats that name their axes
 
 Shape = Sequence[int]
 
@@ -96,6 +106,27 @@ def groups_of(tensor: Any) -> int:
     """The convolution group count a dump tensor's layout needs: its sub_format, for FRACTAL_Z only (other formats
     may carry a sub_format that means something else)."""
     return max(1, int(tensor.sub_format)) if tensor.format == "FRACTAL_Z" else 1
+
+
+def plain_target(device_format: str, origin_format: str | None = None, ndim: int | None = None) -> str:
+    """The plain layout a tensor stored in `device_format` is read in: ND for FRACTAL_NZ (it keeps the framework's
+    axis order); else the ground truth's layout `origin_format` (the graph's origin format) when it is a lettered
+    plain format of the tensor's family, else the family's NCHW or NCDHW. The family is 5-D for NDC1HWC0 and
+    FRACTAL_Z_3D, a five-letter plain format, or a ground truth of `ndim` 5 dimensions; 4-D otherwise."""
+    if device_format == "FRACTAL_NZ":
+        return "ND"
+    family5 = device_format in FIVE_D or len(device_format) == 5 or ndim == 5
+    origin = (origin_format or "").upper()
+    if origin in LETTERED and (len(origin) == 5) == family5:
+        return origin
+    return "NCDHW" if family5 else "NCHW"
+
+
+def pad_original(shape: Shape, fmt: str) -> tuple[int, ...]:
+    """An original shape of lower rank than `fmt`'s family, padded as the device pads it: (N, C) -> (N, C, 1, 1)."""
+    want = 5 if fmt in FIVE_D else 4
+    shape = tuple(int(d) for d in shape)
+    return shape + (1,) * (want - len(shape)) if len(shape) < want else shape
 
 
 def default_c0(device_format: str, dtype: Any) -> int:

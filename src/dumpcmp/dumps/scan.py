@@ -25,22 +25,19 @@ files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and g
 
 from __future__ import annotations
 
-import ast
-import math
 import os
 import re
-import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from dumpcmp.dumps import naming
-from dumpcmp.support.native import core
-from dumpcmp.errors import DumpError, NamingError, NotFoundError
+from dumpcmp.dumps.ground_truth import open_npy
+from dumpcmp.errors import NamingError, NotFoundError
 from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FrameworkDumpName
 
 __all__ = [
-    "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "NpyHeader",
-    "PlainNpy", "RunKey", "Skipped", "npy_header", "open_npy", "plain_npy", "scan", "scan_ground_truth",
+    "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
+    "Skipped", "scan", "scan_ground_truth",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
@@ -48,144 +45,6 @@ MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
 _TIME = re.compile(r"[0-9]{14}\Z")
 _NO_SCHEME = ("name fits no naming scheme (not an NPU dump {op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}, "
               "not {op_name}.{output_index}.{timestamp}.pb|.quant|.npy, not a converted .npy)")
-
-
-_NPY_MAGIC = b"\x93NUMPY"
-
-
-def open_npy(path: str | os.PathLike[str]) -> Any:
-    """A ``.npy`` file as a read-only memory-mapped array (the data is not read); DumpError naming the file if it
-    is not a NumPy file, is truncated or holds Python objects."""
-    import numpy as np
-
-    text = os.fspath(path)
-    with open(text, "rb") as handle:
-        magic = handle.read(len(_NPY_MAGIC))
-    if magic != _NPY_MAGIC:
-        raise DumpError(f"{text}: not a .npy file (it does not start with the NumPy magic bytes)")
-    check_npy(text)
-    try:
-        return np.load(text, mmap_mode="r", allow_pickle=False)
-    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
-        raise DumpError(f"{text}: cannot map the .npy file: {error}") from None
-
-
-def check_npy(path: str | os.PathLike[str]) -> tuple[Any, tuple[int, ...]]:
-    """(dtype, shape) of a ``.npy`` file from its header, checked against the file's size before anything is
-    allocated: DumpError naming the file when it is empty, not a .npy file, holds Python objects, or holds fewer or
-    more bytes than its header claims (a header claiming 4 TiB in a 100-byte file)."""
-    header = npy_header(path)
-    return header.dtype, header.shape
-
-
-@dataclass(frozen=True, slots=True)
-class NpyHeader:
-    """What a ``.npy`` header says, checked against the file's size: the data is ``shape`` elements of ``dtype``
-    from byte ``offset`` to the end of the file."""
-
-    dtype: Any
-    shape: tuple[int, ...]
-    fortran_order: bool
-    offset: int
-
-
-def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
-    """`check_npy`'s checks, one open of the file, and where its data starts."""
-    import tokenize
-
-    import numpy as np
-
-    text = os.fspath(path)
-    try:
-        with open(text, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                raise DumpError(f"{text}: empty file (0 bytes): not a .npy file")
-            try:
-                version = np.lib.format.read_magic(handle)
-                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
-                    np.lib.format.read_array_header_2_0
-                shape, fortran, dtype = reader(handle, max_header_size=1 << 16)
-            except (ValueError, EOFError, SyntaxError, TypeError, tokenize.TokenError) as error:  # a cut header
-                raise DumpError(f"{text}: not a readable .npy file: {error}") from None
-            data_start = handle.tell()
-    except OSError as error:
-        raise DumpError(f"{text}: cannot read: {error.strerror or error}") from None
-    if dtype.hasobject:
-        raise DumpError(f"{text}: holds Python objects (dtype {dtype}); only plain arrays are read")
-    if any(not 0 <= int(d) < 2**63 for d in shape):  # NumPy's own limit (a zero dim hid 2**63 from the size check)
-        raise DumpError(f"{text}: its header's shape {list(shape)} has a dimension outside 0 .. 2**63-1")
-    need = math.prod(int(d) for d in shape) * dtype.itemsize
-    if need != size - data_start:
-        raise DumpError(f"{text}: its header says {dtype} {list(shape)} ({need} bytes) but the file holds "
-                        f"{size - data_start} bytes of data")
-    return NpyHeader(dtype, tuple(int(d) for d in shape), bool(fortran), data_start)
-
-
-# NumPy's descr of a bool, integer or float .npy -> the core's data type stored that way. The core's table records
-# each type's descr; where several share one (INT8, DUAL_SUB_INT8, QINT8) the lowest-numbered, the plain type, wins.
-_PLAIN_NPY = {t["numpy"]: t["name"] for t in reversed(core.data_types())
-              if t["repr"] == "native" and t["numpy"][1:2] in ("b", "i", "u", "f")}
-_NPY_LENGTH_BYTES = {1: 2, 2: 4, 3: 4}  # format version -> bytes of the header-length field
-_MAX_NPY_HEADER = 1 << 16
-
-
-@dataclass(frozen=True, slots=True)
-class PlainNpy:
-    """A ``.npy`` file whose data the core maps as it is: little-endian numbers in C order, at least one element,
-    and exactly as many bytes after the header as the header says."""
-
-    data_type: str  # the core's name (FLOAT, FLOAT16, ...)
-    shape: tuple[int, ...]
-    offset: int  # where the data starts
-
-
-def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:
-    """The header of a plain ``.npy`` file (the NumPy format, versions 1-3), read without NumPy: importing NumPy
-    takes longer than reading a whole model's headers. None for any other file or any doubt (Fortran order,
-    big-endian, structured or object data, empty, a size that disagrees, a broken header): `npy_header` and
-    np.load then read it, with their checks and messages."""
-    try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            lead = handle.read(8)
-            width = _NPY_LENGTH_BYTES.get(lead[6]) if len(lead) == 8 and lead[7] == 0 else None
-            if lead[:6] != _NPY_MAGIC or width is None:
-                return None
-            length = int.from_bytes(handle.read(width), "little")
-            text = handle.read(length) if length <= _MAX_NPY_HEADER else b""
-    except OSError:
-        return None
-    offset = 8 + width + length
-    if len(text) != length or length == 0:
-        return None
-    try:
-        header = ast.literal_eval(text.decode("utf-8" if lead[6] == 3 else "latin-1"))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if not isinstance(header, dict) or header.keys() != {"descr", "fortran_order", "shape"}:
-        return None
-    descr, shape = header["descr"], header["shape"]
-    data_type = _PLAIN_NPY.get(descr) if isinstance(descr, str) else None
-    if data_type is None or header["fortran_order"] is not False or type(shape) is not tuple:
-        return None
-    if not all(type(d) is int and 0 < d < 2**63 for d in shape):
-        return None
-    if math.prod(shape) * int(descr[2:]) != size - offset:
-        return None
-    return PlainNpy(data_type, shape, offset)
-
-
-def load_npy(path: str | os.PathLike[str]) -> Any:
-    """A ``.npy`` file read into memory after `check_npy`; DumpError naming the file otherwise."""
-    import numpy as np
-
-    check_npy(path)
-    text = os.fspath(path)
-    try:
-        return np.load(text, allow_pickle=False)
-    except (ValueError, EOFError, OSError, MemoryError) as error:
-        raise DumpError(f"{text}: cannot read the .npy file: {error}") from None
 
 
 @dataclass(frozen=True, slots=True)

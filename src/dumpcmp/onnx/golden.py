@@ -435,7 +435,7 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
     if not p.is_file():
         raise NotFoundError(f"{p}: no such input file (for input {mi.name!r})")
     if p.suffix.lower() == ".npy":
-        from dumpcmp.dumps.scan import load_npy
+        from dumpcmp.dumps.ground_truth import load_npy
 
         try:
             array = load_npy(p)  # the header checked against the file size first

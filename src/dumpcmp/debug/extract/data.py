@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from dumpcmp.dumps.ground_truth import ground_truth_data
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.debug.locate.feeds import decode
 from dumpcmp.graph.graph_json import Graph
@@ -80,10 +81,9 @@ def ground_truth(gt: GroundTruthIndex, node: str, idx: int, shape: Sequence[int]
     entry = gt.get(node, idx)
     if entry is None:
         return None
-    data = entry.open()
-    if not isinstance(data, np.ndarray):  # a framework dump
-        outs = data.outputs
-        return decode(outs[min(idx, len(outs) - 1)], shape=shape, dtype=dtype)
+    data = ground_truth_data(entry)
+    if not isinstance(data, np.ndarray):  # a framework dump's tensor
+        return decode(data, shape=shape, dtype=dtype)
     a = np.asarray(data)
     if dtype is not None and a.dtype != dtype:
         a = a.astype(dtype)

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Sequence
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import ConfigError, DumpcmpError
 from dumpcmp.comparison.metrics import METRICS, MetricResult, compare_arrays, parse_algorithms
+from dumpcmp.dumps.ground_truth import ground_truth_data
 from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
 from dumpcmp.debug.locate.feeds import decode, device_tensor
 from dumpcmp.debug.locate.regions import (
@@ -509,15 +510,12 @@ def _truth(pair: TensorPair, cache: dict[str, np.ndarray] | None = None) -> np.n
     path = str(ref.path)
     if cache is not None and path in cache:
         return cache[path]
-    if path.endswith(".npy") and os.path.getsize(path) < _SMALL_FILE:
-        array = np.load(path, allow_pickle=False)
-        if cache is not None:
-            cache[path] = array
-        return array
-    data = ref.open()
-    if isinstance(data, np.ndarray):
-        return data
-    return decode(data.outputs[ref.output_index if ref.output_index < len(data.outputs) else 0])
+    data = ground_truth_data(ref, whole_below=_SMALL_FILE)
+    if not isinstance(data, np.ndarray):
+        return decode(data)
+    if cache is not None:
+        cache[path] = data
+    return data
 
 
 def _estimate(om: OriginalModel, unit: _Unit) -> int:

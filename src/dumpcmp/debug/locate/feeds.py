@@ -23,15 +23,7 @@ from dumpcmp.debug.locate.regions import OriginalModel, original_tensor
 
 __all__ = ["decode", "device_feeds", "device_tensor"]
 
-_FIVE_D = ("NDC1HWC0", "FRACTAL_Z_3D")
-_LETTERED = tuple(f for f in _layout.PLAIN_FORMATS if f != "ND")
 _SMALL = 1 << 20  # elements: a tensor below this is decoded on one thread (starting threads costs more)
-
-
-def _pad(shape: Sequence[int], fmt: str) -> tuple[int, ...]:
-    want = 5 if fmt in _FIVE_D else 4
-    shape = tuple(int(d) for d in shape)
-    return shape + (1,) * (want - len(shape)) if len(shape) < want else shape
 
 
 def decode(tensor: Any, *, shape: Sequence[int] | None = None, dtype: Any = None,
@@ -47,10 +39,11 @@ def decode(tensor: Any, *, shape: Sequence[int] | None = None, dtype: Any = None
         original = tensor.original_shape or (tuple(shape) if shape is not None else None)
         if original is None:
             raise DumpcmpError(f"{tensor.path}: {fmt} tensor with no original shape to decode it by")
-        dst = "ND" if fmt == "FRACTAL_NZ" else ("NCDHW" if fmt in _FIVE_D else "NCHW")
-        a = _layout.convert(a, fmt, dst, original_shape=original if fmt == "FRACTAL_NZ" else _pad(original, fmt),
+        dst = _layout.plain_target(fmt)
+        a = _layout.convert(a, fmt, dst,
+                            original_shape=original if fmt == "FRACTAL_NZ" else _layout.pad_original(original, fmt),
                             groups=_layout.groups_of(tensor), threads=1 if a.size < _SMALL else 0)
-    elif origin_format and fmt in _LETTERED and origin_format in _LETTERED and fmt != origin_format \
+    elif origin_format and fmt in _layout.LETTERED and origin_format in _layout.LETTERED and fmt != origin_format \
             and len(fmt) == len(origin_format) == a.ndim:
         a = _layout.convert(a, fmt, origin_format, threads=1 if a.size < _SMALL else 0)
     if shape is not None:

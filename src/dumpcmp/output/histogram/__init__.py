@@ -109,7 +109,8 @@ def pair_histograms(x: Any, y: Any, bins: int = DEFAULT_BINS, threads: int = 0,
 def row_sources(row: Any, device_vs_device: bool, custom: Any = None) -> tuple[Any, Any]:
     """(device source, ground-truth source) of a compared Row, read exactly as the comparison read them (layout
     decoded and cropped to the ground truth's shape). DumpcmpError when the row cannot be read."""
-    from dumpcmp.comparison.compare import _ground_truth_array, _Sides  # the comparison's own reading rules
+    from dumpcmp.comparison.compare import _Sides  # the comparison's own reading rules
+    from dumpcmp.dumps.ground_truth import ground_truth_source
 
     pair = row.pair
     if pair is None or pair.npu_ref is None or pair.ground_truth_ref is None:
@@ -120,7 +121,7 @@ def row_sources(row: Any, device_vs_device: bool, custom: Any = None) -> tuple[A
         x, _ = sides.device(pair.npu_ref, pair.kind, index, pair, None)
         y, _ = sides.device(pair.ground_truth_ref, pair.kind, index, pair, None)
     else:
-        y, shape, _ = _ground_truth_array(pair.ground_truth_ref)
+        y, shape, _ = ground_truth_source(pair.ground_truth_ref)
         x, _ = sides.device(pair.npu_ref, pair.kind, index, pair, tuple(shape))
     if x.count != y.count:
         raise DumpcmpError(f"row {row.index}: {x.count} device elements against {y.count} of ground truth")

@@ -34,9 +34,7 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
     if fmt in _layout.DEVICE_FORMATS and t.original_shape is not None:
         from dumpcmp.comparison.compare import _Sides
 
-        five = fmt in ("NDC1HWC0", "FRACTAL_Z_3D") or len(t.original_shape) == 5
-        dst = "ND" if fmt == "FRACTAL_NZ" else ("NCDHW" if five else "NCHW")
-        dst, shape = _Sides.own_plain(t, None, dst)
+        dst, shape = _Sides.own_plain(t, None, _layout.plain_target(fmt, None, len(t.original_shape)))
         return core.source_from_dump(dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
     return core.source_from_dump(dump._file, kind, index)
 
@@ -44,11 +42,12 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
 def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
     """Every tensor of a dump file, a dump folder/tree (execution order) or a ground-truth folder."""
     from dumpcmp.dumps.dump import open_dump
+    from dumpcmp.dumps.ground_truth import ground_truth_source, open_npy
     from dumpcmp.dumps.scan import scan
 
     path = Path(target)
     if path.is_file() and path.suffix == ".npy":
-        yield Layer(path.stem, "", core.source_from_array(np.ascontiguousarray(np.load(path, mmap_mode="r"))))
+        yield Layer(path.stem, "", core.source_from_array(np.ascontiguousarray(open_npy(path))))
         return
     if path.is_file():
         files = [(path, "")]
@@ -60,10 +59,7 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
         if not files and index.ground_truth.files:
             for key, entry in index.ground_truth.files.items():
                 try:
-                    data = entry.open()
-                    src = core.source_from_array(np.ascontiguousarray(data)) if isinstance(data, np.ndarray) \
-                        else core.source_from_dump(data._file, "output", 0)
-                    yield Layer(str(key), "", src)
+                    yield Layer(str(key), "", ground_truth_source(entry)[0])
                 except (DumpcmpError, ValueError, OSError) as error:
                     yield Layer(str(key), "", None, error=str(error))
             return

@@ -83,7 +83,7 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
 
 def compared_layers(result: Any, custom: Any = None) -> Iterator[Layer]:
     """Every compared row of a comparison: device and ground truth read as the comparison read them."""
-    from dumpcmp.output.histogram import row_sources
+    from dumpcmp.output.histogram.bins import row_sources
 
     for row in result.rows:
         if row.result is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dumpcmp.support.files import atomic_write
-from dumpcmp.output.histogram import Hist
+from dumpcmp.output.histogram.bins import Hist
 
 
 def safe_name(text: str, limit: int = 120) -> str:

@@ -124,7 +124,7 @@ def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
 
 # NumPy's descr of a bool, integer or float .npy -> the core's data type stored that way. The core's table records
 # each type's descr; where several share one (INT8, DUAL_SUB_INT8, QINT8) the lowest-numbered, the plain type, wins.
-_PLAIN_NPY = {t["numpy"]: t["name"] for t in reversed(core.data_types())
+_PLAIN_NPY = {t["numpy"]: t["name"] for t in reversed(core.dtype.data_types())
               if t["repr"] == "native" and t["numpy"][1:2] in ("b", "i", "u", "f")}
 _NPY_LENGTH_BYTES = {1: 2, 2: 4, 3: 4}  # format version -> bytes of the header-length field
 _MAX_NPY_HEADER = 1 << 16

@@ -37,8 +37,8 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
         five = fmt in ("NDC1HWC0", "FRACTAL_Z_3D") or len(t.original_shape) == 5
         dst = "ND" if fmt == "FRACTAL_NZ" else ("NCDHW" if five else "NCHW")
         dst, shape = _Sides.own_plain(t, None, dst)
-        return core.source_from_dump(dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
-    return core.source_from_dump(dump._file, kind, index)
+        return core.compare.source_from_dump(dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
+    return core.compare.source_from_dump(dump._file, kind, index)
 
 
 def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
@@ -48,7 +48,7 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
 
     path = Path(target)
     if path.is_file() and path.suffix == ".npy":
-        yield Layer(path.stem, "", core.source_from_array(np.ascontiguousarray(np.load(path, mmap_mode="r"))))
+        yield Layer(path.stem, "", core.compare.source_from_array(np.ascontiguousarray(np.load(path, mmap_mode="r"))))
         return
     if path.is_file():
         files = [(path, "")]
@@ -61,8 +61,8 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
             for key, entry in index.ground_truth.files.items():
                 try:
                     data = entry.open()
-                    src = core.source_from_array(np.ascontiguousarray(data)) if isinstance(data, np.ndarray) \
-                        else core.source_from_dump(data._file, "output", 0)
+                    src = core.compare.source_from_array(np.ascontiguousarray(data)) if isinstance(data, np.ndarray) \
+                        else core.compare.source_from_dump(data._file, "output", 0)
                     yield Layer(str(key), "", src)
                 except (DumpcmpError, ValueError, OSError) as error:
                     yield Layer(str(key), "", None, error=str(error))

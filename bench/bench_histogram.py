@@ -52,14 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         step = 1 << 22
         for k in range(0, n, step):
             a[k:k + step] = rng.standard_normal(min(step, n - k), dtype=np.float32)
-        src = core.source_from_array(a)
+        src = core.compare.source_from_array(a)
         check = histogram(a[: 1 << 22], args.bins)
         ref = np.histogram(a[: 1 << 22].astype(np.float64), args.bins, range=(check.lo, check.hi))[0]
         assert (ref == check.counts).all(), "counts differ from numpy.histogram"
         t_np = median_time(lambda: np.histogram(a, args.bins, range=(float(a.min()), float(a.max()))), args.repeat)
         for th in threads:
             t_dc = median_time(lambda: histogram(src, args.bins, threads=th), args.repeat)
-            t_probe = median_time(lambda: core.read_probe(a, th), args.repeat)
+            t_probe = median_time(lambda: core.metrics.read_probe(a, th), args.repeat)
             row = {"dtype": np.dtype(dtype).name, "bytes": a.nbytes, "threads": th, "bins": args.bins,
                    "dumpcmp_gbs": a.nbytes / t_dc / 1e9, "numpy_gbs": a.nbytes / t_np / 1e9,
                    "probe_gbs": a.nbytes / t_probe / 1e9, "speedup_vs_numpy": t_np / t_dc,

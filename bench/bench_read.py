@@ -51,14 +51,14 @@ def main() -> None:
         d = dumpcmp.open_dump(path)
         mapped = d.outputs[0].raw()  # the tensor's bytes in the mapping (unaligned: they follow the header)
         # the same C++ read loop (all threads) over the mapping and over an in-memory copy of the same bytes
-        t_mapped = best_of(lambda: core.read_probe(mapped, 0))
-        t_memory = best_of(lambda: core.read_probe(in_memory, 0))
-        assert core.read_probe(mapped, 0) == core.read_probe(in_memory, 0)
+        t_mapped = best_of(lambda: core.metrics.read_probe(mapped, 0))
+        t_memory = best_of(lambda: core.metrics.read_probe(in_memory, 0))
+        assert core.metrics.read_probe(mapped, 0) == core.metrics.read_probe(in_memory, 0)
 
         n = nbytes // 2
         out = np.empty(n, np.float32)
         src = np.ones(n, np.float32)
-        t_decode = best_of(lambda: core.decode("BF16", data.view(np.uint8), n), repeat=3)
+        t_decode = best_of(lambda: core.dtype.decode("BF16", data.view(np.uint8), n), repeat=3)
         t_copy = best_of(lambda: np.copyto(out, src), repeat=3)
         mapped = d = None  # the mapping closed
 

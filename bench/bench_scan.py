@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         t_headers, hindex = best_of(args.repeat, lambda: scan(dump_root, read_headers=True, threads=args.threads))
         assert hindex.dump_count == args.dumps and not hindex.skipped
         paths = [e.path for e in index.entries()]
-        t_core, files = best_of(args.repeat, lambda: core.read_headers(paths, args.threads))
+        t_core, files = best_of(args.repeat, lambda: core.dump.read_headers(paths, args.threads))
         assert not any(isinstance(f, str) for f in files)
         rows += [
             (f"{args.dumps} dumps: os.walk (baseline)", t_walk),

@@ -28,7 +28,9 @@ Format format_of(const std::string& name) {
 
 }  // namespace
 
-void bind_compare(py::module_& m) {
+void bind_compare(py::module_& core) {
+    py::module_ m = core.def_submodule("compare",
+        "Comparison sides (TensorSource from a dump, an array or a file) and comparing them, one pair or many.");
     py::class_<TensorSource, std::shared_ptr<TensorSource>>(
         m, "TensorSource", "One side of a comparison: stored bytes, data type, and the layout plan to walk them.")
         .def_property_readonly("count", &TensorSource::count, "elements in the compared order")

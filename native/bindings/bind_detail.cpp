@@ -76,10 +76,12 @@ DetailResult run_cancellable(const TensorSource& x, const TensorSource& y, Detai
 
 }  // namespace
 
-void bind_detail(py::module_& m) {
+void bind_detail(py::module_& core) {
+    py::module_ m = core.def_submodule("detail",
+        "Element-level detail files (export_detail) and how they print values.");
     py::register_exception<OutputError>(m, "OutputError", PyExc_OSError);
 
-    m.def("detail_file_count", &detail_file_count, py::arg("count"), py::arg("max_rows"),
+    m.def("file_count", &detail_file_count, py::arg("count"), py::arg("max_rows"),
           "Detail CSV files for `count` rows at `max_rows` rows a file (at least one).");
     m.def("format_fixed6", [](double v) {
         char buf[kMaxFixedChars];

@@ -28,7 +28,9 @@ const char* repr_name(Repr r) {
 
 }  // namespace
 
-void bind_dtype(py::module_& m) {
+void bind_dtype(py::module_& core) {
+    py::module_ m = core.def_submodule("dtype",
+        "The spec's data types and formats; decoding and encoding device storage.");
     m.def("data_types", [] {
         py::list out;
         for (std::int32_t v = 0;; ++v) {
@@ -90,23 +92,6 @@ void bind_dtype(py::module_& m) {
         return out;
     }, py::arg("data_type"), py::arg("values"),
        "Encode values (in dumpcmp's NumPy representation of the type) into device storage bytes.");
-
-    m.def("to_float32", [](const std::string& type_name, py::array_t<std::uint8_t, py::array::c_style> raw,
-                           std::uint64_t count) {
-        const DataTypeInfo& info = info_by_name(type_name);
-        py::buffer_info b = raw.request();
-        if (storage_bytes(info, count) > static_cast<std::uint64_t>(b.size))
-            throw std::invalid_argument("buffer too small for " + std::to_string(count) + " elements");
-        py::array_t<float> out(static_cast<py::ssize_t>(count));
-        const auto* src = static_cast<const std::uint8_t*>(b.ptr);
-        float* dst = out.mutable_data();
-        {
-            py::gil_scoped_release release;
-            decode_to_float32(info.type, src, 0, static_cast<std::size_t>(count), dst);
-        }
-        return out;
-    }, py::arg("data_type"), py::arg("raw").noconvert(), py::arg("count"),
-       "Decode device storage to float32 values, as the metrics see them.");
 }
 
 }  // namespace dumpcmp::bindings

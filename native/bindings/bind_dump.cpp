@@ -67,7 +67,9 @@ std::vector<std::int64_t> dims_from(const py::handle& h) {
 
 }  // namespace
 
-void bind_dump(py::module_& m) {
+void bind_dump(py::module_& core) {
+    py::module_ m = core.def_submodule("dump",
+        "Dump files: read (DumpFile, TensorDesc, read_headers) and write (write_dump).");
     py::class_<TensorDesc>(m, "TensorDesc", "One input, output, buffer or workspace of a dump: metadata only.")
         .def_property_readonly("kind", [](const TensorDesc& t) { return tensor_kind_name(t.kind); })
         .def_readonly("index", &TensorDesc::index)

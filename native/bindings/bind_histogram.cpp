@@ -22,7 +22,8 @@ py::dict range_dict(const ValueRange& r) {
 
 }  // namespace
 
-void bind_histogram(py::module_& m) {
+void bind_histogram(py::module_& core) {
+    py::module_ m = core.def_submodule("histogram", "Value ranges, histograms and the largest errors of tensors.");
     m.def("value_range", [](const std::shared_ptr<TensorSource>& s, unsigned threads) {
         ValueRange r;
         {

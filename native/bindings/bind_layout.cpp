@@ -39,7 +39,9 @@ const char* kernel_name(int k) { return k == 2 ? "tiles" : k == 1 ? "runs" : "el
 
 }  // namespace
 
-void bind_layout(py::module_& m) {
+void bind_layout(py::module_& core) {
+    py::module_ m = core.def_submodule("layout",
+        "Device layout conversions: compiled plans (LayoutPlan) and the shapes they produce.");
     py::class_<Plan>(m, "LayoutPlan", "A compiled layout conversion (see dumpcmp/layout.hpp).")
         .def(py::init([](const std::string& src, std::vector<std::int64_t> src_shape, const std::string& dst,
                          std::vector<std::int64_t> dst_shape, int groups, std::size_t elem_size) {
@@ -91,26 +93,26 @@ void bind_layout(py::module_& m) {
         }, py::arg("first"), py::arg("count"),
            "Source element index of each destination element [first, first+count).");
 
-    m.def("layout_infer_shape", [](const std::string& src, std::vector<std::int64_t> src_shape, const std::string& dst,
-                                   std::vector<std::int64_t> original_shape, int groups, bool padded,
-                                   const std::string& original_format) {
+    m.def("infer_shape", [](const std::string& src, std::vector<std::int64_t> src_shape, const std::string& dst,
+                            std::vector<std::int64_t> original_shape, int groups, bool padded,
+                            const std::string& original_format) {
         const Format of = original_format.empty() ? Format::NULL_FORMAT : format_arg(original_format);
         return py::tuple(py::cast(infer_plain_shape(format_arg(src), src_shape, format_arg(dst), original_shape, groups,
                                                     padded, of)));
     }, py::arg("src_format"), py::arg("src_shape"), py::arg("dst_format"), py::arg("original_shape"),
        py::arg("groups") = 1, py::arg("padded") = false, py::arg("original_format") = "",
        "The plain shape a conversion produces (see infer_plain_shape in layout.hpp).");
-    m.def("layout_device_shape", [](const std::string& device, const std::string& plain,
-                                    std::vector<std::int64_t> plain_shape, std::int64_t c0, int groups) {
+    m.def("device_shape", [](const std::string& device, const std::string& plain,
+                             std::vector<std::int64_t> plain_shape, std::int64_t c0, int groups) {
         return py::tuple(py::cast(device_shape(format_arg(device), format_arg(plain), plain_shape, c0, groups)));
     }, py::arg("device_format"), py::arg("plain_format"), py::arg("plain_shape"), py::arg("c0"), py::arg("groups") = 1,
        "The device shape encoding a plain tensor produces.");
-    m.def("layout_supported_pairs", [] {
+    m.def("supported_pairs", [] {
         py::list out;
         for (const auto& [a, b] : supported_pairs()) out.append(py::make_tuple(name_of(a), name_of(b)));
         return out;
     }, "(source, destination) format pairs the codec converts.");
-    m.def("layout_is_device_format", [](const std::string& f) { return is_device_format(format_arg(f)); });
+    m.def("is_device_format", [](const std::string& f) { return is_device_format(format_arg(f)); });
 }
 
 }  // namespace dumpcmp::bindings

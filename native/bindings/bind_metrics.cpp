@@ -88,7 +88,9 @@ py::object metric_value(const MetricResult& r, int i) {
 
 }  // namespace
 
-void bind_metrics(py::module_& m) {
+void bind_metrics(py::module_& core) {
+    py::module_ m = core.def_submodule("metrics",
+        "The ten metrics of one tensor pair (MetricResult, compare_arrays) and the benchmarks' read probe.");
     py::class_<MetricResult> cls(m, "MetricResult",
         "Metrics of one tensor pair (x = My Output, y = Ground Truth). Metrics left out are NaN.");
     auto value_prop = [&cls](const char* name, Metric metric) {
@@ -184,12 +186,6 @@ void bind_metrics(py::module_& m) {
         return read_probe(p, bytes, threads);
     }, py::arg("data"), py::arg("threads") = 0u,
        "Read every byte of a contiguous buffer on `threads` threads (the benchmarks' memory-speed probe).");
-
-    m.def("numpy_sum_f32", [](const py::array_t<float, py::array::c_style | py::array::forcecast>& a) {
-        return numpy_sum_f32(a.data(), static_cast<std::size_t>(a.size()));
-    }, py::arg("a"),
-       "NumPy 1.x's np.sum of a contiguous float32 array (pairwise blocks of 8192, added in order): the default "
-       "metrics' float32 sums.");
 }
 
 }  // namespace dumpcmp::bindings

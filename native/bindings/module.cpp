@@ -51,7 +51,13 @@ py::array mapped_view(const py::dtype& dtype, std::vector<py::ssize_t> shape, co
 
 PYBIND11_MODULE(_core, m) {
     using namespace dumpcmp::bindings;
-    m.doc() = "dumpcmp's C++ core (private: use the dumpcmp package)";
+    m.doc() =
+        "dumpcmp's C++ core (private: use the dumpcmp package).\n\n"
+        "One submodule per area, each from its native/bindings/bind_<area>.cpp: dtype, dump, metrics, layout, "
+        "compare, detail, histogram. What belongs to the whole module stays at the top: __version__, DumpError "
+        "(the error every area raises), and the process-wide settings every area's parallel loops and kernels "
+        "follow: num_threads, set_num_threads, simd_level. The tests' hooks are not here: they are a separate, "
+        "test-only module (DUMPCMP_TEST_HOOKS, native/bindings/testhooks).";
     m.attr("__version__") = DUMPCMP_VERSION;
     register_errors(m);
     m.def("num_threads", &dumpcmp::num_threads, "Threads the core uses for one big job.");
@@ -65,6 +71,5 @@ PYBIND11_MODULE(_core, m) {
     bind_layout(m);
     bind_compare(m);
     bind_detail(m);
-    bind_kld_hooks(m);
     bind_histogram(m);
 }

@@ -15,14 +15,14 @@
 namespace dumpcmp::bindings {
 namespace py = pybind11;
 
-void bind_dtype(py::module_& m);
-void bind_dump(py::module_& m);
-void bind_metrics(py::module_& m);
-void bind_layout(py::module_& m);
-void bind_compare(py::module_& m);
-void bind_detail(py::module_& m);
-void bind_kld_hooks(py::module_& m);
-void bind_histogram(py::module_& m);
+// Each defines its area's names in the submodule _core.<area> of `core`.
+void bind_dtype(py::module_& core);
+void bind_dump(py::module_& core);
+void bind_metrics(py::module_& core);
+void bind_layout(py::module_& core);
+void bind_compare(py::module_& core);
+void bind_detail(py::module_& core);
+void bind_histogram(py::module_& core);
 
 // Translate core exceptions; dumpcmp::DumpError becomes dumpcmp.errors.DumpError (defined in Python, a ValueError).
 void register_errors(py::module_& m);

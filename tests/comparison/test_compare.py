@@ -393,10 +393,10 @@ def test_long_channel_rows_are_compared_in_whole_tile_blocks(tmp_path, rng):
     path = tmp_path / "Conv2D.conv.1.1700000000000001"
     write_dump(path, op_name="conv",
                outputs=[TensorData(L.convert(x16, "NCHW", "NC1HWC0"), format="NC1HWC0", original_shape=truth.shape)])
-    x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
-    y = core.source_from_array(truth)
-    want = core.compare_arrays(x16, truth)
-    results = [core.compare_sources(x, y, threads=t, chunk_elements=c) for t in (1, 2) for c in (1000, 1 << 16)]
+    x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
+    y = core.compare.source_from_array(truth)
+    want = core.metrics.compare_arrays(x16, truth)
+    results = [core.compare.compare_sources(x, y, threads=t, chunk_elements=c) for t in (1, 2) for c in (1000, 1 << 16)]
     for r in results:
         for i in range(10):
             if i == 5:
@@ -422,12 +422,12 @@ def test_a_plan_side_gathered_once_gives_the_same_bits(tmp_path, rng, fmt, shape
     path = tmp_path / "Conv2D.conv.1.1700000000000001"
     write_dump(path, op_name="conv",
                outputs=[TensorData(L.convert(x16, plain, fmt), format=fmt, original_shape=shape)])
-    x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format=plain, dst_shape=list(shape))
-    y = core.source_from_array(truth)
+    x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format=plain, dst_shape=list(shape))
+    y = core.compare.source_from_array(truth)
     one_pass = [1, 2, 3, 5, 6, 7, 8, 9]
-    gathered = core.compare_sources(x, y, threads=2, chunk_elements=4096)
-    windowed = core.compare_sources(x, y, metrics=one_pass, threads=2, chunk_elements=4096)
-    direct = core.compare_arrays(x16, truth, threads=2, chunk_elements=4096)
+    gathered = core.compare.compare_sources(x, y, threads=2, chunk_elements=4096)
+    windowed = core.compare.compare_sources(x, y, metrics=one_pass, threads=2, chunk_elements=4096)
+    direct = core.metrics.compare_arrays(x16, truth, threads=2, chunk_elements=4096)
     for i in one_pass:
         assert gathered.value(i) == windowed.value(i) or i == 5
     assert gathered.standard_deviation == windowed.standard_deviation
@@ -450,12 +450,12 @@ def test_large_pairs_in_one_batch_share_gather_buffers_without_mixing(tmp_path, 
         path = tmp_path / f"Conv2D.conv{k}.1.170000000000000{k}"
         write_dump(path, op_name=f"conv{k}", outputs=[TensorData(L.convert(x16, "NCHW", "NC1HWC0"),
                                                                  format="NC1HWC0", original_shape=truth.shape)])
-        x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
-        pairs.append((x, core.source_from_array(truth), False))
+        x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
+        pairs.append((x, core.compare.source_from_array(truth), False))
     assert all(x.count >= 1 << 22 for x, _, _ in pairs)
-    together = core.compare_many(pairs, None, 2)
+    together = core.compare.compare_many(pairs, None, 2)
     for (x, y, _), got in zip(pairs, together):
-        alone = core.compare_sources(x, y, threads=2)
+        alone = core.compare.compare_sources(x, y, threads=2)
         assert [got.value(i) for i in range(10) if i != 5] == [alone.value(i) for i in range(10) if i != 5]
         assert list(got.formatted()) == list(alone.formatted())
 
@@ -474,8 +474,8 @@ def test_batches_compared_while_the_next_is_opened_give_the_rows_of_one_batch(mo
     one = compare(model.root / "dump", model.gt, fusion_json=model.graph)
     monkeypatch.setattr(C, "_BATCH_PAIRS", pairs_per_batch)
     calls = []
-    real = C.core.compare_many
-    monkeypatch.setattr(C.core, "compare_many", lambda pairs, *a, **k: calls.append(len(pairs)) or real(pairs, *a, **k))
+    real = C.core.compare.compare_many
+    monkeypatch.setattr(C.core.compare, "compare_many", lambda pairs, *a, **k: calls.append(len(pairs)) or real(pairs, *a, **k))
     split = compare(model.root / "dump", model.gt, fusion_json=model.graph)
     assert len(calls) > 1 and max(calls) <= pairs_per_batch
     assert [(r.tensor_index, r.status, r.fail_reason) for r in split.rows] == \
@@ -492,7 +492,7 @@ def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model
     import dumpcmp.comparison.compare as C
 
     monkeypatch.setattr(C, "_BATCH_PAIRS", 1)
-    real, calls = C.core.compare_many, []
+    real, calls = C.core.compare.compare_many, []
 
     def failing(pairs, *a, **k):
         calls.append(1)
@@ -500,7 +500,7 @@ def test_an_engine_error_reaches_the_caller_and_no_batch_outlives_the_call(model
             raise MemoryError("no room")
         return real(pairs, *a, **k)
 
-    monkeypatch.setattr(C.core, "compare_many", failing)
+    monkeypatch.setattr(C.core.compare, "compare_many", failing)
     with pytest.raises(MemoryError, match="no room"):
         compare(model.root / "dump", model.gt, fusion_json=model.graph)
     assert not [t for t in threading.enumerate() if t.name == "dumpcmp-engine"]
@@ -562,13 +562,13 @@ def test_ground_truth_npy_mapped_by_the_core_is_the_arrays(tmp_path, rng, dtype)
     from dumpcmp.dumps.ground_truth import mapped_npy
 
     truth = (np.abs(rng.standard_normal((3, 5, 7))) * 50).astype(dtype)
-    x = core.source_from_array(np.ascontiguousarray((truth + 1).astype(np.float16)))
+    x = core.compare.source_from_array(np.ascontiguousarray((truth + 1).astype(np.float16)))
     path = tmp_path / "conv.0.1700000000000001.npy"
     np.save(path, truth)
     source, shape, name = mapped_npy(str(path))
     assert shape == truth.shape and name == truth.dtype.name and source.count == truth.size
-    got = core.compare_sources(x, source)
-    want = core.compare_sources(x, core.source_from_array(truth))
+    got = core.compare.compare_sources(x, source)
+    want = core.compare.compare_sources(x, core.compare.source_from_array(truth))
     assert list(got.formatted()) == list(want.formatted())
 
 
@@ -587,7 +587,7 @@ def test_ground_truth_npy_the_core_does_not_map(tmp_path, rng):
     assert mapped_npy(str(tmp_path / "bad.npy")) is None
     np.save(tmp_path / "ok.npy", a)
     with pytest.raises(DumpError, match="ok.npy"):
-        core.source_from_file(str(tmp_path / "ok.npy"), 128, "FLOAT", a.size + 1)
+        core.compare.source_from_file(str(tmp_path / "ok.npy"), 128, "FLOAT", a.size + 1)
 
 
 def test_a_model_of_dumps_and_plain_npy_is_compared_without_numpy(model, tmp_path):

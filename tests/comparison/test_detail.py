@@ -107,7 +107,7 @@ def expected_top(key: np.ndarray, candidates: np.ndarray, n: int) -> list[int]:
 
 
 def sources(x: np.ndarray, y: np.ndarray):
-    return core.source_from_array(np.ascontiguousarray(x)), core.source_from_array(np.ascontiguousarray(y))
+    return core.compare.source_from_array(np.ascontiguousarray(x)), core.compare.source_from_array(np.ascontiguousarray(y))
 
 
 def special_pair(rng, shape):
@@ -163,8 +163,8 @@ def test_half_precision_device_data(tmp_path, rng, data_type, np_type):
     gt = rng.standard_normal((2, 5, 3)).astype(np.float32)
     gt.ravel()[4] = 0
     raw = np.ascontiguousarray(plain).view(np.uint8).ravel()  # the device's storage bytes
-    x = core.source_from_array(raw, data_type=data_type)
-    r = export_detail(x, core.source_from_array(gt), gt.shape, tmp_path, op_name="h", ground_truth_name="h")
+    x = core.compare.source_from_array(raw, data_type=data_type)
+    r = export_detail(x, core.compare.source_from_array(gt), gt.shape, tmp_path, op_name="h", ground_truth_name="h")
     (rows,) = read_rows(r.detail_files)
     assert rows == reference_rows(plain.astype(np.float32), gt, gt.shape)
 
@@ -175,10 +175,10 @@ def test_nc1hwc0_fp16_dump_against_fp32_nchw(tmp_path, rng):
     device = loops_nc1hwc0(plain, 16)
     path = write_dump(tmp_path / "Conv2D.conv1.1.1700000000000000", op_name="conv1",
                       outputs=[TensorData(device, data_type="FLOAT16", format="NC1HWC0", original_shape=shape)])
-    x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(shape))
+    x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(shape))
     gt = (plain.astype(np.float32) + rng.standard_normal(shape).astype(np.float32) * 1e-3).astype(np.float32)
     out = tmp_path / "out"
-    r = export_detail(x, core.source_from_array(gt), shape, out, op_name="conv1", ground_truth_name="conv1",
+    r = export_detail(x, core.compare.source_from_array(gt), shape, out, op_name="conv1", ground_truth_name="conv1",
                       max_lines=50)
     rows = [row for part in read_rows(r.detail_files) for row in part]
     assert rows == reference_rows(plain.astype(np.float32), gt, shape)
@@ -190,9 +190,9 @@ def test_fractal_z_weight(tmp_path, rng):
     device = loops_fractal_z(plain, 16)
     path = write_dump(tmp_path / "Const.w.1.1700000000000000", op_name="w",
                       outputs=[TensorData(device, data_type="FLOAT16", format="FRACTAL_Z", original_shape=shape)])
-    x = core.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(shape))
+    x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(shape))
     gt = rng.standard_normal(shape).astype(np.float32)
-    r = export_detail(x, core.source_from_array(gt), shape, tmp_path / "o", op_name="w", ground_truth_name="w",
+    r = export_detail(x, core.compare.source_from_array(gt), shape, tmp_path / "o", op_name="w", ground_truth_name="w",
                       fmt="npy")
     cols = {name: np.load(p) for name, p in zip(NPY_COLUMNS, r.detail_files)}
     np.testing.assert_array_equal(cols["npu"], plain.astype(np.float32).ravel())
@@ -206,8 +206,8 @@ def test_fixed_formatting_matches_printf(rng):
         [0.0, -0.0, 5e-7, 1.5e-6, 2.5e-6, -4e-7, 2.0 ** 44, 2.0 ** 44 - 0.5, 1.8e308, -3.4e38, 5e-324, 1e-300],
     ])
     for v in values:
-        assert core.format_fixed6(float(v)) == "%.6f" % v, v
-    assert [core.format_fixed6(v) for v in (math.nan, math.inf, -math.inf)] == ["NaN", "inf", "-inf"]
+        assert core.detail.format_fixed6(float(v)) == "%.6f" % v, v
+    assert [core.detail.format_fixed6(v) for v in (math.nan, math.inf, -math.inf)] == ["NaN", "inf", "-inf"]
 
 
 # ---- files and rows ---------------------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_blocks_smaller_and_larger_than_files(tmp_path, rng, block_rows, threads
     n, max_rows = 23, 5
     x, y = special_pair(rng, (n,))
     files = [str(tmp_path / f"d{k}.csv") for k in range(5)]
-    core.export_detail(*sources(x, y), shape=[n], csv_paths=files, max_rows=max_rows, block_rows=block_rows,
+    core.detail.export_detail(*sources(x, y), shape=[n], csv_paths=files, max_rows=max_rows, block_rows=block_rows,
                        threads=threads)
     ref = reference_rows(x, y, (n,))
     assert read_rows(files) == [ref[k * max_rows:(k + 1) * max_rows] for k in range(5)]
@@ -259,9 +259,9 @@ def test_thread_counts_give_identical_files(tmp_path, rng):
 
 
 def test_file_count_rule():
-    assert [core.detail_file_count(n, 3) for n in (0, 1, 3, 4, 6, 7)] == [1, 1, 1, 2, 2, 3]
+    assert [core.detail.file_count(n, 3) for n in (0, 1, 3, 4, 6, 7)] == [1, 1, 1, 2, 2, 3]
     with pytest.raises(ValueError):
-        core.detail_file_count(5, 0)
+        core.detail.file_count(5, 0)
 
 
 # ---- summary and top lists --------------------------------------------------------------------------------------
@@ -481,7 +481,7 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.RLIM_INFINITY))
 x = np.arange(50_000, dtype=np.float32)
 try:
-    export_detail(core.source_from_array(x), core.source_from_array(x), (50_000,), {str(tmp_path)!r},
+    export_detail(core.compare.source_from_array(x), core.compare.source_from_array(x), (50_000,), {str(tmp_path)!r},
                   op_name="o", ground_truth_name="o", max_lines=20_000)
 except DumpcmpError as e:
     print(e)
@@ -510,7 +510,7 @@ def test_mismatched_sides_write_nothing(tmp_path, rng):
     with pytest.raises(ValueError, match="shape"):
         export_detail(*sources(y, y), (3, 5), tmp_path, op_name="o", ground_truth_name="o")
     with pytest.raises(ValueError, match="detail file names"):
-        core.export_detail(*sources(y, y), shape=[12], csv_paths=[str(tmp_path / "a.csv")], max_rows=5)
+        core.detail.export_detail(*sources(y, y), shape=[12], csv_paths=[str(tmp_path / "a.csv")], max_rows=5)
     assert os.listdir(tmp_path) == []
 
 

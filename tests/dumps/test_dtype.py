@@ -29,15 +29,15 @@ def pack4(codes):
     ("FLOAT4_E2M1", ml_dtypes.float4_e2m1fn, 4),
     ("FLOAT4_E1M2", en_dtypes.float4_e1m2, 4),
 ])
-def test_small_floats_every_code(name, ref, bits):
+def test_small_floats_every_code(name, ref, bits, testhooks):
     codes = all_codes(bits).astype(np.uint8)
     expected = codes.view(ref).astype(np.float32)
     raw = pack4(codes) if bits == 4 else codes
-    got = core.decode(name, raw, codes.size)
+    got = core.dtype.decode(name, raw, codes.size)
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
     # the metrics path decodes the same way
-    np.testing.assert_array_equal(core.to_float32(name, raw, codes.size), expected)
+    np.testing.assert_array_equal(testhooks.to_float32(name, raw, codes.size), expected)
 
 
 @pytest.mark.parametrize("name, ref, bits", [
@@ -53,8 +53,8 @@ def test_small_float_encoding_rounds_like_the_reference(rng, name, ref, bits):
     top = float(np.nanmax(finite[np.isfinite(finite)]))
     values = (rng.uniform(-top, top, 5000)).astype(np.float32)
     values[:3] = [0.0, top, -top]
-    encoded = core.encode(name, values)
-    got = core.decode(name, encoded, values.size)
+    encoded = core.dtype.encode(name, values)
+    got = core.dtype.decode(name, encoded, values.size)
     expected = values.astype(ref).astype(np.float32)
     if name == "HIFLOAT8":
         # en_dtypes' hifloat8 rounding is not documented as nearest: check we are at least as close
@@ -66,20 +66,20 @@ def test_small_float_encoding_rounds_like_the_reference(rng, name, ref, bits):
 def test_bf16_every_code():
     codes = all_codes(16)
     expected = codes.view(ml_dtypes.bfloat16).astype(np.float32)
-    got = core.decode("BF16", codes.view(np.uint8), codes.size)
+    got = core.dtype.decode("BF16", codes.view(np.uint8), codes.size)
     np.testing.assert_array_equal(got, expected)
 
 
 def test_bf16_encoding_rounds_to_nearest_even(rng):
     values = rng.standard_normal(100000).astype(np.float32) * np.float32(1e3)
-    encoded = core.encode("BF16", values)
+    encoded = core.dtype.encode("BF16", values)
     np.testing.assert_array_equal(encoded.view(np.uint16), values.astype(ml_dtypes.bfloat16).view(np.uint16))
 
 
-def test_float16_every_code_both_ways():
+def test_float16_every_code_both_ways(testhooks):
     codes = all_codes(16)
     halves = codes.view(np.float16)
-    got = core.to_float32("FLOAT16", codes.view(np.uint8), codes.size)
+    got = testhooks.to_float32("FLOAT16", codes.view(np.uint8), codes.size)
     np.testing.assert_array_equal(got, halves.astype(np.float32))
     # float32 -> float16 rounding (through COMPLEX32, which stores fp16 pairs) against NumPy
     rng = np.random.default_rng(1)
@@ -91,7 +91,7 @@ def test_float16_every_code_both_ways():
     ])
     if values.size % 2:
         values = values[:-1]
-    packed = core.encode("COMPLEX32", values.view(np.complex64))
+    packed = core.dtype.encode("COMPLEX32", values.view(np.complex64))
     with np.errstate(over="ignore"):
         expected = values.astype(np.float16)
     np.testing.assert_array_equal(packed.view(np.float16), expected)
@@ -100,17 +100,17 @@ def test_float16_every_code_both_ways():
 @pytest.mark.parametrize("name, dtype", [("INT8", np.int8), ("UINT16", np.uint16), ("INT32", np.int32),
                                          ("INT64", np.int64), ("DOUBLE", np.float64), ("BOOL", np.bool_),
                                          ("UINT64", np.uint64)])
-def test_native_types_to_float32(rng, name, dtype):
+def test_native_types_to_float32(rng, name, dtype, testhooks):
     values = (rng.standard_normal(1000) * 100).astype(dtype)
-    got = core.to_float32(name, values.view(np.uint8), values.size)
+    got = testhooks.to_float32(name, values.view(np.uint8), values.size)
     np.testing.assert_array_equal(got, values.astype(np.float32))
 
 
 def test_unknown_type_name():
     with pytest.raises(ValueError, match="unknown data type name"):
-        core.decode("FLOAT17", np.zeros(4, np.uint8), 1)
+        core.dtype.decode("FLOAT17", np.zeros(4, np.uint8), 1)
     with pytest.raises(ValueError, match="need 8 bytes"):
-        core.decode("FLOAT", np.zeros(4, np.uint8), 2)
+        core.dtype.decode("FLOAT", np.zeros(4, np.uint8), 2)
 
 
 def _float16_bits_reference(codes):
@@ -126,7 +126,7 @@ def _float16_bits_reference(codes):
 
 
 @pytest.mark.parametrize("level", ["scalar", "avx2", "avx512"])
-def test_float16_decode_every_code_bit_for_bit_on_each_level(level):
+def test_float16_decode_every_code_bit_for_bit_on_each_level(level, testhooks):
     import os
     import subprocess
     import sys
@@ -134,13 +134,15 @@ def test_float16_decode_every_code_bit_for_bit_on_each_level(level):
     # offsets 0..8 exercise the vector loop's unaligned starts and every tail length
     script = (
         "import sys, numpy as np\n"
-        "from dumpcmp.support.native import core\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import dumpcmp_testhooks\n"
         "codes = np.arange(1 << 16, dtype=np.uint16)\n"
         "for k in range(9):\n"
-        "    sys.stdout.buffer.write(core.to_float32('FLOAT16', codes[k:].view(np.uint8), codes.size - k).tobytes())\n"
+        "    sys.stdout.buffer.write(dumpcmp_testhooks.to_float32('FLOAT16', codes[k:].view(np.uint8), codes.size - k).tobytes())\n"
     )
     env = dict(os.environ, DUMPCMP_SIMD=level)
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True).stdout
+    hooks = os.path.dirname(testhooks.__file__)
+    out = subprocess.run([sys.executable, "-c", script, hooks], env=env, capture_output=True, check=True).stdout
     codes = np.arange(1 << 16, dtype=np.uint16)
     expected = np.concatenate([_float16_bits_reference(codes[k:]) for k in range(9)])
     np.testing.assert_array_equal(np.frombuffer(out, np.uint32), expected)

@@ -23,9 +23,9 @@ T0 = 1700000000000000
 
 def _source_values(source) -> np.ndarray:
     """The values of an engine source in its compared order (every element here is nonzero and finite)."""
-    zeros = core.source_from_array(np.zeros(source.count, np.float64))
+    zeros = core.compare.source_from_array(np.zeros(source.count, np.float64))
     got = np.empty(source.count, np.float64)
-    for i, value, _, _ in core.top_errors(source, zeros, source.count):
+    for i, value, _, _ in core.histogram.top_errors(source, zeros, source.count):
         got[i] = value
     return got
 

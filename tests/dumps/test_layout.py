@@ -794,8 +794,8 @@ def test_every_reader_decodes_a_device_tensor_by_the_one_rule(tmp_path, rng):
         np.testing.assert_array_equal(decode(dump.outputs[0]), plain, err_msg=fmt)
         source = _plain_source(dump, "output", 0)
         assert source.count == plain.size
-        zeros = core.source_from_array(np.zeros(plain.size, np.float32))
+        zeros = core.compare.source_from_array(np.zeros(plain.size, np.float32))
         got = np.empty(plain.size, np.float32)
-        for i, value, _, _ in core.top_errors(source, zeros, plain.size):
+        for i, value, _, _ in core.histogram.top_errors(source, zeros, plain.size):
             got[i] = value
         np.testing.assert_array_equal(got, plain.reshape(-1), err_msg=fmt)

@@ -341,7 +341,7 @@ def test_plain_npy_reads_the_header_as_numpy_does(tmp_path, dtype, version):
         want = np.load(path, mmap_mode="r")
         got = plain_npy(path)
         assert (got.shape, dtype_name(got.data_type), got.offset) == (want.shape, want.dtype.name, want.offset)
-        assert [t["numpy"] for t in dumpcmp._core.data_types() if t["name"] == got.data_type] == [want.dtype.str]
+        assert [t["numpy"] for t in dumpcmp._core.dtype.data_types() if t["name"] == got.data_type] == [want.dtype.str]
 
 
 def test_plain_npy_leaves_everything_else_to_numpy(tmp_path):

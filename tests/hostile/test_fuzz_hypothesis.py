@@ -132,10 +132,10 @@ formats = st.one_of(st.sampled_from([0, 1, 2, 3, 4, 29, 30, 32, 33, 2, 3]), st.i
 names = st.one_of(st.sampled_from(["conv1", "", "../../x", "a/b", "-d", "\n", "é", "a" * 300]), st.text(max_size=20))
 sizes = st.one_of(st.none(), st.sampled_from(INTERESTING), st.integers(0, U64))
 
-BITS = {t["value"]: t["bits"] for t in _core.data_types()}
+BITS = {t["value"]: t["bits"] for t in _core.dtype.data_types()}
 PLAIN_OF = {"NCHW": "NCHW", "ND": "ND", "NC1HWC0": "NCHW", "NC1HWC0_C04": "NCHW", "FRACTAL_Z": "NCHW",
             "FRACTAL_Z_C04": "NCHW", "NDC1HWC0": "NCDHW", "FRACTAL_Z_3D": "NCDHW", "FRACTAL_NZ": "ND"}
-FORMAT_NUMBER = _core.formats()
+FORMAT_NUMBER = _core.dtype.formats()
 
 
 def nbytes(dtype: int, shape) -> int:

@@ -104,7 +104,7 @@ def test_device_layout_read_without_padding(tmp_path, rng):
 def test_pair_histograms_share_one_range(rng):
     x = rng.uniform(-1, 2, 5000).astype(np.float32)
     y = rng.uniform(-3, 1, 5000).astype(np.float32)
-    hx, hy = pair_histograms(core.source_from_array(x), core.source_from_array(y), 20)
+    hx, hy = pair_histograms(core.compare.source_from_array(x), core.compare.source_from_array(y), 20)
     assert (hx.lo, hx.hi) == (hy.lo, hy.hi) == (float(y.min()), float(x.max()))
     np.testing.assert_array_equal(hy.counts, numpy_reference(y, 20, hx.lo, hx.hi))
 
@@ -113,7 +113,7 @@ def test_top_errors_match_numpy(rng):
     x = rng.standard_normal(300_000).astype(np.float32)
     y = x + rng.standard_normal(x.size).astype(np.float32) * 0.01
     y[1234] = np.nan  # a NaN difference is not an error magnitude
-    top = top_errors(core.source_from_array(x), core.source_from_array(y), 7)
+    top = top_errors(core.compare.source_from_array(x), core.compare.source_from_array(y), 7)
     err = np.abs(x.astype(np.float64) - y.astype(np.float64))
     err[np.isnan(err)] = -1
     want = np.argsort(-err, kind="stable")[:7]

@@ -374,7 +374,7 @@ def test_failed_detail_export_leaves_no_folder_it_made(tmp_path, monkeypatch):
     def fails(*args, **kwargs):
         raise DumpcmpError("disk full (simulated)")
 
-    monkeypatch.setattr(detail.core, "export_detail", fails)
+    monkeypatch.setattr(detail.core.detail, "export_detail", fails)
     args = ["compare", "-l", str(device), "-r", str(tmp_path / "s" / "ground_truth"), "-d", "conv1", "-o", str(out)]
     assert main(args) == 2
     assert not (tmp_path / "new").exists()

@@ -477,11 +477,11 @@ def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | Non
                               ("10 metrics", "without KLD", "one pass")))
             for name, dump, plain, pshape in dump_cases:
                 raw = dump.outputs[0].array()
-                xs = core.source_from_dump(dump._file, "output", 0, plain, list(pshape))
-                ys = core.source_from_array(truth.reshape(pshape))
+                xs = core.compare.source_from_dump(dump._file, "output", 0, plain, list(pshape))
+                ys = core.compare.source_from_array(truth.reshape(pshape))
                 chunks = (_nc1hwc0_chunks(raw, truth.reshape(pshape), chunk) if plain == "NCHW"
                           else _nz_chunks(raw, truth.reshape(pshape), chunk))
-                cases.append((name, lambda m, t, xs=xs, ys=ys: core.compare_sources(
+                cases.append((name, lambda m, t, xs=xs, ys=ys: core.compare.compare_sources(
                     xs, ys, metrics=None if m is None else [int(i) for i in m.split(",")], threads=t),
                     chunks, dump.outputs[0].size + truth.nbytes, ("10 metrics",)))
             progress.advance()
@@ -499,7 +499,7 @@ def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | Non
                 bench.notes.append("could not reset the RSS high-water mark: peak extra memory is a lower bound")
             rss_before, peak_before = current_rss_bytes(), peak_rss_bytes()
             for t in thread_counts:
-                probe = time_runs(lambda t=t: (core.read_probe(device32, t), core.read_probe(truth, t)), repeat)
+                probe = time_runs(lambda t=t: (core.metrics.read_probe(device32, t), core.metrics.read_probe(truth, t)), repeat)
                 nb = device32.nbytes + truth.nbytes
                 g = probe.gbps(nb)
                 bench.results.append(Measurement(PROBE, t, nb, probe.median, 2 * n, g["min"], g["max"]))

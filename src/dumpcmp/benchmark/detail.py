@@ -73,7 +73,7 @@ def make_inputs(folder: str, elements: int, sample: int, seed: int = 0):
     del nc1hwc0
     dump = open_dump(path)
     int(dump.outputs[0].raw()[::4096].sum())  # fault the mapping in before memory is measured
-    x = core.source_from_dump(dump._file, "output", 0, dst_format="NCHW", dst_shape=list(shape))
+    x = core.compare.source_from_dump(dump._file, "output", 0, dst_format="NCHW", dst_shape=list(shape))
     return x, truth, shape, npu_sample
 
 
@@ -125,7 +125,7 @@ def run_detail_benchmark(elements: int, *, threads: tuple[int, ...] = (1, 2), sa
         x, truth, shape, npu_sample = make_inputs(work, elements, sample, seed)
         n = x.count
         bench = DetailBenchmark(n, shape, min(sample, n), machine_info())
-        y = core.source_from_array(truth)
+        y = core.compare.source_from_array(truth)
         runs = [("csv", t) for t in threads] + ([("npy", t) for t in threads] if npy else [])
         for fmt, t in runs:
             out = os.path.join(work, f"out-{fmt}-{t}")

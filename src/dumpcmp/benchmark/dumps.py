@@ -63,7 +63,7 @@ def read_everything(paths: list[Path], threads: int = 0) -> int:
         if p.stat().st_size == 0:
             continue
         a = np.memmap(p, dtype=np.uint8, mode="r")
-        total += core.read_probe(a, threads)
+        total += core.metrics.read_probe(a, threads)
         del a
     return total
 

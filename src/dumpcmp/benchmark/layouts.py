@@ -2,7 +2,7 @@
 thread count, next to baselines measured in the same run on the same number of bytes:
 
   memcpy      np.copyto of the plain tensor's bytes between preallocated buffers (one thread);
-  read probe  one pass reading the plain tensor's bytes in C++ (`_core.read_probe`) on the same threads;
+  read probe  one pass reading the plain tensor's bytes in C++ (`_core.metrics.read_probe`) on the same threads;
   numpy       the spec's reshape/transpose recipe (np.pad for the encode), into a preallocated array.
 
 Figures are GB/s of the PLAIN tensor (bytes of the NCHW/NCDHW/ND side per second, 1 GB = 1e9 bytes) and elements/s:
@@ -267,7 +267,7 @@ def measure_case(case: Case, threads: Sequence[int], repeats: int, numpy_repeats
 
     rows = []
     for t in threads:
-        probe = time_runs(lambda: core.read_probe(src_bytes, t), repeats).gbps(nbytes)["median"]
+        probe = time_runs(lambda: core.metrics.read_probe(src_bytes, t), repeats).gbps(nbytes)["median"]
         dst.reshape(-1).view(np.uint8)[:] = 0xA5  # a kernel that skips elements cannot pass on stale results
         plan.run(src, dst, t)  # the checked run is the warm-up of the timed ones
         check = check_arrays(dst, reference, f"{case.name} {case.dtype} with {t} thread(s)")

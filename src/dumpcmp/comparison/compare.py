@@ -506,8 +506,8 @@ class _Sides:
         if target_shape is None:
             dst, shape = self.own_plain(t, pair, target_format)
             if dst is not None:
-                return core.source_from_dump(ref.dump._file, kind, index, dst, list(shape), groups), t
-            return core.source_from_dump(ref.dump._file, kind, index), t
+                return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(shape), groups), t
+            return core.compare.source_from_dump(ref.dump._file, kind, index), t
         if fmt not in _layout.DEVICE_FORMATS:
             dst = target_format or _plain_target(fmt, pair, len(target_shape))
             origin_known = (pair.origin_format or "").upper() in _LETTERED
@@ -517,9 +517,9 @@ class _Sides:
                 # graph gives the ground truth's, as the original does, even where the two shapes read the same)
                 if self.converters is not None and (fmt, dst) in self.converters:
                     plain = self.converters.apply(fmt, dst, t.array(), t.shape, target_shape)
-                    return core.source_from_array(np.ascontiguousarray(plain)), t
-                return core.source_from_dump(ref.dump._file, kind, index, dst, list(target_shape)), t
-            return core.source_from_dump(ref.dump._file, kind, index), t
+                    return core.compare.source_from_array(np.ascontiguousarray(plain)), t
+                return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(target_shape)), t
+            return core.compare.source_from_dump(ref.dump._file, kind, index), t
         dst = target_format or _plain_target(fmt, pair, len(target_shape))
         if len(target_shape) != (5 if fmt in _FIVE_D else 4) and fmt != "FRACTAL_NZ":
             # the ground truth is not 4-D/5-D (an FC layer's (N, C)): decode by the dump's original shape
@@ -533,8 +533,8 @@ class _Sides:
             dst_shape = target_shape
         if self.converters is not None and (fmt, dst) in self.converters:
             plain = self.converters.apply(fmt, dst, t.array(), t.shape, dst_shape)
-            return core.source_from_array(np.ascontiguousarray(plain)), t
-        return core.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
+            return core.compare.source_from_array(np.ascontiguousarray(plain)), t
+        return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
 
 
 def _select_group(index: DumpIndex, selection: dict[str, Any], side: str) -> list[DumpGroup]:
@@ -817,7 +817,7 @@ def _batch_slice(op_name: str, t: Any, gt_shape: tuple[int, ...]) -> Any:
     cut = t.array()[tuple(slice(0, b) for b in gt_shape)]
     if cut.size != int(np.prod(gt_shape, dtype=np.int64)):
         return None
-    return core.source_from_array(np.ascontiguousarray(cut))
+    return core.compare.source_from_array(np.ascontiguousarray(cut))
 
 
 def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> str:
@@ -915,8 +915,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                         raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "
                                            f"{gt_t.format} {list(gt_t.shape)}")
                     # as the original does: both sides in their stored (device) order, padding included
-                    x_src = core.source_from_dump(npu_ref.dump._file, pair.kind, pair.index or 0)
-                    y_src = core.source_from_dump(gt_ref.dump._file, pair.kind, pair.index or 0)
+                    x_src = core.compare.source_from_dump(npu_ref.dump._file, pair.kind, pair.index or 0)
+                    y_src = core.compare.source_from_dump(gt_ref.dump._file, pair.kind, pair.index or 0)
                     scalar = len(t.shape) == 0
                     ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
                            gt_ref.entry.path)
@@ -978,7 +978,7 @@ class _Batch(threading.Thread):
         jobs, algos, threads, precise = self._call
         self.begun.set()
         try:
-            self._outcomes = core.compare_many(jobs, algos, threads, precise=precise)
+            self._outcomes = core.compare.compare_many(jobs, algos, threads, precise=precise)
         except BaseException as error:  # handed to the thread that waits for the result
             self._error = error
 

@@ -28,7 +28,7 @@ Existing files are not replaced unless ``force=True``. Files are written under t
 are complete: an error or Ctrl-C leaves none behind. The C++ core formats the rows, several blocks in parallel,
 a block of rows per thread in memory at a time.
 
-    >>> x = core.source_from_dump(dump._file, "output", 0, dst_format="NCHW", dst_shape=shape)
+    >>> x = core.compare.source_from_dump(dump._file, "output", 0, dst_format="NCHW", dst_shape=shape)
     >>> result = export_detail(x, y, shape, "out", op_name="conv1", ground_truth_name="conv1")
     >>> print(format_top_table(result))
 """
@@ -135,7 +135,7 @@ def coordinate_header(shape: Sequence[int], layout_name: str = "NCHW") -> str:
 def _planned_names(prefix: str, count: int, max_lines: int, fmt: str, top_n: int) -> tuple[list[str], str, str | None]:
     """Original (unhashed) names: detail files, summary, top list."""
     if fmt == "csv":
-        files = int(core.detail_file_count(count, max_lines))
+        files = int(core.detail.file_count(count, max_lines))
         detail = [f"{prefix}_{k}.csv" for k in range(files)]
     else:
         detail = [f"{prefix}_{column}.npy" for column in NPY_COLUMNS]
@@ -147,8 +147,8 @@ def _ext(name: str) -> str:
 
 
 def export_detail(
-    x: core.TensorSource,
-    y: core.TensorSource,
+    x: core.compare.TensorSource,
+    y: core.compare.TensorSource,
     shape: Sequence[int],
     out_dir: str | os.PathLike[str],
     *,
@@ -210,7 +210,7 @@ def export_detail(
         _io.remove_empty(created)  # a folder this export made and left empty (an error, a signal) is removed
 
 
-def _export_into(x: core.TensorSource, y: core.TensorSource, dims: list[int], folder: str, created: list[str], *,
+def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dims: list[int], folder: str, created: list[str], *,
                  op_name: str, kind: str, index: int, prefix: str, gt_name: str, header: str, layout_name: str,
                  max_lines: int, top_n: int, fmt: str, threads: int, force: bool, npu_dtype: Any,
                  format_line: str | None, npu_summary_name: str | None, bool_pair: bool) -> DetailResult:
@@ -235,7 +235,7 @@ def _export_into(x: core.TensorSource, y: core.TensorSource, dims: list[int], fo
     with _io.file_set(folder, force=force, what="detail files") as staged:
         tmp = [staged.path(name) for name in on_disk]
         try:
-            raw = core.export_detail(
+            raw = core.detail.export_detail(
                 x, y, shape=dims, format=fmt,
                 csv_paths=tmp[:n_detail] if fmt == "csv" else [],
                 npy_paths=tmp[:n_detail] if fmt == "npy" else None,
@@ -245,7 +245,7 @@ def _export_into(x: core.TensorSource, y: core.TensorSource, dims: list[int], fo
                 ground_truth_name=gt_name,
                 layout_name=layout_name if format_line is None else format_line,
                 threads=int(threads))
-        except core.OutputError as e:
+        except core.detail.OutputError as e:
             raise DumpcmpError(f"detail of {op_name} {kind} {index}: {str(e).replace(staged.private, folder)}") from None
 
     for original, name in zip(originals, on_disk):
@@ -306,9 +306,9 @@ def format_top_table(result: DetailResult, n: int | None = None) -> str:
     for title, entries in (("absolute", result.top_abs), ("relative", result.top_rel)):
         shown = entries if n is None else entries[:n]
         rows = [columns] + [
-            (str(rank), str(e.index), " ".join(map(str, e.coordinates)), core.format_fixed6(e.npu),
-             core.format_fixed6(e.ground_truth), core.format_fixed6(e.abs_error),
-             "-" if e.rel_error is None else core.format_fixed6(e.rel_error))
+            (str(rank), str(e.index), " ".join(map(str, e.coordinates)), core.detail.format_fixed6(e.npu),
+             core.detail.format_fixed6(e.ground_truth), core.detail.format_fixed6(e.abs_error),
+             "-" if e.rel_error is None else core.detail.format_fixed6(e.rel_error))
             for rank, e in enumerate(shown, 1)]
         widths = [max(len(row[c]) for row in rows) for c in range(len(columns))]
         lines = [f"Top {len(shown)} {title} errors"]
@@ -334,13 +334,13 @@ def _finite_or_zero(errors: np.ndarray) -> np.ndarray:
     return np.nan_to_num(errors)
 
 
-def _values(x: core.TensorSource, y: core.TensorSource, dims: Sequence[int], folder: str,
+def _values(x: core.compare.TensorSource, y: core.compare.TensorSource, dims: Sequence[int], folder: str,
             threads: int) -> tuple[np.ndarray, np.ndarray]:
     """Both sides' float32 values in the compared order, exactly those of the detail CSV (the core's .npy columns,
     read back). Holds both tensors in memory, as the original does."""
     with tempfile.TemporaryDirectory(prefix=".dumpcmp-", dir=folder) as tmp:
         cols = [os.path.join(tmp, f"{c}.npy") for c in NPY_COLUMNS]
-        core.export_detail(x, y, shape=[int(d) for d in dims], format="npy", npy_paths=cols, top_n=0,
+        core.detail.export_detail(x, y, shape=[int(d) for d in dims], format="npy", npy_paths=cols, top_n=0,
                            threads=threads)
         return np.load(cols[2]), np.load(cols[3])
 

@@ -17,12 +17,12 @@ from dumpcmp.support.native import core
 from dumpcmp.errors import ConfigError
 
 #: index -> name, in the result file's column order (the `-alg` indices)
-METRICS: dict[int, str] = dict(enumerate(core.metric_names()))
+METRICS: dict[int, str] = dict(enumerate(core.metrics.metric_names()))
 #: name -> index
 METRIC_INDEX: dict[str, int] = {name: index for index, name in METRICS.items()}
 
-MetricResult = core.MetricResult
-format_metric = core.format_metric
+MetricResult = core.metrics.MetricResult
+format_metric = core.metrics.format_metric
 
 #: elements per chunk of the whole-array driver; results depend on it (rounding), never on threads
 DEFAULT_CHUNK_ELEMENTS = 1 << 16
@@ -90,7 +90,7 @@ def compare_arrays(
         raise ValueError(f"threads must be >= 0, got {threads}")
     if chunk_elements < 1:
         raise ValueError(f"chunk_elements must be >= 1, got {chunk_elements}")
-    return core.compare_arrays(
+    return core.metrics.compare_arrays(
         x,
         y,
         metrics=list(parse_algorithms(metrics)),

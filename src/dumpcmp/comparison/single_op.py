@@ -166,7 +166,7 @@ def _sources(pair: TensorPair, kind: str, index: int, custom: Any,
                 # a ground truth in another layout (TensorFlow's NHWC): brought to NCHW for the coordinates
                 data = _ground_truth_array_data(pair)
                 plain = _layout.convert(data, gt_format, target)
-                y, gt_shape = core.source_from_array(plain), plain.shape
+                y, gt_shape = core.compare.source_from_array(plain), plain.shape
             x, t = sides.device(pair.npu_ref, kind, index, pair, tuple(gt_shape), target)
             layout_name = target
         else:

@@ -24,10 +24,10 @@ from dumpcmp.errors import DumpError
 KINDS = ("input", "output", "buffer", "workspace")
 
 #: name -> number of every data type of the spec, and the reverse
-DATA_TYPES: dict[str, int] = {t["name"]: t["value"] for t in core.data_types()}
+DATA_TYPES: dict[str, int] = {t["name"]: t["value"] for t in core.dtype.data_types()}
 #: name -> number of every format of the spec
-FORMATS: dict[str, int] = dict(core.formats())
-_TYPE_INFO = {t["name"]: t for t in core.data_types()}
+FORMATS: dict[str, int] = dict(core.dtype.formats())
+_TYPE_INFO = {t["name"]: t for t in core.dtype.data_types()}
 
 # NumPy dtype -> the spec's data type, for writing arrays without an explicit data_type.
 _FROM_NUMPY = {
@@ -63,7 +63,7 @@ class Tensor:
 
     __slots__ = ("_file", "desc")
 
-    def __init__(self, file: core.DumpFile, desc: core.TensorDesc) -> None:
+    def __init__(self, file: core.dump.DumpFile, desc: core.dump.TensorDesc) -> None:
         self._file = file
         self.desc = desc
 
@@ -120,7 +120,7 @@ class Dump:
 
     __slots__ = ("_file", "_tensors")
 
-    def __init__(self, file: core.DumpFile) -> None:
+    def __init__(self, file: core.dump.DumpFile) -> None:
         self._file = file
         self._tensors: dict[str, list[Tensor]] = {}  # built on first use: scans open thousands of headers
 
@@ -167,13 +167,13 @@ class Dump:
 
 def open_dump(path: str | os.PathLike[str]) -> Dump:
     """Open a dump file (current or old format). Reads the header only; raises DumpError naming the file."""
-    return Dump(core.DumpFile(os.fsencode(path)))  # bytes: any file name, UTF-8 or not
+    return Dump(core.dump.DumpFile(os.fsencode(path)))  # bytes: any file name, UTF-8 or not
 
 
 def open_dumps(paths: Sequence[str | os.PathLike[str]], threads: int = 0) -> list[Dump | DumpError]:
     """Open many dump headers in parallel: a Dump, or the DumpError, per path (never raises for one bad file)."""
     out: list[Dump | DumpError] = []
-    for item in core.read_headers([os.fsencode(p) for p in paths], threads):
+    for item in core.dump.read_headers([os.fsencode(p) for p in paths], threads):
         out.append(DumpError(item) if isinstance(item, str) else Dump(item))
     return out
 
@@ -220,7 +220,7 @@ def _storage_bytes(t: TensorData, where: str) -> tuple[str, np.ndarray, tuple[in
         raise DumpError(f"{where}: {values.size} values do not fill shape {list(shape)}")
     if info["repr"] == "native":
         return data_type, values.view(np.uint8), shape
-    return data_type, core.encode(data_type, values), shape
+    return data_type, core.dtype.encode(data_type, values), shape
 
 
 def write_dump(
@@ -274,6 +274,6 @@ def write_dump(
     if not os.path.isdir(folder):
         raise DumpError(f"{path}: cannot write: the folder {folder} does not exist")
     _io.atomic_write_path(
-        path, lambda tmp: core.write_dump(tmp, version, int(dump_time), op_name, list(attrs), dfx_message, tensors),
+        path, lambda tmp: core.dump.write_dump(tmp, version, int(dump_time), op_name, list(attrs), dfx_message, tensors),
         force=force, what="dump")
     return path

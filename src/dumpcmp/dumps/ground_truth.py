@@ -108,7 +108,7 @@ def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
 
 # NumPy's descr of a bool, integer or float .npy -> the core's data type stored that way. The core's table records
 # each type's descr; where several share one (INT8, DUAL_SUB_INT8, QINT8) the lowest-numbered, the plain type, wins.
-_PLAIN_NPY = {t["numpy"]: t["name"] for t in reversed(core.data_types())
+_PLAIN_NPY = {t["numpy"]: t["name"] for t in reversed(core.dtype.data_types())
               if t["repr"] == "native" and t["numpy"][1:2] in ("b", "i", "u", "f")}
 _NPY_LENGTH_BYTES = {1: 2, 2: 4, 3: 4}  # format version -> bytes of the header-length field
 _MAX_NPY_HEADER = 1 << 16
@@ -200,7 +200,7 @@ def mapped_npy(path: str) -> tuple[Any, Any, str] | None:
     h = plain_npy(path)
     if h is None:
         return None
-    return core.source_from_file(path, h.offset, h.data_type, math.prod(h.shape)), h.shape, dtype_name(h.data_type)
+    return core.compare.source_from_file(path, h.offset, h.data_type, math.prod(h.shape)), h.shape, dtype_name(h.data_type)
 
 
 def framework_output(dump: Any, output_index: int, path: str) -> tuple[int, Any]:
@@ -236,9 +236,9 @@ def ground_truth_source(entry: Any) -> tuple[Any, Any, str]:
         a = data if data.flags.c_contiguous else np.ascontiguousarray(data)
         if not has_values(a.dtype):
             raise DumpcmpError(f"{entry.path}: ground truth of dtype {a.dtype} has no values the metrics compare")
-        return core.source_from_array(a), a.shape, a.dtype.name
+        return core.compare.source_from_array(a), a.shape, a.dtype.name
     index, t = framework_output(data, entry.output_index, entry.path)
-    return core.source_from_dump(data._file, "output", index), tuple(t.original_shape or t.shape), \
+    return core.compare.source_from_dump(data._file, "output", index), tuple(t.original_shape or t.shape), \
         dtype_name(t.data_type)
 
 

@@ -70,10 +70,10 @@ class LayoutError(DumpcmpError, ValueError):
 
 def supported_pairs() -> list[tuple[str, str]]:
     """Every (source, destination) format pair the built-in codec converts."""
-    return [tuple(p) for p in core.layout_supported_pairs()]
+    return [tuple(p) for p in core.layout.supported_pairs()]
 
 
-_FORMAT_NAMES = {name.upper(): name for name in core.formats()}
+_FORMAT_NAMES = {name.upper(): name for name in core.dtype.formats()}
 
 
 def _name(fmt: str) -> str:
@@ -153,21 +153,21 @@ def plain_shape(
     FRACTAL_Z needs H and W from an original shape in any case. Raises LayoutError saying what is missing.
     """
     return _core_call(
-        core.layout_infer_shape, _name(src), _shape(src_shape), _name(dst), _shape(original_shape), int(groups),
+        core.layout.infer_shape, _name(src), _shape(src_shape), _name(dst), _shape(original_shape), int(groups),
         bool(padded), _name(original_format) if original_format else "",
     )
 
 
 def device_shape(device: str, plain: str, shape: Shape, *, c0: int, groups: int = 1) -> tuple[int, ...]:
     """The device shape that encoding a plain tensor of `shape` (in `plain`'s order) into `device` produces."""
-    return _core_call(core.layout_device_shape, _name(device), _name(plain), _shape(shape), int(c0), int(groups))
+    return _core_call(core.layout.device_shape, _name(device), _name(plain), _shape(shape), int(c0), int(groups))
 
 
 def make_plan(src: str, src_shape: Shape, dst: str, dst_shape: Shape, *, itemsize: int, groups: int = 1):
-    """A compiled conversion (core.LayoutPlan) to run on many buffers: ``plan.run(src, dst)``,
+    """A compiled conversion (core.layout.LayoutPlan) to run on many buffers: ``plan.run(src, dst)``,
     ``plan.decode_range(src, first, count)``, ``plan.source_indices(first, count)``. `dst_shape` is the plain shape
     to produce (decode, permute) or the device shape (encode)."""
-    return _core_call(core.LayoutPlan, _name(src), _shape(src_shape), _name(dst), _shape(dst_shape), int(groups),
+    return _core_call(core.layout.LayoutPlan, _name(src), _shape(src_shape), _name(dst), _shape(dst_shape), int(groups),
                       int(itemsize))
 
 
@@ -315,7 +315,7 @@ def convert(
 
 def _target_shape(a: np.ndarray, src: str, src_shape: list[int], dst: str, original_shape: Shape | None,
                   original_format: str | None, groups: int, padded: bool, c0: int | None) -> tuple[int, ...]:
-    if bool(core.layout_is_device_format(dst)) and not bool(core.layout_is_device_format(src)):
+    if bool(core.layout.is_device_format(dst)) and not bool(core.layout.is_device_format(src)):
         return device_shape(dst, src, src_shape, c0=c0 if c0 is not None else default_c0(dst, a.dtype),
                             groups=groups)
     return plain_shape(src, src_shape, dst, original_shape=original_shape, original_format=original_format,

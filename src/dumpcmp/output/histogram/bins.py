@@ -77,13 +77,13 @@ def histogram(source: Any, bins: int = DEFAULT_BINS, range: tuple[float, float] 
     if bins < 1:
         raise ConfigError(f"bins must be at least 1, not {bins}")
     if isinstance(source, np.ndarray):
-        source = core.source_from_array(np.ascontiguousarray(source))
+        source = core.compare.source_from_array(np.ascontiguousarray(source))
     if range is not None:
         lo, hi = float(range[0]), float(range[1])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ConfigError(f"histogram range must be finite with min < max, not {range}")
-        return _from_core(core.histogram(source, int(bins), (lo, hi), threads))
-    return _from_core(core.histogram(source, int(bins), None, threads))
+        return _from_core(core.histogram.histogram(source, int(bins), (lo, hi), threads))
+    return _from_core(core.histogram.histogram(source, int(bins), None, threads))
 
 
 def common_range(*ranges: tuple[float | None, float | None]) -> tuple[float, float]:
@@ -102,7 +102,7 @@ def pair_histograms(x: Any, y: Any, bins: int = DEFAULT_BINS, threads: int = 0,
                     extra_range: tuple[float, float] | None = None) -> tuple[Hist, Hist]:
     """Histograms of the device side `x` and the ground truth `y` over one common range (both ranges' union, and
     `extra_range` when given: a tensor_min_max.txt entry), so the two can be overlaid bin for bin."""
-    rx, ry = core.value_range(x, threads), core.value_range(y, threads)
+    rx, ry = core.histogram.value_range(x, threads), core.histogram.value_range(y, threads)
     lo, hi = common_range((rx["min"], rx["max"]), (ry["min"], ry["max"]), extra_range or (None, None))
     return histogram(x, bins, (lo, hi), threads), histogram(y, bins, (lo, hi), threads)
 
@@ -132,7 +132,7 @@ def row_sources(row: Any, device_vs_device: bool, custom: Any = None) -> tuple[A
 def top_errors(x: Any, y: Any, n: int = 10, threads: int = 0) -> list[dict[str, float]]:
     """The `n` largest |device - ground truth| elements (index in the compared order, both values, the error)."""
     return [{"index": int(i), "npu": float(a), "ground_truth": float(b), "abs_error": float(e)}
-            for i, a, b, e in core.top_errors(x, y, int(n), threads)]
+            for i, a, b, e in core.histogram.top_errors(x, y, int(n), threads)]
 
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"

@@ -35,8 +35,8 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
         from dumpcmp.comparison.compare import _Sides
 
         dst, shape = _Sides.own_plain(t, None, _layout.plain_target(fmt, None, len(t.original_shape)))
-        return core.source_from_dump(dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
-    return core.source_from_dump(dump._file, kind, index)
+        return core.compare.source_from_dump(dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
+    return core.compare.source_from_dump(dump._file, kind, index)
 
 
 def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
@@ -47,7 +47,7 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
 
     path = Path(target)
     if path.is_file() and path.suffix == ".npy":
-        yield Layer(path.stem, "", core.source_from_array(np.ascontiguousarray(open_npy(path))))
+        yield Layer(path.stem, "", core.compare.source_from_array(np.ascontiguousarray(open_npy(path))))
         return
     if path.is_file():
         files = [(path, "")]

@@ -747,7 +747,7 @@ def _run_kld_script(**env_extra):
     import subprocess
     import sys
 
-    import native_hooks
+    from helpers import native_hooks
 
     env = dict(os.environ, **env_extra)
     hooks = os.path.dirname(native_hooks.load().__file__)
@@ -767,7 +767,7 @@ def test_kld_forms_agree_and_every_level_gives_the_same_bits():
 
 
 def _kld_counts(x, y, **kw):
-    import native_hooks
+    from helpers import native_hooks
 
     r = compare_arrays(x, y, **kw)
     # the same pass in the hook module's own copy of the core, whose counters it reads

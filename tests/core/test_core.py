@@ -30,7 +30,7 @@ def test_stub_matches_the_module():
 
 
 def test_no_test_hooks_in_the_shipped_module():
-    # the tests' hooks live in dumpcmp_testhooks (tests/native_hooks.py), never in the installed _core
+    # the tests' hooks live in dumpcmp_testhooks (tests/helpers/native_hooks.py), never in the installed _core
     everything = [name for area in [core, *(v for v in vars(core).values() if isinstance(v, types.ModuleType))]
                   for name in dir(area)]
     assert not [n for n in everything if "kld" in n or n in ("numpy_sum_f32", "to_float32")]

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "testhooks"
 NAME = "dumpcmp_testhooks"
 

@@ -188,7 +188,7 @@ def test_csv_file_cell_by_cell(model, tmp_path):
                  "--force", "-alg", "0,7", "--extra"]) == 0
     with open(out, newline="") as f:
         header = next(csv.reader(f))
-    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.comparison.compare.EXTRA_COLUMNS,
+    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.output.table.EXTRA_COLUMNS,
                            "CompareFailReason"]
 
 
@@ -521,7 +521,7 @@ def test_batches_are_compared_in_place_where_no_thread_can_be_started(model, mon
 
 
 def test_csv_cells_that_could_run_as_formulas(tmp_path):
-    from dumpcmp.comparison.compare import _csv_text, csv_safe
+    from dumpcmp.output.table import csv_safe, csv_text as _csv_text
 
     assert [csv_safe(c) for c in ("-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1")] == \
         ["-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1"]

@@ -121,7 +121,8 @@ def _check_output(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison.compare import compare_runs, text_table
+    from dumpcmp.comparison.compare import compare_runs
+    from dumpcmp.output.table import text_table
     from dumpcmp.errors import DumpcmpError
 
     selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,

@@ -17,11 +17,8 @@ window by window, so no tensor is ever held whole in memory. One bad operator ne
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import math
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +26,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from dumpcmp.dumps import layout as _layout
 from dumpcmp.dumps import naming
-from dumpcmp.support.files import atomic_write_text
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
-from dumpcmp.errors import DumpcmpError, DumpError, NotFoundError
+from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.graph.graph_json import Graph, Op, load_graph
 from dumpcmp.comparison.metrics import METRICS, MetricResult, parse_algorithms
 from dumpcmp.graph.pairing import (
@@ -45,11 +41,7 @@ from dumpcmp.graph.pairing import (
 from dumpcmp.support.progress import Progress
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup, DumpIndex, GroundTruthEntry, plain_npy, scan
 
-__all__ = ["ComparisonResult", "PairedRun", "Row", "compare", "compare_runs", "paired_runs", "text_table",
-           "EXTRA_COLUMNS"]
-
-#: columns added by ``extra=True`` (CLI ``--extra``), after the metric columns
-EXTRA_COLUMNS = ("MeanSquaredError", "SQNR(dB)", "NPUNaN", "NPUInf", "GroundTruthNaN", "GroundTruthInf")
+__all__ = ["ComparisonResult", "PairedRun", "Row", "compare", "compare_runs", "paired_runs"]
 
 # a batch of pairs handed to the engine at once: bounded so the mappings held open stay few
 _BATCH_PAIRS = 64
@@ -251,59 +243,31 @@ class ComparisonResult:
             ranked = unique
         return ranked[:n]
 
-    # ---- output ------------------------------------------------------------------------------------------------
+    # ---- output: the writers live in dumpcmp.output.table; these methods are the public API's doors to them -------
+    # (imported when called: the comparison stage comes before the output stage and never imports it at load time)
 
     def header(self, *, extra: bool = False, overflow: bool = False) -> list[str]:
-        cols = ["Index", "OpType", "NPUDump", "DataType"]
-        if self.npu_has_address:
-            cols.append("Address")
-        cols += ["GroundTruth", "DataType"]
-        if self.ground_truth_has_address:
-            cols.append("Address")
-        cols += ["TensorIndex", "Shape"]
-        if overflow:
-            cols.append("OverFlow")
-        cols += [METRICS[i] for i in self.algorithms]
-        if extra:
-            cols += list(EXTRA_COLUMNS)
-        cols.append("CompareFailReason")
-        return cols
+        from dumpcmp.output.table import header
+
+        return header(self, extra=extra, overflow=overflow)
 
     def table(self, *, extra: bool = False, overflow: bool = False,
               columns: Mapping[str, Callable[[Row], str]] | None = None) -> list[list[str]]:
         """Header and rows as the strings the result file holds; `columns` (name -> cell of a row) are added after
         the original tool's (`compare --locate`)."""
-        out = [self.header(extra=extra, overflow=overflow) + list(columns or ())]
-        for r in self.rows:
-            cells = [str(r.index), r.op_type, r.npu_dump, r.npu_data_type]
-            if self.npu_has_address:
-                cells.append(r.npu_address)
-            cells += [r.ground_truth, r.ground_truth_data_type]
-            if self.ground_truth_has_address:
-                cells.append(r.ground_truth_address)
-            cells += [r.tensor_index, r.shape]
-            if overflow:
-                cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
-            for i in self.algorithms:
-                cells.append("NaN" if r.result is None else r.cells.get(i) or r.result.format(i))
-            if extra:
-                cells += _extra_cells(r.result)
-            cells.append(r.fail_reason)
-            cells += [cell(r) for cell in (columns or {}).values()]
-            out.append(cells)
-        return out
+        from dumpcmp.output.table import table
+
+        return table(self, extra=extra, overflow=overflow, columns=columns)
 
     def write(self, path: str | os.PathLike[str], *, csv_format: bool | None = None, extra: bool = False,
               overflow: bool = False, force: bool = False,
               columns: Mapping[str, Callable[[Row], str]] | None = None) -> Path:
         """Write the result file: CSV (the default for a `.csv` name, or with csv_format=True) or an aligned text
         table. The file appears whole or not at all; an existing file is kept unless `force`."""
-        path = Path(path)
-        if csv_format is None:
-            csv_format = path.suffix.lower() == ".csv"
-        table = self.table(extra=extra, overflow=overflow, columns=columns)
-        text = _csv_text(table) if csv_format else text_table(table)
-        return atomic_write_text(path, text, force=force, what="result file")
+        from dumpcmp.output.table import write
+
+        return write(self, path, csv_format=csv_format, extra=extra, overflow=overflow, force=force,
+                     columns=columns)
 
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per row with the columns and the raw metric values (floats, not strings)."""
@@ -338,97 +302,9 @@ class ComparisonResult:
 
     def summary(self, threshold: float = 0.99, worst: int = 10) -> str:
         """What the terminal shows after a run: counts, the first tensor below the threshold, the worst ones."""
-        c = self.counts()
-        lines = [f"{self.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
-                 f"{c['skipped']} skipped"]
-        lines += [f"  note: {n}" for n in self.notes]
-        never = self.never_dumped()
-        if never:
-            kinds = ", ".join(f"{n} {what}" for what, n in never.items())
-            lines.append(f"  of the {c['unmatched']} unmatched: {kinds}: never dumped, or weights without ground "
-                         f"truth of their own, not missing layers; {c['unmatched'] - sum(never.values())} other")
-        over = sum(1 for r in self.rows if r.overflow)
-        if over:
-            lines.append(f"  {over} device tensors hold NaN or inf")
-        tiny = [r for r in self.rows if self.below_fp16_range(r)]
-        if tiny:
-            lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
-                         f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].tensor_index}): their cosine "
-                         "says nothing, left out of first below and largest drop")
-        consts = [r for r in self.rows if r.result is not None and self.is_constant(r)]
-        if consts and 0 in self.algorithms:
-            low = [r for r in consts if not r.cosine >= threshold]
-            lines.append(f"  weights and constants: {len(consts)} compared apart from the layers, {len(low)} below "
-                         f"cosine {threshold}" + (f" (first: #{low[0].index} {low[0].ground_truth})" if low else ""))
-        if 0 in self.algorithms:
-            first = self.first_below(threshold)
-            if first is None:
-                lines.append(f"  every compared tensor has cosine similarity >= {threshold}")
-            else:
-                lines.append(f"  first below cosine {threshold}: #{first.index} {first.tensor_index} "
-                             f"({first.op_type}) vs {first.ground_truth}: CosineSimilarity {first.result.format(0)}")
-            drop = self.largest_drop()
-            if drop is not None and drop[0].result.format(0) != drop[1].result.format(0):
-                a, b = drop
-                lines.append(f"  largest drop between consecutive layers: #{a.index} {a.tensor_index} "
-                             f"{a.result.format(0)} -> #{b.index} {b.tensor_index} ({b.op_type}) "
-                             f"{b.result.format(0)} ({b.cosine - a.cosine:+.6f})")
-            bad = self.worst(worst, distinct=True)
-            if bad:
-                lines.append(f"  worst {len(bad)} by cosine similarity (one row per tensor; the same values dumped "
-                             f"again as the next op's input are left out):")
-                rows = [["#", "TensorIndex", "OpType", "Cosine", "MaxAbsErr", "RMSE"]]
-                for r in bad:
-                    rows.append([str(r.index), r.tensor_index, r.op_type, r.result.format(0),
-                                 _fmt(r.result.value(1)), _fmt(r.result.value(7))])
-                lines += ["    " + line for line in text_table(rows).splitlines()]
-        failed = [r for r in self.rows if r.status == "failed"]
-        for r in failed[:5]:
-            lines.append(f"  failed #{r.index} {r.tensor_index or r.ground_truth}: {r.fail_reason}")
-        if len(failed) > 5:
-            lines.append(f"  ... and {len(failed) - 5} more failed rows (see CompareFailReason)")
-        return "\n".join(lines)
+        from dumpcmp.output.table import summary  # the output stage, imported when called (see `header`)
 
-
-def _fmt(v: float) -> str:
-    return "NaN" if not math.isfinite(v) else f"{v:.6f}"
-
-
-def _extra_cells(res: MetricResult | None) -> list[str]:
-    if res is None:
-        return ["NaN", "NaN", "", "", "", ""]
-    sqnr = res.sqnr_db
-    return [_fmt(res.mse), "inf" if sqnr == math.inf else _fmt(sqnr), str(res.nan_x), str(res.inf_x),
-            str(res.nan_y), str(res.inf_y)]
-
-
-# A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
-# after a ';' (the original tool's rule).
-_FORMULA = re.compile(r"^[\uff1d\uff0b\uff0d+\-=%@]|;[\uff1d\uff0b\uff0d+\-=%@]")
-
-
-def csv_safe(cell: str) -> str:
-    """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
-    (the original refuses such a file; one odd op name must not cost the whole result)."""
-    try:
-        float(cell)
-        return cell
-    except ValueError:
-        return " " + cell if _FORMULA.search(cell) else cell
-
-
-def _csv_text(table: list[list[str]]) -> str:
-    buf = io.StringIO()
-    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the original
-    # tool's (the csv module's default)
-    w = csv.writer(buf, lineterminator="\r\n")
-    w.writerows([csv_safe(c) for c in row] for row in table)
-    return buf.getvalue()
-
-
-def text_table(table: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n" for row in table)
+        return summary(self, threshold, worst)
 
 
 # ---- building the comparison ---------------------------------------------------------------------------------

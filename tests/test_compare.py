@@ -123,7 +123,7 @@ def test_pairs_layouts_and_metrics_match_numpy(model):
         assert row.status == "compared", (key, row.fail_reason)
         assert check_float32(x, y, row.result) == 0, key  # as the original prints them
     assert rows["conv1bn1relu1:output:0"].ground_truth == "conv1,bn1,relu1"
-    assert rows["conv1bn1relu1:output:0"].shape == "[1,20,5,5]"
+    assert rows["conv1bn1relu1:output:0"].shape == (1, 20, 5, 5)
     assert "truncated" in rows["broken:output:0"].fail_reason
     # with a graph, rows are the graph's ops (as the original's): a ground truth no op stands for gets none
     assert "*orphan" not in rows
@@ -238,7 +238,7 @@ def test_device_vs_device(model, tmp_path, rng):
     # as the original tool: both sides in stored order, the NZ block's padding included (16 x 16)
     assert abs(row.result.value(1) - 1.0) < 0.01 and row.result.count == nz.size == 256
     assert row.result.format(6) == "%.6f" % (row.result.value(1) / 256)
-    assert row.shape == "[1,1,16,16]"  # the device shape
+    assert row.shape == (1, 1, 16, 16)  # the device shape
 
 
 def test_bad_inputs(tmp_path, model):

@@ -63,29 +63,32 @@ def _dtype_name(data_type: str) -> str:
     return _DTYPE_NAMES.get(data_type, data_type.lower())
 
 
-def _address_text(address: int) -> str:
-    """The Address cell: decimal, or `NaN` for a tensor whose dump records no address (0), as the original prints it."""
-    return str(address) if address else "NaN"
-
-
-def _shape_text(shape: Sequence[int] | None) -> str:
-    return "" if shape is None else "[" + ",".join(str(int(d)) for d in shape) + "]"
+def _shape(shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(d) for d in shape)
 
 
 @dataclass
 class Row:
-    """One compared tensor (or one side without counterpart). `result` is None when nothing was computed."""
+    """One compared tensor (or one side without counterpart), as values: `result` holds the metrics (None when
+    nothing was computed), None stands for what a side does not have or was not read. The result file's texts
+    (`NaN`, `[1,3,224,224]`, ...) are made from these by `dumpcmp.output.table`."""
 
     index: int
     op_type: str
     npu_dump: str
-    npu_data_type: str
-    npu_address: str
+    """The device op(s) (`*`: none, as the pairing names a ground-truth-only side)."""
+    npu_data_type: str | None
+    """The device tensor's NumPy dtype name (None: not read)."""
+    npu_address: int | None
+    """The device tensor's address (0: the dump records none; None: not read)."""
     ground_truth: str
-    ground_truth_data_type: str
-    ground_truth_address: str
-    tensor_index: str
-    shape: str
+    ground_truth_data_type: str | None
+    ground_truth_address: int | None
+    tensor_index: str | None
+    """`{op}:output:{i}` / `{op}:input:{i}` (None: no device tensor)."""
+    shape: tuple[int, ...] | None
+    """The compared shape: the ground truth's the device tensor was converted to, or the flat length (None: not
+    read)."""
     result: MetricResult | None = None
     fail_reason: str = ""
     skipped: bool = False
@@ -93,8 +96,12 @@ class Row:
     pair: TensorPair | None = field(default=None, repr=False)
     unmatched: bool = False
     """A graph op with no dump file (the original tool's "There is no dump file for my output operator" row)."""
-    cells: dict[int, str] = field(default_factory=dict, repr=False)
-    """Metric cells printed otherwise than `result.format` gives them (the original's bool and all-zero texts)."""
+    not_computed: frozenset[int] = frozenset()
+    """Metrics the original does not compute for this row although `result` has them (a bool pair: all but
+    cosine similarity)."""
+    data_types_unknown: bool = False
+    """The original gives no data types for this row (a device tensor without ground truth, or element counts that
+    differ), whatever was read."""
 
     @property
     def status(self) -> str:
@@ -165,7 +172,7 @@ class ComparisonResult:
         says nothing about the layer."""
         res = row.result
         inserted = row.pair is not None and str(row.pair.relation) == "Inserted"  # the output Cast of such a value
-        return res is not None and (row.npu_data_type.lower() == "float16" or inserted) and res.count > 0 and \
+        return res is not None and ((row.npu_data_type or "").lower() == "float16" or inserted) and res.count > 0 and \
             max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY
 
     def is_constant(self, row: Row) -> bool:
@@ -270,14 +277,18 @@ class ComparisonResult:
                      columns=columns)
 
     def to_records(self) -> list[dict[str, Any]]:
-        """One dict per row with the columns and the raw metric values (floats, not strings)."""
+        """One dict per row with the columns (as the result file prints them) and the raw metric values (floats, not
+        strings)."""
+        from dumpcmp.output.table import side_texts  # the cell texts, imported when called (see `header`)
+
         recs = []
         for r in self.rows:
+            texts = side_texts(r)
             rec: dict[str, Any] = {
-                "Index": r.index, "OpType": r.op_type, "NPUDump": r.npu_dump, "NPUDataType": r.npu_data_type,
-                "NPUAddress": r.npu_address, "GroundTruth": r.ground_truth,
-                "GroundTruthDataType": r.ground_truth_data_type, "TensorIndex": r.tensor_index, "Shape": r.shape,
-                "Status": r.status,
+                "Index": r.index, "OpType": r.op_type, "NPUDump": r.npu_dump, "NPUDataType": texts["NPUDataType"],
+                "NPUAddress": texts["NPUAddress"], "GroundTruth": r.ground_truth,
+                "GroundTruthDataType": texts["GroundTruthDataType"], "TensorIndex": texts["TensorIndex"],
+                "Shape": texts["Shape"], "Status": r.status,
             }
             for i in self.algorithms:
                 if i == 5:
@@ -715,9 +726,7 @@ def _finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bo
     scalar, boolean, left_path, right_path = ctx
     reasons = []
     if boolean:
-        for i in algos:
-            if i != 0:
-                row.cells[i] = "NaN"
+        row.not_computed = frozenset(i for i in algos if i != 0)
         reasons.append(_bool_reason(algos))
     elif res.count > 0 and 0 in algos:
         zero_x = _all_zero(res.min_x, res.max_x)
@@ -756,16 +765,16 @@ def _batch_slice(op_name: str, t: Any, gt_shape: tuple[int, ...]) -> Any:
     return core.source_from_array(np.ascontiguousarray(cut))
 
 
-def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> str:
-    """The Shape column of a compared row, as the original prints it: the flat length where no layout conversion
+def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> tuple[int, ...]:
+    """The Shape of a compared row, as the original gives it: the flat length where no layout conversion
     happened (ND against ND) or for a scalar, else the (ground-truth) shape it was converted to."""
     if len(tuple(t.shape)) == 0 or len(tuple(gt_shape)) == 0:
-        return f"[{count}]"
+        return (count,)
     origin = (pair.origin_format or "").upper()
     dst = t.format if origin in ("", t.format) else origin
     if dst == "ND" and t.format not in ("FRACTAL_NZ", "NDC1HWC0"):
-        return f"[{count}]"
-    return _shape_text(gt_shape)
+        return (count,)
+    return _shape(gt_shape)
 
 
 def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...], device_vs_device: bool,
@@ -810,9 +819,9 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
     with Progress(sum(1 for p in pairs if p.comparable), f"comparing {label}", quiet=quiet) as progress, \
             _joined_at_exit(lambda: running):
         for number, pair in enumerate(pairs):
-            row = Row(index=number, op_type=pair.op_type or "", npu_dump=pair.npu_column, npu_data_type="",
-                      npu_address="", ground_truth=pair.ground_truth_column, ground_truth_data_type="",
-                      ground_truth_address="", tensor_index=pair.tensor_index or "", shape="", pair=pair)
+            row = Row(index=number, op_type=pair.op_type or "", npu_dump=pair.npu_column, npu_data_type=None,
+                      npu_address=None, ground_truth=pair.ground_truth_column, ground_truth_data_type=None,
+                      ground_truth_address=None, tensor_index=pair.tensor_index, shape=None, pair=pair)
             rows.append(row)
             npu_ref: _DeviceRef | None = pair.npu_ref
             if npu_ref is not None and npu_ref.dump is not None:
@@ -822,8 +831,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     # against a ground truth the device tensor is compared as float32 (bf16 included)
                     row.npu_data_type = "float32" if t.data_type == "BF16" and not device_vs_device else \
                         _dtype_name(t.data_type)
-                    row.npu_address = _address_text(t.address)
-                    row.shape = _shape_text(t.shape)
+                    row.npu_address = int(t.address)
+                    row.shape = _shape(t.shape)
             if pair.skip_reason is not None:
                 row.skipped, row.fail_reason = True, pair.skip_reason
             if row.skipped:
@@ -833,8 +842,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                 continue
             if not pair.comparable:
                 if pair.npu_ref is not None and not device_vs_device:
-                    row.npu_data_type = row.ground_truth_data_type = "NaN"
-                    row.fail_reason = _no_truth_reason(pair.npu_op or "", row.tensor_index)
+                    row.data_types_unknown = True
+                    row.fail_reason = _no_truth_reason(pair.npu_op or "", row.tensor_index or "")
                 else:
                     row.fail_reason = pair.note or ("no ground truth" if pair.npu_ref is not None else
                                                     "no device dump")
@@ -845,7 +854,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                     t = sides.tensor(npu_ref, pair.kind, pair.index or 0)
                     gt_t = sides.tensor(gt_ref, pair.kind, pair.index or 0)
                     row.ground_truth_data_type = _dtype_name(gt_t.data_type)
-                    row.ground_truth_address = _address_text(gt_t.address)
+                    row.ground_truth_address = int(gt_t.address)
                     if (t.format, tuple(t.shape), t.original_shape) != \
                             (gt_t.format, tuple(gt_t.shape), gt_t.original_shape):
                         raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "
@@ -867,7 +876,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: _Sides, algos: tuple[int, ...
                            npu_ref.entry.path, pair.ground_truth_ref.path)
                 if x_src.count != y_src.count:
                     if not device_vs_device:
-                        row.npu_data_type = row.ground_truth_data_type = "NaN"
+                        row.data_types_unknown = True
                     left = int(x_src.count)
                     if not device_vs_device and t.format != "ND" and len(t.shape) == len(gt_shape):
                         # the original slices a plain tensor to the ground truth's extent first (_batch_slice)
@@ -980,9 +989,9 @@ def _graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
             if op.name in left_out:
                 continue
             if not mine:
-                out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type="NaN", npu_address="NaN",
-                               ground_truth=truth, ground_truth_data_type="NaN", ground_truth_address="NaN",
-                               tensor_index="NaN", shape="NaN", unmatched=True,
+                out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type=None, npu_address=None,
+                               ground_truth=truth, ground_truth_data_type=None, ground_truth_address=None,
+                               tensor_index=None, shape=None, unmatched=True,
                                fail_reason=_no_dump_reason(op.name, op.type)))
                 continue
             for r in mine:

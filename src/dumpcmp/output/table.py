@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["EXTRA_COLUMNS", "OVERFLOW_COLUMN", "REASON_COLUMN", "ROW_COLUMNS", "LOCATED_COLUMNS", "header",
            "table", "write", "summary", "text_table", "csv_text", "csv_safe", "fixed6", "fixed6_inf",
            "NOT_COMPUTED", "LOCATE_LEADING", "LOCATE_SIDES", "LOCATE_NOTE", "locate_header", "locate_metric_name",
-           "locate_cells", "locate_csv_text", "row_cells"]
+           "locate_cells", "locate_csv_text", "row_cells", "side_texts", "address_text",
+           "shape_text"]
 
 # ---- the result file's columns --------------------------------------------------------------------------------
 
@@ -78,6 +79,35 @@ def fixed6_inf(v: float) -> str:
     return NOT_COMPUTED if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.6f}")
 
 
+def address_text(address: int | None) -> str:
+    """The Address cell: decimal, `NaN` for a tensor whose dump records no address (0), as the original prints it;
+    empty when not read."""
+    return "" if address is None else (str(address) if address else NOT_COMPUTED)
+
+
+def shape_text(shape: Sequence[int] | None) -> str:
+    """The Shape cell: `[1,3,224,224]`; empty when not read."""
+    return "" if shape is None else "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def side_texts(r: Row) -> dict[str, str]:
+    """The cells of a row's data types, addresses, tensor index and shape: `NaN` throughout on the original's row
+    for a graph op without dump file, `NaN` data types where it gives none."""
+    if r.unmatched:
+        return dict.fromkeys(("NPUDataType", "NPUAddress", "GroundTruthDataType", "GroundTruthAddress",
+                              "TensorIndex", "Shape"), NOT_COMPUTED)
+    unknown = r.data_types_unknown
+    return {"NPUDataType": NOT_COMPUTED if unknown else r.npu_data_type or "",
+            "NPUAddress": address_text(r.npu_address),
+            "GroundTruthDataType": NOT_COMPUTED if unknown else r.ground_truth_data_type or "",
+            "GroundTruthAddress": address_text(r.ground_truth_address),
+            "TensorIndex": r.tensor_index or "", "Shape": shape_text(r.shape)}
+
+
+def _metric_cell(r: Row, i: int) -> str:
+    return NOT_COMPUTED if r.result is None or i in r.not_computed else r.result.format(i)
+
+
 def _extra_cells(res: MetricResult | None) -> list[str]:
     if res is None:
         return [NOT_COMPUTED, NOT_COMPUTED, "", "", "", ""]
@@ -88,17 +118,17 @@ def _extra_cells(res: MetricResult | None) -> list[str]:
 
 def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow: bool = False) -> list[str]:
     """One row's cells in the original tool's columns."""
-    cells = [str(r.index), r.op_type, r.npu_dump, r.npu_data_type]
+    side = side_texts(r)
+    cells = [str(r.index), r.op_type, r.npu_dump, side["NPUDataType"]]
     if result.npu_has_address:
-        cells.append(r.npu_address)
-    cells += [r.ground_truth, r.ground_truth_data_type]
+        cells.append(side["NPUAddress"])
+    cells += [r.ground_truth, side["GroundTruthDataType"]]
     if result.ground_truth_has_address:
-        cells.append(r.ground_truth_address)
-    cells += [r.tensor_index, r.shape]
+        cells.append(side["GroundTruthAddress"])
+    cells += [side["TensorIndex"], side["Shape"]]
     if overflow:
         cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
-    for i in result.algorithms:
-        cells.append(NOT_COMPUTED if r.result is None else r.cells.get(i) or r.result.format(i))
+    cells += [_metric_cell(r, i) for i in result.algorithms]
     if extra:
         cells += _extra_cells(r.result)
     cells.append(r.fail_reason)
@@ -206,7 +236,7 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
                          f"again as the next op's input are left out):")
             rows = [["#", "TensorIndex", "OpType", "Cosine", "MaxAbsErr", "RMSE"]]
             for r in bad:
-                rows.append([str(r.index), r.tensor_index, r.op_type, r.result.format(0),
+                rows.append([str(r.index), r.tensor_index or "", r.op_type, r.result.format(0),
                              fixed6(r.result.value(1)), fixed6(r.result.value(7))])
             lines += ["    " + line for line in text_table(rows).splitlines()]
     failed = [r for r in result.rows if r.status == "failed"]

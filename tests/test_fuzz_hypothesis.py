@@ -38,7 +38,7 @@ from hostile import DUMP_NAME, GT_NAME, dump_bytes, npy_header  # noqa: E402
 from dumpcmp import DumpcmpError, _core, compare  # noqa: E402
 from dumpcmp.dumps import layout
 from dumpcmp.cli import main  # noqa: E402
-from dumpcmp.comparison.compare import _dtype_name  # noqa: E402
+from dumpcmp.comparison.sources import dtype_name as _dtype_name  # noqa: E402
 from dumpcmp.dumps.scan import plain_npy  # noqa: E402
 from dumpcmp.comparison.single_op import compare_op  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 
 import dumpcmp
 from dumpcmp.dumps import naming
-from dumpcmp.comparison.compare import _dtype_name
+from dumpcmp.comparison.sources import dtype_name as _dtype_name
 from dumpcmp.errors import DumpError, NotFoundError
 from dumpcmp.dumps.scan import FLAT, MODEL, SINGLE_OP, open_npy, plain_npy, scan, scan_ground_truth
 

@@ -20,11 +20,11 @@ from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.native import core
 from dumpcmp.comparison.compare import (
     _FIVE_D,
-    _Sides,
-    _graph_group_name as _group_name,
     _ground_truth_array,
     paired_runs,
 )
+from dumpcmp.comparison.rows import graph_group_name as _group_name
+from dumpcmp.comparison.sources import Sides as _Sides
 from dumpcmp.dumps.dump import numpy_dtype
 from dumpcmp.comparison.detail import DetailResult, export_detail
 from dumpcmp.errors import DumpcmpError, NotFoundError

@@ -16,12 +16,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from dumpcmp.comparison.compare import FP16_TINY
+from dumpcmp.comparison.rows import FP16_TINY
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.support.files import atomic_write_text
 
 if TYPE_CHECKING:
-    from dumpcmp.comparison.compare import ComparisonResult, Row
+    from dumpcmp.comparison.rows import ComparisonResult, Row
 
 __all__ = ["EXTRA_COLUMNS", "OVERFLOW_COLUMN", "REASON_COLUMN", "ROW_COLUMNS", "LOCATED_COLUMNS", "header",
            "table", "write", "summary", "text_table", "csv_text", "csv_safe", "fixed6", "fixed6_inf",

@@ -109,7 +109,8 @@ def pair_histograms(x: Any, y: Any, bins: int = DEFAULT_BINS, threads: int = 0,
 def row_sources(row: Any, device_vs_device: bool, custom: Any = None) -> tuple[Any, Any]:
     """(device source, ground-truth source) of a compared Row, read exactly as the comparison read them (layout
     decoded and cropped to the ground truth's shape). DumpcmpError when the row cannot be read."""
-    from dumpcmp.comparison.compare import _ground_truth_array, _Sides  # the comparison's own reading rules
+    from dumpcmp.comparison.compare import _ground_truth_array  # the comparison's own reading rules
+    from dumpcmp.comparison.sources import Sides as _Sides
 
     pair = row.pair
     if pair is None or pair.npu_ref is None or pair.ground_truth_ref is None:

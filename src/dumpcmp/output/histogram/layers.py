@@ -32,7 +32,7 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
         raise DumpcmpError(f"{dump.path}: {problem}")
     fmt = t.format
     if fmt in _layout.DEVICE_FORMATS and t.original_shape is not None:
-        from dumpcmp.comparison.compare import _Sides
+        from dumpcmp.comparison.sources import Sides as _Sides
 
         five = fmt in ("NDC1HWC0", "FRACTAL_Z_3D") or len(t.original_shape) == 5
         dst = "ND" if fmt == "FRACTAL_NZ" else ("NCDHW" if five else "NCHW")

@@ -123,7 +123,7 @@ def test_pairs_layouts_and_metrics_match_numpy(model):
         assert row.status == "compared", (key, row.fail_reason)
         assert check_float32(x, y, row.result) == 0, key  # as the original prints them
     assert rows["conv1bn1relu1:output:0"].ground_truth == "conv1,bn1,relu1"
-    assert rows["conv1bn1relu1:output:0"].shape == "[1,20,5,5]"
+    assert rows["conv1bn1relu1:output:0"].shape == (1, 20, 5, 5)
     assert "truncated" in rows["broken:output:0"].fail_reason
     # with a graph, rows are the graph's ops (as the original's): a ground truth no op stands for gets none
     assert "*orphan" not in rows
@@ -188,7 +188,7 @@ def test_csv_file_cell_by_cell(model, tmp_path):
                  "--force", "-alg", "0,7", "--extra"]) == 0
     with open(out, newline="") as f:
         header = next(csv.reader(f))
-    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.comparison.compare.EXTRA_COLUMNS,
+    assert header[-9:] == ["CosineSimilarity", "RootMeanSquareError", *dumpcmp.output.table.EXTRA_COLUMNS,
                            "CompareFailReason"]
 
 
@@ -238,7 +238,7 @@ def test_device_vs_device(model, tmp_path, rng):
     # as the original tool: both sides in stored order, the NZ block's padding included (16 x 16)
     assert abs(row.result.value(1) - 1.0) < 0.01 and row.result.count == nz.size == 256
     assert row.result.format(6) == "%.6f" % (row.result.value(1) / 256)
-    assert row.shape == "[1,1,16,16]"  # the device shape
+    assert row.shape == (1, 1, 16, 16)  # the device shape
 
 
 def test_bad_inputs(tmp_path, model):
@@ -521,7 +521,7 @@ def test_batches_are_compared_in_place_where_no_thread_can_be_started(model, mon
 
 
 def test_csv_cells_that_could_run_as_formulas(tmp_path):
-    from dumpcmp.comparison.compare import _csv_text, csv_safe
+    from dumpcmp.output.table import csv_safe, csv_text as _csv_text
 
     assert [csv_safe(c) for c in ("-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1")] == \
         ["-0.000000", "nan", "NaN", "inf", "(-0.011;0.957),(-0.010;0.958)", "conv1"]
@@ -617,3 +617,48 @@ def test_fortran_order_ground_truth_gives_the_c_order_rows(tmp_path, rng):
         np.save(root / "gt" / "conv.0.1700000000000001.npy", np.asarray(truth, order=order))
         rows[order] = [(r.tensor_index, list(r.result.formatted())) for r in compare(root / "dump", root / "gt").rows]
     assert rows["C"] == rows["F"] and rows["C"]
+
+
+def test_rows_hold_values_and_the_table_prints_them(model):
+    # Row holds numbers, tuples and None; dumpcmp.output.table makes the original tool's texts from them
+    from dumpcmp.output.table import NOT_COMPUTED, address_text, shape_text
+
+    result = compare(model.root / "dump", model.gt, fusion_json=model.graph)
+    table = result.table()
+    header = table[0]
+    col = {name: header.index(name) for name in ("Address", "TensorIndex", "Shape")}
+    npu_type = header.index("DataType")
+    for row, cells in zip(result.rows, table[1:]):
+        assert row.shape is None or (isinstance(row.shape, tuple) and all(isinstance(d, int) for d in row.shape))
+        assert row.npu_address is None or isinstance(row.npu_address, int)
+        if row.unmatched:  # a graph op without dump file: NaN in every column it has no value for
+            assert (row.tensor_index, row.shape, row.npu_address, row.npu_data_type) == (None, None, None, None)
+            assert [cells[col[c]] for c in col] + [cells[npu_type]] == [NOT_COMPUTED] * 4
+        else:
+            assert cells[col["Shape"]] == shape_text(row.shape)
+            assert cells[col["Address"]] == address_text(row.npu_address)
+            assert cells[col["TensorIndex"]] == (row.tensor_index or "")
+    compared = next(r for r in result.rows if r.status == "compared")
+    assert isinstance(compared.npu_data_type, str) and compared.shape is not None
+    assert shape_text((1, 20, 5, 5)) == "[1,20,5,5]" and shape_text(None) == ""
+    assert (address_text(0), address_text(None), address_text(4096)) == ("NaN", "", "4096")
+    assert any(r.unmatched for r in result.rows)
+
+
+
+def test_the_comparison_stage_does_not_import_the_output_stage_when_it_loads():
+    # dumps -> graph -> comparison -> output: no module-level import of output/ in comparison/ (a method may import
+    # it when called)
+    import ast
+    from pathlib import Path
+
+    folder = Path(dumpcmp.__file__).parent / "comparison"
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n.startswith("dumpcmp.output") for n in names), (path.name, names)

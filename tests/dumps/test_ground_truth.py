@@ -35,7 +35,7 @@ def _paths(entry, op: str, index: int):
     pair = SimpleNamespace(ground_truth_ref=entry, skip_reason=None)
     gt = SimpleNamespace(get=lambda node, idx: entry if (node, idx) == (op, index) else None)
     return {
-        "compare": lambda: _source_values(compare_module._ground_truth_array(entry)[0]),
+        "compare": lambda: _source_values(compare_module.ground_truth_source(entry)[0]),
         "single-op": lambda: _source_values(single_op.ground_truth_source(entry)[0]),
         "single-op layout change": lambda: np.asarray(single_op._ground_truth_array_data(pair), np.float64),
         "locate": lambda: np.asarray(locate_core._truth(pair), np.float64),

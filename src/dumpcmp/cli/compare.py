@@ -121,7 +121,8 @@ def _check_output(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison.compare import compare_runs, text_table
+    from dumpcmp.comparison.compare import compare_runs
+    from dumpcmp.output.table import text_table
     from dumpcmp.support.files import exists_error
     from dumpcmp.errors import DumpcmpError
 

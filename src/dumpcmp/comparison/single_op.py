@@ -18,11 +18,9 @@ import numpy as np
 
 from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.native import core
-from dumpcmp.comparison.compare import (
-    _Sides,
-    _graph_group_name as _group_name,
-    paired_runs,
-)
+from dumpcmp.comparison.rows import graph_group_name
+from dumpcmp.comparison.runs import paired_runs
+from dumpcmp.comparison.sources import Sides
 from dumpcmp.dumps.ground_truth import ground_truth_data, ground_truth_source
 from dumpcmp.dumps.dump import numpy_dtype
 from dumpcmp.comparison.detail import DetailResult, export_detail
@@ -120,7 +118,7 @@ def compare_op(
         if isinstance(error, DumpcmpError):
             raise
         raise DumpcmpError(f"{pair.tensor_index}: {error}") from None
-    sides = _Sides(custom)
+    sides = Sides(custom)
     device_t = sides.tensor(pair.npu_ref, kind, index)
     npu_names, truth_names = _summary_names(run, pair)
     format_line = _format_line(device_t, pair, shape)
@@ -140,7 +138,7 @@ def compare_op(
 def _sources(pair: TensorPair, kind: str, index: int, custom: Any,
              device_vs_device: bool) -> tuple[Any, Any, tuple[int, ...], str]:
     """Both sides of the pair as core sources in one coordinate system: (x, y, shape, layout name)."""
-    sides = _Sides(custom)
+    sides = Sides(custom)
     if device_vs_device:
         gt_ref = pair.ground_truth_ref
         t = sides.tensor(pair.npu_ref, kind, index)
@@ -191,7 +189,7 @@ def _summary_names(run: Any, pair: TensorPair) -> tuple[str, str]:
     op = graph.get(pair.graph_op) if graph is not None and pair.graph_op else None
     if op is None:
         return pair.npu_op or "", pair.ground_truth_column
-    members = [o for o in graph.ops if _group_name(o) == _group_name(op)]
+    members = [o for o in graph.ops if graph_group_name(o) == graph_group_name(op)]
     truth: list[str] = []
     for o in members:
         for name in ([] if o.is_inserted else graph.original_names(o)):

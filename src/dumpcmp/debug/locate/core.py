@@ -27,8 +27,6 @@ threshold whose total error crosses it, or one fed NaN/inf, shows `inherited` er
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -51,6 +49,15 @@ from dumpcmp.debug.locate.regions import (
     quantize_of,
 )
 from dumpcmp.debug.locate.replay import Job, run_jobs
+from dumpcmp.output.table import (
+    LOCATED_COLUMNS,
+    NOT_COMPUTED,
+    fixed6_inf,
+    locate_cells,
+    locate_csv_text,
+    locate_header,
+    text_table,
+)
 
 __all__ = ["LocateRow", "LocateResult", "locate", "locate_runs", "VERDICTS", "DEFAULT_ALGORITHMS"]
 
@@ -146,8 +153,7 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) else (str(v) if math.isinf(v) else v)  # type: ignore[return-value]
 
 
-def _fmt(v: float) -> str:
-    return "NaN" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.6f}")
+_fmt = fixed6_inf  # locate's number format, defined with the other cell texts in dumpcmp.output.table
 
 
 @dataclass
@@ -220,12 +226,7 @@ class LocateResult:
 
     # ---- output ------------------------------------------------------------------------------------------------
     def header(self) -> list[str]:
-        own = sorted(set(DEFAULT_ALGORITHMS) | set(self.algorithms))
-        cols = ["Index", "OpType", "NPUOp", "Originals", "Inputs", "Output", "Verdict"]
-        cols += [f"Own{_short_metric(i)}" for i in own] + ["OwnRelRMSE"]
-        for side in ("Inherited", "Total"):
-            cols += [f"{side}{_short_metric(i)}" for i in DEFAULT_ALGORITHMS] + [f"{side}RelRMSE"]
-        return cols + ["Note"]
+        return locate_header(sorted(set(DEFAULT_ALGORITHMS) | set(self.algorithms)), DEFAULT_ALGORITHMS)
 
     def table(self) -> list[list[str]]:
         own = sorted(set(DEFAULT_ALGORITHMS) | set(self.algorithms))
@@ -240,9 +241,7 @@ class LocateResult:
         return out
 
     def csv_text(self) -> str:
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows(self.table())
-        return buf.getvalue()
+        return locate_csv_text(self.table())
 
     def write(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
         from dumpcmp.support.files import atomic_write_text
@@ -258,8 +257,6 @@ class LocateResult:
                 "rows": [r.to_dict(self.algorithms) for r in self.rows]}
 
     def summary(self, top: int = 10) -> str:
-        from dumpcmp.comparison.compare import text_table
-
         counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in VERDICTS}
         quant = sum(1 for r in self.rows if r.verdict == "not replayed" and r.op_type in QUANTIZE_TYPES
                     and r.note.startswith("quantize op"))
@@ -282,8 +279,8 @@ class LocateResult:
                      "TotalCosine"]]
             for r in ranked:
                 rows.append([str(r.index), r.op, r.op_type, r.verdict, _fmt(r.own.cosine), _fmt(r.own.rrmse),
-                             _fmt(r.inherited.cosine) if r.inherited else "NaN",
-                             _fmt(r.total.cosine) if r.total else "NaN"])
+                             _fmt(r.inherited.cosine) if r.inherited else NOT_COMPUTED,
+                             _fmt(r.total.cosine) if r.total else NOT_COMPUTED])
             lines += ["    " + line for line in text_table(rows).splitlines()]
         return "\n".join(lines)
 
@@ -292,14 +289,8 @@ def _finite(v: float) -> float:
     return 1e300 if math.isnan(v) or math.isinf(v) else v
 
 
-def _short_metric(i: int) -> str:
-    return {0: "Cosine", 1: "MaxAbsErr", 7: "RMSE"}.get(i, METRICS[i])
-
-
 def _cells(m: Measure | None, metrics: Sequence[int]) -> list[str]:
-    if m is None:
-        return ["NaN"] * (len(metrics) + 1)
-    return [m.result.format(i) for i in metrics] + [_fmt(m.rrmse)]
+    return locate_cells(None, math.nan, metrics) if m is None else locate_cells(m.result, m.rrmse, metrics)
 
 
 # ---- units ---------------------------------------------------------------------------------------------------
@@ -704,8 +695,8 @@ def locate(model: str | os.PathLike[str] | OriginalModel, left: str | os.PathLik
     return results[0]
 
 
-#: the columns `dumpcmp compare --locate` adds after the original tool's
-COMPARE_COLUMNS = ("OwnCosine", "OwnRelRMSE", "InheritedCosine", "InheritedRelRMSE", "Verdict")
+#: the columns `dumpcmp compare --locate` adds after the original tool's (named in dumpcmp.output.table)
+COMPARE_COLUMNS = LOCATED_COLUMNS
 
 
 def compare_columns(result: LocateResult) -> dict[str, Any]:
@@ -721,11 +712,11 @@ def compare_columns(result: LocateResult) -> dict[str, Any]:
         return f
 
     def num(m: str, attr: str) -> Any:
-        return cell(lambda r: "NaN" if getattr(r, m) is None else _fmt(getattr(getattr(r, m), attr)))
+        return cell(lambda r: NOT_COMPUTED if getattr(r, m) is None else _fmt(getattr(getattr(r, m), attr)))
 
-    return {"OwnCosine": num("own", "cosine"), "OwnRelRMSE": num("own", "rrmse"),
-            "InheritedCosine": num("inherited", "cosine"), "InheritedRelRMSE": num("inherited", "rrmse"),
-            "Verdict": cell(lambda r: r.verdict)}
+    cells = (num("own", "cosine"), num("own", "rrmse"), num("inherited", "cosine"), num("inherited", "rrmse"),
+             cell(lambda r: r.verdict))
+    return dict(zip(LOCATED_COLUMNS, cells))
 
 
 def to_json(results: Sequence[LocateResult]) -> str:

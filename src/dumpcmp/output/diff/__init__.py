@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dumpcmp.errors import ConfigError, DumpError
+from dumpcmp.output.table import REASON_COLUMN, ROW_COLUMNS
 
 __all__ = ["DiffResult", "Change", "read_result", "diff", "HIGHER_IS_BETTER"]
 
@@ -118,8 +119,7 @@ def diff(a_path: str | Path, b_path: str | Path, *, metric: str = "CosineSimilar
     hb, b = read_result(b_path)
     for path, header in ((a_path, ha), (b_path, hb)):
         if metric not in header:
-            metrics = [h for h in header if h not in ("Index", "OpType", "NPUDump", "DataType", "Address",
-                                                        "GroundTruth", "TensorIndex", "Shape", "CompareFailReason")]
+            metrics = [h for h in header if h not in ROW_COLUMNS + (REASON_COLUMN,)]
             raise ConfigError(f"{path}: no {metric} column (it has {', '.join(metrics)})")
     up = metric in HIGHER_IS_BETTER
     out = DiffResult(metric, tolerance)

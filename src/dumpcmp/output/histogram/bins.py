@@ -110,13 +110,13 @@ def pair_histograms(x: Any, y: Any, bins: int = DEFAULT_BINS, threads: int = 0,
 def row_sources(row: Any, device_vs_device: bool, custom: Any = None) -> tuple[Any, Any]:
     """(device source, ground-truth source) of a compared Row, read exactly as the comparison read them (layout
     decoded and cropped to the ground truth's shape). DumpcmpError when the row cannot be read."""
-    from dumpcmp.comparison.compare import _Sides  # the comparison's own reading rules
+    from dumpcmp.comparison.sources import Sides  # the comparison's own reading rules
     from dumpcmp.dumps.ground_truth import ground_truth_source
 
     pair = row.pair
     if pair is None or pair.npu_ref is None or pair.ground_truth_ref is None:
         raise DumpcmpError(f"row {row.index}: no pair of tensors to read")
-    sides = _Sides(custom)
+    sides = Sides(custom)
     index = pair.index or 0
     if device_vs_device:
         x, _ = sides.device(pair.npu_ref, pair.kind, index, pair, None)

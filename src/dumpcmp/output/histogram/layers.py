@@ -32,9 +32,9 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
         raise DumpcmpError(f"{dump.path}: {problem}")
     fmt = t.format
     if fmt in _layout.DEVICE_FORMATS and t.original_shape is not None:
-        from dumpcmp.comparison.compare import _Sides
+        from dumpcmp.comparison.sources import Sides
 
-        dst, shape = _Sides.own_plain(t, None, _layout.plain_target(fmt, None, len(t.original_shape)))
+        dst, shape = Sides.own_plain(t, None, _layout.plain_target(fmt, None, len(t.original_shape)))
         return core.compare.source_from_dump(dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
     return core.compare.source_from_dump(dump._file, kind, index)
 

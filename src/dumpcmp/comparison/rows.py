@@ -1,0 +1,393 @@
+"""Rows of values: one compared tensor each (`Row`), the rows of one run (`ComparisonResult`) with the questions
+asked of them (first below a threshold, the worst, the largest drop, what was never dumped), the original tool's
+wording for rows it could not compare, and the rows laid out as the original lays them out with a graph JSON.
+
+Rows hold numbers, tuples and None; the texts of the result file are made by `dumpcmp.output.table`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from dumpcmp.comparison.metrics import METRICS, MetricResult
+from dumpcmp.graph.graph_json import Graph, Op
+from dumpcmp.graph.pairing import TensorPair, quant_pair_members
+
+__all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "graph_rows", "weight_inputs",
+           "finish_row", "no_dump_reason", "no_truth_reason", "count_reason"]
+
+FP16_TINY = 6.103515625e-05  # float16's smallest normal value
+
+
+@dataclass
+class Row:
+    """One compared tensor (or one side without counterpart), as values: `result` holds the metrics (None when
+    nothing was computed), None stands for what a side does not have or was not read. The result file's texts
+    (`NaN`, `[1,3,224,224]`, ...) are made from these by `dumpcmp.output.table`."""
+
+    index: int
+    op_type: str
+    npu_dump: str
+    """The device op(s) (`*`: none, as the pairing names a ground-truth-only side)."""
+    npu_data_type: str | None
+    """The device tensor's NumPy dtype name (None: not read)."""
+    npu_address: int | None
+    """The device tensor's address (0: the dump records none; None: not read)."""
+    ground_truth: str
+    ground_truth_data_type: str | None
+    ground_truth_address: int | None
+    tensor_index: str | None
+    """`{op}:output:{i}` / `{op}:input:{i}` (None: no device tensor)."""
+    shape: tuple[int, ...] | None
+    """The compared shape: the ground truth's the device tensor was converted to, or the flat length (None: not
+    read)."""
+    result: MetricResult | None = None
+    fail_reason: str = ""
+    skipped: bool = False
+    failed: bool = False
+    pair: TensorPair | None = field(default=None, repr=False)
+    unmatched: bool = False
+    """A graph op with no dump file (the original tool's "There is no dump file for my output operator" row)."""
+    not_computed: frozenset[int] = frozenset()
+    """Metrics the original does not compute for this row although `result` has them (a bool pair: all but
+    cosine similarity)."""
+    data_types_unknown: bool = False
+    """The original gives no data types for this row (a device tensor without ground truth, or element counts that
+    differ), whatever was read."""
+
+    @property
+    def status(self) -> str:
+        """'compared', 'failed', 'skipped' or 'unmatched'."""
+        if self.result is not None:
+            return "compared"
+        if self.skipped:
+            return "skipped"
+        if self.failed:
+            return "failed"
+        if self.unmatched:
+            return "unmatched"
+        if self.pair is not None and not (self.pair.npu_ref is not None and self.pair.ground_truth_ref is not None):
+            return "unmatched"
+        return "failed"
+
+    @property
+    def cosine(self) -> float:
+        return self.value(0)
+
+    def value(self, metric: int) -> float:
+        """A metric's value (NaN when not computed); StandardDeviation gives the device side's std."""
+        if self.result is None:
+            return math.nan
+        if metric == 5:
+            return float(self.result.std_x)
+        return float(self.result.value(metric))
+
+    @property
+    def dead(self) -> bool:
+        """The device side is all zero while the ground truth is not (a layer that stopped producing)."""
+        res = self.result
+        return res is not None and res.count > 0 and res.min_x == 0 and res.max_x == 0 and \
+            not (res.min_y == 0 and res.max_y == 0)
+
+    @property
+    def overflow(self) -> bool:
+        """The device side holds inf or NaN (the fp16 overflow an accelerator run shows)."""
+        return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
+
+
+_WEIGHT_INPUT = "layer inputs read from a Const"
+_NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights and constants (Const)",
+                 "Data": "inputs (Data)", "NetOutput": "graph outputs (NetOutput)"}
+
+
+@dataclass
+class ComparisonResult:
+    """The rows of one run (device, model, iteration) in execution order, with how they were produced."""
+
+    rows: list[Row]
+    algorithms: tuple[int, ...]
+    left: str
+    right: str
+    run: str
+    npu_has_address: bool = True
+    ground_truth_has_address: bool = False
+    notes: list[str] = field(default_factory=list)
+    """How the ground truth was chosen (sample folder per iteration, several candidates)."""
+    constant_files: frozenset[str] = frozenset()
+    """Ground-truth files holding weights or constants (golden_index.csv): reported apart, never "first bad"."""
+    weight_inputs: frozenset[str] = frozenset()
+    """TensorIndex of the input rows a graph's Const op feeds (weights: no dump, no ground truth of their own)."""
+
+    def below_fp16_range(self, row: Row) -> bool:
+        """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
+        float16's normal range (|x| < 6.1e-5): it rounds to zero or a few subnormal steps, so its cosine similarity
+        says nothing about the layer."""
+        res = row.result
+        inserted = row.pair is not None and str(row.pair.relation) == "Inserted"  # the output Cast of such a value
+        return res is not None and ((row.npu_data_type or "").lower() == "float16" or inserted) and res.count > 0 and \
+            max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY
+
+    def is_constant(self, row: Row) -> bool:
+        ref = row.pair.ground_truth_ref if row.pair is not None else None
+        return ref is not None and getattr(ref, "path", None) in self.constant_files
+
+    def largest_drop(self) -> tuple[Row, Row] | None:
+        """The two consecutive compared outputs (execution order, constants left out) between which the cosine
+        similarity falls the most: where a healthy drift turns into a break."""
+        outs = [r for r in self.rows if r.result is not None and not self.is_constant(r)
+                and not self.below_fp16_range(r) and (r.pair is None or r.pair.kind == "output")
+                and not math.isnan(r.cosine)]
+        best = None
+        for a, b in zip(outs, outs[1:]):
+            if best is None or a.cosine - b.cosine > best[0].cosine - best[1].cosine:
+                best = (a, b)
+        return best if best is not None and best[0].cosine > best[1].cosine else None
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def counts(self) -> dict[str, int]:
+        out = {"compared": 0, "failed": 0, "skipped": 0, "unmatched": 0}
+        for r in self.rows:
+            out[r.status] += 1
+        return out
+
+    def never_dumped(self) -> dict[str, int]:
+        """The unmatched rows of ops a device never dumps, counted by kind ("weights and constants (Const)", "inputs
+        (Data)", "graph outputs (NetOutput)", "layer inputs read from a Const"): kept apart from layers whose dump
+        is missing."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            what = None
+            if r.status == "unmatched":
+                what = _WEIGHT_INPUT if r.tensor_index in self.weight_inputs else _NEVER_DUMPED.get(r.op_type)
+            if what is not None:
+                out[what] = out.get(what, 0) + 1
+        return out
+
+    def first_below(self, threshold: float = 0.99) -> Row | None:
+        """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
+        the device side holds NaN/inf)."""
+        for r in self.rows:
+            if r.result is None or self.is_constant(r) or self.below_fp16_range(r):
+                continue
+            c = r.cosine
+            if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
+                return r
+        return None
+
+    def worst(self, n: int = 10, *, distinct: bool = False) -> list[Row]:
+        """The `n` compared rows with the lowest cosine similarity (rows whose cosine is NaN because a side is all
+        zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
+        op's input (the same values, dumped twice) take one place."""
+        compared = [r for r in self.rows if r.result is not None and not self.is_constant(r)]
+
+        def broken(r: Row) -> bool:  # NaN cosine because the device side overflowed or went all zero
+            return math.isnan(r.cosine) and (r.overflow or r.dead)
+
+        ranked = sorted(compared, key=lambda r: (math.isnan(r.cosine) and not broken(r),
+                                                 -math.inf if broken(r) else r.cosine, r.index))
+        if distinct:
+            seen: set[tuple[Any, ...]] = set()
+            unique = []
+            for r in ranked:
+                key = (r.pair.ground_truth_key if r.pair else r.ground_truth,
+                       tuple(r.result.format(i) for i in self.algorithms))
+                if key not in seen:
+                    seen.add(key)
+                    unique.append(r)
+            ranked = unique
+        return ranked[:n]
+
+    # ---- output: the writers live in dumpcmp.output.table; these methods are the public API's doors to them -------
+    # (imported when called: the comparison stage comes before the output stage and never imports it at load time)
+
+    def header(self, *, extra: bool = False, overflow: bool = False) -> list[str]:
+        from dumpcmp.output.table import header
+
+        return header(self, extra=extra, overflow=overflow)
+
+    def table(self, *, extra: bool = False, overflow: bool = False,
+              columns: Mapping[str, Callable[[Row], str]] | None = None) -> list[list[str]]:
+        """Header and rows as the strings the result file holds; `columns` (name -> cell of a row) are added after
+        the original tool's (`compare --locate`)."""
+        from dumpcmp.output.table import table
+
+        return table(self, extra=extra, overflow=overflow, columns=columns)
+
+    def write(self, path: str | os.PathLike[str], *, csv_format: bool | None = None, extra: bool = False,
+              overflow: bool = False, force: bool = False,
+              columns: Mapping[str, Callable[[Row], str]] | None = None) -> Path:
+        """Write the result file: CSV (the default for a `.csv` name, or with csv_format=True) or an aligned text
+        table. The file appears whole or not at all; an existing file is kept unless `force`."""
+        from dumpcmp.output.table import write
+
+        return write(self, path, csv_format=csv_format, extra=extra, overflow=overflow, force=force,
+                     columns=columns)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per row with the columns (as the result file prints them) and the raw metric values (floats, not
+        strings)."""
+        from dumpcmp.output.table import side_texts  # the cell texts, imported when called (see `header`)
+
+        recs = []
+        for r in self.rows:
+            texts = side_texts(r)
+            rec: dict[str, Any] = {
+                "Index": r.index, "OpType": r.op_type, "NPUDump": r.npu_dump, "NPUDataType": texts["NPUDataType"],
+                "NPUAddress": texts["NPUAddress"], "GroundTruth": r.ground_truth,
+                "GroundTruthDataType": texts["GroundTruthDataType"], "TensorIndex": texts["TensorIndex"],
+                "Shape": texts["Shape"], "Status": r.status,
+            }
+            for i in self.algorithms:
+                if i == 5:
+                    res = r.result
+                    rec.update({"MeanNPU": math.nan if res is None else res.mean_x,
+                                "StdNPU": math.nan if res is None else res.std_x,
+                                "MeanGroundTruth": math.nan if res is None else res.mean_y,
+                                "StdGroundTruth": math.nan if res is None else res.std_y})
+                else:
+                    rec[METRICS[i]] = r.value(i)
+            res = r.result
+            rec["MeanSquaredError"] = math.nan if res is None else res.mse
+            rec["SQNR(dB)"] = math.nan if res is None else res.sqnr_db
+            rec["CompareFailReason"] = r.fail_reason
+            recs.append(rec)
+        return recs
+
+    def to_pandas(self) -> Any:
+        import pandas as pd  # optional: only for users who ask for a DataFrame
+
+        return pd.DataFrame.from_records(self.to_records())
+
+    def summary(self, threshold: float = 0.99, worst: int = 10) -> str:
+        """What the terminal shows after a run: counts, the first tensor below the threshold, the worst ones."""
+        from dumpcmp.output.table import summary  # the output stage, imported when called (see `header`)
+
+        return summary(self, threshold, worst)
+
+
+# The original tool's own wording for rows it could not compare (users' scripts match these texts).
+def no_dump_reason(op_name: str, op_type: str) -> str:
+    return f'[{op_name}] There is no dump file for my output operator "{op_name}". The type is {op_type}.'
+
+
+def no_truth_reason(op_name: str, tensor_index: str) -> str:
+    return f"[{op_name}] There is no the ground truth dump file for {tensor_index}."
+
+
+def count_reason(op_name: str, left: int, right: int) -> str:
+    return (f"[{op_name}] Due to the different shapes on the left and right,the left dump data({left}) can not be "
+            f"compared to the right dump data({right}). Please check the batch of the dump data or the shape may be "
+            f"changed due to optimization.")
+
+
+_SCALAR_REASON = "This tensor is scalar."
+# What the original says for a bool tensor: only cosine similarity is computed (its RelativeEuclideanDistance
+# fails in NumPy's bool subtraction, and the message is kept).
+_BOOL_RED = ("Failed to execute 'compare' in 'RelativeEuclideanDistance'. numpy boolean subtract, the `-` operator, "
+             "is not supported, use the bitwise_xor, the `^` operator, or the logical_xor function instead.")
+
+
+def _bool_reason(algos: Sequence[int]) -> str:
+    return ",".join(_BOOL_RED if i == 3 else f"Algorithm {METRICS[i]} does not support Boolean types."
+                    for i in algos if i != 0)
+
+
+def _all_zero(lo: float, hi: float) -> bool:
+    return lo == 0 and hi == 0
+
+
+def finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bool, bool, str, str]) -> None:
+    """The original's notes on a computed row: scalar, bool, an all-zero side."""
+    scalar, boolean, left_path, right_path = ctx
+    reasons = []
+    if boolean:
+        row.not_computed = frozenset(i for i in algos if i != 0)
+        reasons.append(_bool_reason(algos))
+    elif res.count > 0 and 0 in algos:
+        zero_x = _all_zero(res.min_x, res.max_x)
+        zero_y = _all_zero(res.min_y, res.max_y)
+        if zero_x != zero_y:  # both zero: cosine 1.0 and no note
+            reasons.append(f"Cannot compare by Cosine Similarity. All the data is zero in "
+                           f"{left_path if zero_x else right_path}.")
+    if scalar:
+        reasons.append(_SCALAR_REASON)
+    row.fail_reason = ",".join(r for r in reasons if r)
+
+
+def graph_group_name(op: Op) -> str:
+    """The original tool's fusion-op key: ops sharing it are one comparison unit with one Index."""
+    if op.l1_fusion_no:
+        return "l1:" + op.l1_fusion_no
+    names = op.original_op_names
+    if not names:
+        return op.name
+    if len(names) == 1:
+        return names[0] or op.name
+    return "multi:" + "\x00".join(names)
+
+
+def graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
+    """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
+    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
+    and so are, as the original's quantization rules say, ops inside a quant/dequant pair and the raw-integer
+    tensors of quant (outputs) and dequant (inputs) ops."""
+    left_out = quant_pair_members(graph)
+    numbers: dict[str, int] = {}
+    members: dict[int, list[Op]] = {}
+    for op in graph.ops:
+        n = numbers.setdefault(graph_group_name(op), len(numbers))
+        if op not in members.setdefault(n, []):
+            members[n].append(op)
+    by_op: dict[str, list[Row]] = {}
+    outside: list[Row] = []
+    for r in rows:
+        p = r.pair
+        if p is None or p.npu_op is None or (r.skipped and p.skip_reason is not None):
+            continue
+        if p.graph_op is None:
+            outside.append(r)
+        else:
+            by_op.setdefault(p.graph_op, []).append(r)
+    out: list[Row] = []
+    for n, ops in sorted(members.items()):
+        npu = ",".join(o.name for o in ops)
+        for op in ops:
+            truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
+            mine = by_op.pop(op.name, None)
+            if op.name in left_out:
+                continue
+            if not mine:
+                out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type=None, npu_address=None,
+                               ground_truth=truth, ground_truth_data_type=None, ground_truth_address=None,
+                               tensor_index=None, shape=None, unmatched=True,
+                               fail_reason=no_dump_reason(op.name, op.type)))
+                continue
+            for r in mine:
+                r.index, r.npu_dump, r.ground_truth = n, npu, truth
+                out.append(r)
+    for r in outside + [r for rest in by_op.values() for r in rest]:
+        r.index = len(members)
+        out.append(r)
+    return out
+
+
+def weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:
+    """The TensorIndex of every input row whose producer in the graph is a Const op."""
+    found = set()
+    for r in rows:
+        p = r.pair
+        if p is None or p.kind != "input" or p.graph_op is None or p.index is None or p.tensor_index is None:
+            continue
+        src = graph.producer(p.graph_op, p.index) if p.graph_op in graph else None
+        if src is not None and src[0].type in ("Const", "Constant"):
+            found.add(p.tensor_index)
+    return frozenset(found)

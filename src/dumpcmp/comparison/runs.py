@@ -1,0 +1,136 @@
+"""Runs: the left tree's runs (device, model, iteration) selected, each with its ground truth (a sample folder, or
+the right-hand run of a device-vs-device comparison) and its tensors paired (`paired_runs`): what a model-level or a
+single-operator comparison starts from.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from dumpcmp.comparison.sources import device_ops
+from dumpcmp.dumps.scan import DumpGroup, DumpIndex, scan
+from dumpcmp.errors import NotFoundError
+from dumpcmp.graph.graph_json import Graph, load_graph
+from dumpcmp.graph.pairing import TensorPair, pair_device_to_device, pair_with_ground_truth
+
+__all__ = ["PairedRun", "paired_runs"]
+
+
+def _select_group(index: DumpIndex, selection: dict[str, Any], side: str) -> list[DumpGroup]:
+    groups = index.find(**selection) if any(v is not None for v in selection.values()) else list(index)
+    if not groups:
+        runs = ", ".join(g.key.describe() for g in index) or "none"
+        raise NotFoundError(f"{index.root}: no {side} dump run matches the selection (runs: {runs})")
+    return groups
+
+
+@dataclass
+class PairedRun:
+    """One run of the left tree with its tensors paired: what a model-level or a single-operator comparison
+    starts from."""
+
+    run: str
+    pairs: list[TensorPair]
+    device_vs_device: bool
+    graph: Graph | None = None
+    notes: list[str] = field(default_factory=list)
+    """How the ground truth was chosen, when that needs saying (samples, several candidates)."""
+
+
+def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | Mapping[int, int] | None,
+                         iterations: int = 1) -> tuple[Any, list[str]]:
+    """The ground-truth files for one device run: sample folder k (`dumpcmp golden` with several samples writes
+    DIR/0, DIR/1, ...) for data_index k, or `gt_sample` for every run; the whole tree when it has no sample
+    folders. Whatever is not one-to-one is said in the notes, never resolved silently."""
+    gt = right_index.ground_truth
+    samples = gt.by_sample(right_index.root)
+    if isinstance(gt_sample, Mapping):  # an explicit iteration -> sample mapping; iterations not in it: k -> k
+        gt_sample = gt_sample.get(group.key.data_index) if group.key.data_index is not None else None
+    k = group.key.data_index if gt_sample is None else gt_sample
+    if samples:
+        if k is not None and k in samples:
+            how = "--gt-sample" if gt_sample is not None else f"iteration {k}"
+            return dict(samples[k].files), [f"ground truth: sample folder {k}/ ({how})"]
+        if gt_sample is not None:
+            raise NotFoundError(f"{right_index.root}: no sample folder {gt_sample}/ (folders: "
+                                f"{', '.join(map(str, samples))})")
+        if len(samples) == 1:
+            only = next(iter(samples))
+            return dict(samples[only].files), [f"ground truth: the only sample folder {only}/ for iteration {k}"]
+        return dict(gt.files), [f"ground truth: no sample folder {k}/ for iteration {k} among "
+                                f"{', '.join(map(str, samples))}; the newest file of each tensor across them was "
+                                "taken: choose one with --gt-sample K"]
+    mixed = gt.mixed_folders()
+    notes = [f"ground truth: {mixed} tensors have files in several folders; the newest of each was taken"] \
+        if mixed else []
+    if iterations > 1:
+        notes.append(f"ground truth: one set (no sample folders) for each of the {iterations} iterations")
+    return dict(gt.files), notes
+
+
+def paired_runs(
+    left: str | os.PathLike[str],
+    right: str | os.PathLike[str],
+    *,
+    fusion_json: str | os.PathLike[str] | None = None,
+    quant_json: str | os.PathLike[str] | None = None,
+    time: str | None = None,
+    device_id: int | None = None,
+    model_name: str | None = None,
+    model_id: int | None = None,
+    data_index: int | None = None,
+    gt_sample: int | Mapping[int, int] | None = None,
+    right_time: str | None = None,
+    right_data_index: int | None = None,
+    graph: Graph | None = None,
+) -> list[PairedRun]:
+    """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
+    `quant_json`; by name without; by file name against another device dump). `graph`: those files already
+    loaded (`load_graph`), so a caller that needs the graph too reads it once."""
+    left_index = scan(left)
+    if left_index.dump_count == 0:
+        raise NotFoundError(f"{left}: no device dump files found"
+                            + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
+    right_index = scan(right)
+    if graph is None and (fusion_json is not None or quant_json is not None):
+        main = fusion_json if fusion_json is not None else quant_json
+        graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
+    selection = {"time": time, "device_id": device_id, "model_name": model_name, "model_id": model_id,
+                 "data_index": data_index}
+    groups = _select_group(left_index, selection, "left")
+    device_vs_device = len(right_index.ground_truth) == 0
+    if device_vs_device and right_index.dump_count == 0:
+        raise NotFoundError(f"{right}: no ground-truth files ({{op}}.{{index}}.{{timestamp}}.npy) and no dumps found")
+    runs = []
+    for group in groups:
+        if device_vs_device:
+            if right_time is not None or right_data_index is not None:  # the right-hand run chosen explicitly
+                match = right_index.find(time=right_time, data_index=right_data_index)
+                if len(match) > 1:
+                    match = [g for g in match if (g.key.device_id, g.key.model_name) ==
+                             (group.key.device_id, group.key.model_name)] or match
+            else:
+                right_groups = right_index.find(**{k: v for k, v in selection.items() if k != "time"}) or \
+                    list(right_index)
+                match = [g for g in right_groups if (g.key.device_id, g.key.model_name, g.key.data_index) ==
+                         (group.key.device_id, group.key.model_name, group.key.data_index)] or right_groups
+            if not match:
+                runs_r = ", ".join(g.key.describe() for g in right_index) or "none"
+                raise NotFoundError(f"{right}: no run matches --right-time/--right-iteration (runs: {runs_r})")
+            if len(match) != 1:
+                names = ", ".join(g.key.describe() for g in match)
+                raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
+                                    f"select the right-hand one with --right-time / --right-iteration")
+            pairs = pair_device_to_device(device_ops(group), device_ops(match[0]))
+        else:
+            iterations = len({g.key.data_index for g in groups})
+            gt_files, notes = _sample_ground_truth(group, right_index, gt_sample, iterations)
+            pairs = pair_with_ground_truth(device_ops(group), gt_files, graph)
+            if graph is None:
+                # without the graph an input's producer is unknown: such rows would only say so, one per input
+                pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
+        runs.append(PairedRun(group.key.describe(), pairs, device_vs_device, None if device_vs_device else graph,
+                              [] if device_vs_device else notes))
+    return runs

@@ -1,0 +1,123 @@
+"""A pair -> two engine sources: the device dump files of a run opened as the pairing's ops, and each side of a
+pair read for the C++ engine (`Sides`): the device tensor through its layout, converted to the ground truth's
+layout and cropped to its shape, window by window inside the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dumpcmp.dumps import layout as _layout
+from dumpcmp.dumps.scan import DumpEntry, DumpGroup
+from dumpcmp.errors import DumpcmpError
+from dumpcmp.graph.pairing import DeviceOp, TensorPair
+from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.native import core
+
+__all__ = ["DeviceRef", "Sides", "device_ops"]
+
+@dataclass
+class DeviceRef:
+    """A device dump file of a pair's side, opened (or why it could not be)."""
+
+    entry: DumpEntry
+    dump: Any  # dumpcmp.Dump, or None when the header could not be read
+    error: str = ""
+
+
+def device_ops(group: DumpGroup) -> list[DeviceOp]:
+    """The newest dump file of every op of a run, opened, as the pairing's DeviceOps (an unreadable one too)."""
+    from dumpcmp.dumps.dump import open_dumps
+
+    entries = list(group.newest().values())
+    opened = open_dumps([e.path for e in entries])
+    ops = []
+    for e, d in zip(entries, opened):
+        if isinstance(d, Exception):
+            # a dump whose header is unreadable still gets its row, saying why
+            ops.append(DeviceOp(e.op_name, e.op_type, 0, 1, order=e.order(), ref=DeviceRef(e, None, str(d))))
+        else:
+            ops.append(DeviceOp(e.op_name, e.op_type, len(d.inputs), len(d.outputs), order=e.order(),
+                                ref=DeviceRef(e, d)))
+    return ops
+
+
+class Sides:
+    """Resolves a pair into two TensorSources for the engine, or the reason it cannot."""
+
+    def __init__(self, custom: Any) -> None:
+        self.converters = _layout.Converters(custom) if custom is not None and not isinstance(
+            custom, _layout.Converters) else custom
+
+    @staticmethod
+    def tensor(ref: DeviceRef, kind: str, index: int) -> Any:
+        """The dump tensor of a pair side, checked; DumpcmpError naming the file otherwise."""
+        if ref.dump is None:
+            raise DumpcmpError(ref.error)
+        tensors = ref.dump.inputs if kind == "input" else ref.dump.outputs
+        if index >= len(tensors):
+            raise DumpcmpError(f"{ref.entry.path}: no {kind} {index} (the dump has {len(tensors)})")
+        t = tensors[index]
+        problem = t.problem()
+        if problem:
+            raise DumpcmpError(f"{ref.entry.path}: {problem}")
+        return t
+
+    @staticmethod
+    def own_plain(t: Any, pair: TensorPair, target_format: str | None = None) -> tuple[str | None, tuple[int, ...]]:
+        """How a device tensor is read with no ground truth to follow (device vs device): (plain format, shape)
+        decoded by its own original shape, or (None, stored shape) when it is plain or has no original shape."""
+
+        fmt = t.format
+        if fmt not in _layout.DEVICE_FORMATS or t.original_shape is None:
+            return None, tuple(t.shape)
+        dst = target_format or _layout.plain_target(fmt, pair.origin_format, len(t.original_shape))
+        original = t.original_shape if fmt == "FRACTAL_NZ" else _layout.pad_original(t.original_shape, fmt)
+        return dst, tuple(_layout.plain_shape(fmt, t.shape, dst, original_shape=original,
+                                              groups=_layout.groups_of(t)))
+
+    def device(self, ref: DeviceRef, kind: str, index: int, pair: TensorPair,
+               target_shape: tuple[int, ...] | None, target_format: str | None = None) -> tuple[Any, Any]:
+        """(source, tensor) of a device dump tensor in the compared order: read in `target_format` (default: the
+        ground truth's, from the graph, else NCHW/NCDHW/ND) and cropped to `target_shape` (the ground truth's).
+
+        A device layout is decoded through a layout plan; a plain layout other than the target's (NHWC against an
+        NCHW ground truth) is permuted; without a target shape (device vs device), a device layout is decoded by
+        the dump's original shape when it has one, else read in stored order."""
+
+        t = self.tensor(ref, kind, index)
+        fmt = t.format
+        groups = _layout.groups_of(t)
+        if target_shape is None:
+            dst, shape = self.own_plain(t, pair, target_format)
+            if dst is not None:
+                return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(shape), groups), t
+            return core.compare.source_from_dump(ref.dump._file, kind, index), t
+        if fmt not in _layout.DEVICE_FORMATS:
+            dst = target_format or _layout.plain_target(fmt, pair.origin_format, len(target_shape))
+            origin_known = (pair.origin_format or "").upper() in _layout.LETTERED
+            if fmt in _layout.LETTERED and fmt != dst and len(fmt) == len(dst) == len(target_shape) and \
+                    (origin_known or tuple(t.shape) != tuple(target_shape)):
+                # the same tensor in another axis order: permuted to the ground truth's (by the formats when the
+                # graph gives the ground truth's, as the original does, even where the two shapes read the same)
+                if self.converters is not None and (fmt, dst) in self.converters:
+                    plain = self.converters.apply(fmt, dst, t.array(), t.shape, target_shape)
+                    return core.compare.source_from_array(np.ascontiguousarray(plain)), t
+                return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(target_shape)), t
+            return core.compare.source_from_dump(ref.dump._file, kind, index), t
+        dst = target_format or _layout.plain_target(fmt, pair.origin_format, len(target_shape))
+        if len(target_shape) != (5 if fmt in _layout.FIVE_D else 4) and fmt != "FRACTAL_NZ":
+            # the ground truth is not 4-D/5-D (an FC layer's (N, C)): decode by the dump's original shape
+            original = t.original_shape or pair.origin_shape
+            if original is None:
+                raise DumpcmpError(f"{fmt} tensor {list(t.shape)} against ground truth {list(target_shape)}: "
+                                   f"no original shape to decode it by")
+            dst_shape = _layout.plain_shape(fmt, t.shape, dst, original_shape=_layout.pad_original(original, fmt),
+                                            groups=groups)
+        else:
+            dst_shape = target_shape
+        if self.converters is not None and (fmt, dst) in self.converters:
+            plain = self.converters.apply(fmt, dst, t.array(), t.shape, dst_shape)
+            return core.compare.source_from_array(np.ascontiguousarray(plain)), t
+        return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t

@@ -1,0 +1,286 @@
+"""The result table: the original tool's columns, the text of every cell, and the CSV and text writers.
+
+In: a `ComparisonResult` (rows of values). Out: the table of strings the result file holds (`table`), the file
+itself (`write`: CSV as the original tool writes it, or an aligned text table), and the terminal's summary. The
+columns `dumpcmp locate` writes and the ones `compare --locate` adds after the original's are named here too, with
+their number formats, so every column and every cell text of the package has one definition.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+from dumpcmp.comparison.rows import FP16_TINY
+from dumpcmp.comparison.metrics import METRICS, MetricResult
+from dumpcmp.support.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from dumpcmp.comparison.rows import ComparisonResult, Row
+
+__all__ = ["EXTRA_COLUMNS", "OVERFLOW_COLUMN", "REASON_COLUMN", "ROW_COLUMNS", "LOCATED_COLUMNS", "header",
+           "table", "write", "summary", "text_table", "csv_text", "csv_safe", "fixed6", "fixed6_inf",
+           "NOT_COMPUTED", "LOCATE_LEADING", "LOCATE_SIDES", "LOCATE_NOTE", "locate_header", "locate_metric_name",
+           "locate_cells", "locate_csv_text", "row_cells", "side_texts", "address_text",
+           "shape_text"]
+
+# ---- the result file's columns --------------------------------------------------------------------------------
+
+#: what a cell holds where nothing was computed or a side has no counterpart (the original tool's text)
+NOT_COMPUTED = "NaN"
+
+#: the columns of a row's two sides and names, before the metrics (Address only where a side records addresses)
+ROW_COLUMNS = ("Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "Address",
+               "TensorIndex", "Shape")
+#: the column `--overflow` adds before the metrics: does the device side hold NaN/inf
+OVERFLOW_COLUMN = "OverFlow"
+#: the last of the original tool's columns
+REASON_COLUMN = "CompareFailReason"
+#: columns added by ``extra=True`` (CLI ``--extra``), after the metric columns
+EXTRA_COLUMNS = ("MeanSquaredError", "SQNR(dB)", "NPUNaN", "NPUInf", "GroundTruthNaN", "GroundTruthInf")
+#: the columns `dumpcmp compare --locate` adds after the original tool's
+LOCATED_COLUMNS = ("OwnCosine", "OwnRelRMSE", "InheritedCosine", "InheritedRelRMSE", "Verdict")
+
+
+def header(result: ComparisonResult, *, extra: bool = False, overflow: bool = False) -> list[str]:
+    """The original tool's header for `result`'s metrics and sides."""
+    index, op_type, npu, npu_type, npu_address, truth, truth_type, truth_address, tensor, shape = ROW_COLUMNS
+    cols = [index, op_type, npu, npu_type]
+    if result.npu_has_address:
+        cols.append(npu_address)
+    cols += [truth, truth_type]
+    if result.ground_truth_has_address:
+        cols.append(truth_address)
+    cols += [tensor, shape]
+    if overflow:
+        cols.append(OVERFLOW_COLUMN)
+    cols += [METRICS[i] for i in result.algorithms]
+    if extra:
+        cols += list(EXTRA_COLUMNS)
+    cols.append(REASON_COLUMN)
+    return cols
+
+
+# ---- cell texts -----------------------------------------------------------------------------------------------
+
+
+def fixed6(v: float) -> str:
+    """A number as the summary and the extra columns print it: `%.6f`, `NaN` when not finite."""
+    return NOT_COMPUTED if not math.isfinite(v) else f"{v:.6f}"
+
+
+def fixed6_inf(v: float) -> str:
+    """A number as locate's columns print it: `%.6f`, `NaN`, `inf` (a relative RMSE against an all-zero reference)."""
+    return NOT_COMPUTED if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.6f}")
+
+
+def address_text(address: int | None) -> str:
+    """The Address cell: decimal, `NaN` for a tensor whose dump records no address (0), as the original prints it;
+    empty when not read."""
+    return "" if address is None else (str(address) if address else NOT_COMPUTED)
+
+
+def shape_text(shape: Sequence[int] | None) -> str:
+    """The Shape cell: `[1,3,224,224]`; empty when not read."""
+    return "" if shape is None else "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def side_texts(r: Row) -> dict[str, str]:
+    """The cells of a row's data types, addresses, tensor index and shape: `NaN` throughout on the original's row
+    for a graph op without dump file, `NaN` data types where it gives none."""
+    if r.unmatched:
+        return dict.fromkeys(("NPUDataType", "NPUAddress", "GroundTruthDataType", "GroundTruthAddress",
+                              "TensorIndex", "Shape"), NOT_COMPUTED)
+    unknown = r.data_types_unknown
+    return {"NPUDataType": NOT_COMPUTED if unknown else r.npu_data_type or "",
+            "NPUAddress": address_text(r.npu_address),
+            "GroundTruthDataType": NOT_COMPUTED if unknown else r.ground_truth_data_type or "",
+            "GroundTruthAddress": address_text(r.ground_truth_address),
+            "TensorIndex": r.tensor_index or "", "Shape": shape_text(r.shape)}
+
+
+def _metric_cell(r: Row, i: int) -> str:
+    return NOT_COMPUTED if r.result is None or i in r.not_computed else r.result.format(i)
+
+
+def _extra_cells(res: MetricResult | None) -> list[str]:
+    if res is None:
+        return [NOT_COMPUTED, NOT_COMPUTED, "", "", "", ""]
+    sqnr = res.sqnr_db
+    return [fixed6(res.mse), "inf" if sqnr == math.inf else fixed6(sqnr), str(res.nan_x), str(res.inf_x),
+            str(res.nan_y), str(res.inf_y)]
+
+
+def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow: bool = False) -> list[str]:
+    """One row's cells in the original tool's columns."""
+    side = side_texts(r)
+    cells = [str(r.index), r.op_type, r.npu_dump, side["NPUDataType"]]
+    if result.npu_has_address:
+        cells.append(side["NPUAddress"])
+    cells += [r.ground_truth, side["GroundTruthDataType"]]
+    if result.ground_truth_has_address:
+        cells.append(side["GroundTruthAddress"])
+    cells += [side["TensorIndex"], side["Shape"]]
+    if overflow:
+        cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
+    cells += [_metric_cell(r, i) for i in result.algorithms]
+    if extra:
+        cells += _extra_cells(r.result)
+    cells.append(r.fail_reason)
+    return cells
+
+
+def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = False,
+          columns: Mapping[str, Callable[[Row], str]] | None = None) -> list[list[str]]:
+    """Header and rows as the strings the result file holds; `columns` (name -> cell of a row) are added after
+    the original tool's (`compare --locate`)."""
+    out = [header(result, extra=extra, overflow=overflow) + list(columns or ())]
+    for r in result.rows:
+        out.append(row_cells(result, r, extra=extra, overflow=overflow)
+                   + [cell(r) for cell in (columns or {}).values()])
+    return out
+
+
+# A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
+# after a ';' (the original tool's rule).
+_FORMULA = re.compile(r"^[\uff1d\uff0b\uff0d+\-=%@]|;[\uff1d\uff0b\uff0d+\-=%@]")
+
+
+def csv_safe(cell: str) -> str:
+    """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
+    (the original refuses such a file; one odd op name must not cost the whole result)."""
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return " " + cell if _FORMULA.search(cell) else cell
+
+
+def csv_text(table: list[list[str]]) -> str:
+    """The result file's CSV: formula-like cells made safe, rows ending in CR LF."""
+    buf = io.StringIO()
+    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the original
+    # tool's (the csv module's default)
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerows([csv_safe(c) for c in row] for row in table)
+    return buf.getvalue()
+
+
+def text_table(table: Sequence[Sequence[str]]) -> str:
+    """Columns aligned by two spaces, the last cell of a line unpadded."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n" for row in table)
+
+
+def write(result: ComparisonResult, path: str | os.PathLike[str], *, csv_format: bool | None = None,
+          extra: bool = False, overflow: bool = False, force: bool = False,
+          columns: Mapping[str, Callable[[Row], str]] | None = None) -> Path:
+    """Write the result file: CSV (the default for a `.csv` name, or with csv_format=True) or an aligned text
+    table. The file appears whole or not at all; an existing file is kept unless `force`."""
+    path = Path(path)
+    if csv_format is None:
+        csv_format = path.suffix.lower() == ".csv"
+    rows = table(result, extra=extra, overflow=overflow, columns=columns)
+    text = csv_text(rows) if csv_format else text_table(rows)
+    return atomic_write_text(path, text, force=force, what="result file")
+
+
+# ---- the terminal's summary -----------------------------------------------------------------------------------
+
+
+def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) -> str:
+    """What the terminal shows after a run: counts, the first tensor below the threshold, the worst ones."""
+    c = result.counts()
+    lines = [f"{result.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
+             f"{c['skipped']} skipped"]
+    lines += [f"  note: {n}" for n in result.notes]
+    never = result.never_dumped()
+    if never:
+        kinds = ", ".join(f"{n} {what}" for what, n in never.items())
+        lines.append(f"  of the {c['unmatched']} unmatched: {kinds}: never dumped, or weights without ground "
+                     f"truth of their own, not missing layers; {c['unmatched'] - sum(never.values())} other")
+    over = sum(1 for r in result.rows if r.overflow)
+    if over:
+        lines.append(f"  {over} device tensors hold NaN or inf")
+    tiny = [r for r in result.rows if result.below_fp16_range(r)]
+    if tiny:
+        lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
+                     f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].tensor_index}): their cosine "
+                     "says nothing, left out of first below and largest drop")
+    consts = [r for r in result.rows if r.result is not None and result.is_constant(r)]
+    if consts and 0 in result.algorithms:
+        low = [r for r in consts if not r.cosine >= threshold]
+        lines.append(f"  weights and constants: {len(consts)} compared apart from the layers, {len(low)} below "
+                     f"cosine {threshold}" + (f" (first: #{low[0].index} {low[0].ground_truth})" if low else ""))
+    if 0 in result.algorithms:
+        first = result.first_below(threshold)
+        if first is None:
+            lines.append(f"  every compared tensor has cosine similarity >= {threshold}")
+        else:
+            lines.append(f"  first below cosine {threshold}: #{first.index} {first.tensor_index} "
+                         f"({first.op_type}) vs {first.ground_truth}: CosineSimilarity {first.result.format(0)}")
+        drop = result.largest_drop()
+        if drop is not None and drop[0].result.format(0) != drop[1].result.format(0):
+            a, b = drop
+            lines.append(f"  largest drop between consecutive layers: #{a.index} {a.tensor_index} "
+                         f"{a.result.format(0)} -> #{b.index} {b.tensor_index} ({b.op_type}) "
+                         f"{b.result.format(0)} ({b.cosine - a.cosine:+.6f})")
+        bad = result.worst(worst, distinct=True)
+        if bad:
+            lines.append(f"  worst {len(bad)} by cosine similarity (one row per tensor; the same values dumped "
+                         f"again as the next op's input are left out):")
+            rows = [["#", "TensorIndex", "OpType", "Cosine", "MaxAbsErr", "RMSE"]]
+            for r in bad:
+                rows.append([str(r.index), r.tensor_index or "", r.op_type, r.result.format(0),
+                             fixed6(r.result.value(1)), fixed6(r.result.value(7))])
+            lines += ["    " + line for line in text_table(rows).splitlines()]
+    failed = [r for r in result.rows if r.status == "failed"]
+    for r in failed[:5]:
+        lines.append(f"  failed #{r.index} {r.tensor_index or r.ground_truth}: {r.fail_reason}")
+    if len(failed) > 5:
+        lines.append(f"  ... and {len(failed) - 5} more failed rows (see CompareFailReason)")
+    return "\n".join(lines)
+
+
+# ---- locate's columns -----------------------------------------------------------------------------------------
+
+#: the leading columns of `dumpcmp locate`'s file, before the own/inherited/total measures
+LOCATE_LEADING = ("Index", "OpType", "NPUOp", "Originals", "Inputs", "Output", "Verdict")
+#: the sides of an operator locate measures after "own": what it was handed, and its output against ground truth
+LOCATE_SIDES = ("Inherited", "Total")
+#: the last column of locate's file
+LOCATE_NOTE = "Note"
+_LOCATE_SHORT = {0: "Cosine", 1: "MaxAbsErr", 7: "RMSE"}
+
+
+def locate_metric_name(i: int) -> str:
+    """A metric's name inside locate's column names (OwnCosine, TotalRMSE, OwnKLD...)."""
+    return _LOCATE_SHORT.get(i, METRICS[i])
+
+
+def locate_header(own: Sequence[int], sides: Sequence[int]) -> list[str]:
+    """locate's header: `own` metrics for the op's own error, `sides` for the inherited and total ones."""
+    cols = list(LOCATE_LEADING)
+    cols += [f"Own{locate_metric_name(i)}" for i in own] + ["OwnRelRMSE"]
+    for side in LOCATE_SIDES:
+        cols += [f"{side}{locate_metric_name(i)}" for i in sides] + [f"{side}RelRMSE"]
+    return cols + [LOCATE_NOTE]
+
+
+def locate_cells(result: MetricResult | None, rrmse: float, metrics: Sequence[int]) -> list[str]:
+    """One measure's cells in locate's file: its metrics and relative RMSE (`NaN` throughout when not measured)."""
+    if result is None:
+        return [NOT_COMPUTED] * (len(metrics) + 1)
+    return [result.format(i) for i in metrics] + [fixed6_inf(rrmse)]
+
+
+def locate_csv_text(table: list[list[str]]) -> str:
+    """locate's CSV: rows ending in LF, cells as they are."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(table)
+    return buf.getvalue()

@@ -43,7 +43,8 @@ ThreadScratch& scratch() {
 // A side read through tile transposes (NC1HWC0 -> NCHW and alike) whose rows (H*W positions of one channel) are
 // longer than the window: each window would gather one channel out of every C0-element piece, reading the device
 // block C0 times over and element by element. Its windows then hold whole blocks of the plan's tile rows (C0
-// channels), up to this many elements per window and thread; measured 1.9x faster on (1, 20, 366, 366) fp16.
+// channels), up to this many elements per window and thread: much faster on such shapes
+// (docs/performance.md#design-measurements).
 constexpr std::uint64_t kMaxTileWindow = std::uint64_t{1} << 22;
 
 std::size_t tile_window(const TensorSource& s, std::size_t window) {
@@ -61,8 +62,8 @@ constexpr std::uint64_t kGatherOnceBytes = std::uint64_t{64} << 20;
 
 // Room for the gathered sides, handed from one pair to the next when pairs run one after another (compare_many's
 // large pairs). A fresh buffer per pair is fresh pages: the kernel zeroes them and the gather faults them in, one
-// page at a time, on the comparison's threads. On a 2 GB NC1HWC0 model the page faults fell from 5.7% to 3.0% of
-// the CPU time (what is left: each batch's first pair, and the mapped files).
+// page at a time, on the comparison's threads. Handing them on leaves far fewer page faults
+// (docs/performance.md#design-measurements); what is left are each batch's first pair's and the mapped files'.
 class GatherRoom {
 public:
     std::uint8_t* take(int side, std::size_t bytes) {

@@ -2,10 +2,10 @@
 //
 // A channel block k of one (n, d) is, on the device, one contiguous (H*W, C0) plane: the transpose of C0 plain
 // channel rows of H*W elements. The generic tiled scatter writes that plane through ordinary stores (every
-// destination line is first read from memory) and reached 42-46 % of memcpy at 1 GB on one core. Here an item is
-// a block of positions of one plane: register tiles transpose the C0 channel rows' pieces (C0 sequential read
-// streams, which the hardware prefetchers follow) into a small stage, padding channels are zeroed there, and the
-// stage goes to the destination with streaming stores: one sequential write stream per thread.
+// destination line is first read from memory), which is slow at 1 GB (docs/performance.md#design-measurements).
+// Here an item is a block of positions of one plane: register tiles transpose the C0 channel rows' pieces (C0
+// sequential read streams, which the hardware prefetchers follow) into a small stage, padding channels are zeroed
+// there, and the stage goes to the destination with streaming stores: one sequential write stream per thread.
 #include <algorithm>
 #include <cstring>
 #include <vector>

@@ -12,10 +12,10 @@
 // The loop covers planes orders (NCHW, NCDHW: s contiguous, channels H*W apart): per n a C0 x b transpose of
 // channel rows into b destination rows (register transposes when whole channel blocks allow, element moves
 // otherwise). Kernel-minor orders (HWCN, DHWCN, CHWN) keep the generic tiled scatter, which already streams both
-// sides; channel-minor ones (NHWC, NDHWC) keep the generic runs, which measured as fast as a device-order loop of
+// sides; channel-minor ones (NHWC, NDHWC) keep the generic runs, which are as fast as a device-order loop of
 // C0-element copies; so do 4-D pieces of whole cache lines (see run()). Above 64 MiB an item's rows are built in a
-// stage and streamed out (planes_item<..., Staged>): measured at 1 GB on one core 43-59 % of memcpy, against
-// 20-28 % writing the rows in place.
+// stage and streamed out (planes_item<..., Staged>), much faster than writing the rows in place
+// (docs/performance.md#design-measurements).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -167,13 +167,13 @@ void planes_item(const FzGeometry& g, const Items& it, const Byte* src, Byte* ds
 }
 
 // Bytes of each destination stretch of the staged loop (nb * C0 elements: the item's kernels): each item reads
-// nb kernels' blocks (one page each at 1 GB). Measured at 1 GB, fp16 and fp32: 2 KiB (64 fp16 kernels, 32 fp32)
-// 45-55 % of memcpy, 1 KiB 42-48 %, 4 KiB 30-41 %.
+// nb kernels' blocks (one page each at 1 GB). 2 KiB (64 fp16 kernels, 32 fp32) is faster than 1 KiB or 4 KiB,
+// fp16 and fp32 (docs/performance.md#design-measurements).
 constexpr i64 kStagedStretch = 2048;
 constexpr std::uint64_t kStagedBytes = std::uint64_t{1} << 26;
 // Decode items: channel blocks grouped up to about this many plain bytes per kernel (the stretch each kernel gets
-// per item), and kernels per item. Measured at 1 GB (3x3, fp16 and fp32): 2 blocks of fp16 (576 bytes) and 1 of
-// fp32 with 64 kernels, 44-51 % of memcpy; 4 blocks or 32 kernels 35-42 %.
+// per item), and kernels per item. 2 blocks of fp16 (576 bytes) and 1 of fp32 with 64 kernels are faster than
+// 4 blocks or 32 kernels (docs/performance.md#design-measurements).
 constexpr i64 kDecodePlane = 640;
 constexpr i64 kDecodeKernels = 64;
 
@@ -181,7 +181,8 @@ template <std::size_t E, class Tile>
 void run_planes(const FzGeometry& g, const Byte* src, Byte* dst, unsigned threads) {
     // Several channel blocks per item when one block's plain piece per kernel is short (3x3: 288 bytes of fp16),
     // so each kernel's read is one longer stretch of memory instead of many scattered short ones; but at most
-    // about 24 destination rows at a time: more write streams than that measured slower (63 streams: a third).
+    // about 24 destination rows at a time: more write streams than that are slower
+    // (docs/performance.md#design-measurements).
     const i64 per_block = g.c0 * g.hw * static_cast<i64>(E);
     const i64 kgroup = g.hw <= 24 ? std::clamp<i64>(std::min(2048 / per_block, 24 / g.hw), 1, 8) : 1;
     Items it = plan_items(g, E, 32, kgroup);
@@ -253,8 +254,8 @@ void decode_item(const FzGeometry& g, const DecodeItems& it, const Byte* src, By
     const bool tiles = V > 0 && g.c0 % V == 0 && g.hw >= V;
     for (i64 n = n0; n < ne; ++n) {
         for (const std::size_t stop = std::min(total, done + per); done < stop; ++done) {
-            // locality 1 (prefetcht2): measured 10 % faster than prefetcht0 at 1 GB, which holds a first-level fill
-            // buffer per line while the stores need them too
+            // locality 1 (prefetcht2): faster than prefetcht0, which holds a first-level fill buffer per line while
+            // the stores need them too (docs/performance.md#design-measurements)
             __builtin_prefetch(device_row(pk, ps, nn0) + line * 64, 0, 1);
             if (++line == lines) {
                 line = 0;

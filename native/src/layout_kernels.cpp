@@ -82,12 +82,12 @@ bool interleaves(const Plan& p) {
 
 // Slabs per interleaved block: each block reads nb * C0 elements of every fractal row it visits, so the fewer the
 // slabs the more pages (and DRAM rows) per byte on the other side; nb plain streams are written at once.
-constexpr std::int64_t kSlabs = 32;  // measured at 1 GB: 16 and 64 are a few per cent slower
+constexpr std::int64_t kSlabs = 32;  // 16 and 64 are slower (docs/performance.md#design-measurements)
 
 // Whole decodes from this size on write with streaming stores where the loop supports it (blocked runs).
 constexpr std::uint64_t kStreamBytes = std::uint64_t{1} << 26;
-// How far ahead, per source stream, the streaming decode fetches (measured at 1 GB: none 34%, 1 KiB 40%, 2 KiB 44-47%
-// of memcpy, both element sizes).
+// How far ahead, per source stream, the streaming decode fetches: less ahead, or none, is slower
+// (docs/performance.md#design-measurements).
 constexpr std::size_t kAheadBytes = 2048;
 
 // Scatter = false: plain[i] = other[offset(i)] (decode, permute). Scatter = true: other[offset(i)] = plain[i].

@@ -10,7 +10,7 @@
 //           they are overwritten);
 //   encode: device strips written in order with streaming stores (16 rows x C0 is 512 contiguous bytes of fp16),
 //           the next block's plain rows fetched ahead; padding rows and columns written as zeros in the same pass.
-// Measured at 1 GB (fp16 and fp32, one core) 49-68 % of memcpy, against 19-40 % for the generic walker. Smaller
+// This is much faster than the generic walker at 1 GB (docs/performance.md#design-measurements). Smaller
 // tensors keep the generic loops: their destination stays in the caches, where streaming stores would evict it.
 #include <algorithm>
 #include <cstring>
@@ -43,8 +43,8 @@ inline void stream_piece(Byte* dst, const Byte* src, std::size_t bytes) {
 // Rows [r0, r1) of batch b, decoded: plain row m = N1 pieces of C0 elements, piece n1 at strip n1's row m.
 // Each block's pieces are first copied strip by strip into `stage` (16 * C0 contiguous elements of each strip:
 // one sequential read each), then the rows are written from there. Reading the block row by row instead (one
-// line of every strip in turn, all at the same offset of their pages) measured as fast at best but fell to a
-// third of memcpy in some runs at 1 GB, as such lines compete for the same cache sets and DRAM banks.
+// line of every strip in turn, all at the same offset of their pages) is as fast at best but much slower in some
+// runs, as such lines compete for the same cache sets and DRAM banks (docs/performance.md#design-measurements).
 void decode_rows(const NzGeometry& g, std::size_t e, const Byte* src, Byte* dst, i64 b, i64 r0, i64 r1,
                  std::vector<Byte>& stage) {
     const std::size_t piece = uz(g.c0) * e, row_bytes = uz(g.n) * e;

@@ -151,8 +151,8 @@ bool with_elem_tile(std::size_t e, Fn&& fn) {
 #if DUMPCMP_LAYOUT_SSE2
 // `bytes` from an L1/L2 staging buffer to the destination with streaming stores from its first 16-byte aligned
 // address on (no read of the destination lines before they are overwritten); the few bytes before and after take
-// ordinary stores. Measured at 1 GB: ordinary stores for every partial cache line instead (64-byte granularity)
-// made the FRACTAL_Z loops 40 % slower, those lines then being read from memory first.
+// ordinary stores. Ordinary stores for every partial cache line instead (64-byte granularity) make the FRACTAL_Z
+// loops slower, those lines then being read from memory first (docs/performance.md#design-measurements).
 inline void stream_out(Byte* to, const Byte* from, std::size_t bytes) {
     const std::size_t head = std::min<std::size_t>((16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16, bytes);
     std::memcpy(to, from, head);
@@ -166,7 +166,8 @@ inline void stream_out(Byte* to, const Byte* from, std::size_t bytes) {
 #if DUMPCMP_LAYOUT_SSE2
 // Items 0 .. items-1 of a loop that writes with streaming stores, in a few contiguous ranges per thread (each
 // thread sweeps its part of the destination in order), with one store fence per range: the fence waits for the
-// write-combining buffers to drain, and once per 4 KiB item it measured a third slower than this at 1 GB.
+// write-combining buffers to drain, and once per 4 KiB item it is slower than this
+// (docs/performance.md#design-measurements).
 template <class Fn>
 void stream_items(std::size_t items, unsigned threads, Fn&& fn) {
     const std::size_t workers = threads == 0 ? num_threads() : threads;

@@ -43,11 +43,11 @@ void prefault(const void* p, std::size_t n) noexcept {
     if (p == nullptr || n == 0) return;
     // One read per 64 KiB. A page fault maps its page and the neighbours already in the page cache within the
     // aligned 64 KiB around it (fault-around, the kernel's default fault_around_bytes since Linux 3.15), so one read
-    // per window maps the window: 1.4-1.6x less CPU time than MADV_POPULATE_READ, which walks the page tables once
-    // more for every page (measured on 2 GB of page-cached .npy files), and pages are mapped on kernels without
-    // MADV_POPULATE_READ (before 5.14) too. A read per page took the same faults and 2-3.5x the time (each read
-    // waits for its line from memory). A page left unmapped (a kernel with less fault-around, a page not cached)
-    // is faulted in by the comparison's own read, as without this.
+    // per window maps the window: less CPU time than MADV_POPULATE_READ, which walks the page tables once more for
+    // every page, and pages are mapped on kernels without MADV_POPULATE_READ (before 5.14) too. A read per page takes
+    // the same faults and more time, as each read waits for its line from memory
+    // (docs/performance.md#design-measurements). A page left unmapped (a kernel with less fault-around, a page
+    // not cached) is faulted in by the comparison's own read, as without this.
     constexpr std::size_t kWindow = std::size_t{1} << 16;
     const volatile std::uint8_t* b = static_cast<const std::uint8_t*>(p);  // volatile: every read happens
     for (std::size_t at = 0; at < n; at += kWindow) static_cast<void>(b[at]);

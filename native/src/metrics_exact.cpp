@@ -139,8 +139,8 @@ DUMPCMP_TARGET_AVX2 inline F8 fma_avx2(F8 a, F8 b, F8 c) noexcept {
     return (F8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 }
 // a - b computed as a * 1 - b: the same bits (a * 1 is exact, then one rounding), on the FMA pipes. The standard
-// deviation's loop is bound by the add pipes (converts, subtractions, sums) while the FMA pipes idle: measured 4%
-// faster for pass 1.
+// deviation's loop is bound by the add pipes (converts, subtractions, sums) while the FMA pipes idle: this makes
+// pass 1 faster (docs/performance.md#design-measurements).
 DUMPCMP_TARGET_AVX2 inline D4 sub_fma_avx2(D4 a, D4 b) noexcept {
     return (D4)_mm256_fmsub_pd((__m256d)a, _mm256_set1_pd(1.0), (__m256d)b);
 }
@@ -240,12 +240,12 @@ DUMPCMP_AI FloatsOf<Lv> load_run(const std::uint8_t* base, std::size_t i) noexce
         return load8<Half, Lv == kAvx2>(base, i);
     }
 }
-// The two-leaf loads read each side at two places 128 elements apart, which the hardware's prefetchers followed
-// poorly from memory: on one core (Zen 5) stage 1 over fp16 and fp32 sides ran at 0.34 ns an element against 0.16 in
-// L2, slower than the eight-float level's single stream (0.25). So the vector levels ask for the lines
-// kPrefetchAhead elements ahead themselves, at every vector of values (both places on the AVX-512 level; requests
-// for a line already asked for cost a load slot only). 2048 measured best of 512 to 4096: each kernel then runs
-// from memory within 5% of its L2 speed, and pass 1 on the AVX2 level 15% faster than with the hardware's alone.
+// The two-leaf loads read each side at two places 128 elements apart, which the hardware's prefetchers follow
+// poorly from memory: stage 1 then runs far slower than in L2, slower even than the eight-float level's single
+// stream. So the vector levels ask for the lines kPrefetchAhead elements ahead themselves, at every vector of values
+// (both places on the AVX-512 level; requests for a line already asked for cost a load slot only). 2048 is the best
+// of 512 to 4096: each kernel then runs from memory close to its L2 speed, and pass 1 on the AVX2 level faster than
+// with the hardware's alone (docs/performance.md#design-measurements).
 constexpr std::size_t kPrefetchAhead = 2048;
 template <bool Half, int Lv>
 DUMPCMP_AI void prefetch_leaves(const std::uint8_t* base, std::size_t i) noexcept {
@@ -294,7 +294,8 @@ DUMPCMP_AI bool any_outside(I lo, I hi, std::int32_t a, std::int32_t b) noexcept
 
 // a / b for a divisor b fixed over the block, r = float32(1 / b); b within [2^-60, 2^60] (const_divisor_ok), and
 // a / b never -0 where it is used (the KLD's values are floored). It takes three operations on the FMA pipes instead
-// of the divider: the kernels divide on both, as many divisions on each as keeps the two busy (measured).
+// of the divider: the kernels divide on both, as many divisions on each as keeps the two busy
+// (docs/performance.md#design-measurements).
 template <int Lv, class F>
 DUMPCMP_AI F div_const(F a, F b, F r) noexcept {
 #if DUMPCMP_HAVE_X86_LEVELS
@@ -603,8 +604,8 @@ struct Stage2Constants {
 };
 
 // A leaf (two on the AVX-512 level) in two loops over a stack buffer: the quotients first, then the logs. In one
-// loop the chain of four divisions and the log is longer than the out-of-order window can overlap (measured 1.4x
-// slower).
+// loop the chain of four divisions and the log is longer than the out-of-order window can overlap (slower:
+// docs/performance.md#design-measurements).
 template <bool HX, bool HY, int Lv>
 DUMPCMP_AI FloatsOf<Lv> stage2_leaf(const std::uint8_t* bx, const std::uint8_t* by, std::size_t first,
                                     const Stage2Constants<FloatsOf<Lv>>& c) noexcept {

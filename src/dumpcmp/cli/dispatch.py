@@ -40,7 +40,8 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command's parser. Given the sub-command about to run, only that one gets its options (the others are
-    bare names): building all seventeen took 20 ms of every run, against 2 ms for one (measured)."""
+    bare names): building all seventeen takes several times as long as one, on every run
+    (docs/performance.md#design-measurements)."""
     from dumpcmp import __version__
 
     parser = argparse.ArgumentParser(
@@ -63,7 +64,8 @@ def run() -> NoReturn:
 
     What the imports made (NumPy's and our modules' objects) lives as long as the process, so it is frozen out of
     the garbage collector's passes first (gc.freeze): no collection walks it again, the one at interpreter exit
-    included, which took 20-30 ms of each run (measured; main() alone, as the tests call it, freezes nothing).
+    included, which takes a noticeable part of each run (docs/performance.md#design-measurements). main() alone, as the
+    tests call it, freezes nothing.
     """
     gc.freeze()
     raise SystemExit(main())

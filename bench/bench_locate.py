@@ -107,7 +107,8 @@ def main() -> None:
         for name in args.real:
             try:
                 import realnets
-                from dumpcmp.onnx.golden import model_inputs, random_input
+                from dumpcmp.onnx.inputs import random_input
+                from dumpcmp.onnx.model import model_inputs
                 import onnx
 
                 path = realnets.realnet(name)

@@ -326,8 +326,8 @@ def _has_shape(tp: Any) -> bool:
 
 def _reads(node: Any) -> list[str]:
     """The tensors a node reads: its inputs and what its subgraphs take from the enclosing graph."""
-    from dumpcmp.onnx.golden import _subgraph_outer_names
+    from dumpcmp.onnx.model import subgraph_outer_names
 
     names = [x for x in node.input if x]
-    names += sorted(_subgraph_outer_names(node) - set(names))
+    names += sorted(subgraph_outer_names(node) - set(names))
     return names

@@ -10,7 +10,7 @@ quantize/dequantize): the original tensors the device op's outputs hold are the 
 tensors its dumped data inputs hold are where it starts, and the nodes between them, limited to the op's original
 nodes (`_datadump_original_op_names`) and Constant nodes, are the region. Weights (initializers) and Constant nodes
 travel inside the sub-model, and so do tensors computed from them alone (a Cast of a Constant, a shape computed from
-initializers: what a compiler folds into Const data at compile time, `dumpcmp.onnx.golden.constant_tensors`), with the
+initializers: what a compiler folds into Const data at compile time, `dumpcmp.onnx.model.constant_tensors`), with the
 nodes computing them, whichever device op they belong to; its inputs are only the activations that enter the
 region. A region with no nodes
 (an inserted Cast/TransData, a quantize/dequantize pair) is an identity: its output is its input.
@@ -52,8 +52,7 @@ class OriginalModel:
     output, as `dumpcmp golden` names files), the producer of every tensor, initializers, value types."""
 
     def __init__(self, model: Any, path: str | os.PathLike[str] | None = None) -> None:
-        from dumpcmp.onnx.golden import constant_tensors, execution_order, value_types
-        from dumpcmp.device.simulate._lower import name_nodes, node_name
+        from dumpcmp.onnx.model import constant_tensors, execution_order, name_nodes, node_name, value_types
 
         self.path = None if path is None else Path(path)
         name_nodes(model)
@@ -76,18 +75,10 @@ class OriginalModel:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "OriginalModel":
         """Read an ONNX file (external data too); NotFoundError/ConfigError for a missing or unreadable file."""
-        from dumpcmp.errors import NotFoundError
-        from dumpcmp.onnx.golden import external_files, load_model
+        from dumpcmp.onnx.model import load_model_with_weights
 
         p = Path(path)
-        if not p.is_file():
-            raise NotFoundError(f"{p}: no such model file")
-        model = load_model(p)
-        if external_files(model, p.parent, p):
-            import onnx.external_data_helper as ext
-
-            ext.load_external_data_for_model(model, str(p.parent))
-        return cls(model, p)
+        return cls(load_model_with_weights(p), p)
 
     def tensor(self, op_name: str | None, index: int | None) -> str | None:
         """The tensor name of output `index` of original op `op_name` (a graph input's own name for index 0)."""

@@ -54,9 +54,9 @@ from dumpcmp.device.simulate._lower import (
     constants_to_initializers,
     fold_conv_bn,
     lower_fp16,
-    name_nodes,
     quantize_int8,
 )
+from dumpcmp.onnx.model import name_nodes
 
 __all__ = ["PRECISIONS", "DumpConfig", "SimulateResult", "lower_model", "read_acl_config", "simulate",
            "simulate_from_sources"]
@@ -160,13 +160,9 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
 
 # -- lowering ------------------------------------------------------------------------------------------------------
 def _load(path: Path) -> Any:
-    from dumpcmp.onnx.golden import external_files, load_model
+    from dumpcmp.onnx.model import load_model_with_weights
 
-    model = load_model(path)
-    if external_files(model, path.parent, path):
-        import onnx.external_data_helper as ext
-
-        ext.load_external_data_for_model(model, str(path.parent))
+    model = load_model_with_weights(path)
     name_nodes(model)
     return model
 
@@ -174,8 +170,8 @@ def _load(path: Path) -> Any:
 def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.ndarray]],
                 where: str = "model") -> Lowered:
     """The runnable lower-precision model (`precision` fp16 or int8; int8 calibrates on `samples`). `model` must
-    have its nodes named (`_lower.name_nodes`)."""
-    from dumpcmp.onnx.golden import value_types
+    have its nodes named (`dumpcmp.onnx.model.name_nodes`)."""
+    from dumpcmp.onnx.model import value_types
 
     if precision not in PRECISIONS:
         raise ConfigError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
@@ -231,7 +227,7 @@ def _select(graph: DeviceGraph, layers: list[str] | None, notes: list[str], wher
 
 class _Writer:
     def __init__(self, graph: DeviceGraph, lowered: Lowered, mode: str, where: Path, batch_bytes: int) -> None:
-        from dumpcmp.onnx.golden import Runner
+        from dumpcmp.onnx.runner import Runner
 
         self.graph = graph
         self.mode = mode
@@ -317,7 +313,8 @@ class _Writer:
 
 def _check_samples(model: Any, samples: Sequence[Mapping[str, np.ndarray]] | None, seed: int | None,
                    where: str) -> list[dict[str, np.ndarray]]:
-    from dumpcmp.onnx.golden import check_input, model_inputs, random_input
+    from dumpcmp.onnx.inputs import check_input, random_input
+    from dumpcmp.onnx.model import model_inputs
 
     declared = model_inputs(model)
     names = [mi.name for mi in declared]
@@ -385,7 +382,7 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
         model, flow_notes = inline_static_ifs(model, feeds)  # the same decision golden makes on these samples
         name_nodes(model)
 
-    from dumpcmp.onnx.golden import tensor_nbytes, value_types
+    from dumpcmp.onnx.model import tensor_nbytes, value_types
 
     lowered = lower_model(model, precision, feeds, str(path))
     low_types = value_types(lowered.model, feeds[0])
@@ -427,8 +424,8 @@ def simulate_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.
                           sources: Sequence[str] = (), preprocess: Sequence[str] = (), *, seed: int | None = None,
                           shapes: Mapping[str, Sequence[int]] | None = None, **options: Any) -> SimulateResult:
     """What `dumpcmp simulate` does: the `-i` sources and `--preprocess` scripts are read as `dumpcmp golden`
-    reads them (`golden.plan_inputs`), every sample becoming one data_index."""
-    from dumpcmp.onnx.golden import _with_free_dims_hint, load_sample, plan_inputs
+    reads them (`dumpcmp.onnx.inputs.plan_inputs`), every sample becoming one data_index."""
+    from dumpcmp.onnx.inputs import load_sample, plan_inputs, with_free_dims_hint
 
     if not Path(model_path).is_file():
         raise NotFoundError(f"{model_path}: no such model file")
@@ -437,4 +434,4 @@ def simulate_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.
     try:
         return simulate(model_path, out_dir, samples=samples, seed=seed, **options)
     except DumpcmpError as error:
-        raise _with_free_dims_hint(error, plans) from error
+        raise with_free_dims_hint(error, plans) from error

@@ -91,12 +91,10 @@ class BisectResult:
 
 def candidate_layers(graph: Any, gt: Any) -> list[str]:
     """The compiled ops (in execution order) whose output 0 has ground truth: what the bisect can test."""
-    from dumpcmp.graph.pairing import DeviceOp, Relation, pair_with_ground_truth
-    from dumpcmp.debug.extract.region import NOT_RUN_DEVICE_TYPES
+    from dumpcmp.graph.device_ops import device_ops
+    from dumpcmp.graph.pairing import Relation, pair_with_ground_truth
 
-    ops = [DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
-           for op in graph.ops if op.type not in NOT_RUN_DEVICE_TYPES]
-    pairs = pair_with_ground_truth(ops, dict(gt.files), graph)
+    pairs = pair_with_ground_truth(device_ops(graph), dict(gt.files), graph)
     names = [p.npu_op for p in pairs if p.kind == "output" and p.index == 0 and p.ground_truth_ref is not None
              and p.skip_reason is None and p.relation is not Relation.INSERTED and p.npu_op is not None]
     return list(dict.fromkeys(names))
@@ -322,11 +320,11 @@ class _Bisect:
 
     def output_layers(self) -> list[str]:
         """Before any graph JSON is known: the layers writing the model's outputs, by their ONNX names."""
-        from dumpcmp.debug.extract import load_network
+        from dumpcmp.debug.region import OriginalModel
 
-        net = load_network(self.model)
-        outs = [o.name for o in net.model.graph.output]
-        return list(dict.fromkeys(net.producer[o].name for o in outs if o in net.producer))
+        om = OriginalModel.load(self.model)
+        outs = [o.name for o in om.model.graph.output]
+        return list(dict.fromkeys(om.producer[o] for o in outs if o in om.producer))
 
     def _range(self, lo: int, hi: int | None) -> str:
         cands = self.header["candidates"]
@@ -381,7 +379,7 @@ class _Bisect:
         """The compiled ops from the last layer above the threshold to `layer`, both included (inserted Cast,
         TransData and quantize ops between them too), and back from `layer` through quantize, dequantize and
         inserted ops to the ops writing its float inputs: what locate replays."""
-        from dumpcmp.debug.extract.region import NOT_RUN_DEVICE_TYPES
+        from dumpcmp.graph.device_ops import NOT_RUN_DEVICE_TYPES
         from dumpcmp.graph.graph_json import load_graph
 
         graph = load_graph(self.last_graph)

@@ -27,10 +27,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from dumpcmp.debug.region import Region
 from dumpcmp.errors import ConfigError
-from dumpcmp.debug.extract.region import Layer, Network, Region
+from dumpcmp.debug.extract.network import Layer, LayerSpan, Network
 
-__all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "Network", "Region", "bin_dtype_of", "extract", "list_layers",
+__all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "LayerSpan", "Network", "bin_dtype_of", "extract", "list_layers",
            "load_network"]
 
 BIN_DTYPES = {"fp16": "float16", "float16": "float16", "fp32": "float32", "float32": "float32", "int8": "int8",
@@ -43,7 +44,8 @@ class ExtractResult:
     """What `extract` wrote."""
 
     folder: Path
-    region: Region
+    span: LayerSpan
+    """The layers exported and their region (the sub-model's nodes, inputs and outputs)."""
     model: Path
     inputs: dict[str, Path]
     """tensor name -> inputs/NAME.npy (NAME.bin beside it)."""
@@ -62,7 +64,7 @@ class ExtractResult:
 def load_network(model_path: str | os.PathLike[str], graph_json: str | os.PathLike[str] | None = None) -> Network:
     """The ONNX model (external data loaded) and its compiled graph, ready for naming layers and cutting regions."""
     from dumpcmp.graph.graph_json import load_graph
-    from dumpcmp.debug.locate.regions import OriginalModel
+    from dumpcmp.debug.region import OriginalModel
 
     original = OriginalModel.load(model_path)
     graph = load_graph(graph_json) if graph_json is not None else None
@@ -99,10 +101,10 @@ def _file_stem(name: str, used: set[str]) -> str:
 
 def _source_key(net: Network, tensor: str) -> tuple[str, int]:
     """(node, output index) under which the ground truth and the pairing know a tensor."""
-    p = net.producer.get(tensor)
+    p = net.original.producer.get(tensor)
     if p is None:
         return tensor, 0
-    return p.name, [o for o in p.output].index(tensor)
+    return p, list(net.original.nodes[p].output).index(tensor)
 
 
 def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) -> tuple[dict[str, np.ndarray],
@@ -120,13 +122,13 @@ def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) ->
                 missing.append(x)
                 continue
             src = found[x]
-            arrays[x] = decode(src.tensor(), shape=net.shape(x), dtype=net.dtype(x),
+            arrays[x] = decode(src.tensor(), shape=net.original.shape(x), dtype=net.original.dtype(x),
                                origin_format=src.pair.origin_format)
             sources[x] = f"device dump {src.describe()}"
     else:
         for x in region.inputs:
             node, idx = wanted[x]
-            a = ground_truth(gt, node, idx, net.shape(x), net.dtype(x))
+            a = ground_truth(gt, node, idx, net.original.shape(x), net.original.dtype(x))
             if a is None:
                 missing.append(x)
                 continue
@@ -146,31 +148,31 @@ def _input_data(net: Network, region: Region, group: Any, gt: Any, data: str) ->
     return arrays, sources
 
 
-def _dump_files(net: Network, region: Region, group: Any) -> tuple[list[str], list[Any]]:
-    """(device ops touching the region, their newest dump entries in execution order)."""
+def _dump_files(net: Network, span: LayerSpan, group: Any) -> tuple[list[str], list[Any]]:
+    """(device ops touching the layers, their newest dump entries in execution order)."""
     from dumpcmp.dumps.naming import sanitize
 
-    touching, _ = net.device_ops(region)
+    touching, _ = net.device_ops(span)
     if net.graph is None:
-        touching = region.names
+        touching = span.layers
     wanted = {sanitize(n) for n in touching}
     entries = [e for e in group.newest().values() if sanitize(e.op_name) in wanted]
     return touching, entries
 
 
-def _acl_layers(net: Network, region: Region) -> list[str]:
-    """The compiled op names the sub-model's layers get: device ops wholly inside the region keep their name,
-    layers the region splits off a fused op are named after themselves."""
-    _, within = net.device_ops(region)
+def _acl_layers(net: Network, span: LayerSpan) -> list[str]:
+    """The compiled op names the sub-model's layers get: device ops wholly inside the span keep their name,
+    layers the span splits off a fused op are named after themselves."""
+    _, within = net.device_ops(span)
     covered = {o for op in within for o in net.originals_of.get(op, [])}
-    return list(dict.fromkeys(within + [n for n in region.names if n not in covered]))
+    return list(dict.fromkeys(within + [n for n in span.layers if n not in covered]))
 
 
-def _log_text(net: Network, region: Region, final: Path, inputs: Mapping[str, np.ndarray],
+def _log_text(net: Network, span: LayerSpan, final: Path, inputs: Mapping[str, np.ndarray],
               sources: Mapping[str, str], entries: Sequence[Any], group: Any) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     lines = []
-    for x in region.inputs:
+    for x in span.region.inputs:
         a = inputs[x]
         lines += [f"{stamp}  Add Input Into Model:", f'name: "{x}"', f"type: {a.dtype.name}",
                   "shape {", *[f"  dim: {d}" for d in a.shape], "}", f"data: {sources[x]}", ""]
@@ -192,7 +194,7 @@ def _log_text(net: Network, region: Region, final: Path, inputs: Mapping[str, np
                     inputs_from.append(src.file_name)
         lines += [f"{stamp}  Dump Layer:[{', '.join(originals)}]", f"Output File:{e.file_name}"]
         lines += [f"Input File:{f}" for f in inputs_from]
-    lines.append(f"{stamp}  Export Layer:{','.join(region.names)}")
+    lines.append(f"{stamp}  Export Layer:{','.join(span.layers)}")
     return "\n".join(lines) + "\n"
 
 
@@ -250,27 +252,28 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"{out_dir}: exists and is not a folder")
     net = load_network(model_path, graph_json)
-    region = net.region(starts, ends)
+    span = net.span(starts, ends)
+    region = span.region
     group = select_run(dump, **{k: v for k, v in (selection or {}).items() if v is not None})
     gt = scan_ground_truth(ground_truth) if ground_truth is not None else None
     if gt is not None and len(gt) == 0:
         raise ConfigError(f"{ground_truth}: no ground-truth files ({{op}}.{{index}}.{{timestamp}}.npy)")
     arrays, sources = _input_data(net, region, group, gt, data)
-    notes = list(region.notes)
+    notes = list(span.notes)
     expected: dict[str, np.ndarray] = {}
     if gt is not None:
         for o in region.outputs:
-            a = gt_array(gt, *_source_key(net, o), net.shape(o), net.dtype(o))
+            a = gt_array(gt, *_source_key(net, o), net.original.shape(o), net.original.dtype(o))
             if a is None:
                 notes.append(f"no ground truth for the output {o!r}: expected/ leaves it out")
             else:
                 expected[o] = a
-    sub = net.sub_model(region, arrays)
-    touching, entries = _dump_files(net, region, group)
+    sub = net.sub_model(span, arrays)
+    touching, entries = _dump_files(net, span, group)
     if not entries:
         notes.append(f"the dump run holds no file of the region's device ops ({', '.join(touching[:5])}): "
                      "dump_data/ is empty")
-    layers = _acl_layers(net, region)
+    layers = _acl_layers(net, span)
     bin_type = np.dtype(BIN_DTYPES[bin_dtype])
 
     created = not out_dir.exists()
@@ -278,7 +281,7 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     final = _free_name(out_dir, time.time() if now is None else now)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=out_dir))
     try:
-        result = _write(tmp, final, net, region, sub, arrays, sources, expected, entries, layers, bin_type,
+        result = _write(tmp, final, net, span, sub, arrays, sources, expected, entries, layers, bin_type,
                         precision, group, notes, onnx)
         problems = check_acl_json(tmp / "acl.json", remote=True)
         if has_errors(problems):  # pragma: no cover - new_acl_json only writes valid files
@@ -292,7 +295,7 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     return result
 
 
-def _write(tmp: Path, final: Path, net: Network, region: Region, sub: Any, arrays: Mapping[str, np.ndarray],
+def _write(tmp: Path, final: Path, net: Network, span: LayerSpan, sub: Any, arrays: Mapping[str, np.ndarray],
            sources: Mapping[str, str], expected: Mapping[str, np.ndarray], entries: Sequence[Any],
            layers: list[str], bin_type: np.dtype, precision: str, group: Any, notes: list[str],
            onnx: Any) -> ExtractResult:
@@ -302,7 +305,7 @@ def _write(tmp: Path, final: Path, net: Network, region: Region, sub: Any, array
     model_path = atomic_write(tmp / f"{MODEL_NAME}.onnx", lambda f: f.write(sub.SerializeToString()))
     (tmp / "inputs").mkdir()
     used: set[str] = set()
-    stems = {x: _file_stem(x, used) for x in region.inputs}
+    stems = {x: _file_stem(x, used) for x in span.region.inputs}
     inputs: dict[str, Path] = {}
     for x, stem in stems.items():
         a = arrays[x]
@@ -324,13 +327,13 @@ def _write(tmp: Path, final: Path, net: Network, region: Region, sub: Any, array
     (tmp / "device_dump").mkdir()
     config = new_acl_json([(MODEL_NAME, layers)], dump_path=os.fspath((final / "device_dump").absolute()))
     acl = atomic_write_text(tmp / "acl.json", acl_json_text(config))
-    log = atomic_write_text(tmp / "export.log", _log_text(net, region, final.absolute(), arrays, sources, entries,
+    log = atomic_write_text(tmp / "export.log", _log_text(net, span, final.absolute(), arrays, sources, entries,
                                                           group))
     commands = _commands(final, stems, precision)
     atomic_write_text(tmp / "commands.sh", "#!/bin/sh\n# dumpcmp extract: run the sub-model and compare it\n"
                       + "\n".join(commands) + "\n")
     del acl, log, model_path
-    return ExtractResult(final, region, final / f"{MODEL_NAME}.onnx",
+    return ExtractResult(final, span, final / f"{MODEL_NAME}.onnx",
                          {x: final / "inputs" / p.name for x, p in inputs.items()},
                          {o: final / "expected" / p.name for o, p in exp_paths.items()},
                          dump_files, final / "acl.json", final / "export.log", commands, layers, dict(sources), notes)

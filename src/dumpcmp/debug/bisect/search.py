@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
 
-__all__ = ["PLACEHOLDERS", "BisectResult", "Round", "RunFailed", "bisect", "candidate_layers"]
+__all__ = ["PLACEHOLDERS", "BisectJob", "BisectResult", "Round", "RunFailed", "bisect", "candidate_layers"]
 
 PLACEHOLDERS = ("model", "acl_json", "dump", "graph_json", "round")
 STATE = "bisect.jsonl"
@@ -122,7 +122,9 @@ def _substitute(command: str, values: dict[str, str]) -> str:
     return command
 
 
-class _Bisect:
+class BisectJob:
+    """One bisect: its state file and log, one device run a round, the search and the locate run after it."""
+
     def __init__(self, model: Path, command: str, ground_truth: Path, out: Path, *, graph_json: Path | None,
                  device_model: Path, model_name: str, threshold: float, per_round: int,
                  echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None) -> None:
@@ -462,7 +464,7 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
     if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / STATE).exists():
         raise ConfigError(f"{out_dir}: exists, is not empty and holds no bisect to resume; choose another -o")
     out_dir.mkdir(parents=True, exist_ok=True)
-    job = _Bisect(model_path, command, Path(ground_truth), out_dir,
+    job = BisectJob(model_path, command, Path(ground_truth), out_dir,
                   graph_json=Path(graph_json) if graph_json is not None else None, device_model=device,
                   model_name=model_name or device.stem, threshold=threshold, per_round=per_round, echo=echo,
                   timeout=timeout, with_locate=with_locate, last=last)

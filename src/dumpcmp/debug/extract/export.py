@@ -31,8 +31,7 @@ from dumpcmp.debug.region import Region
 from dumpcmp.errors import ConfigError
 from dumpcmp.debug.extract.network import Layer, LayerSpan, Network
 
-__all__ = ["BIN_DTYPES", "ExtractResult", "Layer", "LayerSpan", "Network", "bin_dtype_of", "extract", "list_layers",
-           "load_network"]
+__all__ = ["BIN_DTYPES", "ExtractResult", "bin_dtype_of", "extract", "list_layers", "load_network"]
 
 BIN_DTYPES = {"fp16": "float16", "float16": "float16", "fp32": "float32", "float32": "float32", "int8": "int8",
               "uint8": "uint8", "int32": "int32", "int64": "int64"}

@@ -61,6 +61,7 @@ from dumpcmp.dumps.ground_truth import (
     GoldenRecord,
 )
 from dumpcmp.errors import ConfigError, DumpcmpError
+from dumpcmp.onnx.controlflow import inline_static_ifs
 from dumpcmp.onnx.inputs import (
     check_input,
     load_sample,
@@ -231,8 +232,6 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
 
     flow = ""
     if any(n.op_type == "If" for n in model.graph.node):
-        from dumpcmp.onnx.controlflow import inline_static_ifs
-
         model, flow_notes = inline_static_ifs(model, list(control_samples or [feeds]))
         flow = "; ".join(flow_notes) or "every If inlined (its condition is the same on every sample)"
     nodes = execution_order(model.graph, path)

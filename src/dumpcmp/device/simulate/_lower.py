@@ -31,8 +31,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from dumpcmp.errors import ConfigError, DumpcmpError
-from dumpcmp.onnx.model import subgraphs
+from dumpcmp.errors import DumpcmpError
+from dumpcmp.onnx.model import execution_order, subgraph_outer_names, subgraphs
 
 QUANTIZED_OP_TYPES = ("Conv", "Gemm", "MatMul")
 _FLOAT = 1  # onnx.TensorProto.FLOAT
@@ -155,8 +155,6 @@ def fold_conv_bn(model: Any) -> tuple[Any, list[tuple[str, str]]]:
         y = bn.output[0]
         bn.CopyFrom(helper.make_node("Identity", [bn.input[0]], [y], name=bn.name))
         pairs.append((conv.name, bn.name))
-    from dumpcmp.onnx.model import subgraph_outer_names
-
     used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
     for n in g.node:
         used |= subgraph_outer_names(n)
@@ -303,8 +301,6 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
             lowered.inserted.add(cast)
             lowered.input_fp16[x] = h
             fp16_name[x] = h
-
-    from dumpcmp.onnx.model import execution_order, subgraph_outer_names
 
     def fp32_view(t: str) -> str:
         h = fp16_name[t]

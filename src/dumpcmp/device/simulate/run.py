@@ -34,7 +34,6 @@ second is taken (a suffix would break the `YYYYMMDDhhmmss` layout that readers r
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -56,7 +55,10 @@ from dumpcmp.device.simulate._lower import (
     lower_fp16,
     quantize_int8,
 )
-from dumpcmp.onnx.model import name_nodes
+from dumpcmp.onnx.controlflow import inline_static_ifs
+from dumpcmp.onnx.inputs import check_input, load_sample, plan_inputs, random_input, with_free_dims_hint
+from dumpcmp.onnx.model import load_model_with_weights, model_inputs, name_nodes, tensor_nbytes, value_types
+from dumpcmp.onnx.runner import Runner
 
 __all__ = ["PRECISIONS", "DumpConfig", "SimulateResult", "lower_model", "read_acl_config", "simulate",
            "simulate_from_sources"]
@@ -160,8 +162,6 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
 
 # -- lowering ------------------------------------------------------------------------------------------------------
 def _load(path: Path) -> Any:
-    from dumpcmp.onnx.model import load_model_with_weights
-
     model = load_model_with_weights(path)
     name_nodes(model)
     return model
@@ -171,8 +171,6 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
                 where: str = "model") -> Lowered:
     """The runnable lower-precision model (`precision` fp16 or int8; int8 calibrates on `samples`). `model` must
     have its nodes named (`dumpcmp.onnx.model.name_nodes`)."""
-    from dumpcmp.onnx.model import value_types
-
     if precision not in PRECISIONS:
         raise ConfigError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
     source, _ = fold_conv_bn(constants_to_initializers(model))
@@ -227,8 +225,6 @@ def _select(graph: DeviceGraph, layers: list[str] | None, notes: list[str], wher
 
 class _Writer:
     def __init__(self, graph: DeviceGraph, lowered: Lowered, mode: str, where: Path, batch_bytes: int) -> None:
-        from dumpcmp.onnx.runner import Runner
-
         self.graph = graph
         self.mode = mode
         self.runner = Runner(lowered.model, where, False)
@@ -313,9 +309,6 @@ class _Writer:
 
 def _check_samples(model: Any, samples: Sequence[Mapping[str, np.ndarray]] | None, seed: int | None,
                    where: str) -> list[dict[str, np.ndarray]]:
-    from dumpcmp.onnx.inputs import check_input, random_input
-    from dumpcmp.onnx.model import model_inputs
-
     declared = model_inputs(model)
     names = [mi.name for mi in declared]
     given = list(samples) if samples is not None else []
@@ -377,12 +370,8 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     feeds = _check_samples(model, samples, seed, str(path))
     flow_notes: list[str] = []
     if any(n.op_type == "If" for n in model.graph.node):
-        from dumpcmp.onnx.controlflow import inline_static_ifs
-
         model, flow_notes = inline_static_ifs(model, feeds)  # the same decision golden makes on these samples
         name_nodes(model)
-
-    from dumpcmp.onnx.model import tensor_nbytes, value_types
 
     lowered = lower_model(model, precision, feeds, str(path))
     low_types = value_types(lowered.model, feeds[0])
@@ -425,8 +414,6 @@ def simulate_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.
                           shapes: Mapping[str, Sequence[int]] | None = None, **options: Any) -> SimulateResult:
     """What `dumpcmp simulate` does: the `-i` sources and `--preprocess` scripts are read as `dumpcmp golden`
     reads them (`dumpcmp.onnx.inputs.plan_inputs`), every sample becoming one data_index."""
-    from dumpcmp.onnx.inputs import load_sample, plan_inputs, with_free_dims_hint
-
     if not Path(model_path).is_file():
         raise NotFoundError(f"{model_path}: no such model file")
     plans, count = plan_inputs(model_path, sources, preprocess, seed, shapes)

@@ -237,8 +237,9 @@ def cut_region(model: OriginalModel, inputs: Iterable[str], outputs: Sequence[st
 
 
 def region_of(model: OriginalModel, graph: Any, device_op: str) -> Region:
-    """The region of compiled op `device_op` of `graph` (a `dumpcmp.graph.graph_json.Graph`): outputs and data inputs mapped
-    to original tensors by the pairing rules, limited to the op's original nodes. RegionError when it has none."""
+    """The region of compiled op `device_op` of `graph` (a `dumpcmp.graph.graph_json.Graph`): outputs and data
+    inputs mapped to original tensors by the pairing rules, limited to the op's original nodes. RegionError when it
+    has none."""
     from dumpcmp.graph.device_ops import dumped_device_op
     from dumpcmp.graph.pairing import pair_with_ground_truth
 

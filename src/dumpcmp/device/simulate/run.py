@@ -144,8 +144,9 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
         entry = next((e for e in entries if "model_name" not in e), None)
         if entry is None:
             listed = ", ".join(repr(e.get("model_name")) for e in entries)
-            raise ConfigError(f"{acl_json}: dump_list names {listed}, not this model ({' or '.join(map(repr, candidates))})"
-                              "; the runtime would dump nothing. Fix the model_name, or pass --model-name")
+            wanted_names = " or ".join(map(repr, candidates))
+            raise ConfigError(f"{acl_json}: dump_list names {listed}, not this model ({wanted_names}); the runtime "
+                              "would dump nothing. Fix the model_name, or pass --model-name")
         name = candidates[0]
     else:
         name = entry["model_name"]

@@ -35,6 +35,7 @@ from dumpcmp.onnx.inputs import (
     plan_inputs,
     preprocess_image,
     random_input,
+    sample_feeds,
     with_free_dims_hint,
 )
 from dumpcmp.onnx.model import (
@@ -60,6 +61,7 @@ __all__ = [
     "InputPlan", "ModelInput", "Runner", "apply_shapes", "check_input", "constant_tensors", "dump_golden",
     "execution_order", "external_files", "free_dims_note", "golden_from_sources", "inline_static_ifs", "load_array",
     "load_model", "load_model_with_weights", "load_preprocess", "load_sample", "model_inputs", "name_nodes",
-    "node_name", "parse_shapes", "plan_inputs", "preprocess_image", "random_input", "require_onnx", "sanitize_name",
-    "subgraph_note", "subgraph_outer_names", "subgraphs", "tensor_nbytes", "value_types", "with_free_dims_hint",
+    "node_name", "parse_shapes", "plan_inputs", "preprocess_image", "random_input", "require_onnx", "sample_feeds",
+    "sanitize_name", "subgraph_note", "subgraph_outer_names", "subgraphs", "tensor_nbytes", "value_types",
+    "with_free_dims_hint",
 ]

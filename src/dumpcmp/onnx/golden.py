@@ -62,13 +62,7 @@ from dumpcmp.dumps.ground_truth import (
 )
 from dumpcmp.errors import ConfigError, DumpcmpError
 from dumpcmp.onnx.controlflow import inline_static_ifs
-from dumpcmp.onnx.inputs import (
-    check_input,
-    load_sample,
-    plan_inputs,
-    random_input,
-    with_free_dims_hint,
-)
+from dumpcmp.onnx.inputs import load_sample, plan_inputs, sample_feeds, with_free_dims_hint
 from dumpcmp.onnx.model import (
     constant_tensors,
     execution_order,
@@ -209,19 +203,13 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
         raise ConfigError(f"{path}: the model has no input {unknown[0]!r}; its inputs: "
                           f"{', '.join(by_name) or '(none)'}")
     rng = np.random.default_rng([seed, 0]) if seed is not None else None
-    feeds: dict[str, np.ndarray] = {}
+    feeds = sample_feeds(declared, given, rng, str(path))
     source_notes = dict(sources or {})
     for mi in declared:
         if mi.name in given:
-            feeds[mi.name] = check_input(mi, np.require(given[mi.name], requirements="C"),
-                                         f"input {mi.name!r}")
             source_notes.setdefault(mi.name, "array")
-        elif rng is not None:
-            feeds[mi.name] = random_input(mi, rng)
-            source_notes[mi.name] = f"random (seed {seed})"
         else:
-            raise ConfigError(f"{path}: input {mi.name!r} ({mi.describe()}) has no data; give it, or a seed for "
-                              "random data")
+            source_notes[mi.name] = f"random (seed {seed})"
 
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out}: exists and is not a folder")

@@ -23,7 +23,7 @@ from dumpcmp.support.lazy_numpy import np
 
 __all__ = ["IMAGE_LIST_SUFFIXES", "InputPlan", "apply_shapes", "check_input", "free_dims_note", "load_array",
            "load_preprocess", "load_sample", "parse_shapes", "plan_inputs", "preprocess_image", "random_input",
-           "with_free_dims_hint"]
+           "sample_feeds", "with_free_dims_hint"]
 
 IMAGE_LIST_SUFFIXES = (".txt", ".list", ".lst")
 
@@ -40,6 +40,24 @@ def check_input(mi: ModelInput, array: np.ndarray, source: str) -> np.ndarray:
             raise ConfigError(f"{source}: input {mi.name!r} must have shape {mi.describe().split(' ', 1)[1]}, "
                               f"the data has {list(array.shape)}")
     return array
+
+
+def sample_feeds(inputs: Sequence[ModelInput], sample: Mapping[str, np.ndarray], rng: np.random.Generator | None,
+                 where: str, label: str | None = None) -> dict[str, np.ndarray]:
+    """One sample's arrays in model input order: those `sample` gives, checked against the input (the data named
+    `label`, default the input), random data from `rng` for the others; ConfigError for an input with neither."""
+    feeds: dict[str, np.ndarray] = {}
+    for mi in inputs:
+        if mi.name in sample:
+            source = label or f"input {mi.name!r}"
+            feeds[mi.name] = check_input(mi, np.require(sample[mi.name], requirements="C"), source)
+        elif rng is not None:
+            feeds[mi.name] = random_input(mi, rng)
+        else:
+            within = f" in {label}" if label else ""
+            raise ConfigError(f"{where}: input {mi.name!r} ({mi.describe()}) has no data{within}; give it, or a seed "
+                              "for random data")
+    return feeds
 
 
 def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:

@@ -56,7 +56,7 @@ from dumpcmp.device.simulate._lower import (
     quantize_int8,
 )
 from dumpcmp.onnx.controlflow import inline_static_ifs
-from dumpcmp.onnx.inputs import check_input, load_sample, plan_inputs, random_input, with_free_dims_hint
+from dumpcmp.onnx.inputs import load_sample, plan_inputs, sample_feeds, with_free_dims_hint
 from dumpcmp.onnx.model import load_model_with_weights, model_inputs, name_nodes, tensor_nbytes, value_types
 from dumpcmp.onnx.runner import Runner
 
@@ -321,17 +321,7 @@ def _check_samples(model: Any, samples: Sequence[Mapping[str, np.ndarray]] | Non
         if unknown:
             raise ConfigError(f"{where}: the model has no input {unknown[0]!r}; its inputs: {', '.join(names)}")
         rng = np.random.default_rng([seed, k]) if seed is not None else None
-        feeds: dict[str, np.ndarray] = {}
-        for mi in declared:
-            if mi.name in sample:
-                feeds[mi.name] = check_input(mi, np.require(sample[mi.name], requirements="C"),
-                                             f"sample {k}")
-            elif rng is not None:
-                feeds[mi.name] = random_input(mi, rng)
-            else:
-                raise ConfigError(f"{where}: input {mi.name!r} ({mi.describe()}) has no data in sample {k}; give "
-                                  "it, or a seed for random data")
-        out.append(feeds)
+        out.append(sample_feeds(declared, sample, rng, where, f"sample {k}"))
     return out
 
 

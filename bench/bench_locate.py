@@ -108,7 +108,8 @@ def main() -> None:
         for name in args.real:
             try:
                 from helpers import realnets
-                from dumpcmp.onnx.golden import model_inputs, random_input
+                from dumpcmp.onnx.inputs import random_input
+                from dumpcmp.onnx.model import model_inputs
                 import onnx
 
                 path = realnets.realnet(name)

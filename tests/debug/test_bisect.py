@@ -123,14 +123,14 @@ def test_a_device_run_past_its_timeout_stops_with_124(net, tmp_path):
 
 
 def test_locate_replays_the_int8_unit_around_the_layer(tmp_path):
-    from dumpcmp.debug.bisect import _Bisect
+    from dumpcmp.debug.bisect import BisectJob
     from dumpcmp.cli.demo import build_model
     from dumpcmp.device.simulate import simulate
 
     model = build_model(tmp_path / "demo_net.onnx")
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
     sim = simulate(model, tmp_path / "d", precision="int8", samples=[{"input": x}], layers=["prob"])
-    job = object.__new__(_Bisect)
+    job = object.__new__(BisectJob)
     job.last_graph = sim.json_path
     # fc reads the int8 tensor of a quantize op: the unit is fed flatten's float output
     assert job.around("fc", "flat_out_DequantizeLinear") == ["flatten", "flat_out_QuantizeLinear",

@@ -252,7 +252,7 @@ def test_real_network(tmp_path):
 
 
 def test_interrupted_export_leaves_nothing_and_keeps_the_folder(demo, tmp_path, monkeypatch):
-    import dumpcmp.debug.extract as ex
+    import dumpcmp.debug.extract.export as ex
 
     out = tmp_path / "out"
     out.mkdir()

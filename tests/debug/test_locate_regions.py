@@ -1,4 +1,4 @@
-"""locate.regions and locate.feeds: the region of every device op, cut out and run, reproduces the ground truth;
+"""debug.region and locate.feeds: the region of every device op, cut out and run, reproduces the ground truth;
 the device's inputs decode to the original tensors' shape and dtype."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_device_feeds_are_the_device_inputs_in_the_original_layout_shape_and_dty
 def test_a_region_onnxruntime_cannot_run_fails_alone_and_control_flow_is_refused(tmp_path: Path) -> None:
     from onnx import TensorProto, helper
 
-    from dumpcmp.debug.locate.regions import Region
+    from dumpcmp.debug.region import Region
     from dumpcmp.debug.locate.replay import Job, run_jobs
 
     then = helper.make_graph([helper.make_node("Identity", ["a"], ["t"])], "then", [],

@@ -18,8 +18,8 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.errors import ConfigError, DumpcmpError, NotFoundError  # noqa: E402
-from dumpcmp.onnx.golden import (INDEX_COLUMNS, INDEX_NAME, dump_golden, golden_from_sources,  # noqa: E402
-                                 read_golden_index, sanitize_name)
+from dumpcmp.dumps.ground_truth import INDEX_COLUMNS, INDEX_NAME, read_golden_index  # noqa: E402
+from dumpcmp.onnx.golden import dump_golden, golden_from_sources, sanitize_name  # noqa: E402
 
 OPSET = 17
 IR_VERSION = 8  # onnxruntime reads older IR versions than the newest onnx writes by default
@@ -203,7 +203,7 @@ def test_a_run_stopped_half_way_leaves_no_partial_set(net, tmp_path, monkeypatch
     assert os.listdir(tmp_path / "out") == []  # a folder given kept, without three files lacking their index
     monkeypatch.setattr(G, "_save_npy", real)
     run = dump_golden(path, {"in.put": x}, tmp_path / "out")
-    assert (tmp_path / "out" / G.INDEX_NAME).exists() and len(run.written) > 3
+    assert (tmp_path / "out" / INDEX_NAME).exists() and len(run.written) > 3
 
 # -- single nodes against NumPy --------------------------------------------------------------------------------
 def np_conv(x, w, b, pad):

@@ -24,7 +24,7 @@ pytest.importorskip("onnxruntime")
 
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.dumps.ground_truth import read_golden_index  # noqa: E402
-from dumpcmp.onnx.golden import model_inputs  # noqa: E402
+from dumpcmp.onnx.model import model_inputs  # noqa: E402
 
 NEGLIGIBLE = 1e-3  # an absolute error below this on a tensor near zero is fp16 resolution, not a broken layer
 

@@ -17,7 +17,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import dumpcmp  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
 from dumpcmp.errors import ConfigError  # noqa: E402
-from dumpcmp.onnx.golden import dump_golden, golden_from_sources, read_golden_index  # noqa: E402
+from dumpcmp.dumps.ground_truth import read_golden_index  # noqa: E402
+from dumpcmp.onnx.golden import dump_golden, golden_from_sources  # noqa: E402
 from dumpcmp.device.simulate import simulate  # noqa: E402
 
 F = TensorProto.FLOAT

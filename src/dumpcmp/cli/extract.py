@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
                 selection=selection)
     for note in r.notes:
         print(f"dumpcmp: warning: {note}", file=sys.stderr)
-    region = r.region
-    layers = f"{len(region.nodes)} layer{'s' * (len(region.nodes) != 1)}"
+    region = r.span.region
+    layers = f"{len(r.span.layers)} layer{'s' * (len(r.span.layers) != 1)}"
     print(f"{layers} from {', '.join(args.start)} to {', '.join(args.end)} -> {r.folder}")
     print(f"  model.onnx    inputs {', '.join(region.inputs)}; outputs {', '.join(region.outputs)}")
     import numpy as np

@@ -49,7 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.errors import ConfigError
-    from dumpcmp.onnx.golden import CONSTANT_NOTE, golden_from_sources, parse_shapes
+    from dumpcmp.onnx.golden import CONSTANT_NOTE, golden_from_sources
+    from dumpcmp.onnx.inputs import parse_shapes
 
     if args.batch_mb <= 0:
         raise ConfigError(f"--batch-mb {args.batch_mb}: must be positive")

@@ -56,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.errors import ConfigError
-    from dumpcmp.onnx.golden import parse_shapes
+    from dumpcmp.onnx.inputs import parse_shapes
     from dumpcmp.device.simulate import simulate_from_sources
 
     if args.batch_mb <= 0:

@@ -40,13 +40,13 @@ from dumpcmp.comparison.metrics import METRICS, MetricResult, compare_arrays, pa
 from dumpcmp.dumps.ground_truth import ground_truth_data
 from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES, TensorPair
 from dumpcmp.debug.locate.feeds import decode, device_tensor
-from dumpcmp.debug.locate.regions import (
+from dumpcmp.debug.region import (
     OriginalModel,
     Region,
     RegionError,
-    _region_from,
     original_tensor,
     quantize_of,
+    region_from,
 )
 from dumpcmp.debug.locate.replay import Job, run_jobs
 from dumpcmp.output.table import (
@@ -435,7 +435,7 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
         name = _held_tensor(om, graph, p)
         if name is not None and name != original_tensor(om, p):
             unit.held[id(p)] = name
-    region = _region_from(om, originals, [unit.tensor(om, p) for p in feeds],
+    region = region_from(om, originals, [unit.tensor(om, p) for p in feeds],
                           [unit.tensor(om, p) for p in outs], row.op)
     unit.feeds = [p for p in feeds if unit.tensor(om, p) in region.inputs]
     unit.outputs = [p for p in outs if unit.tensor(om, p) in region.outputs]

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 from dumpcmp.dumps import layout as _layout
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import DumpcmpError
-from dumpcmp.debug.locate.regions import OriginalModel, original_tensor
+from dumpcmp.debug.region import OriginalModel, original_tensor
 
 __all__ = ["decode", "device_feeds", "device_tensor"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from dumpcmp.support.lazy_numpy import np
-from dumpcmp.debug.locate.regions import OriginalModel, Region, merged_onnx
+from dumpcmp.debug.region import OriginalModel, Region, merged_onnx
 
 __all__ = ["Job", "run_jobs"]
 

@@ -36,7 +36,8 @@ from dumpcmp.graph.graph_json import (
     ATTR_ORIGIN_OUTPUT_INDEX,
     ATTR_ORIGINAL_OP_NAMES,
 )
-from dumpcmp.device.simulate._lower import Lowered, is_weight_dequantize, node_name
+from dumpcmp.device.simulate._lower import Lowered, is_weight_dequantize
+from dumpcmp.onnx.model import constant_tensors, execution_order, node_name
 
 #: ONNX op type -> the op type an Ascend model compiler gives it (others keep their ONNX type)
 DEVICE_TYPES = {
@@ -189,8 +190,6 @@ class DeviceGraph:
         self._chain_end: dict[str, tuple[str, int]] = {}
         self._const: dict[str, tuple[str, int]] = {}
         self._orig_outputs = {node_name(n): list(n.output) for n in original.graph.node}
-        from dumpcmp.onnx.golden import constant_tensors
-
         consts = constant_tensors(original.graph)
         # nodes computed from the weights alone: the compiler folds them into Const data, never run or dumped
         self._folded = {node_name(n) for n in original.graph.node
@@ -298,8 +297,6 @@ class DeviceGraph:
     # -- building ----------------------------------------------------------------------------------------------
     def _plan_fusion(self) -> dict[str, list[str]]:
         """Conv+BN(+Relu) and Conv+Relu chains of the original graph: member name -> chain of names."""
-        from dumpcmp.onnx.golden import execution_order
-
         g = self.original.graph
         graph_outputs = {o.name for o in g.output}
         consumers: dict[str, list[tuple[Any, int]]] = {}
@@ -372,8 +369,6 @@ class DeviceGraph:
         return absorbed
 
     def _build(self) -> None:
-        from dumpcmp.onnx.golden import execution_order
-
         original = self.original.graph
         low = self.lowered.model.graph
         init_names = {t.name for t in original.initializer}

@@ -31,7 +31,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from dumpcmp.errors import ConfigError, DumpcmpError
+from dumpcmp.errors import DumpcmpError
+from dumpcmp.onnx.model import execution_order, subgraph_outer_names, subgraphs
 
 QUANTIZED_OP_TYPES = ("Conv", "Gemm", "MatMul")
 _FLOAT = 1  # onnx.TensorProto.FLOAT
@@ -55,22 +56,6 @@ class Lowered:
     """Original tensor names whose values are float16 in the lowered model."""
     findings: list[str] = field(default_factory=list)
     """Weights or constants whose finite float32 values do not fit float16 (they become inf on the device)."""
-
-
-def node_name(node: Any) -> str:
-    """The name dumpcmp gives a node: its own, else its first output (the ground truth uses the same rule)."""
-    return node.name or next((o for o in node.output if o), f"{node.op_type}_unnamed")
-
-
-def name_nodes(model: Any) -> None:
-    """Give every unnamed node the name the ground truth uses for it, so that names survive the quantizer."""
-    for node in model.graph.node:
-        if not node.name:
-            node.name = node_name(node)
-
-
-def subgraphs(node: Any) -> list[Any]:
-    return [g for attr in node.attribute for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)]
 
 
 def _rename_outer(graph: Any, mapping: Mapping[str, str], defined: frozenset[str] = frozenset()) -> None:
@@ -112,7 +97,7 @@ def fold_conv_bn(model: Any) -> tuple[Any, list[tuple[str, str]]]:
     Conv's weights and bias in float64, rounded once to float32, as a compiler does before lowering precision.
     The BatchNormalization becomes an Identity of the same name and output, so names and the fused chain stay;
     Constant nodes only the folded parameters used are dropped. Returns the model and the (conv, bn) pairs.
-    Nodes must be named (`name_nodes`)."""
+    Nodes must be named (`dumpcmp.onnx.model.name_nodes`)."""
     import onnx
     from onnx import helper, numpy_helper
 
@@ -170,11 +155,9 @@ def fold_conv_bn(model: Any) -> tuple[Any, list[tuple[str, str]]]:
         y = bn.output[0]
         bn.CopyFrom(helper.make_node("Identity", [bn.input[0]], [y], name=bn.name))
         pairs.append((conv.name, bn.name))
-    from dumpcmp.onnx.golden import _subgraph_outer_names
-
     used = {x for n in g.node for x in n.input} | {o.name for o in g.output}
     for n in g.node:
-        used |= _subgraph_outer_names(n)
+        used |= subgraph_outer_names(n)
     keep = [n for n in g.node if n.op_type != "Constant" or any(o in used for o in n.output)]
     del g.node[:]
     g.node.extend(keep)
@@ -319,8 +302,6 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
             lowered.input_fp16[x] = h
             fp16_name[x] = h
 
-    from dumpcmp.onnx.golden import _subgraph_outer_names, execution_order
-
     def fp32_view(t: str) -> str:
         h = fp16_name[t]
         if h not in view32:
@@ -337,7 +318,7 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
         for i, t in enumerate(node.input):
             if t and t in rounded:
                 new.input[i] = fp32_view(t)
-        outer = sorted(t for t in _subgraph_outer_names(node) if t in rounded)
+        outer = sorted(t for t in subgraph_outer_names(node) if t in rounded)
         if outer:
             # control flow runs as one op: its body computes in float32 on the float16 values it reads
             mapping = {t: fp32_view(t) for t in outer}

@@ -1,16 +1,22 @@
-"""Which original ONNX nodes a device operator stands for, and that region cut out as a runnable sub-model.
+"""The original ONNX model as the debugging stages read it, and regions of it cut out as runnable sub-models.
+
+In: an ONNX model (a file, external weights read in, or a ModelProto) and, for a device op's region, the compiler's
+graph JSON. Out: `OriginalModel` (nodes by the name dumpcmp gives them, producers, readers, weights, value types),
+`Region`s (original nodes between input and output tensors) and their ONNX sub-models. `locate` replays the region of
+every device op (`region_of`), `extract` cuts out the region between layers a user names, `bisect` names layers with
+the same model.
 
     >>> model = OriginalModel.load("net.onnx")
     >>> region = region_of(model, load_graph("net.json"), "conv1bn1relu1")
     >>> region.nodes, region.inputs, region.outputs     # ('conv1', 'bn1', 'relu1'), ('input',), ('relu1_out',)
     >>> sub = to_onnx(model, region)                    # an onnx.ModelProto onnxruntime runs on `region.inputs`
 
-A region is found from the pairing (`dumpcmp.graph.graph_json.pairing`, through the graph JSON: fused ops, inserted Cast/TransData,
+A region is found from the pairing (`dumpcmp.graph.pairing`, through the graph JSON: fused ops, inserted Cast/TransData,
 quantize/dequantize): the original tensors the device op's outputs hold are the region's outputs, the original
 tensors its dumped data inputs hold are where it starts, and the nodes between them, limited to the op's original
 nodes (`_datadump_original_op_names`) and Constant nodes, are the region. Weights (initializers) and Constant nodes
 travel inside the sub-model, and so do tensors computed from them alone (a Cast of a Constant, a shape computed from
-initializers: what a compiler folds into Const data at compile time, `dumpcmp.onnx.golden.constant_tensors`), with the
+initializers: what a compiler folds into Const data at compile time, `dumpcmp.onnx.model.constant_tensors`), with the
 nodes computing them, whichever device op they belong to; its inputs are only the activations that enter the
 region. A region with no nodes
 (an inserted Cast/TransData, a quantize/dequantize pair) is an identity: its output is its input.
@@ -20,13 +26,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.errors import DumpcmpError
 
-__all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "original_tensor", "quantize_of", "region_of", "to_onnx", "merged_onnx"]
+__all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "merged_onnx", "original_tensor", "quantize_of",
+           "reads", "region_from", "region_of", "to_onnx"]
 
 
 class RegionError(DumpcmpError):
@@ -52,8 +60,7 @@ class OriginalModel:
     output, as `dumpcmp golden` names files), the producer of every tensor, initializers, value types."""
 
     def __init__(self, model: Any, path: str | os.PathLike[str] | None = None) -> None:
-        from dumpcmp.onnx.golden import constant_tensors, execution_order, value_types
-        from dumpcmp.device.simulate._lower import name_nodes, node_name
+        from dumpcmp.onnx.model import constant_tensors, execution_order, name_nodes, node_name, value_types
 
         self.path = None if path is None else Path(path)
         name_nodes(model)
@@ -76,18 +83,52 @@ class OriginalModel:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "OriginalModel":
         """Read an ONNX file (external data too); NotFoundError/ConfigError for a missing or unreadable file."""
-        from dumpcmp.errors import NotFoundError
-        from dumpcmp.onnx.golden import external_files, load_model
+        from dumpcmp.onnx.model import load_model_with_weights
 
         p = Path(path)
-        if not p.is_file():
-            raise NotFoundError(f"{p}: no such model file")
-        model = load_model(p)
-        if external_files(model, p.parent, p):
-            import onnx.external_data_helper as ext
+        return cls(load_model_with_weights(p), p)
 
-            ext.load_external_data_for_model(model, str(p.parent))
-        return cls(model, p)
+    @property
+    def order(self) -> list[Any]:
+        """The nodes (NodeProto) in execution order."""
+        return list(self.nodes.values())
+
+    @cached_property
+    def consumers(self) -> dict[str, list[str]]:
+        """tensor -> the nodes reading it (`reads`: inputs and what subgraphs take from the graph), in order."""
+        out: dict[str, list[str]] = {}
+        for name, n in self.nodes.items():
+            for t in reads(n):
+                out.setdefault(t, []).append(name)
+        return out
+
+    @cached_property
+    def weight_only_nodes(self) -> frozenset[str]:
+        """Nodes whose value depends on weights only: Constant nodes, nodes without inputs, and nodes all of whose
+        reads are initializers or outputs of such nodes (`extract` keeps them out of the layers it names)."""
+        const: set[str] = set()
+        for name, n in self.nodes.items():
+            if all(x in self.initializers or self.producer.get(x) in const for x in reads(n)):
+                const.add(name)
+        return frozenset(const)
+
+    def walk(self, seeds: Iterable[str], forward: bool) -> set[str]:
+        """The nodes reachable from the nodes `seeds` (them included): downstream through their readers when
+        `forward`, else upstream through the producers of what they read."""
+        seen: set[str] = set()
+        stack = list(seeds)
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            node = self.nodes[name]
+            if forward:
+                nxt: Iterator[str] = (c for o in node.output if o for c in self.consumers.get(o, []))
+            else:
+                nxt = (self.producer[x] for x in reads(node) if x in self.producer)
+            stack.extend(n for n in nxt if n not in seen)
+        return seen
 
     def tensor(self, op_name: str | None, index: int | None) -> str | None:
         """The tensor name of output `index` of original op `op_name` (a graph input's own name for index 0)."""
@@ -196,9 +237,11 @@ def cut_region(model: OriginalModel, inputs: Iterable[str], outputs: Sequence[st
 
 
 def region_of(model: OriginalModel, graph: Any, device_op: str) -> Region:
-    """The region of compiled op `device_op` of `graph` (a `dumpcmp.graph.graph_json.Graph`): outputs and data inputs mapped
-    to original tensors by the pairing rules, limited to the op's original nodes. RegionError when it has none."""
-    from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth
+    """The region of compiled op `device_op` of `graph` (a `dumpcmp.graph.graph_json.Graph`): outputs and data
+    inputs mapped to original tensors by the pairing rules, limited to the op's original nodes. RegionError when it
+    has none."""
+    from dumpcmp.graph.device_ops import dumped_device_op
+    from dumpcmp.graph.pairing import pair_with_ground_truth
 
     op = graph.get(device_op)
     if op is None:
@@ -207,13 +250,12 @@ def region_of(model: OriginalModel, graph: Any, device_op: str) -> Region:
     source = quantize if quantize is not None else op
 
     def pairs_of(o: Any) -> list[Any]:
-        return [p for p in pair_with_ground_truth([DeviceOp(o.name, o.type, len(o.data_inputs), len(o.output_desc))],
-                                                  {}, graph) if p.npu_op == o.name]
+        return [p for p in pair_with_ground_truth([dumped_device_op(o)], {}, graph) if p.npu_op == o.name]
 
     pairs = pairs_of(op)
     ins = [original_tensor(model, p) for p in pairs_of(source) if p.kind == "input"]
     outs = [original_tensor(model, p) for p in pairs if p.kind == "output"]
-    return _region_from(model, () if quantize is not None else graph.original_names(op), ins, outs, device_op)
+    return region_from(model, () if quantize is not None else graph.original_names(op), ins, outs, device_op)
 
 
 def quantize_of(graph: Any, op: Any) -> Any:
@@ -228,7 +270,7 @@ def quantize_of(graph: Any, op: Any) -> Any:
 
 
 def original_tensor(model: OriginalModel, pair: Any) -> str | None:
-    """The original tensor name a `dumpcmp.graph.graph_json.pairing.TensorPair` points at (None: no original counterpart)."""
+    """The original tensor name a `dumpcmp.graph.pairing.TensorPair` points at (None: no original counterpart)."""
     key = pair.ground_truth_key
     if pair.ground_truth_op is None or key is None:
         return None
@@ -236,8 +278,11 @@ def original_tensor(model: OriginalModel, pair: Any) -> str | None:
     return model.tensor(pair.ground_truth_op, int(tail)) if tail.isdigit() else None
 
 
-def _region_from(model: OriginalModel, originals: Sequence[str], inputs: Sequence[str | None],
-                 outputs: Sequence[str | None], where: str) -> Region:
+def region_from(model: OriginalModel, originals: Sequence[str], inputs: Sequence[str | None],
+                outputs: Sequence[str | None], where: str) -> Region:
+    """The region of a device op (named `where` in messages) compiled from the original nodes `originals`, from the
+    original tensors its data inputs hold to those its outputs hold (None: no original counterpart). Weights among
+    the inputs travel inside; RegionError when no output holds an original tensor or no original node is known."""
     outs = [t for t in outputs if t is not None]
     if not outs:
         raise RegionError(f"{where}: none of its outputs holds an original tensor")
@@ -246,6 +291,15 @@ def _region_from(model: OriginalModel, originals: Sequence[str], inputs: Sequenc
     if not known and not set(outs) <= set(fed):
         raise RegionError(f"{where}: no original node ({', '.join(originals) or 'inserted by the compiler'})")
     return cut_region(model, fed, outs, known)
+
+
+def reads(node: Any) -> list[str]:
+    """The tensors a node reads: its inputs and what its subgraphs take from the enclosing graph."""
+    from dumpcmp.onnx.model import subgraph_outer_names
+
+    names = [x for x in node.input if x]
+    names += sorted(subgraph_outer_names(node) - set(names))
+    return names
 
 
 def _value_info(name: str, dtype: np.dtype | None, shape: Sequence[int] | None) -> Any:

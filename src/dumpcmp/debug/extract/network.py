@@ -1,47 +1,42 @@
-"""The original network's layers, the names users give them, and the region between start and end layers.
+"""The original network's layers, the names users give them, and the layers between start and end layers.
 
-`Network` wraps a loaded ONNX model (nodes named as the ground truth names them) and, optionally, the compiled
-model's graph JSON, so that a start or an end can be an original node name, a tensor name or a device op name.
-`Network.region(starts, ends)` is every node that is both downstream of a start and upstream of an end; its inputs
-are the activations entering it (weights, initializers and Constant-only subgraphs travel inside), its outputs the
-end layers' outputs. `sub_model` cuts that region out as a runnable model with `dumpcmp.debug.locate.regions` (shared
-with `locate`).
+`Network` joins the original model (`dumpcmp.debug.region.OriginalModel`, nodes named as the ground truth names them)
+and, optionally, the compiled model's graph JSON, so that a start or an end can be an original node name, a tensor
+name or a device op name. `Network.span(starts, ends)` is every layer that is both downstream of a start and upstream
+of an end, and its `Region`: its inputs are the activations entering it (weights, initializers and Constant-only
+subgraphs travel inside), its outputs the end layers' outputs. `sub_model` cuts that region out as a runnable model
+with `dumpcmp.debug.region` (shared with `locate`).
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dumpcmp.errors import ConfigError, NotFoundError
-from dumpcmp.graph.graph_json import Graph
+from dumpcmp.debug.region import OriginalModel, Region, RegionError, cut_region, reads, to_onnx
 from dumpcmp.dumps.naming import sanitize
+from dumpcmp.errors import ConfigError, NotFoundError
+from dumpcmp.graph.device_ops import NOT_RUN_DEVICE_TYPES, device_ops
+from dumpcmp.graph.graph_json import Graph
 
-NOT_RUN_DEVICE_TYPES = frozenset({"Data", "Const", "Constant", "NetOutput"})
+__all__ = ["Layer", "LayerSpan", "Network"]
 
 
 @dataclass
-class Region:
-    """What lies between the start and the end layers."""
+class LayerSpan:
+    """The layers from the start layers to the end layers, and the region they make."""
 
     starts: list[str]
     ends: list[str]
-    nodes: list[Any]
-    """The region's computing nodes (NodeProto), in execution order."""
-    constants: list[Any]
-    """Nodes that compute only from weights (Constant nodes and what folds from them) the region reads."""
-    inputs: list[str]
-    """Activations entering the region: the sub-model's inputs."""
-    outputs: list[str]
-    """The end layers' outputs: the sub-model's outputs."""
+    layers: list[str]
+    """The computing nodes, in execution order (nodes that compute only from weights are not layers)."""
+    region: Region
+    """The layers and the weight-only nodes they read (Constant nodes and what folds from them), in execution
+    order; its inputs are the activations entering them (the sub-model's inputs), its outputs the end layers'."""
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def names(self) -> list[str]:
-        return [n.name for n in self.nodes]
 
 
 @dataclass(frozen=True)
@@ -58,64 +53,34 @@ class Layer:
 
 
 class Network:
-    """An ONNX model (`dumpcmp.debug.locate.regions.OriginalModel`) and optionally its compiled graph, for naming layers
-    and cutting regions."""
+    """The original model and optionally its compiled graph, for naming layers and cutting regions."""
 
-    def __init__(self, original: Any, graph: Graph | None = None) -> None:
+    def __init__(self, original: OriginalModel, graph: Graph | None = None) -> None:
         self.original = original
-        self.model = original.model
         self.path = str(original.path or "model")
         self.graph = graph
-        self.nodes = original.nodes
-        self.order = list(original.nodes.values())
-        self.position = original.position
-        self.initializers = set(original.initializers)
-        self.graph_inputs = list(original.graph_inputs)
-        self.producer: dict[str, Any] = {t: self.nodes[n] for t, n in original.producer.items()}
-        self.consumers: dict[str, list[Any]] = {}
-        for n in self.order:
-            for name in _reads(n):
-                self.consumers.setdefault(name, []).append(n)
-        self.constant = self._constant_nodes()
         self.device_of: dict[str, list[str]] = {}
         self.originals_of: dict[str, list[str]] = {}
         if graph is not None:
             for op in graph.ops:
-                originals = [o for o in graph.original_names(op) if o in self.nodes]
-                if not originals and op.name in self.nodes and op.original_op_names is None:
+                originals = [o for o in graph.original_names(op) if o in original.nodes]
+                if not originals and op.name in original.nodes and op.original_op_names is None:
                     originals = [op.name]
                 self.originals_of[op.name] = originals
                 for o in originals:
                     self.device_of.setdefault(o, []).append(op.name)
 
     # -- facts -----------------------------------------------------------------------------------------------------
-    def _constant_nodes(self) -> set[str]:
-        """Nodes whose value depends on weights only (Constant nodes and anything computed from them alone)."""
-        const: set[str] = set()
-        for n in self.order:
-            reads = _reads(n)
-            if all(x in self.initializers or (x in self.producer and self.producer[x].name in const) for x in reads):
-                const.add(n.name)
-        return const
-
-    def shape(self, tensor: str) -> tuple[int, ...] | None:
-        """The static shape shape inference gives (None when unknown or symbolic)."""
-        return self.original.shape(tensor)
-
-    def dtype(self, tensor: str) -> np.dtype | None:
-        return self.original.dtype(tensor)
-
     def device_shapes(self) -> dict[str, tuple[int, ...]]:
         """tensor name -> the original shape the graph JSON gives for it (the device ops' outputs, paired as
         `dumpcmp compare` pairs them): shapes for models whose free dimensions shape inference leaves open."""
         if self.graph is None:
             return {}
-        from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth
+        from dumpcmp.graph.pairing import pair_with_ground_truth
 
-        keys = {f"{n.name}.{i}": t for n in self.order for i, t in enumerate(n.output) if t}
-        keys.update({f"{x}.0": x for x in self.graph_inputs})
-        ops = [DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
-               for op in self.graph.ops if op.type not in NOT_RUN_DEVICE_TYPES]
+        keys = {f"{n.name}.{i}": t for n in self.original.order for i, t in enumerate(n.output) if t}
+        keys.update({f"{x}.0": x for x in self.original.graph_inputs})
+        ops = device_ops(self.graph)
         return {p.ground_truth_ref: tuple(p.origin_shape) for p in pair_with_ground_truth(ops, keys, self.graph)
                 if p.kind == "output" and p.ground_truth_ref is not None and p.origin_shape is not None}
 
@@ -123,20 +88,23 @@ class Network:
         """Every computing node in execution order with its output shapes (from shape inference, else from the
         graph JSON) and device ops."""
         device = self.device_shapes()
+        constant = self.original.weight_only_nodes
         out: list[Layer] = []
-        for n in self.order:
-            if n.name in self.constant and n.op_type == "Constant":
+        for n in self.original.order:
+            if n.name in constant and n.op_type == "Constant":
                 continue
             outs = tuple(o for o in n.output if o)
-            out.append(Layer(len(out), n.name, n.op_type, outs, tuple(self.shape(o) or device.get(o) for o in outs),
+            out.append(Layer(len(out), n.name, n.op_type, outs,
+                             tuple(self.original.shape(o) or device.get(o) for o in outs),
                              tuple(self.device_of.get(n.name, ()))))
         return out
 
     # -- names -----------------------------------------------------------------------------------------------------
     def _all_names(self) -> list[str]:
-        names = list(self.nodes) + [t for t in self.producer if t not in self.nodes] + self.graph_inputs
+        om = self.original
+        names = list(om.nodes) + [t for t in om.producer if t not in om.nodes] + om.graph_inputs
         if self.graph is not None:
-            names += [op.name for op in self.graph.ops if op.name not in self.nodes]
+            names += [op.name for op in self.graph.ops if op.name not in om.nodes]
         return names
 
     def resolve(self, name: str, role: str) -> tuple[list[str], str | None]:
@@ -145,15 +113,16 @@ class Network:
         A node name is that node; a tensor name is, for a start, the nodes reading it, and for an end, the node
         writing it; a device op name is the original nodes it was compiled from (as an end: the last of them,
         whose output the op holds)."""
-        if name in self.nodes:
+        om = self.original
+        if name in om.nodes:
             return [name], None
-        if name in self.producer or name in self.graph_inputs:
+        if name in om.producer or name in om.graph_inputs:
             if role == "end":
-                if name not in self.producer:
+                if name not in om.producer:
                     raise ConfigError(f"{self.path}: {name!r} is an input of the model, not the output of a layer; "
                                       "an end must be a layer or a tensor a layer writes")
-                return [self.producer[name].name], name
-            readers = [n.name for n in self.consumers.get(name, []) if n.name not in self.constant]
+                return [om.producer[name]], name
+            readers = [n for n in om.consumers.get(name, []) if n not in om.weight_only_nodes]
             if not readers:
                 raise ConfigError(f"{self.path}: no layer reads tensor {name!r}, so no region starts there")
             return readers, name
@@ -165,10 +134,10 @@ class Network:
                 if not originals:
                     raise ConfigError(f"{self.path}: device op {op.name!r} ({op.type}) has no original layer (the "
                                       "compiler or the quantizer inserted it); name the layer before or after it")
-                originals = sorted(originals, key=self.position.__getitem__)
+                originals = sorted(originals, key=om.position.__getitem__)
                 # an end op ends where its output comes from: the last layer of a fused chain
                 return (originals[-1:] if role == "end" else originals), None
-        by_sanitized = {sanitize(n): n for n in self.nodes}
+        by_sanitized = {sanitize(n): n for n in om.nodes}
         if sanitize(name) in by_sanitized:
             return [by_sanitized[sanitize(name)]], None
         close = difflib.get_close_matches(name, self._all_names(), n=5, cutoff=0.5)
@@ -177,26 +146,11 @@ class Network:
         raise NotFoundError(f"{self.path}: no {where} named {name!r}{hint}")
 
     # -- regions ---------------------------------------------------------------------------------------------------
-    def _walk(self, seeds: Iterable[str], forward: bool) -> set[str]:
-        seen: set[str] = set()
-        stack = list(seeds)
-        while stack:
-            name = stack.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            node = self.nodes[name]
-            if forward:
-                nxt = [c.name for o in node.output if o for c in self.consumers.get(o, [])]
-            else:
-                nxt = [self.producer[x].name for x in _reads(node) if x in self.producer]
-            stack.extend(n for n in nxt if n not in seen)
-        return seen
-
-    def region(self, starts: Sequence[str], ends: Sequence[str]) -> Region:
-        """The region from the start layers to the end layers (names as `resolve` takes them)."""
+    def span(self, starts: Sequence[str], ends: Sequence[str]) -> LayerSpan:
+        """The layers from the start layers to the end layers (names as `resolve` takes them)."""
         if not starts or not ends:
             raise ConfigError("give at least one --start and one --end")
+        om = self.original
         start_nodes: list[str] = []
         end_nodes: list[str] = []
         end_tensors: dict[str, list[str]] = {}
@@ -207,44 +161,44 @@ class Network:
             end_nodes += nodes
             for n in nodes:
                 if tensor is None:
-                    end_tensors[n] = [o for o in self.nodes[n].output if o]
+                    end_tensors[n] = [o for o in om.nodes[n].output if o]
                 elif end_tensors.get(n) is None or tensor not in end_tensors[n]:
                     end_tensors.setdefault(n, []).append(tensor)
-        down = self._walk(start_nodes, forward=True)
+        down = om.walk(start_nodes, forward=True)
         for e, nodes in zip(ends, (self.resolve(e, "end")[0] for e in ends)):
             missing = [n for n in nodes if n not in down]
             if missing:
                 raise ConfigError(f"{self.path}: end {e!r} is not reachable from the start "
                                   f"{', '.join(map(repr, starts))}: no path leads from "
                                   f"{'it' if len(starts) == 1 else 'them'} to {missing[0]!r}")
-        up = self._walk(end_nodes, forward=False)
-        inside = (down & up) - self.constant
-        nodes = [n for n in self.order if n.name in inside]
+        up = om.walk(end_nodes, forward=False)
+        inside = (down & up) - om.weight_only_nodes
+        layers = [n for n in om.nodes if n in inside]
         notes = [f"start {s!r} leads to none of the ends; it adds nothing" for s in dict.fromkeys(start_nodes)
                  if s not in up]
         inputs: list[str] = []
         constants: set[str] = set()
-        for n in nodes:
-            for x in _reads(n):
-                if x in self.initializers:
+        for name in layers:
+            for x in reads(om.nodes[name]):
+                if x in om.initializers:
                     continue
-                p = self.producer.get(x)
-                if p is not None and p.name in inside:
+                p = om.producer.get(x)
+                if p is not None and p in inside:
                     continue
-                if p is not None and p.name in self.constant:
-                    constants |= self._walk([p.name], forward=False) & self.constant
+                if p is not None and p in om.weight_only_nodes:
+                    constants |= om.walk([p], forward=False) & om.weight_only_nodes
                     continue
                 if x not in inputs:
                     inputs.append(x)
-        outputs = list(dict.fromkeys(t for n in nodes if n.name in end_tensors for t in end_tensors[n.name]))
-        return Region(list(dict.fromkeys(start_nodes)), list(dict.fromkeys(end_nodes)), nodes,
-                      [n for n in self.order if n.name in constants], inputs, outputs, notes)
+        outputs = list(dict.fromkeys(t for n in layers if n in end_tensors for t in end_tensors[n]))
+        region = Region(tuple(n for n in om.nodes if n in inside or n in constants), tuple(inputs), tuple(outputs))
+        return LayerSpan(list(dict.fromkeys(start_nodes)), list(dict.fromkeys(end_nodes)), layers, region, notes)
 
-    def device_ops(self, region: Region) -> tuple[list[str], list[str]]:
-        """(device ops with any original in the region, those whose originals all lie in it), in graph order."""
+    def device_ops(self, span: LayerSpan) -> tuple[list[str], list[str]]:
+        """(device ops with any original among the layers, those whose originals all are), in graph order."""
         if self.graph is None:
             return [], []
-        inside = set(region.names)
+        inside = set(span.layers)
         touching, within = [], []
         for op in self.graph.ops:
             originals = self.originals_of.get(op.name, [])
@@ -256,24 +210,24 @@ class Network:
                     within.append(op.name)
         return touching, within
 
-    def sub_model(self, region: Region, arrays: Mapping[str, np.ndarray]) -> Any:
-        """The region as a model of its own (`dumpcmp.debug.locate.regions.cut_region` and `to_onnx`): inputs
+    def sub_model(self, span: LayerSpan, arrays: Mapping[str, np.ndarray]) -> Any:
+        """The span's region as a model of its own (`dumpcmp.debug.region.cut_region` and `to_onnx`): inputs
         `region.inputs` typed by `arrays` (the data it will run on), outputs `region.outputs`, with every weight and
         Constant it reads; shapes inferred and checked by onnx.checker."""
         import onnx
 
-        from dumpcmp.debug.locate.regions import RegionError, cut_region, to_onnx
-
+        region = span.region
         try:
             cut = cut_region(self.original, region.inputs, region.outputs)
             sub = to_onnx(self.original, cut, {x: (a.dtype, a.shape) for x, a in arrays.items()})
         except RegionError as error:
             raise ConfigError(f"{self.path}: cannot cut the region out: {error}") from error
-        expected = {n.name for n in region.nodes + region.constants}
+        expected = set(region.nodes)
         if set(cut.nodes) != expected:  # pragma: no cover - the two walks agree by construction
             raise ConfigError(f"{self.path}: the region's nodes and the cut disagree: "
                               f"{sorted(set(cut.nodes) ^ expected)}")
-        sub.graph.name = f"{self.model.graph.name or 'model'}_{region.starts[0]}_to_{region.ends[-1]}"
+        model = self.original.model
+        sub.graph.name = f"{model.graph.name or 'model'}_{span.starts[0]}_to_{span.ends[-1]}"
         sub.producer_name = "dumpcmp extract"
         try:
             sub = onnx.shape_inference.infer_shapes(sub, strict_mode=True)
@@ -300,7 +254,8 @@ class Network:
         else what onnxruntime gives on the region's data (dims the original leaves symbolic stay symbolic)."""
         from onnx import helper
 
-        declared = {v.name: v.type for v in list(self.model.graph.output) + list(self.model.graph.value_info)}
+        model = self.original.model
+        declared = {v.name: v.type for v in list(model.graph.output) + list(model.graph.value_info)}
         out = {n: declared[n] for n in names if n in declared and _has_shape(declared[n])}
         rest = [n for n in names if n not in out]
         if rest:
@@ -323,11 +278,3 @@ class Network:
 def _has_shape(tp: Any) -> bool:
     return tp.HasField("tensor_type") and tp.tensor_type.HasField("shape")
 
-
-def _reads(node: Any) -> list[str]:
-    """The tensors a node reads: its inputs and what its subgraphs take from the enclosing graph."""
-    from dumpcmp.onnx.golden import _subgraph_outer_names
-
-    names = [x for x in node.input if x]
-    names += sorted(_subgraph_outer_names(node) - set(names))
-    return names

@@ -20,7 +20,8 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture(scope="session")
 def testhooks():
-    """The tests' native hooks (dumpcmp_testhooks), built from the source tree on first use: tests/helpers/native_hooks.py."""
+    """The tests' native hooks (dumpcmp_testhooks), built from the source tree on first use:
+    tests/helpers/native_hooks.py."""
     from helpers import native_hooks
 
     return native_hooks.load()

@@ -393,7 +393,8 @@ def test_long_channel_rows_are_compared_in_whole_tile_blocks(tmp_path, rng):
     path = tmp_path / "Conv2D.conv.1.1700000000000001"
     write_dump(path, op_name="conv",
                outputs=[TensorData(L.convert(x16, "NCHW", "NC1HWC0"), format="NC1HWC0", original_shape=truth.shape)])
-    x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
+    x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW",
+                                      dst_shape=list(truth.shape))
     y = core.compare.source_from_array(truth)
     want = core.metrics.compare_arrays(x16, truth)
     results = [core.compare.compare_sources(x, y, threads=t, chunk_elements=c) for t in (1, 2) for c in (1000, 1 << 16)]
@@ -450,7 +451,8 @@ def test_large_pairs_in_one_batch_share_gather_buffers_without_mixing(tmp_path, 
         path = tmp_path / f"Conv2D.conv{k}.1.170000000000000{k}"
         write_dump(path, op_name=f"conv{k}", outputs=[TensorData(L.convert(x16, "NCHW", "NC1HWC0"),
                                                                  format="NC1HWC0", original_shape=truth.shape)])
-        x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW", dst_shape=list(truth.shape))
+        x = core.compare.source_from_dump(open_dump(path)._file, "output", 0, dst_format="NCHW",
+                                      dst_shape=list(truth.shape))
         pairs.append((x, core.compare.source_from_array(truth), False))
     assert all(x.count >= 1 << 22 for x, _, _ in pairs)
     together = core.compare.compare_many(pairs, None, 2)
@@ -475,7 +477,8 @@ def test_batches_compared_while_the_next_is_opened_give_the_rows_of_one_batch(mo
     monkeypatch.setattr(C, "_BATCH_PAIRS", pairs_per_batch)
     calls = []
     real = C.core.compare.compare_many
-    monkeypatch.setattr(C.core.compare, "compare_many", lambda pairs, *a, **k: calls.append(len(pairs)) or real(pairs, *a, **k))
+    monkeypatch.setattr(C.core.compare, "compare_many",
+                        lambda pairs, *a, **k: calls.append(len(pairs)) or real(pairs, *a, **k))
     split = compare(model.root / "dump", model.gt, fusion_json=model.graph)
     assert len(calls) > 1 and max(calls) <= pairs_per_batch
     assert [(r.tensor_index, r.status, r.fail_reason) for r in split.rows] == \

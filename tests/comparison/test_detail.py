@@ -107,7 +107,8 @@ def expected_top(key: np.ndarray, candidates: np.ndarray, n: int) -> list[int]:
 
 
 def sources(x: np.ndarray, y: np.ndarray):
-    return core.compare.source_from_array(np.ascontiguousarray(x)), core.compare.source_from_array(np.ascontiguousarray(y))
+    source = core.compare.source_from_array
+    return source(np.ascontiguousarray(x)), source(np.ascontiguousarray(y))
 
 
 def special_pair(rng, shape):

@@ -751,7 +751,8 @@ def _run_kld_script(**env_extra):
 
     env = dict(os.environ, **env_extra)
     hooks = os.path.dirname(native_hooks.load().__file__)
-    done = subprocess.run([sys.executable, "-c", _KLD_SCRIPT, hooks], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", _KLD_SCRIPT, hooks], env=env, capture_output=True, text=True,
+                          check=True)
     return json.loads(done.stdout)
 
 

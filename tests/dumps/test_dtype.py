@@ -138,7 +138,8 @@ def test_float16_decode_every_code_bit_for_bit_on_each_level(level, testhooks):
         "import dumpcmp_testhooks\n"
         "codes = np.arange(1 << 16, dtype=np.uint16)\n"
         "for k in range(9):\n"
-        "    sys.stdout.buffer.write(dumpcmp_testhooks.to_float32('FLOAT16', codes[k:].view(np.uint8), codes.size - k).tobytes())\n"
+        "    values = dumpcmp_testhooks.to_float32('FLOAT16', codes[k:].view(np.uint8), codes.size - k)\n"
+        "    sys.stdout.buffer.write(values.tobytes())\n"
     )
     env = dict(os.environ, DUMPCMP_SIMD=level)
     hooks = os.path.dirname(testhooks.__file__)

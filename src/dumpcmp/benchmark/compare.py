@@ -499,7 +499,8 @@ def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | Non
                 bench.notes.append("could not reset the RSS high-water mark: peak extra memory is a lower bound")
             rss_before, peak_before = current_rss_bytes(), peak_rss_bytes()
             for t in thread_counts:
-                probe = time_runs(lambda t=t: (core.metrics.read_probe(device32, t), core.metrics.read_probe(truth, t)), repeat)
+                probe = time_runs(lambda t=t: (core.metrics.read_probe(device32, t), core.metrics.read_probe(truth, t)),
+                                  repeat)
                 nb = device32.nbytes + truth.nbytes
                 g = probe.gbps(nb)
                 bench.results.append(Measurement(PROBE, t, nb, probe.median, 2 * n, g["min"], g["max"]))

@@ -210,7 +210,8 @@ def export_detail(
         _io.remove_empty(created)  # a folder this export made and left empty (an error, a signal) is removed
 
 
-def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dims: list[int], folder: str, created: list[str], *,
+def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dims: list[int], folder: str,
+                 created: list[str], *,
                  op_name: str, kind: str, index: int, prefix: str, gt_name: str, header: str, layout_name: str,
                  max_lines: int, top_n: int, fmt: str, threads: int, force: bool, npu_dtype: Any,
                  format_line: str | None, npu_summary_name: str | None, bool_pair: bool) -> DetailResult:
@@ -246,7 +247,8 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
                 layout_name=layout_name if format_line is None else format_line,
                 threads=int(threads))
         except core.detail.OutputError as e:
-            raise DumpcmpError(f"detail of {op_name} {kind} {index}: {str(e).replace(staged.private, folder)}") from None
+            message = str(e).replace(staged.private, folder)
+            raise DumpcmpError(f"detail of {op_name} {kind} {index}: {message}") from None
 
     for original, name in zip(originals, on_disk):
         if name != original:

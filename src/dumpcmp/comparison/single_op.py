@@ -1,7 +1,7 @@
 """Single-operator comparison (`dumpcmp compare -d OP`): one tensor of one operator, element by element.
 
-Pairing, layout decoding and cropping are the model-level comparison's (`dumpcmp.comparison.compare`); the device tensor is
-decoded to NCHW (NCDHW when it has a depth axis) as the spec says, the ground truth brought to the same layout, and
+Pairing, layout decoding and cropping are the model-level comparison's (`dumpcmp.comparison.compare`); the device tensor
+is decoded to NCHW (NCDHW when it has a depth axis) as the spec says, the ground truth brought to the same layout, and
 `dumpcmp.comparison.detail.export_detail` writes the summary, the detail files and the top errors.
 
     >>> r = compare_op("dumps/", "gt/", "conv1", "out/", fusion_json="model.json")

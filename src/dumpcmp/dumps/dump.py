@@ -274,6 +274,7 @@ def write_dump(
     if not os.path.isdir(folder):
         raise DumpError(f"{path}: cannot write: the folder {folder} does not exist")
     _io.atomic_write_path(
-        path, lambda tmp: core.dump.write_dump(tmp, version, int(dump_time), op_name, list(attrs), dfx_message, tensors),
+        path,
+        lambda tmp: core.dump.write_dump(tmp, version, int(dump_time), op_name, list(attrs), dfx_message, tensors),
         force=force, what="dump")
     return path

@@ -200,7 +200,8 @@ def mapped_npy(path: str) -> tuple[Any, Any, str] | None:
     h = plain_npy(path)
     if h is None:
         return None
-    return core.compare.source_from_file(path, h.offset, h.data_type, math.prod(h.shape)), h.shape, dtype_name(h.data_type)
+    source = core.compare.source_from_file(path, h.offset, h.data_type, math.prod(h.shape))
+    return source, h.shape, dtype_name(h.data_type)
 
 
 def framework_output(dump: Any, output_index: int, path: str) -> tuple[int, Any]:

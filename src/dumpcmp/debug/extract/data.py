@@ -1,9 +1,8 @@
 """Which device dump holds an original tensor, and its values in the original layout, shape and dtype.
 
 The compiled graph (`-f`) says which original tensor every device output holds (the pairing rules of
-`dumpcmp.graph.graph_json.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken from
-the output first. Device layouts are decoded by `dumpcmp.debug.locate.feeds.decode` (shared with `locate`).
-"""
+`dumpcmp.graph.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken
+from the output first. Device layouts are decoded by `dumpcmp.debug.locate.feeds.decode` (shared with `locate`)."""
 
 from __future__ import annotations
 

@@ -17,13 +17,12 @@ Numbers: own = device output vs replay, inherited = the fed device inputs vs the
 total = device output vs ground truth; for an op with several outputs the output with the lowest own cosine
 speaks for it. Relative RMSE = RMSE / RMS of the reference (replay, ground truth).
 
-Verdict: an op's own error crosses the threshold when its own cosine is below `threshold` (default 0.99), or its
-own relative RMSE is above `rrmse` (default sqrt(2 * (1 - threshold)), 0.141 for 0.99: for an error that is
-uncorrelated with the signal, relative RMSE = sqrt(2 * (1 - cosine)) when the norms agree, so both rules agree
-there, and the RMSE rule also catches what cosine cannot see, a wrong scale), or its device output holds NaN/inf
-that the replay does not. The first such op in execution order is the `origin`, later ones `adds`; an op within the
-threshold whose total error crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note.
-"""
+Verdict: an op's own error crosses the threshold when its own cosine is below `threshold` (default 0.99), or its own
+relative RMSE is above `rrmse` (default sqrt(2 * (1 - threshold)), 0.141 for 0.99: for an error that is uncorrelated
+with the signal, relative RMSE = sqrt(2 * (1 - cosine)) when the norms agree, so both rules agree there, and the RMSE
+rule also catches what cosine cannot see, a wrong scale), or its device output holds NaN/inf that the replay does not.
+The first such op in execution order is the `origin`, later ones `adds`; an op within the threshold whose total error
+crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note."""
 
 from __future__ import annotations
 

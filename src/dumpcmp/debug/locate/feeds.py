@@ -59,7 +59,7 @@ def decode(tensor: Any, *, shape: Sequence[int] | None = None, dtype: Any = None
 
 def device_tensor(model: OriginalModel, pair: Any, *, shape: Sequence[int] | None = None,
                   tensor: str | None = None) -> np.ndarray:
-    """The device tensor of a `dumpcmp.graph.graph_json.pairing.TensorPair` (its `npu_ref` as `dumpcmp compare` makes it: the
+    """The device tensor of a `dumpcmp.graph.pairing.TensorPair` (its `npu_ref` as `dumpcmp compare` makes it: the
     dump is `npu_ref.dump`) decoded to the original tensor it holds (`tensor` when given, else the pairing's).
     `shape` overrides the original model's."""
     ref = pair.npu_ref

@@ -1,4 +1,4 @@
-// Test hooks of the KLD pass (internal; the bindings expose them as core._kld_*).
+// Test hooks of the KLD pass (internal; the test-only module dumpcmp_testhooks exposes them, never _core).
 //
 // The pass evaluates log(p/q) in one of two forms per group of 16 elements, chosen by the group's values alone
 // (metrics.cpp explains both): these let the tests see which form ran and force the general one, so that both can

@@ -4,7 +4,7 @@
 # functions are staticmethods: one .pyi cannot declare submodules, and a stub package (_core/__init__.pyi plus one
 # stub an area, stubgen's output) would claim `import dumpcmp._core.dump` works, which it does not (pybind11
 # submodules are attributes, not importable modules). Attribute access, the only way the package uses them,
-# type-checks the same either way. tests/test_core.py checks that every class lists exactly its submodule's names.
+# type-checks the same either way. tests/core/test_core.py checks that every class lists exactly its submodule's names.
 """
 dumpcmp's C++ core (private: use the dumpcmp package): one submodule per area; __version__, DumpError and the
 process-wide settings (num_threads, set_num_threads, simd_level) at the top.

@@ -1,6 +1,7 @@
 // dumpcmp_testhooks: what only the tests call, never shipped (CMake option DUMPCMP_TEST_HOOKS;
-// tests/helpers/native_hooks.py builds it on first use). It links its own copy of the C++ core, built from the same sources: state inside the
-// core (the KLD pass's counters) is this copy's, so the hooks that read it run the pass here too.
+// tests/helpers/native_hooks.py builds it on first use). It links its own copy of the C++ core, built from the same
+// sources: state inside the core (the KLD pass's counters) is this copy's, so the hooks that read it run the pass
+// here too.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 

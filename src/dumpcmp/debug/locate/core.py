@@ -51,7 +51,7 @@ from dumpcmp.debug.locate.replay import Job, run_jobs
 from dumpcmp.output.table import (
     LOCATED_COLUMNS,
     NOT_COMPUTED,
-    fixed6_inf,
+    fixed6_inf as _fmt,  # locate's number format, with the other cell texts in output/table
     locate_cells,
     locate_csv_text,
     locate_header,
@@ -150,9 +150,6 @@ class LocateRow:
 
 def _num(v: float) -> float | None:
     return None if math.isnan(v) else (str(v) if math.isinf(v) else v)  # type: ignore[return-value]
-
-
-_fmt = fixed6_inf  # locate's number format, defined with the other cell texts in dumpcmp.output.table
 
 
 @dataclass
@@ -693,9 +690,6 @@ def locate(model: str | os.PathLike[str] | OriginalModel, left: str | os.PathLik
         raise DumpcmpError(f"{left} holds {len(results)} runs; select one or use locate_runs():\n  {runs}")
     return results[0]
 
-
-#: the columns `dumpcmp compare --locate` adds after the original tool's (named in dumpcmp.output.table)
-COMPARE_COLUMNS = LOCATED_COLUMNS
 
 
 def compare_columns(result: LocateResult) -> dict[str, Any]:

@@ -200,7 +200,8 @@ def mapped_npy(path: str) -> tuple[Any, Any, str] | None:
     h = plain_npy(path)
     if h is None:
         return None
-    source = core.compare.source_from_file(path, h.offset, h.data_type, math.prod(h.shape))
+    # bytes: any file name, UTF-8 or not (a str holding surrogateescape's bytes is refused by the binding)
+    source = core.compare.source_from_file(os.fsencode(path), h.offset, h.data_type, math.prod(h.shape))
     return source, h.shape, dtype_name(h.data_type)
 
 

@@ -48,6 +48,8 @@ def hostile_models(folder) -> dict[str, tuple[bytes, str, tuple[str, ...]]]:
     outside = folder.parent / f"{folder.name}-secret.bin"
     outside.write_bytes(b"\0" * 16)
     (folder / "w.bin").write_bytes(b"\0" * 16)
+    if not (folder / "link.bin").is_symlink():
+        (folder / "link.bin").symlink_to(outside)
     every = ("golden", "simulate", "extract-list", "extract", "locate")
     split = _model([helper.make_node("Split", ["x"], ["a", ""], name="split1", axis=1),
                     helper.make_node("Relu", ["a"], ["y"], name="relu1")], [_vi()], [_vi("y", shape=(1, 2))])
@@ -66,6 +68,9 @@ def hostile_models(folder) -> dict[str, tuple[bytes, str, tuple[str, ...]]]:
                                every),
         "external_absolute": (_external(str(outside)).SerializeToString(), "outside the model's folder", every),
         "external_bad_offset": (_external("w.bin", offset="1e3").SerializeToString(), "offset '1e3'", every),
+        "external_past_the_end": (_external("w.bin", length="999999").SerializeToString(),
+                                  "its external data runs to byte 999999 of 'w.bin', which holds 16 bytes", every),
+        "external_symlink": (_external("link.bin").SerializeToString(), "'link.bin', a symbolic link", every),
         "missing_initializer": (_model([helper.make_node("Add", ["x", "w"], ["y"], name="add1")], [_vi()],
                                        [_vi("y")]).SerializeToString(), "node 'add1' (Add) reads 'w'", every),
         "dangling_in_subgraph": (dangling_sub.SerializeToString(), "reads 'ghost'", every),
@@ -107,7 +112,8 @@ def sides(tmp_path):
     return tmp_path
 
 
-CASES = ["external_traversal", "external_absolute", "external_bad_offset", "missing_initializer",
+CASES = ["external_traversal", "external_absolute", "external_bad_offset", "external_past_the_end", "external_symlink",
+         "missing_initializer",
          "dangling_in_subgraph", "undefined_input", "huge_input", "split_empty_output", "split_empty_middle",
          "name_not_utf8"]
 

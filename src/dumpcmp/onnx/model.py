@@ -66,11 +66,11 @@ def load_model(path: Path) -> Any:
 def check_model(model: Any, path: Path | str = "model") -> None:
     """ConfigError naming the model file and the node, input or weight, for what would otherwise end in a traceback
     or crash onnxruntime itself: names that are not UTF-8 text (protobuf hands them over as bytes), weights stored
-    outside the model's folder (an absolute location or one with '..': dumpcmp reads no file the model names
-    elsewhere), offsets and lengths of external data that are not whole numbers, a node input that nothing defines
-    (a missing initializer), an empty name where the operator's schema has no optional input or output (a Split
-    whose output is named '' makes onnxruntime 1.2x write through a null pointer: SIGSEGV), and a graph input whose
-    element type is UNDEFINED or has no NumPy type."""
+    outside the model's folder (an absolute location, one with '..', or a symbolic link: dumpcmp reads no file the
+    model names elsewhere), offsets and lengths of external data that are not whole numbers or run past the end of
+    their file, a node input that nothing defines (a missing initializer), an empty name where the operator's schema
+    has no optional input or output (a Split whose output is named '' makes onnxruntime 1.2x write through a null
+    pointer: SIGSEGV), and a graph input whose element type is UNDEFINED or has no NumPy type."""
     onnx, _ = require_onnx()
 
     def text(value: Any, what: str) -> str:
@@ -146,6 +146,17 @@ def check_model(model: Any, path: Path | str = "model") -> None:
             if key in info and not (info[key].isascii() and info[key].isdigit()):
                 raise ConfigError(f"{path}: weight {tensor.name!r}: its external data {key} {info[key]!r} is not a "
                                   "whole number")
+        file = Path(path).parent / location
+        if file.is_symlink():
+            raise ConfigError(f"{path}: weight {tensor.name!r} is stored in {location!r}, a symbolic link; dumpcmp "
+                              "reads external data only from files beside the model")
+        if file.is_file():
+            size = file.stat().st_size
+            offset = int(info.get("offset", "0"))
+            end = offset + int(info["length"]) if "length" in info else offset
+            if end > size:
+                raise ConfigError(f"{path}: weight {tensor.name!r}: its external data runs to byte {end} of "
+                                  f"{location!r}, which holds {size} bytes")
     initializers = {t.name for t in model.graph.initializer}
     for vi in model.graph.input:
         if vi.name in initializers or not vi.type.HasField("tensor_type"):

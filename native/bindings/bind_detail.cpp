@@ -129,7 +129,9 @@ void bind_detail(py::module_& core) {
         out["rel_count"] = r.summary.rel_count;
         out["top_abs"] = entry_list(r.top_abs);
         out["top_rel"] = entry_list(r.top_rel);
-        out["files"] = r.files;
+        py::list files;  // paths the caller gave, UTF-8 or not
+        for (const std::string& f : r.files) files.append(file_text(f));
+        out["files"] = files;
         return out;
     }, py::arg("x"), py::arg("y"), py::kw_only(), py::arg("shape"), py::arg("format") = "csv",
        py::arg("csv_paths") = std::vector<std::string>{}, py::arg("max_rows") = kDefaultDetailRows,

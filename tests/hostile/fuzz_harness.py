@@ -1,7 +1,8 @@
 """Mutated dumps through dumpcmp's public entry points: open_dump and every field `info` shows, each tensor's
-array, layout.convert of device layouts, the model-level compare (device against itself) and the element-level
-detail export. Each call either succeeds or raises `DumpcmpError`; anything else (another exception, a signal, a
-case slower than --slow seconds) is a finding, and its input is kept in --keep.
+array, what `dumpcmp info` prints (text and JSON) through stdio as strict as an en_US.UTF-8 locale makes it (C.UTF-8
+would hide a name that is not UTF-8), layout.convert of device layouts, the model-level compare (device against
+itself) and the element-level detail export. Each call either succeeds or raises `DumpcmpError`; anything else
+(another exception, a signal, a case slower than --slow seconds) is a finding, and its input is kept in --keep.
 
     python tests/hostile/fuzz_harness.py --cases 100000 --seed 1 --keep fuzz-findings     # a long run
     python tests/hostile/fuzz_harness.py --replay fuzz-findings/case-123.dump             # one input again
@@ -141,7 +142,26 @@ def _plain_target(fmt: str, shape: tuple[int, ...]) -> str:
     return "ND" if fmt == "FRACTAL_NZ" else ("NCDHW" if fmt in ("NDC1HWC0", "FRACTAL_Z_3D") else "NCHW")
 
 
-STATS = {"opened": 0, "arrays": 0, "converted": 0, "compared": 0, "detailed": 0}
+STATS = {"opened": 0, "printed": 0, "arrays": 0, "converted": 0, "compared": 0, "detailed": 0}
+
+
+def strict_cli(argv: list[str]) -> int:
+    """`dumpcmp ARGV` in this process with stdout and stderr as a strict UTF-8 locale (en_US.UTF-8) makes them:
+    errors='strict', where C.UTF-8 would write any byte (surrogateescape). Raises whatever the command raises."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from dumpcmp.cli import main as cli_main
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli_main(argv)
+        out.flush()
+        err.flush()
+    if code not in (0, 2) or b"Traceback" in err.buffer.getvalue():
+        raise AssertionError(f"dumpcmp {' '.join(argv)}: exit {code}: {err.buffer.getvalue()[-1000:]!r}")
+    return code
 
 
 def run_case(path: Path, work: Path, k: int) -> None:
@@ -152,6 +172,10 @@ def run_case(path: Path, work: Path, k: int) -> None:
         return
     STATS["opened"] += 1
     repr(d)
+    if k % 2 == 0:  # what `info` prints, through stdio as strict as en_US.UTF-8's
+        for argv in (["info", str(path)], ["info", "--json", str(path)]):
+            strict_cli(argv)
+        STATS["printed"] += 1
     for t in d.tensors():
         json.dumps(t.to_dict(), default=str)
         repr(t)

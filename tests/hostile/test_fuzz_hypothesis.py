@@ -106,13 +106,18 @@ def api(call, *args, **kwargs) -> None:
 
 
 def cli(argv: list[str]) -> int:
-    """The property for the CLI: exit 0, 1 or 2, and never a traceback on stderr."""
-    err, std = io.StringIO(), io.StringIO()
+    """The property for the CLI: exit 0, 1 or 2, and never a traceback on stderr. stdout and stderr are as strict as
+    an en_US.UTF-8 locale makes them (a StringIO, or C.UTF-8, would take text that is not UTF-8)."""
+    err_bytes = io.BytesIO()
+    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    strict_err = io.TextIOWrapper(err_bytes, encoding="utf-8", errors="strict")
     try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(std):
+        with contextlib.redirect_stderr(strict_err), contextlib.redirect_stdout(strict):
             rc = main(argv)
     except SystemExit as stop:  # argparse
         rc = stop.code if isinstance(stop.code, int) else 2
+    strict_err.flush()
+    err = io.StringIO(err_bytes.getvalue().decode("utf-8"))
     event(f"dumpcmp {argv[0]}: exit {rc}")
     assert rc in (0, 1, 2), (argv, rc, err.getvalue()[-2000:])
     assert "Traceback" not in err.getvalue(), err.getvalue()[-2000:]
@@ -373,6 +378,15 @@ def graph_docs(draw):
     return {"name": draw(hostile("model")), "version": draw(hostile(2)), "graph": draw(hostile([graph]))}
 
 
+def _insert_escape(text: str, k: int, escape: str) -> str:
+    """`text` with a \\u escape put just inside its k-th string (modulo their number): a lone surrogate, a pair."""
+    quotes = [i for i, c in enumerate(text) if c == '"' and (i == 0 or text[i - 1] != "\\")][::2]
+    if not quotes:
+        return text
+    at = quotes[k % len(quotes)] + 1
+    return text[:at] + escape + text[at:]
+
+
 def json_bytes(docs):
     """Encoded JSON: the document as is, with a byte-order mark, cut short, deeply nested, or bytes."""
     return st.one_of(
@@ -382,6 +396,8 @@ def json_bytes(docs):
         st.builds(lambda n, k: deep(n, k).encode(), st.integers(200, 300_000), st.sampled_from(["list", "dict"])),
         st.builds(lambda v: json.dumps(v).encode(), json_values),
         st.sampled_from([b'{"graph": [{"op": [{"name": 1e99999}]}]}', b"1" * 5000, b"\x00", b'{"\xff": 1}', b""]),
+        st.builds(lambda d, k, e: _insert_escape(json.dumps(d), k, e).encode(), docs, st.integers(0, 50),
+                  st.sampled_from(["\\udcff", "\\ud800", "\\ude00\\ud83d", "\\ud83d\\ude00", "\\u00e9"])),
         st.binary(max_size=100))
 
 

@@ -73,7 +73,9 @@ def run() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from dumpcmp.support.files import Terminated, install_signal_cleanup, remove_leftovers
+    from dumpcmp.support.textout import escape_unencodable
 
+    escape_unencodable(sys.stdout, sys.stderr)  # names from files: escapes, never a UnicodeEncodeError
     install_signal_cleanup()  # SIGTERM / SIGHUP unwind like Ctrl-C: no temporary file is left behind
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)

@@ -234,7 +234,8 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
     # The set is written in a private temporary folder and moved into place together: all files or none, never
     # through a planted symlink, and of two exports into one folder the second waits, then finds the names taken.
     with _io.file_set(folder, force=force, what="detail files") as staged:
-        tmp = [staged.path(name) for name in on_disk]
+        tmp = [os.fsencode(staged.path(name)) for name in on_disk]  # bytes: names that are not UTF-8 too
+        text = lambda s: s.encode("utf-8", "surrogateescape")  # noqa: E731 - written as the bytes they came from
         try:
             raw = core.detail.export_detail(
                 x, y, shape=dims, format=fmt,
@@ -242,9 +243,9 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
                 npy_paths=tmp[:n_detail] if fmt == "npy" else None,
                 max_rows=int(max_lines), coordinate_header=header,
                 summary_path=tmp[n_detail], top_path=tmp[n_detail + 1] if top_name else "",
-                top_n=int(top_n), npu_name=op_name if npu_summary_name is None else npu_summary_name,
-                ground_truth_name=gt_name,
-                layout_name=layout_name if format_line is None else format_line,
+                top_n=int(top_n), npu_name=text(op_name if npu_summary_name is None else npu_summary_name),
+                ground_truth_name=text(gt_name),
+                layout_name=text(layout_name if format_line is None else format_line),
                 threads=int(threads))
         except core.detail.OutputError as e:
             message = str(e).replace(staged.private, folder)
@@ -342,8 +343,9 @@ def _values(x: core.compare.TensorSource, y: core.compare.TensorSource, dims: Se
     read back). Holds both tensors in memory, as the original does."""
     with tempfile.TemporaryDirectory(prefix=".dumpcmp-", dir=folder) as tmp:
         cols = [os.path.join(tmp, f"{c}.npy") for c in NPY_COLUMNS]
-        core.detail.export_detail(x, y, shape=[int(d) for d in dims], format="npy", npy_paths=cols, top_n=0,
-                           threads=threads)
+        core.detail.export_detail(x, y, shape=[int(d) for d in dims], format="npy",
+                                  npy_paths=[os.fsencode(c) for c in cols], top_n=0,
+                                  threads=threads)
         return np.load(cols[2]), np.load(cols[3])
 
 

@@ -449,6 +449,12 @@ def _parse(source: str | os.PathLike[str]) -> tuple[Any, list[Problem]]:
         problems.append(Problem(ERROR, "(file)", f"not valid JSON: nested more than {jsonfile.MAX_DEPTH} levels",
                                 "an acl.json nests four levels"))
         return None, problems
+    lone = jsonfile.unpaired_surrogate(text)
+    if lone is not None:
+        problems.append(Problem(ERROR, "(file)", f"not valid JSON text: the unpaired surrogate escape {lone[0]} at "
+                                f"line {lone[1]} stands for no character",
+                                "write the character itself, or both halves of a surrogate pair"))
+        return None, problems
     return value, problems
 
 

@@ -275,6 +275,8 @@ def write_dump(
         raise DumpError(f"{path}: cannot write: the folder {folder} does not exist")
     _io.atomic_write_path(
         path,
-        lambda tmp: core.dump.write_dump(tmp, version, int(dump_time), op_name, list(attrs), dfx_message, tensors),
+        lambda tmp: core.dump.write_dump(os.fsencode(tmp), version, int(dump_time),  # bytes: names not UTF-8 too
+                                         op_name.encode("utf-8", "surrogateescape"), list(attrs), dfx_message,
+                                         tensors),
         force=force, what="dump")
     return path

@@ -97,6 +97,8 @@ def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
         raise DumpError(f"{text}: cannot read: {error.strerror or error}") from None
     if dtype.hasobject:
         raise DumpError(f"{text}: holds Python objects (dtype {dtype}); only plain arrays are read")
+    if any(type(d) is not int for d in shape):  # NumPy takes True and False for 1 and 0, then fails mapping them
+        raise DumpError(f"{text}: its header's shape {shape!r} holds something other than whole numbers")
     if any(not 0 <= int(d) < 2**63 for d in shape):  # NumPy's own limit (a zero dim hid 2**63 from the size check)
         raise DumpError(f"{text}: its header's shape {list(shape)} has a dimension outside 0 .. 2**63-1")
     need = math.prod(int(d) for d in shape) * dtype.itemsize
@@ -200,7 +202,8 @@ def mapped_npy(path: str) -> tuple[Any, Any, str] | None:
     h = plain_npy(path)
     if h is None:
         return None
-    source = core.compare.source_from_file(path, h.offset, h.data_type, math.prod(h.shape))
+    # bytes: any file name, UTF-8 or not (a str holding surrogateescape's bytes is refused by the binding)
+    source = core.compare.source_from_file(os.fsencode(path), h.offset, h.data_type, math.prod(h.shape))
     return source, h.shape, dtype_name(h.data_type)
 
 

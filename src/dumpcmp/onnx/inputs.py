@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,9 +22,9 @@ from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NotFoundError
 from dumpcmp.onnx.model import ModelInput, load_model, model_inputs
 from dumpcmp.support.lazy_numpy import np
 
-__all__ = ["IMAGE_LIST_SUFFIXES", "InputPlan", "apply_shapes", "check_input", "free_dims_note", "load_array",
-           "load_preprocess", "load_sample", "parse_shapes", "plan_inputs", "preprocess_image", "random_input",
-           "sample_feeds", "with_free_dims_hint"]
+__all__ = ["IMAGE_LIST_SUFFIXES", "InputPlan", "MAX_RANDOM_BYTES", "apply_shapes", "check_input", "free_dims_note",
+           "load_array", "load_preprocess", "load_sample", "parse_shapes", "plan_inputs", "preprocess_image",
+           "random_input", "sample_feeds", "with_free_dims_hint"]
 
 IMAGE_LIST_SUFFIXES = (".txt", ".list", ".lst")
 
@@ -52,7 +53,7 @@ def sample_feeds(inputs: Sequence[ModelInput], sample: Mapping[str, np.ndarray],
             source = label or f"input {mi.name!r}"
             feeds[mi.name] = check_input(mi, np.require(sample[mi.name], requirements="C"), source)
         elif rng is not None:
-            feeds[mi.name] = random_input(mi, rng)
+            feeds[mi.name] = random_input(mi, rng, where)
         else:
             within = f" in {label}" if label else ""
             raise ConfigError(f"{where}: input {mi.name!r} ({mi.describe()}) has no data{within}; give it, or a seed "
@@ -97,10 +98,26 @@ def load_array(path: str | os.PathLike[str], mi: ModelInput) -> np.ndarray:
     return np.fromfile(p, dtype=mi.dtype).reshape(shape)
 
 
-def random_input(mi: ModelInput, rng: np.random.Generator) -> np.ndarray:
-    """Random data for an input: free dims are 1; floats standard normal, integers uniform in [0, 10), booleans
-    fair coin flips."""
+MAX_RANDOM_BYTES = 1 << 31  # random data for one input; more is a model's hostile or mistaken dims, not a test
+
+
+def _random_shape(mi: ModelInput, where: str | None = None) -> tuple[int, ...]:
+    """The shape of `mi`'s random data (free dims 1); ConfigError naming the input and its size when the data would
+    take more than MAX_RANDOM_BYTES (NumPy draws float64 first: twice or more that much memory)."""
     shape = tuple(d if isinstance(d, int) else 1 for d in (mi.shape or ()))
+    nbytes = math.prod(shape) * max(mi.dtype.itemsize, 1)
+    if nbytes > MAX_RANDOM_BYTES:
+        raise ConfigError(f"{where + ': ' if where else ''}input {mi.name!r} ({mi.describe()}) would take {nbytes} "
+                          f"bytes of random data, more than dumpcmp generates ({MAX_RANDOM_BYTES}); give its data "
+                          "in a file, or --shape for its free dims")
+    return shape
+
+
+def random_input(mi: ModelInput, rng: np.random.Generator, where: str | None = None) -> np.ndarray:
+    """Random data for an input: free dims are 1; floats standard normal, integers uniform in [0, 10), booleans
+    fair coin flips. ConfigError naming the input (and `where`, the model) and its size past MAX_RANDOM_BYTES,
+    before anything is allocated."""
+    shape = _random_shape(mi, where)
     kind = mi.dtype.kind
     if kind == "b":
         return rng.random(shape) < 0.5
@@ -354,6 +371,7 @@ def plan_inputs(model_path: str | os.PathLike[str], sources: Sequence[str] = (),
                 raise ConfigError(f"{where}: input {name!r} ({plan.input.describe()}) has no data: give -i "
                                   f"{name}=FILE, or --seed N for random data")
             plan.random = True
+            _random_shape(plan.input, where)  # refused before any sample is read
             if plan.script:
                 raise ConfigError(f"--preprocess for input {name!r}, which has no -i images")
     counts = {len(p.files) for p in plans.values() if len(p.files) > 1}

@@ -17,7 +17,7 @@ from dumpcmp.errors import ConfigError, NotFoundError
 from dumpcmp.onnx.runner import require_onnx
 from dumpcmp.support.lazy_numpy import np
 
-__all__ = ["ModelInput", "constant_tensors", "execution_order", "external_files", "load_model",
+__all__ = ["ModelInput", "check_model", "constant_tensors", "execution_order", "external_files", "load_model",
            "load_model_with_weights", "model_inputs", "name_nodes", "node_name", "subgraph_note",
            "subgraph_outer_names", "subgraphs", "tensor_nbytes", "value_types"]
 
@@ -51,13 +51,124 @@ def _iter_tensors(graph: Any) -> Iterator[Any]:
 
 
 def load_model(path: Path) -> Any:
+    """The model at `path` (external weights not read), checked by `check_model`."""
     onnx, _ = require_onnx()
     if not path.is_file():
         raise NotFoundError(f"{path}: no such model file")
     try:
-        return onnx.load(str(path), load_external_data=False)
+        model = onnx.load(str(path), load_external_data=False)
     except Exception as error:  # protobuf's DecodeError and friends
         raise ConfigError(f"{path}: not a readable ONNX model: {error}") from error
+    check_model(model, path)
+    return model
+
+
+def check_model(model: Any, path: Path | str = "model") -> None:
+    """ConfigError naming the model file and the node, input or weight, for what would otherwise end in a traceback
+    or crash onnxruntime itself: names that are not UTF-8 text (protobuf hands them over as bytes), weights stored
+    outside the model's folder (an absolute location, one with '..', or a symbolic link: dumpcmp reads no file the
+    model names elsewhere), offsets and lengths of external data that are not whole numbers or run past the end of
+    their file, a node input that nothing defines (a missing initializer), an empty name where the operator's schema
+    has no optional input or output (a Split whose output is named '' makes onnxruntime 1.2x write through a null
+    pointer: SIGSEGV), and a graph input whose element type is UNDEFINED or has no NumPy type."""
+    onnx, _ = require_onnx()
+
+    def text(value: Any, what: str) -> str:
+        if isinstance(value, bytes):
+            raise ConfigError(f"{path}: {what} is not UTF-8 text: {value!r}")
+        return value
+
+    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+
+    def schema_of(node: Any) -> Any:
+        domain = node.domain or "ai.onnx"
+        try:
+            return onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), "" if domain == "ai.onnx" else domain)
+        except Exception:  # a custom operator: onnxruntime judges it
+            return None
+
+    def formal(params: Any, index: int) -> Any:
+        if index < len(params):
+            return params[index]
+        last = params[-1] if params else None
+        return last if last is not None and last.option == onnx.defs.OpSchema.FormalParameterOption.Variadic \
+            else None
+
+    optional = onnx.defs.OpSchema.FormalParameterOption.Optional
+
+    def walk(graph: Any, outer: set[str], where: str) -> None:
+        defined = set(outer)
+        for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+            text(vi.name, f"{where}the value name {vi.name!r}")
+        for t in graph.initializer:
+            text(t.name, f"{where}a weight's name")
+        defined.update(vi.name for vi in graph.input)
+        defined.update(t.name for t in graph.initializer)
+        defined.update(t.values.name for t in graph.sparse_initializer)
+        for node in graph.node:
+            text(node.name, f"{where}the name of a {node.op_type!r} node")
+            text(node.op_type, f"{where}the type of node {node.name!r}")
+            for x in list(node.input) + list(node.output):
+                text(x, f"{where}a value name of node {node.name!r}")
+            defined.update(x for x in node.output if x)
+        for node in graph.node:
+            label = f"{where}node {node_name(node)!r} ({node.op_type})"
+            schema = schema_of(node)
+            for kind, names, params in (("input", node.input, schema.inputs if schema else None),
+                                        ("output", node.output, schema.outputs if schema else None)):
+                for i, x in enumerate(names):
+                    if x or params is None:
+                        continue
+                    param = formal(params, i)
+                    if param is not None and param.option != optional:
+                        raise ConfigError(f"{path}: {label}: its {kind} {i} has an empty name, but that {kind} "
+                                          f"({param.name}) is not optional; name it")
+            missing = [x for x in node.input if x and x not in defined]
+            if missing:
+                raise ConfigError(f"{path}: {label} reads {missing[0]!r}, which no graph input, weight "
+                                  "(initializer) or node defines")
+            for g in subgraphs(node):
+                walk(g, defined, f"{label}'s subgraph {g.name!r}: ")
+
+    walk(model.graph, set(), "")
+    for tensor in _iter_tensors(model.graph):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        info = {text(e.key, "a key of external data"): text(e.value, "a value of external data")
+                for e in tensor.external_data}
+        location = info.get("location", "")
+        parts = location.replace("\\", "/").split("/")
+        if not location or location.startswith("/") or ".." in parts or "\0" in location or ":" in parts[0]:
+            raise ConfigError(f"{path}: weight {tensor.name!r} is stored at {location!r}, outside the model's folder "
+                              "(dumpcmp reads external data only from files beside the model, by relative names "
+                              "without '..')")
+        for key in ("offset", "length"):
+            if key in info and not (info[key].isascii() and info[key].isdigit()):
+                raise ConfigError(f"{path}: weight {tensor.name!r}: its external data {key} {info[key]!r} is not a "
+                                  "whole number")
+        file = Path(path).parent / location
+        if file.is_symlink():
+            raise ConfigError(f"{path}: weight {tensor.name!r} is stored in {location!r}, a symbolic link; dumpcmp "
+                              "reads external data only from files beside the model")
+        if file.is_file():
+            size = file.stat().st_size
+            offset = int(info.get("offset", "0"))
+            end = offset + int(info["length"]) if "length" in info else offset
+            if end > size:
+                raise ConfigError(f"{path}: weight {tensor.name!r}: its external data runs to byte {end} of "
+                                  f"{location!r}, which holds {size} bytes")
+    initializers = {t.name for t in model.graph.initializer}
+    for vi in model.graph.input:
+        if vi.name in initializers or not vi.type.HasField("tensor_type"):
+            continue
+        elem = vi.type.tensor_type.elem_type
+        try:
+            np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+        except Exception:
+            kind = "UNDEFINED" if elem == 0 else (onnx.TensorProto.DataType.Name(elem)
+                                                  if elem in onnx.TensorProto.DataType.values() else str(elem))
+            raise ConfigError(f"{path}: model input {vi.name!r} has element type {kind}, which no data can be "
+                              "given for") from None
 
 
 def external_files(model: Any, model_dir: Path, model_path: Path) -> list[str]:

@@ -1,13 +1,15 @@
 """Reading the JSON files users hand to dumpcmp (graph JSON, quantization fusion rules, acl.json) the same way
 everywhere: a size bound checked before reading, a UTF-8 byte-order mark accepted, text that is not UTF-8, nesting
-deeper than any real file and invalid JSON refused with a `ConfigError` naming the file (never a RecursionError or
-MemoryError).
+deeper than any real file, an unpaired surrogate escape (`"\\udcff"`: no character, so no name can be printed or
+written as it; strict parsers such as the device's refuse it) and invalid JSON refused with a `ConfigError` naming
+the file (never a RecursionError, MemoryError or UnicodeEncodeError later).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from dumpcmp.errors import ConfigError
@@ -15,6 +17,10 @@ from dumpcmp.errors import ConfigError
 MAX_DEPTH = 256  # real files nest fewer than 20 levels
 MAX_BYTES = 4 << 30
 BOM = b"\xef\xbb\xbf"
+# a \uXXXX escape of a surrogate (an odd number of backslashes before the u): a high one with the low one that pairs
+# with it (text), or either alone (not text)
+_SURROGATE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u(?:(d[89ab][0-9a-f]{2})(\\ud[c-f][0-9a-f]{2})?"
+                               r"|(d[c-f][0-9a-f]{2}))", re.IGNORECASE)
 
 
 def read_bytes(path: str | os.PathLike[str], what: str = "JSON file", max_bytes: int = MAX_BYTES) -> bytes:
@@ -60,6 +66,17 @@ def decode(raw: bytes, where: str) -> str:
         raise ConfigError(f"{where}: not a JSON file: not UTF-8 text (byte {error.start}, line {line})") from None
 
 
+def unpaired_surrogate(text: str) -> tuple[str, int] | None:
+    """The first unpaired surrogate escape of a JSON text and its line (`("\\ud800", 3)`), or None."""
+    if "\\u" not in text:
+        return None
+    for m in _SURROGATE_ESCAPE.finditer(text):
+        if m.group(2) is None:
+            lone = m.group(1) or m.group(3)
+            return "\\u" + lone, text.count("\n", 0, m.start()) + 1
+    return None
+
+
 def loads(text: str, where: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
     """json.loads with the nesting bound; ConfigError naming `where` for invalid or too deep JSON."""
     try:
@@ -73,6 +90,10 @@ def loads(text: str, where: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -
         raise ConfigError(f"{where}: not a JSON file: {error}") from None
     if depth(value, max_depth) > max_depth:
         raise ConfigError(f"{where}: JSON nested too deeply (more than {max_depth} levels)")
+    lone = unpaired_surrogate(text)
+    if lone is not None:
+        raise ConfigError(f"{where}: not a JSON file of text: the unpaired surrogate escape {lone[0]} at line "
+                          f"{lone[1]} stands for no character")
     return value
 
 

@@ -83,7 +83,7 @@ def read_result(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]
     """(header, key -> row as a dict) of a result CSV."""
     path = Path(path)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
             table = list(csv.reader(f))
     except OSError as error:
         raise DumpError(f"{path}: cannot read: {error.strerror}") from None

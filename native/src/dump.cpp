@@ -54,6 +54,32 @@ constexpr TensorKind kKinds[] = {TensorKind::input, TensorKind::output, TensorKi
 
 // ---- parsing, wire level --------------------------------------------------------------------------------------
 
+// What one header may hold (docs/formats.md#limits): far above any real dump, and checked before anything is
+// allocated, so that the memory and time a header costs stay a small multiple of its size whatever it says.
+constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t{16} << 20;  // the old format: the message less inline data
+constexpr std::size_t kMaxTensors = 65536;                           // inputs + outputs + buffers + workspaces
+constexpr std::size_t kMaxAttrs = 65536;
+constexpr std::size_t kMaxShapeDims = checked::kMaxDims;             // per shape, original shape and dim_range list
+constexpr std::uint64_t kMaxStringBytes = std::uint64_t{1} << 20;    // op name, attribute, version, dfx_message
+
+// A header over one of those limits: reported as it is (after the other format was tried), never as "not a dump".
+struct LimitError {
+    std::string what;
+};
+
+std::string limit_text(const std::string& what) {
+    return what + ", the most dumpcmp reads (see Limits in docs/formats.md)";
+}
+
+// A string field, refused before it is copied when it is over the limit.
+std::string limited_string(Reader& r, const std::string& field) {
+    const std::string_view s = r.bytes();
+    if (s.size() > kMaxStringBytes)
+        throw LimitError{limit_text(field + " holds " + std::to_string(s.size()) + " bytes, over " +
+                                    std::to_string(kMaxStringBytes))};
+    return std::string(s);
+}
+
 struct InlineData {  // where a `data` bytes field sits, relative to the reader's origin
     std::uint64_t position = 0;
     std::uint64_t length = 0;
@@ -66,6 +92,8 @@ struct Parsed {
     std::vector<bool> size_set[4];
     bool unknown_top_level_field = false;
     bool any_known_field = false;
+    std::uint64_t inline_bytes = 0;  // of the `data` fields (the old format's tensor bytes)
+    std::size_t tensor_count = 0;
 };
 
 void expect(std::uint32_t got, std::uint32_t want, const std::string& field) {
@@ -76,10 +104,12 @@ void expect(std::uint32_t got, std::uint32_t want, const std::string& field) {
 
 std::int32_t as_int32(std::uint64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(v)); }
 
-std::vector<std::int64_t> parse_shape(Reader r) {
+std::vector<std::int64_t> parse_shape(Reader r, const std::string& field) {
     std::vector<std::int64_t> dims;
     auto push = [&](std::uint64_t d) {
         if (d > (std::uint64_t{1} << 62)) throw WireError{"dimension " + std::to_string(d) + " is not a size"};
+        if (dims.size() == kMaxShapeDims)
+            throw LimitError{limit_text(field + " has more than " + std::to_string(kMaxShapeDims) + " dimensions")};
         dims.push_back(static_cast<std::int64_t>(d));
     };
     while (!r.done()) {
@@ -97,12 +127,15 @@ std::vector<std::int64_t> parse_shape(Reader r) {
     return dims;
 }
 
-OriginalOp parse_original_op(Reader r) {
+OriginalOp parse_original_op(Reader r, const std::string& where) {
     OriginalOp op;
     while (!r.done()) {
         auto [field, type] = r.tag();
         switch (field) {
-            case 1: expect(type, wire::LEN, "OriginalOp.name"); op.name = std::string(r.bytes()); break;
+            case 1:
+                expect(type, wire::LEN, "OriginalOp.name");
+                op.name = limited_string(r, where + " original_op.name");
+                break;
             case 2: expect(type, wire::VARINT, "OriginalOp.output_index"); op.output_index = static_cast<std::uint32_t>(r.varint()); break;
             case 3: expect(type, wire::VARINT, "OriginalOp.data_type"); op.data_type = as_int32(r.varint()); break;
             case 4: expect(type, wire::VARINT, "OriginalOp.format"); op.format = as_int32(r.varint()); break;
@@ -148,28 +181,36 @@ void parse_tensor(Reader r, TensorKind kind, std::uint32_t index, Parsed& out) {
     InlineData data;
     bool size_set = false;
     const std::string m = f.message;
+    const std::string where = std::string(tensor_kind_name(kind)) + " " + std::to_string(index);
     while (!r.done()) {
         auto [field, type] = r.tag();
         if (field == f.data_type) { expect(type, wire::VARINT, m + ".data_type"); t.data_type = as_int32(r.varint()); }
         else if (field == f.format) { expect(type, wire::VARINT, m + ".format"); t.format = as_int32(r.varint()); }
-        else if (field == f.shape) { expect(type, wire::LEN, m + ".shape"); t.shape = parse_shape(r.sub()); }
+        else if (field == f.shape) { expect(type, wire::LEN, m + ".shape"); t.shape = parse_shape(r.sub(), where + " shape"); }
         else if (field == f.original_op) {
             expect(type, wire::LEN, m + ".original_op");
-            t.original_op = parse_original_op(r.sub());
+            t.original_op = parse_original_op(r.sub(), where);
             t.has_original_op = true;
         } else if (field == f.data) {
             expect(type, wire::LEN, m + ".data");
             Reader d = r.sub();
             data.position = d.position();
             data.length = d.remaining();
+            out.inline_bytes += data.length;
         } else if (field == f.size) { expect(type, wire::VARINT, m + ".size"); t.size = r.varint(); size_set = true; }
         else if (field == f.original_shape) {
             expect(type, wire::LEN, m + ".original_shape");
-            t.original_shape = parse_shape(r.sub());
+            t.original_shape = parse_shape(r.sub(), where + " original_shape");
             t.has_original_shape = true;
         } else if (field == f.sub_format) { expect(type, wire::VARINT, m + ".sub_format"); t.sub_format = as_int32(r.varint()); }
         else if (field == f.address) { expect(type, wire::VARINT, m + ".address"); t.address = r.varint(); }
-        else if (field == f.dim_range) { expect(type, wire::LEN, m + ".dim_range"); t.dim_range.push_back(parse_dim_range(r.sub())); }
+        else if (field == f.dim_range) {
+            expect(type, wire::LEN, m + ".dim_range");
+            if (t.dim_range.size() == kMaxShapeDims)
+                throw LimitError{limit_text(where + " has more than " + std::to_string(kMaxShapeDims) +
+                                            " dim_range entries")};
+            t.dim_range.push_back(parse_dim_range(r.sub()));
+        }
         else if (field == f.offset) { expect(type, wire::VARINT, m + ".offset"); t.offset = r.varint(); }
         else if (field == f.arg_index) { expect(type, wire::VARINT, m + ".arg_index"); t.arg_index = static_cast<std::uint32_t>(r.varint()); }
         else if (field == f.input_type) { expect(type, wire::VARINT, m + ".input_type"); t.input_type = static_cast<std::uint32_t>(r.varint()); }
@@ -186,39 +227,60 @@ void parse_tensor(Reader r, TensorKind kind, std::uint32_t index, Parsed& out) {
 Parsed parse_message(const std::uint8_t* begin, std::uint64_t length, const std::uint8_t* origin) {
     Parsed p;
     Reader r(begin, begin + length, origin);
+    const std::uint64_t start = r.position();
     std::uint32_t counts[4] = {0, 0, 0, 0};
     while (!r.done()) {
         const auto [field, tag_type] = r.tag();
         const auto type = tag_type;  // a plain variable: C++17 lambdas cannot capture structured bindings (clang)
         auto tensor = [&](TensorKind k, const char* name) {
             expect(type, wire::LEN, std::string("DumpData.") + name);
+            if (p.tensor_count == kMaxTensors)
+                throw LimitError{limit_text("the header holds more than " + std::to_string(kMaxTensors) + " tensors")};
+            ++p.tensor_count;
             parse_tensor(r.sub(), k, counts[static_cast<int>(k)]++, p);
         };
         p.any_known_field = p.any_known_field || (field >= 1 && field <= 9);
         switch (field) {
-            case 1: expect(type, wire::LEN, "DumpData.version"); p.header.version = std::string(r.bytes()); break;
+            case 1: expect(type, wire::LEN, "DumpData.version"); p.header.version = limited_string(r, "version"); break;
             case 2: expect(type, wire::VARINT, "DumpData.dump_time"); p.header.dump_time = r.varint(); break;
             case 3: tensor(TensorKind::output, "output"); break;
             case 4: tensor(TensorKind::input, "input"); break;
             case 5: tensor(TensorKind::buffer, "buffer"); break;
-            case 6: expect(type, wire::LEN, "DumpData.op_name"); p.header.op_name = std::string(r.bytes()); break;
+            case 6: expect(type, wire::LEN, "DumpData.op_name"); p.header.op_name = limited_string(r, "op_name"); break;
             case 7: {
                 expect(type, wire::LEN, "DumpData.attr");
+                if (p.header.attrs.size() == kMaxAttrs)
+                    throw LimitError{
+                        limit_text("the header holds more than " + std::to_string(kMaxAttrs) + " attributes")};
                 Reader a = r.sub();
                 std::pair<std::string, std::string> kv;
                 while (!a.done()) {
                     auto [af, at] = a.tag();
-                    if (af == 1) { expect(at, wire::LEN, "OpAttr.name"); kv.first = std::string(a.bytes()); }
-                    else if (af == 2) { expect(at, wire::LEN, "OpAttr.value"); kv.second = std::string(a.bytes()); }
-                    else a.skip(at);
+                    if (af == 1) {
+                        expect(at, wire::LEN, "OpAttr.name");
+                        kv.first = limited_string(a, "attr name");
+                    } else if (af == 2) {
+                        expect(at, wire::LEN, "OpAttr.value");
+                        kv.second = limited_string(a, "attr value");
+                    } else {
+                        a.skip(at);
+                    }
                 }
                 p.header.attrs.push_back(std::move(kv));
                 break;
             }
             case 8: tensor(TensorKind::workspace, "space"); break;
-            case 9: expect(type, wire::LEN, "DumpData.dfx_message"); p.header.dfx_message = std::string(r.bytes()); break;
+            case 9:
+                expect(type, wire::LEN, "DumpData.dfx_message");
+                p.header.dfx_message = limited_string(r, "dfx_message");
+                break;
             default: p.unknown_top_level_field = true; r.skip(type);
         }
+        // the header less the old format's inline data (the whole header in the current format, checked before);
+        // what one field holds is bounded by the other limits
+        if (r.position() - start - p.inline_bytes > kMaxHeaderBytes)
+            throw LimitError{limit_text("the header holds more than " + std::to_string(kMaxHeaderBytes) +
+                                        " bytes besides tensor data")};
     }
     return p;
 }
@@ -280,9 +342,21 @@ std::uint64_t read_u64_le(const std::uint8_t* p) {
     return v;
 }
 
-// Try the current format given the header bytes; returns the error text instead of throwing.
+// The header length of the current format over the limit: refused before the header is read.
+std::string header_length_limit(std::uint64_t n) {
+    return limit_text("the header length " + std::to_string(n) + " in the first 8 bytes is over " +
+                      std::to_string(kMaxHeaderBytes) + " bytes");
+}
+
+// Try the current format given the header bytes; returns the error text instead of throwing (`limited`: the text
+// says which limit the header is over).
 std::string try_current(const std::uint8_t* header_bytes, std::uint64_t header_len, std::uint64_t file_size,
-                        const std::string& path, DumpHeader& out) {
+                        const std::string& path, DumpHeader& out, bool& limited) {
+    limited = false;
+    if (header_len > kMaxHeaderBytes) {
+        limited = true;
+        return header_length_limit(header_len);
+    }
     try {
         Parsed p = parse_message(header_bytes, header_len, header_bytes);
         std::string err = place_segments(p.header, header_len, file_size, path);
@@ -291,16 +365,24 @@ std::string try_current(const std::uint8_t* header_bytes, std::uint64_t header_l
         return {};
     } catch (const WireError& e) {
         return "the " + std::to_string(header_len) + "-byte header is not a DumpData message: " + e.what;
+    } catch (const LimitError& e) {
+        limited = true;
+        return e.what;
     }
 }
 
 bool try_legacy(const std::uint8_t* bytes, std::uint64_t size, const std::string& path, DumpHeader& out,
-                std::string& why) {
+                std::string& why, bool& limited) {
     Parsed p;
+    limited = false;
     try {
         p = parse_message(bytes, size, bytes);
     } catch (const WireError& e) {
         why = e.what;
+        return false;
+    } catch (const LimitError& e) {
+        why = "old-format dump: " + e.what;
+        limited = true;
         return false;
     }
     // An old-format file is a DumpData message and nothing else: stray fields mean this is not one.
@@ -333,13 +415,14 @@ DumpHeader parse_dump(const std::uint8_t* bytes, std::uint64_t size, const std::
     if (size == 0) throw DumpError(path, "empty file (0 bytes): not a dump");
     DumpHeader h;
     std::string current_error;
+    bool current_limited = false;
     if (size >= 8) {
         const std::uint64_t n = read_u64_le(bytes);
         if (n > size - 8) {
             current_error = "header length " + std::to_string(n) + " in the first 8 bytes runs past the end of the " +
                             std::to_string(size) + "-byte file";
         } else {
-            current_error = try_current(bytes + 8, n, size, path, h);
+            current_error = try_current(bytes + 8, n, size, path, h, current_limited);
             if (current_error.empty()) {
                 validate_enums(h, path);
                 return h;
@@ -349,10 +432,14 @@ DumpHeader parse_dump(const std::uint8_t* bytes, std::uint64_t size, const std::
         current_error = "only " + std::to_string(size) + " bytes: too short for a dump";
     }
     std::string legacy_error;
-    if (try_legacy(bytes, size, path, h, legacy_error)) {
+    bool legacy_limited = false;
+    if (try_legacy(bytes, size, path, h, legacy_error, legacy_limited)) {
         validate_enums(h, path);
         return h;
     }
+    // A header over a limit is said as such: the current format's first, else the old format's.
+    if (current_limited) throw DumpError(path, current_error);
+    if (legacy_limited) throw DumpError(path, legacy_error);
     throw DumpError(path, "not a dump file: " + current_error);
 }
 
@@ -383,11 +470,12 @@ DumpHeader read_dump_header(const std::string& path) {
         std::uint8_t prefix[8];
         pread_all(prefix, 8, 0);
         const std::uint64_t n = read_u64_le(prefix);
-        if (n <= size - 8) {
+        if (n <= size - 8 && n <= kMaxHeaderBytes) {  // over the limit: never allocated (parse_dump says why)
             std::vector<std::uint8_t> header(n);
             pread_all(header.data(), n, 8);
             DumpHeader h;
-            if (try_current(header.data(), n, size, path, h).empty()) {
+            bool limited = false;
+            if (try_current(header.data(), n, size, path, h, limited).empty()) {
                 validate_enums(h, path);
                 return h;
             }

@@ -264,8 +264,10 @@ class _GraphIndex:
 
         self.owners: dict[str, list[Op]] = {}
         first_with: dict[str, str] = {}
+        self.duplicates = frozenset(graph.duplicate_names)
+        self._pass_through_ends: dict[tuple[str, int], tuple[Op, int, bool]] = {}
         for op in graph.ops:
-            if op.name in graph.duplicate_names and graph.get(op.name) is not op:
+            if op.name in self.duplicates and graph.get(op.name) is not op:
                 continue
             keys = [f"o:{n}" for n in graph.original_names(op)]
             if op.l1_fusion_no is not None:
@@ -311,6 +313,42 @@ class _GraphIndex:
     def is_pass_through(self, op: Op) -> bool:
         return op.type in PASS_THROUGH_TYPES and bool(op.data_inputs)
 
+    def pass_through_end(self, op: Op, out: int) -> tuple[Op, int, bool]:
+        """(op, output, no_producer) where the walk back from output `out` of `op` past Cast/TransData ops stops:
+        the first op that is not one of them (or one seen already), else the one whose input has no producer.
+
+        Walks that pass only single-input ops of unique names are remembered for every step on them (where such
+        a walk goes depends on the op alone, so no later walk can meet a step twice): a chain of n inserted Casts
+        costs n steps in all, not n * n / 2."""
+        graph = self.graph
+        ends = self._pass_through_ends
+        seen: set[str] = set()
+        steps: list[tuple[str, int]] = []
+        cur, k = op, out
+        simple = True
+        while True:
+            simple = simple and cur.name not in self.duplicates
+            if simple and (cur.name, k) in ends:
+                end = ends[(cur.name, k)]
+                break
+            if self.is_pass_through(cur) and cur.name not in seen:
+                seen.add(cur.name)
+                steps.append((cur.name, k))
+                simple = simple and len(cur.data_inputs) == 1
+                upstream = graph.producer(cur, k if k < len(cur.data_inputs) else 0)
+                if upstream is None:
+                    end = (cur, k, True)
+                    break
+                cur, k = upstream
+                continue
+            simple = simple and cur.name not in seen  # else a loop: where the walk stops depends on where it began
+            end = (cur, k, False)
+            break
+        if simple:
+            for step in steps:
+                ends[step] = end
+        return end
+
 
 def _index_of(graph: Graph) -> _GraphIndex:
     # A Graph never changes after construction, so its index is built once and kept on it.
@@ -335,32 +373,25 @@ def _resolve_output(index: _GraphIndex, op: Op, out: int) -> _Resolved:
     """The original tensor that output `out` of `op` holds (see the module docstring)."""
     graph = index.graph
     start_desc = op.output(out)
-    seen: set[str] = set()
-    cur, k = op, out
-    while True:
-        desc = cur.output(k)
-        if index.is_pass_through(cur) and cur.name not in seen:
-            # A Cast or TransData holds its input's values, whatever origin it names (the original tool walks
-            # back past every op of these types, input k standing for output k).
-            seen.add(cur.name)
-            upstream = graph.producer(cur, k if k < len(cur.data_inputs) else 0)
-            if upstream is None:
-                return _Resolved(None, None, desc or start_desc, cur,
-                                 f"{cur.name} was inserted by the compiler and its input has no producer in the graph")
-            cur, k = upstream
-            continue
-        if desc is not None and desc.origin_name is not None:
-            idx = k if desc.origin_output_index is None else desc.origin_output_index
-            return _Resolved(desc.origin_name, idx, desc, cur, explicit=True)
-        originals = graph.original_names(cur)
-        if not originals:
-            return _Resolved(None, None, desc or start_desc, cur,
-                             f"{cur.name} was inserted by the compiler and has no original counterpart")
-        last = index.group_last.get(cur.name, cur)
-        if last is not cur:
-            return _Resolved(None, None, desc or start_desc, cur,
-                             f"{cur.name} is not the last op of its fused group; {last.name} holds the original output")
-        return _Resolved(fused_output_original(cur.name, originals), k, desc or start_desc, cur)
+    # A Cast or TransData holds its input's values, whatever origin it names (the original tool walks back past
+    # every op of these types, input k standing for output k).
+    cur, k, no_producer = index.pass_through_end(op, out)
+    desc = cur.output(k)
+    if no_producer:
+        return _Resolved(None, None, desc or start_desc, cur,
+                         f"{cur.name} was inserted by the compiler and its input has no producer in the graph")
+    if desc is not None and desc.origin_name is not None:
+        idx = k if desc.origin_output_index is None else desc.origin_output_index
+        return _Resolved(desc.origin_name, idx, desc, cur, explicit=True)
+    originals = graph.original_names(cur)
+    if not originals:
+        return _Resolved(None, None, desc or start_desc, cur,
+                         f"{cur.name} was inserted by the compiler and has no original counterpart")
+    last = index.group_last.get(cur.name, cur)
+    if last is not cur:
+        return _Resolved(None, None, desc or start_desc, cur,
+                         f"{cur.name} is not the last op of its fused group; {last.name} holds the original output")
+    return _Resolved(fused_output_original(cur.name, originals), k, desc or start_desc, cur)
 
 
 class _GroundTruth:

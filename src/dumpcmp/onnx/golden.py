@@ -29,9 +29,10 @@ Memory stays bounded: onnxruntime keeps every graph output of a run alive until 
 are fetched, so exposing all node outputs at once would hold all activations. The nodes are cut, in execution
 order, into batches whose outputs fit in `batch_bytes` (sizes from ONNX shape inference with the actual input
 shapes; where a shape is unknown, the largest tensor seen so far); each batch gets its own session exposing only
-its outputs, and each output is written and dropped as it comes. Peak memory: one plain inference + one batch +
-the weights, whatever the number of nodes (measured: a chain of 40 or 80 outputs of 16 MB each peaks at 290 MB
-in batches of 16 MB, 800 MB when all are exposed at once). The price is one inference (and one session creation)
+its outputs, and each output is written and dropped as it comes, before the next batch runs. Peak memory: one plain
+inference + one batch + the weights, whatever the number of nodes (measured: a chain of 40 or 80 outputs of 16 MB
+each peaks at 290 MB in batches of 16 MB, 800 MB when all are exposed at once; an Expand to 2 GiB peaks at 2.1 GB,
+one copy of it). The price is one inference (and one session creation)
 per batch, so a small `batch_bytes` on a deep model costs time.
 
 Models over 2 GB keep their weights in external data files: the model is read without them
@@ -300,25 +301,17 @@ def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, f
         fetch = names + [n for n in runner.original_outputs if n not in names]
         values = runner.run(session, fetch, feeds)
         del session
-        for n, v in zip(fetch, values):
+        for k, n in enumerate(fetch):
             if n not in final:
                 continue
-            if check and not _same(v, plain[n]):
+            if check and not _same(values[k], plain[n]):
                 raise DumpcmpError(f"{path}: exposing intermediate outputs changed the final output {n!r}; "
                                    "onnxruntime does not compute this model deterministically")
-            outputs_seen.setdefault(n, v)
+            outputs_seen.setdefault(n, values[k])
+        # Each output is written, then dropped: the list is its only holder (no loop variable keeps the last one
+        # alive into the next batch's run, which would hold a large intermediate twice).
         for k, rec in enumerate(batch):
-            value = values[k]
-            values[k] = None
-            if not isinstance(value, np.ndarray):
-                rec.note = _join_note(rec.note, f"{type(value).__name__} output: not a tensor, not written")
-                continue
-            largest = max(largest, value.nbytes)
-            if value.dtype.kind in "OSU":
-                rec.shape, rec.dtype = tuple(value.shape), "string"
-                rec.note = _join_note(rec.note, "string tensor: not written")
-                continue
-            _write(out, staged, rec, value, base)
+            largest = max(largest, _write_output(out, staged, rec, values, k, base))
         del values
     if not check:
         if not batches:  # a model without nodes: its outputs are inputs or weights
@@ -362,6 +355,20 @@ def _not_a_tensor(type_proto: Any) -> str | None:
 
 def _join_note(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
+
+
+def _write_output(out: Path, staged: Any, rec: GoldenRecord, values: list[Any], k: int, base: int) -> int:
+    """Write `values[k]` for `rec` and drop it from the list (its bytes are freed when this returns); its size."""
+    value, values[k] = values[k], None
+    if not isinstance(value, np.ndarray):
+        rec.note = _join_note(rec.note, f"{type(value).__name__} output: not a tensor, not written")
+        return 0
+    if value.dtype.kind in "OSU":
+        rec.shape, rec.dtype = tuple(value.shape), "string"
+        rec.note = _join_note(rec.note, "string tensor: not written")
+        return value.nbytes
+    _write(out, staged, rec, value, base)
+    return value.nbytes
 
 
 def _write(out: Path, staged: Any, rec: GoldenRecord, array: np.ndarray, base: int) -> None:

@@ -67,18 +67,29 @@ def run() -> NoReturn:
     included, which takes a noticeable part of each run (docs/performance.md#design-measurements). main() alone, as the
     tests call it, freezes nothing.
     """
+    from dumpcmp.support import command_start
+
+    command_start.begin()  # already, when the package loaded as the command; a signal until main() unwinds: one line
     gc.freeze()
-    raise SystemExit(main())
+    code = main()
+    try:
+        sys.stdout.flush()  # what the command printed is out before a signal could end the process at once
+    except (OSError, ValueError):
+        pass
+    command_start.finish()  # the interpreter's exit (atexit, joining threads) ends quietly on a signal too
+    raise SystemExit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from dumpcmp.support import command_start
     from dumpcmp.support.files import Terminated, install_signal_cleanup, remove_leftovers
 
+    command_start.end()  # from here a signal unwinds (below) instead of ending the process at once
     install_signal_cleanup()  # SIGTERM / SIGHUP unwind like Ctrl-C: no temporary file is left behind
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
-    args = parser.parse_args(words)
     try:
+        parser = build_parser(words[0] if words and words[0] in COMMANDS else None)  # imports the command's modules
+        args = parser.parse_args(words)
         return int(args.run(args) or 0)
     except Terminated as stop:
         remove_leftovers()

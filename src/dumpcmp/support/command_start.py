@@ -13,9 +13,10 @@ start-up, before any of dumpcmp's code runs, are the interpreter's (a signal's d
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
+
+# the interpreter's own signal module: `signal` builds its enums on import (milliseconds before begin() could run)
+import _signal as signal
 
 __all__ = ["begin", "end", "finish", "is_command"]
 
@@ -37,6 +38,16 @@ def is_command() -> bool:
     return bool(sys.argv) and os.path.basename(sys.argv[0]) == "dumpcmp"
 
 
+def _set(sig: int, handler: object) -> bool:
+    """signal.signal, False off the main thread (where no handler can be set); threading is not imported for it:
+    this module loads first, and every import before begin() is time a signal would find the default handlers."""
+    try:
+        signal.signal(sig, handler)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
 def _quit(signum: int, frame: object) -> None:
     text = "interrupted" if signum == signal.SIGINT else f"stopped by signal {signum}"
     try:
@@ -48,24 +59,23 @@ def _quit(signum: int, frame: object) -> None:
 def begin() -> None:
     """From now on SIGINT, SIGTERM and SIGHUP end the process at once (those still at their default: a signal the
     parent set to be ignored stays ignored). Main thread of the command only."""
-    if threading.current_thread() is not threading.main_thread() or not is_command():
+    if not is_command():
         return
     for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL),
                          (signal.SIGHUP, signal.SIG_DFL)):
         now = signal.getsignal(sig)
         if now is _quit or now == default:
+            if not _set(sig, _quit):
+                return
             _replaced.setdefault(sig, default)
-            signal.signal(sig, _quit)
 
 
 def finish() -> None:
     """After main() returned: SIGINT, SIGTERM and SIGHUP (not ignored ones) end the process at once, quietly, while
-    the interpreter exits (nothing is left to clean up; main() flushed what it wrote)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
+    the interpreter exits, with one line (nothing is left to clean up; run() flushed what main() printed)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) != signal.SIG_IGN:
-            signal.signal(sig, _quit)
+        if signal.getsignal(sig) != signal.SIG_IGN and not _set(sig, _quit):
+            return
 
 
 def end() -> None:
@@ -73,7 +83,7 @@ def end() -> None:
     while _replaced:
         sig, handler = _replaced.popitem()
         if signal.getsignal(sig) is _quit:
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+            _set(sig, handler)
 
 
 begin()  # on import: the package's __init__ imports this module first

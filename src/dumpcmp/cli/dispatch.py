@@ -107,3 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         remove_leftovers()
         print("dumpcmp: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as error:
+        # a signal while a module's class body runs a descriptor's __set_name__ (dataclass fields, while a command
+        # imports what it needs) comes wrapped in a RuntimeError (Python 3.11)
+        stop = error.__cause__
+        if not isinstance(stop, KeyboardInterrupt):
+            raise
+        remove_leftovers()
+        signum = stop.signum if isinstance(stop, Terminated) else 2
+        print("dumpcmp: interrupted" if signum == 2 else f"dumpcmp: stopped by signal {signum}", file=sys.stderr)
+        return 128 + signum

@@ -50,13 +50,20 @@ def _dumpcmp_frames(stderr: str) -> list[str]:
     return found
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT at its default, which Python turns into KeyboardInterrupt (a test run in the background
+    of a shell has it ignored, and an ignored SIGINT stays ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(model: tuple[Path, Path], out: Path, sig: int, delay: float) -> str:
     """Run compare, send `sig` after `delay` seconds; the outcome's class, or an AssertionError."""
     dump, gt = model
     env = dict(os.environ, PYTHONPATH=str(SRC))
     proc = subprocess.Popen([sys.executable, "-m", "dumpcmp", "compare", "-l", str(dump), "-r", str(gt), "-o",
                              str(out / "result.csv"), "--force", "--quiet"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     time.sleep(delay)
     proc.send_signal(sig)
     try:

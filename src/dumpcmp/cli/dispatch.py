@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from typing import NoReturn, Sequence
 
@@ -72,10 +73,17 @@ def run() -> NoReturn:
     command_start.begin()  # already, when the package loaded as the command; a signal until main() unwinds: one line
     gc.freeze()
     code = main()
-    try:
-        sys.stdout.flush()  # what the command printed is out before a signal could end the process at once
-    except (OSError, ValueError):
-        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()  # what the command printed is out before a signal could end the process at once
+        except (OSError, ValueError):
+            pass
+    if code > 128:
+        # stopped by a signal, temporaries removed: end here. Python 3.11 may end the process by SIGINT itself
+        # after the line printed, when the KeyboardInterrupt came through certain interpreter paths while a command
+        # imported its modules (it remembers an "unhandled" KeyboardInterrupt that main() did handle; 2 of 150
+        # interrupts there): the exit code is 128 + the signal's number however it came
+        os._exit(code)
     command_start.finish()  # the interpreter's exit (atexit, joining threads) ends quietly on a signal too
     raise SystemExit(code)
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -33,8 +35,10 @@ FIRST_LINE = next((n for n, line in enumerate(INIT.read_text().splitlines(), 1) 
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory) -> tuple[Path, Path]:
-    return generate_model(tmp_path_factory.mktemp("model"), ops=60, bytes_per_side=160 << 20)
+def model(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
+    folder = tmp_path_factory.mktemp("model")
+    yield generate_model(folder, ops=60, bytes_per_side=160 << 20)
+    shutil.rmtree(folder)  # 250 MB: not left for pytest's rotation
 
 
 def _dumpcmp_frames(stderr: str) -> list[str]:

@@ -623,14 +623,13 @@ const TensorDesc& DumpFile::tensor(TensorKind kind, std::size_t index) const {
 
 MappedFilePtr DumpFile::mapping() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!mapping_) {
-        auto m = std::make_shared<const MappedFile>(path_);
-        if (m->size() != header_.file_size)
-            throw DumpError(path_, "changed on disk since its header was read (" + std::to_string(header_.file_size) +
-                                       " bytes then, " + std::to_string(m->size()) + " now)");
-        mapping_ = std::move(m);
-    }
-    return mapping_;
+    if (MappedFilePtr held = mapping_.lock()) return held;
+    auto m = std::make_shared<const MappedFile>(path_);
+    if (m->size() != header_.file_size)
+        throw DumpError(path_, "changed on disk since its header was read (" + std::to_string(header_.file_size) +
+                                   " bytes then, " + std::to_string(m->size()) + " now)");
+    mapping_ = m;
+    return m;
 }
 
 std::string DumpFile::check_tensor(const TensorDesc& t) const {

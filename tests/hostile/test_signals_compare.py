@@ -34,6 +34,13 @@ INIT = Path(dumpcmp.__file__)
 FIRST_LINE = next((n for n, line in enumerate(INIT.read_text().splitlines(), 1) if "command_start" in line), 0)
 
 
+# An editable install that rebuilds the core on import (docs/development.md's `editable.rebuild=true`) runs CMake in
+# every child as it starts: a signal then reaches the build too, which prints its own errors. What this suite checks
+# is the command as installed (CI's `pip install .`); there it runs.
+pytestmark = pytest.mark.skipif(any(getattr(f, "rebuild_flag", False) for f in sys.meta_path),
+                                reason="an editable install rebuilding the core on import: signals reach its build")
+
+
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     folder = tmp_path_factory.mktemp("model")

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from dumpcmp.comparison.rows import FP16_TINY
+from dumpcmp.comparison.rows import FP16_TINY, dumped_ops
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.support.files import atomic_write_text
 
@@ -199,6 +199,15 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
     lines = [f"{result.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
              f"{c['skipped']} skipped"]
     lines += [f"  note: {n}" for n in result.notes]
+    if result.dumped_ops is not None:
+        with_rows = len(dumped_ops(result.rows))
+        raw = result.dumped_ops - with_rows - len(result.left_out)
+        shown = ", ".join(result.left_out[:10]) + (", ..." if len(result.left_out) > 10 else "")
+        lines.append(f"  {result.dumped_ops} dumped ops, {with_rows} with rows" +
+                     (f"; {len(result.left_out)} inside a quant/dequant pair have none, as in the original tool "
+                      f"(their tensors are raw integers): {shown}" if result.left_out else "") +
+                     (f"; {raw} whose only dumped tensors are raw integers (quantize outputs, dequantize inputs)"
+                      if raw > 0 else ""))
     never = result.never_dumped()
     if never:
         kinds = ", ".join(f"{n} {what}" for what, n in never.items())

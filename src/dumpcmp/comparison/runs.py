@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from dumpcmp.comparison.sources import device_ops
+from dumpcmp.dumps.ground_truth import keys_by_index
 from dumpcmp.dumps.scan import DumpGroup, DumpIndex, scan
 from dumpcmp.errors import NotFoundError
 from dumpcmp.graph.graph_json import Graph, load_graph
@@ -127,7 +128,7 @@ def paired_runs(
         else:
             iterations = len({g.key.data_index for g in groups})
             gt_files, notes = _sample_ground_truth(group, right_index, gt_sample, iterations)
-            pairs = pair_with_ground_truth(device_ops(group), gt_files, graph)
+            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files), graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]

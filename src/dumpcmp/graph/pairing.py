@@ -423,9 +423,14 @@ class _GroundTruth:
     def __init__(self, mapping: Mapping[str, Any]) -> None:
         self.mapping = mapping
         self.normalized: dict[str, str] = {}
+        ambiguous: set[str] = set()
         for key in mapping:
             name, idx = _split_key(key)
-            self.normalized.setdefault(f"{sanitize_name(name)}.{idx}" if idx is not None else sanitize_name(key), key)
+            norm = f"{sanitize_name(name)}.{idx}" if idx is not None else sanitize_name(key)
+            if self.normalized.setdefault(norm, key) != key:
+                ambiguous.add(norm)  # two names, one sanitised name (`a/b`, `a_b`): only exact names pair
+        for norm in ambiguous:
+            del self.normalized[norm]
         self.used: set[str] = set()
 
     def lookup(self, name: str, idx: int) -> tuple[str, Any]:

@@ -91,3 +91,38 @@ def test_dumped_ops_inside_a_closed_pair_are_counted_and_named(tmp_path):
     assert result.left_out == ("conv2",)
     text = result.summary()
     assert "2 dumped ops" in text and "conv2" in text and "quant/dequant pair" in text
+
+
+def test_int8_simulation_of_a_pytorch_export_compares_every_layer(tmp_path):
+    """End to end: initializers named as PyTorch names them (`0.stft.conv_real.weight`), golden, simulate int8 (its
+    int8 weights become `0.stft.conv_real.weight_quantized`), compare -f: every computing layer has a row."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dumpcmp.device.simulate import simulate
+    from dumpcmp.onnx.golden import dump_golden
+
+    rng = np.random.default_rng(0)
+
+    def w(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    nodes = [helper.make_node("Conv", ["x", "0.stft.conv_real.weight"], ["c0"], name="Conv_0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"], name="Relu_1"),
+             helper.make_node("Conv", ["r0", "1.conv.weight"], ["c1"], name="Conv_2", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c1", "r0"], ["a"], name="Add_3"),
+             helper.make_node("Relu", ["a"], ["y"], name="Relu_4")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              initializer=[w("0.stft.conv_real.weight", (4, 1, 3, 3)),
+                                           w("1.conv.weight", (4, 4, 3, 3))])
+    model = tmp_path / "net.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    x = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+    dump_golden(model, {"x": x}, tmp_path / "gt")
+    sim = simulate(model, tmp_path / "dump", samples=[{"x": x}], precision="int8")
+    result = compare(tmp_path / "dump", tmp_path / "gt", fusion_json=sim.json_path)
+    compared = {r.pair.npu_op for r in result.rows if r.status == "compared" and r.pair is not None}
+    assert {"Conv_2", "Add_3", "Relu_4"} <= compared
+    assert any(op.startswith("Conv_0") for op in compared)
+    assert result.left_out == ()

@@ -96,7 +96,7 @@ def compare_runs(
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
         weights: frozenset[str] = frozenset()
-        dumped, left_out = len(dumped_ops(rows)), ()
+        dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
             left_out = quant_left_out(rows, run.graph)
             rows = graph_rows(rows, run.graph)

@@ -121,8 +121,8 @@ class ComparisonResult:
     """Ground-truth files holding weights or constants (golden_index.csv): reported apart, never "first bad"."""
     weight_inputs: frozenset[str] = frozenset()
     """TensorIndex of the input rows a graph's Const op feeds (weights: no dump, no ground truth of their own)."""
-    dumped_ops: int | None = None
-    """How many device ops the run dumped (None: not counted)."""
+    dumped_ops: tuple[str, ...] | None = None
+    """The device ops the run dumped, in order (None: not counted)."""
     left_out: tuple[str, ...] = ()
     """Dumped device ops with no row, left out as the original tool leaves out ops inside a quant/dequant pair."""
 

@@ -200,14 +200,17 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
              f"{c['skipped']} skipped"]
     lines += [f"  note: {n}" for n in result.notes]
     if result.dumped_ops is not None:
-        with_rows = len(dumped_ops(result.rows))
-        raw = result.dumped_ops - with_rows - len(result.left_out)
-        shown = ", ".join(result.left_out[:10]) + (", ..." if len(result.left_out) > 10 else "")
-        lines.append(f"  {result.dumped_ops} dumped ops, {with_rows} with rows" +
+        with_rows = set(dumped_ops(result.rows))
+        raw = [op for op in result.dumped_ops if op not in with_rows and op not in result.left_out]
+
+        def names(ops: Sequence[str]) -> str:
+            return ", ".join(ops[:10]) + (", ..." if len(ops) > 10 else "")
+
+        lines.append(f"  {len(result.dumped_ops)} dumped ops, {len(with_rows)} with rows" +
                      (f"; {len(result.left_out)} inside a quant/dequant pair have none, as in the original tool "
-                      f"(their tensors are raw integers): {shown}" if result.left_out else "") +
-                     (f"; {raw} whose only dumped tensors are raw integers (quantize outputs, dequantize inputs)"
-                      if raw > 0 else ""))
+                      f"(their tensors are raw integers): {names(result.left_out)}" if result.left_out else "") +
+                     (f"; {len(raw)} whose only dumped tensors are raw integers (quantize outputs, dequantize "
+                      f"inputs) have none: {names(raw)}" if raw else ""))
     never = result.never_dumped()
     if never:
         kinds = ", ".join(f"{n} {what}" for what, n in never.items())

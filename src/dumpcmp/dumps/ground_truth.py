@@ -296,15 +296,21 @@ def read_golden_index(path: str | os.PathLike[str]) -> list[GoldenRecord]:
             rows = list(csv.reader(f))
     except OSError as error:
         raise NotFoundError(f"{p}: cannot read the golden index: {error.strerror or error}") from error
+    except (csv.Error, UnicodeDecodeError) as error:
+        raise ConfigError(f"{p}: not a golden index (not UTF-8 CSV: {error})") from None
     if not rows or tuple(rows[0]) != INDEX_COLUMNS:
         raise ConfigError(f"{p}: not a golden index (expected the header {','.join(INDEX_COLUMNS)})")
     records = []
     for line, row in enumerate(rows[1:], start=2):
         if len(row) != len(INDEX_COLUMNS):
             raise ConfigError(f"{p}: line {line} has {len(row)} fields, expected {len(INDEX_COLUMNS)}")
-        shape = tuple(json.loads(row[7])) if row[7] else None
-        records.append(GoldenRecord(int(row[0]), row[1], row[2], row[3], int(row[4]), row[5], row[6], shape,
-                                    row[8], row[9]))
+        try:
+            shape = tuple(int(d) for d in json.loads(row[7])) if row[7] else None
+            records.append(GoldenRecord(int(row[0]), row[1], row[2], row[3], int(row[4]), row[5], row[6], shape,
+                                        row[8], row[9]))
+        except (ValueError, TypeError, RecursionError):
+            raise ConfigError(f"{p}: line {line}: order and output_index must be whole numbers and shape a JSON "
+                              "list of them") from None
     return records
 
 

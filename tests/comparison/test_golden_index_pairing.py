@@ -78,3 +78,13 @@ def test_locate_pairs_through_golden_index(tmp_path):
     rows = {row.op: row for row in result.rows}
     for op in ("a_b_relu", "a_b_neg"):
         assert rows[op].total is not None and rows[op].total.cosine > 0.9999, (op, rows[op].verdict, rows[op].total)
+
+
+def test_a_sanitised_name_two_keys_share_pairs_neither():
+    from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth
+
+    keys = {"a/b.0": "file of a/b", "a_b.0": "file of a_b"}
+    exact = pair_with_ground_truth([DeviceOp("a_b", "Neg", 0, 1)], keys)
+    assert [p.ground_truth_ref for p in exact if p.npu_op] == ["file of a_b"]
+    guessed = pair_with_ground_truth([DeviceOp("a.b", "Relu", 0, 1)], keys)
+    assert [p.ground_truth_ref for p in guessed if p.npu_op] == [None]

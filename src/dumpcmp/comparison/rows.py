@@ -342,8 +342,8 @@ def graph_group_name(op: Op) -> str:
 def graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
     """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
     units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
-    and so are, as the original's quantization rules say, ops inside a quant/dequant pair and the raw-integer
-    tensors of quant (outputs) and dequant (inputs) ops."""
+    and so are, as the original's quantization rules say, ops inside a closed quant/dequant pair (the summary names
+    them: `quant_left_out`) and the raw-integer tensors of quant (outputs) and dequant (inputs) ops."""
     left_out = quant_pair_members(graph)
     numbers: dict[str, int] = {}
     members: dict[int, list[Op]] = {}

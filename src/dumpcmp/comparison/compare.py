@@ -36,9 +36,11 @@ from dumpcmp.comparison.rows import (
     ComparisonResult,
     Row,
     count_reason,
+    dumped_ops,
     finish_row,
     graph_rows,
     no_truth_reason,
+    quant_left_out,
     weight_inputs,
 )
 from dumpcmp.comparison.runs import PairedRun, paired_runs
@@ -95,12 +97,15 @@ def compare_runs(
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
         weights: frozenset[str] = frozenset()
+        dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
+            left_out = quant_left_out(rows, run.graph)
             rows = graph_rows(rows, run.graph)
             weights = weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                                         ground_truth_has_address=run.device_vs_device, notes=run.notes,
-                                        constant_files=_constant_files(right), weight_inputs=weights))
+                                        constant_files=_constant_files(right), weight_inputs=weights,
+                                        dumped_ops=dumped, left_out=left_out))
     return results
 
 

@@ -94,7 +94,9 @@ def candidate_layers(graph: Any, gt: Any) -> list[str]:
     from dumpcmp.graph.device_ops import device_ops
     from dumpcmp.graph.pairing import Relation, pair_with_ground_truth
 
-    pairs = pair_with_ground_truth(device_ops(graph), dict(gt.files), graph)
+    from dumpcmp.dumps.ground_truth import keys_by_index
+
+    pairs = pair_with_ground_truth(device_ops(graph), keys_by_index(gt.files), graph)
     names = [p.npu_op for p in pairs if p.kind == "output" and p.index == 0 and p.ground_truth_ref is not None
              and p.skip_reason is None and p.relation is not Relation.INSERTED and p.npu_op is not None]
     return list(dict.fromkeys(names))

@@ -33,6 +33,7 @@ import numpy as np
 
 from dumpcmp.errors import DumpcmpError
 from dumpcmp.onnx.model import execution_order, subgraph_outer_names, subgraphs
+from dumpcmp.support.files import create_temp_folder, discard
 
 QUANTIZED_OP_TYPES = ("Conv", "Gemm", "MatMul")
 _FLOAT = 1  # onnx.TensorProto.FLOAT
@@ -379,7 +380,13 @@ def quantize_int8(model: Any, samples: Sequence[Mapping[str, np.ndarray]], where
     except ImportError as error:  # pragma: no cover - onnxruntime always ships it
         raise DumpcmpError(f"int8 simulation needs onnxruntime.quantization: {error}") from error
 
-    with tempfile.TemporaryDirectory(prefix="dumpcmp-simulate-") as tmp:
+    # One scratch folder, made by the safe writer in the temporary directory: named with this host and PID (the next
+    # run removes it if this one is killed, SIGKILL or a crash), removed on every way out (an exception, Ctrl-C,
+    # SIGTERM), and holding onnxruntime's own scratch folders too (tempfile's folder points into it meanwhile).
+    tmp = create_temp_folder(tempfile.gettempdir(), "simulate-int8")
+    previous = tempfile.tempdir
+    try:
+        tempfile.tempdir = tmp
         src, dst = Path(tmp) / "model.onnx", Path(tmp) / "model.int8.onnx"
         onnx.save(model, str(src))
         try:
@@ -396,3 +403,6 @@ def quantize_int8(model: Any, samples: Sequence[Mapping[str, np.ndarray]], where
             raise DumpcmpError(f"{where}: onnxruntime's int8 quantizer failed: {type(error).__name__}: {text}") \
                 from error
         return onnx.load(str(dst))
+    finally:
+        tempfile.tempdir = previous
+        discard(tmp)

@@ -141,3 +141,11 @@ def test_sample_refuses_a_folder_in_use_without_force(tmp_path, capsys):
     file = tmp_path / "f"
     file.write_text("a file")
     assert main(["sample", str(file), "--force"]) == 2 and file.read_text() == "a file"
+
+
+def test_sample_is_not_written_through_a_link(tmp_path, capsys):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(target)
+    assert main(["sample", str(tmp_path / "link"), "--force"]) == 2
+    assert "a link is not followed" in capsys.readouterr().err and os.listdir(target) == []

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if os.path.lexists(out) and (not out.is_dir() or out.is_symlink()):
-        raise DumpcmpError(f"{out}: exists and is not a folder; choose a new one")
+        raise DumpcmpError(f"{out}: exists and is not a folder (a link is not followed); choose a new one")
     if out.is_dir() and any(out.iterdir()) and not args.force:
         raise exists_error(out, "folder")
     device = make_sample_tree(out, seed=args.seed)

@@ -147,8 +147,8 @@ def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = Fal
 
 
 # A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
-# after a ';' (the original tool's rule).
-_FORMULA = re.compile(r"^[\uff1d\uff0b\uff0d+\-=%@]|;[\uff1d\uff0b\uff0d+\-=%@]")
+# after a ';' (the original tool's rule), even behind TABs, CRs or LFs (which spreadsheets skip: "\t=cmd" runs).
+_FORMULA = re.compile(r"(?:^|;)[\t\r\n]*[\uff1d\uff0b\uff0d+\-=%@]")
 
 
 def csv_safe(cell: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -119,9 +120,10 @@ def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
 
 
 def _substitute(command: str, values: dict[str, str]) -> str:
-    for key, value in values.items():
-        command = command.replace("{" + key + "}", shlex.quote(value))
-    return command
+    """`command` with each {placeholder} replaced by its shell-quoted value, in one pass over the template: text
+    a value brings in (a `{dump}` inside --device-model, a `;` in -o) is never substituted again nor run."""
+    pattern = re.compile("{(" + "|".join(map(re.escape, values)) + ")}")
+    return pattern.sub(lambda m: shlex.quote(values[m.group(1)]), command)
 
 
 class BisectJob:

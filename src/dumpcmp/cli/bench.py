@@ -208,6 +208,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--repeats {args.repeats}: at least 1")
     if args.plot:
         _require_matplotlib()  # before minutes of measuring, not after
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        kinds = FigureCanvasAgg.get_supported_filetypes()
+        kind = Path(args.plot).suffix[1:].lower() or "png"
+        if kind not in kinds:
+            raise ConfigError(f"{args.plot}: matplotlib writes no {kind!r} files; name it .png, .svg or .pdf "
+                              f"(it writes {', '.join(sorted(kinds))})")
     for out in (args.json, args.plot):
         if out and not Path(out).resolve().parent.is_dir():
             raise ConfigError(f"{out}: the folder {Path(out).resolve().parent} does not exist")

@@ -88,3 +88,13 @@ def test_a_sanitised_name_two_keys_share_pairs_neither():
     assert [p.ground_truth_ref for p in exact if p.npu_op] == ["file of a_b"]
     guessed = pair_with_ground_truth([DeviceOp("a.b", "Relu", 0, 1)], keys)
     assert [p.ground_truth_ref for p in guessed if p.npu_op] == [None]
+
+
+def test_histogram_of_a_ground_truth_folder_names_layers_as_the_index_does(tmp_path):
+    """histogram's layers of a ground-truth folder carry the op names golden's index gives, not the file names."""
+    from dumpcmp.output.histogram.layers import dump_layers
+
+    gt = tmp_path / "gt"
+    dump_golden(_model(tmp_path / "m.onnx"), {"x": np.linspace(-1, 1, 8, dtype=np.float32)}, gt)
+    names = {layer.name for layer in dump_layers(gt)}
+    assert {"a/b.0", "a_b.0"} <= names and "a_b_1.0" not in names, names

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -111,4 +112,47 @@ def test_a_killed_run_leaves_scratch_the_next_run_removes(net, tmp_path, tmpdir_
     done = subprocess.run([sys.executable, "-m", "dumpcmp", *args, "-o", str(tmp_path / "b")], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert left_in(tmpdir_) == []
+
+
+STOPPED = """
+import os, sys, time
+import onnxruntime.quantization as q
+real = q.quantize_static
+class Reader:
+    def get_next(self):
+        open(os.environ["MARK"], "w").close()
+        time.sleep(120)
+q.quantize_static = lambda src, dst, reader, **kw: real(src, dst, Reader(), **kw)
+from dumpcmp.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_signalled_from_outside_leaves_no_scratch(net, tmp_path, tmpdir_, sig):
+    # a real signal from another process while onnxruntime's quantizer works in the scratch: one line, 128 + signal
+    model, _ = net
+    x = model.parent / "x.npy"
+    mark = tmp_path / "in-quantizer"
+    env = dict(os.environ, TMPDIR=str(tmpdir_), MARK=str(mark), PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", STOPPED, "simulate", str(model), "--precision", "int8", "-i",
+                              f"input={x}", "-o", str(tmp_path / "out")], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                                                  signal.SIG_DFL))
+    try:
+        for _ in range(1200):
+            if mark.exists() or child.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert mark.exists(), child.communicate(timeout=60)
+        assert left_in(tmpdir_)  # the scratch is there while the quantizer runs
+        child.send_signal(sig)
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 128 + sig, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert left_in(tmpdir_) == []

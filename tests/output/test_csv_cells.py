@@ -43,3 +43,14 @@ def test_compare_csv_with_a_tab_formula_op_name(tmp_path):
     rows = list(csv.reader(io.StringIO(out.read_text(encoding="utf-8"), newline="")))
     cells = [c for row in rows[1:] for c in row if name in c]
     assert cells and all(c.startswith(" \t=") for c in cells), rows
+
+
+def test_locate_csv_cells_are_neutralised_as_the_result_files(tmp_path):
+    # locate.csv carries op names too (NPUOp, Originals, Inputs, Output): the same rule, numbers and NaN kept
+    from dumpcmp.output.table import locate_csv_text
+
+    header = ["Index", "OpType", "NPUOp", "Originals", "Inputs", "Output", "Verdict", "OwnCosine", "OwnRelRMSE", "Note"]
+    row = ["1", "Relu", "=HYPERLINK(\"x\")", "a;-b;c", "\t@x", "+y:0", "origin", "-0.5", "NaN", "conv1"]
+    rows = list(csv.reader(io.StringIO(locate_csv_text([header, row]), newline="")))
+    assert rows == [header, ["1", "Relu", " =HYPERLINK(\"x\")", " a;-b;c", " \t@x", " +y:0", "origin", "-0.5", "NaN",
+                             "conv1"]]

@@ -292,7 +292,7 @@ def locate_cells(result: MetricResult | None, rrmse: float, metrics: Sequence[in
 
 
 def locate_csv_text(table: list[list[str]]) -> str:
-    """locate's CSV: rows ending in LF, cells as they are."""
+    """locate's CSV: rows ending in LF, formula-like cells made safe (op names are in it too)."""
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(table)
+    csv.writer(buf, lineterminator="\n").writerows([csv_safe(c) for c in row] for row in table)
     return buf.getvalue()

@@ -91,7 +91,7 @@ def test_int16_layer_and_single_layer(tmp_path, rng):
     op3 = next(r for r in result.rows if r.tensor_index == "op3:output:0")
     assert rmse == pytest.approx(op3.value(7)) and rmse > 0.5
     single = next(a for a in advice if a.rule == "single-layer")
-    assert single.evidence["share"] > 0.9 and single.evidence["from"] == "cosine steps"
+    assert single.evidence["share"] > 0.9 and single.evidence["from"] == "producer -> consumer edges"
     assert not [a for a in advise(result, thresholds=Thresholds(rmse=2.0)) if a.rule == "int16-layer"]
 
 

@@ -34,9 +34,11 @@ RULES: dict[str, str] = {
                        "from tensor_min_max.txt when given): quantize that input in 16 bit",
     "int16-layer": "a layer whose RootMeanSquareError exceeds rmse (SigmaStar's INT16 advice: > 0.5): run the "
                    "convolution feeding it in 16 bit",
-    "single-layer": "one layer adds most of the error: its own cosine drop is >= single_share of the final drop "
-                    "(own error from locate; without locate, the step in cosine from the previous output)",
-    "drift": "the error accumulates over many layers: no layer adds single_share of the final drop",
+    "single-layer": "one layer adds most of the error: with locate, locate's origin (the first operator whose own "
+                    "error crosses the threshold); without, the layer whose cosine falls from its worst producer's "
+                    "(along the graph JSON's edges) by >= single_share of the final drop",
+    "drift": "the error accumulates over many layers: locate replayed operators and names no origin, or (without "
+             "locate) no layer adds single_share of the final drop along a producer -> consumer edge",
     "constant-output": "the device output is all zero or constant while the ground truth varies (a dead or "
                        "saturated layer)",
 }
@@ -276,6 +278,31 @@ def _outputs_in_order(result: Any) -> list[Any]:
             and math.isfinite(r.cosine)]
 
 
+def _from_locate_verdicts(locate: Sequence[LocateRow], ev: dict[str, Any], final: float,
+                          total_drop: float) -> list[Advice] | None:
+    """single-layer at locate's origin, or drift when locate replayed operators and none is the origin; None when
+    the rows carry no verdicts (a plain list of cosines)."""
+    replayed = [lr for lr in locate if lr.verdict in ("origin", "adds", "inherited", "ok")]
+    if not replayed:
+        return None
+    origin = next((lr for lr in replayed if lr.verdict == "origin"), None)
+    adds = [lr.op for lr in replayed if lr.verdict == "adds"]
+    ev = {**ev, "from": "locate verdict", "replayed": len(replayed), "adds": adds}
+    if origin is not None:
+        ev.update(own_cosine=origin.own_cosine, inherited_cosine=origin.inherited_cosine,
+                  total_cosine=origin.total_cosine)
+        also = f"; {len(adds)} later operator(s) also add error ({', '.join(adds[:3])}" \
+               f"{', ...' if len(adds) > 3 else ''})" if adds else ""
+        return [Advice("single-layer", origin.op, None,
+                       f"the error starts at this operator (locate): own cosine {_g(origin.own_cosine)} on its own "
+                       f"device inputs, inherited cosine {_g(origin.inherited_cosine)} (worst cosine {_g(final)})"
+                       f"{also}: fix or raise the precision of this operator", ev)]
+    return [Advice("drift", "model", None,
+                   f"the error accumulates: locate replayed {len(replayed)} operators and none adds error beyond "
+                   f"the threshold on its own (total drop {_g(total_drop)}, worst cosine {_g(final)}): raise the "
+                   f"precision along the path rather than of one operator", ev)]
+
+
 def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) -> list[Advice]:
     outs = _outputs_in_order(result)
     if not outs:
@@ -284,21 +311,31 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
     total_drop = 1.0 - final
     if final >= t.cosine or total_drop <= 0:
         return []
+    base = {"worst_cosine": final, "total_drop": total_drop, "threshold": t.single_share}
     if locate:
-        steps = [(1.0 - lr.own_cosine, lr.op, None, None, "own") for lr in locate if math.isfinite(lr.own_cosine)]
+        decided = _from_locate_verdicts(locate, base, final, total_drop)
+        if decided is not None:
+            return decided
+        steps = [(1.0 - lr.own_cosine, lr.op, None, None, "own", None)
+                 for lr in locate if math.isfinite(lr.own_cosine)]
     else:
-        steps, prev, keys = [], 1.0, row_keys(result)
-        for r in outs:
-            steps.append((prev - r.cosine, r.tensor_index, r.index, keys[id(r)], "step"))
-            prev = r.cosine
+        keys = row_keys(result)
+        steps = [(drop, r.tensor_index, r.index, keys[id(r)], "edge", up)
+                 for up, r, drop in result.drops() if math.isfinite(drop)]
     if not steps:
         return []
-    drop, layer, row, key, how = max(steps, key=lambda s: s[0])
+    drop, layer, row, key, how, up = max(steps, key=lambda s: s[0])
     share = drop / total_drop
-    ev = {"largest_drop": drop, "worst_cosine": final, "total_drop": total_drop, "share": share,
-          "threshold": t.single_share, "from": "locate own error" if how == "own" else "cosine steps"}
+    ev = {**base, "largest_drop": drop, "share": share,
+          "from": "locate own error" if how == "own" else "producer -> consumer edges"}
+    if how == "edge":
+        ev["upstream"] = None if up is None else up.tensor_index
     if share >= t.single_share:
-        what = "its own error (locate)" if how == "own" else "the cosine step from the previous output"
+        if how == "own":
+            what = "its own error (locate)"
+        else:
+            source = "the model inputs" if up is None else f"its producer {up.tensor_index}"
+            what = f"the fall in cosine from {source}"
         return [Advice("single-layer", layer, row,
                        f"this layer adds {share:.0%} of the error: {what} is {_g(drop)} of a total drop of "
                        f"{_g(total_drop)} (worst cosine {_g(final)}): fix or raise the precision of this layer",
@@ -312,7 +349,8 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
 def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Mapping[int, Any] | None = None,
            min_max: Mapping[str, tuple[float, float]] | None = None, locate: Iterable[Any] | None = None,
            rules: Iterable[str] | None = None) -> list[Advice]:
-    """Every rule's advice on one comparison, in rule order then execution order. `histograms`: ground-truth
+    """Every rule's advice on one comparison: the verdict's own (single-layer or drift) first, then the others in
+    rule order, each in execution order. `histograms`: ground-truth
     histograms by row position in `result.rows` (the int8-outliers rule reads them); `rules`: only these."""
     t = thresholds or Thresholds()
     wanted = set(rules) if rules is not None else set(RULES)
@@ -321,6 +359,8 @@ def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Map
         raise ConfigError(f"unknown advice rule(s) {', '.join(sorted(unknown))} (rules: {', '.join(RULES)})")
     loc = normalise_locate(locate)
     out: list[Advice] = []
+    if "single-layer" in wanted or "drift" in wanted:  # the verdict's own advice first: where the error starts
+        out += [a for a in _single_or_drift(result, t, loc) if a.rule in wanted]
     if "fp16-overflow" in wanted:
         out += _fp16_overflow(result)
     if "int8-outliers" in wanted:
@@ -329,8 +369,6 @@ def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Map
         out += _wide_conv_input(result, t, min_max)
     if "int16-layer" in wanted:
         out += _int16_layer(result, t)
-    if "single-layer" in wanted or "drift" in wanted:
-        out += [a for a in _single_or_drift(result, t, loc) if a.rule in wanted]
     if "constant-output" in wanted:
         out += _constant_output(result)
     return out

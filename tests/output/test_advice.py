@@ -19,6 +19,10 @@ def run(tmp_path, rng, **kw):
     return compare(c.root / "dump", c.gt, fusion_json=c.graph)
 
 
+# a quantize op in the run makes it an int8 device's (the int8 rules apply); the default chain is a float16 device's
+INT8 = ["Conv2D", "Relu", "Conv2D", "Relu", "Conv2D", "AscendQuant"]
+
+
 def rules_at(advice):
     return {(a.rule, a.layer) for a in advice}
 
@@ -56,19 +60,24 @@ def test_fp16_overflow_from_device_nan(tmp_path, rng):
 def test_int8_outliers(tmp_path, rng):
     spiky = rng.standard_normal(SHAPE).astype(np.float32)
     spiky.flat[7] = 1000.0
-    result = run(tmp_path, rng, truth={1: spiky})
+    # op2 quantizes op1's output, the tensor with the outlier
+    result = run(tmp_path, rng, truth={1: spiky}, types=["Conv2D", "Relu", "AscendQuant", "Relu", "Conv2D", "Relu"])
     advice = [a for a in advise(result, histograms=gt_histograms(result)) if a.rule == "int8-outliers"]
-    assert {a.layer for a in advice} == {"op1:output:0", "op2:input:0"}
+    assert {a.layer for a in advice} == {"op1:output:0"}  # once per tensor: op2's input is the same tensor
     ev = advice[0].evidence
     assert ev["abs_max"] == 1000.0 and ev["share_central"] >= 0.999 and ev["outside"] >= 1
     # a stricter share silences it
     assert not [a for a in advise(result, histograms=gt_histograms(result),
                                   thresholds=Thresholds(outlier_share=0.99999)) if a.rule == "int8-outliers"]
+    # a float16 device is not quantized: no int8 advice
+    fp16 = compare(tmp_path / "f" / "dump", Chain(tmp_path / "f", rng, 6, truth={1: spiky}).gt,
+                   fusion_json=tmp_path / "f" / "model.json")
+    assert not [a for a in advise(fp16, histograms=gt_histograms(fp16)) if a.rule == "int8-outliers"]
 
 
 def test_wide_conv_input(tmp_path, rng):
     wide = (rng.standard_normal(SHAPE) * 10).astype(np.float32)  # max - min about 80
-    result = run(tmp_path, rng, truth={1: wide})
+    result = run(tmp_path, rng, truth={1: wide}, types=INT8)
     (a,) = [a for a in advise(result) if a.rule == "wide-conv-input"]
     assert a.layer == "op2:input:0"  # op2 is a Conv2D; op1's output is its input
     row = result.rows[a.key]  # the conv's input row (its GroundTruth column names op2 itself, the Index op2's unit)
@@ -84,15 +93,19 @@ def test_wide_conv_input(tmp_path, rng):
 
 def test_int16_layer_and_single_layer(tmp_path, rng):
     noisy = lambda gt, r: gt + r.standard_normal(gt.shape).astype(np.float32)  # noqa: E731  RMSE about 1
-    result = run(tmp_path, rng, plants={3: noisy})
+    result = run(tmp_path, rng, plants={3: noisy}, types=INT8)
     advice = advise(result)
     assert rules_at(advice) == {("int16-layer", "op3:output:0"), ("single-layer", "op3:output:0")}
+    assert advice[0].rule == "single-layer"  # the verdict's own advice first
     rmse = next(a for a in advice if a.rule == "int16-layer").evidence["rmse"]
     op3 = next(r for r in result.rows if r.tensor_index == "op3:output:0")
     assert rmse == pytest.approx(op3.value(7)) and rmse > 0.5
     single = next(a for a in advice if a.rule == "single-layer")
-    assert single.evidence["share"] > 0.9 and single.evidence["from"] == "cosine steps"
-    assert not [a for a in advise(result, thresholds=Thresholds(rmse=2.0)) if a.rule == "int16-layer"]
+    assert single.evidence["share"] > 0.9 and single.evidence["from"] == "producer -> consumer edges"
+    op3_range = float(op3.result.max_y - op3.result.min_y)
+    levels = next(a for a in advice if a.rule == "int16-layer").evidence["levels"]
+    assert levels == pytest.approx(rmse / (op3_range / 255))  # in int8 levels of the tensor's range
+    assert not [a for a in advise(result, thresholds=Thresholds(rmse=levels + 1)) if a.rule == "int16-layer"]
 
 
 def test_drift(tmp_path, rng):

@@ -11,7 +11,8 @@ from typing import Any
 from dumpcmp.output.advice import RULES, Thresholds
 
 _HELP = {
-    "rmse": "int16-layer: RootMeanSquareError above which a layer is advised 16 bit (default 0.5)",
+    "rmse": "int16-layer: RootMeanSquareError, in int8 levels of the tensor's range ((max - min) / 255), above "
+            "which a layer is advised 16 bit (default 0.5)",
     "conv_input_range": "wide-conv-input: max - min of a convolution input above which it is advised 16 bit "
                         "(default 30)",
     "outlier_share": "int8-outliers: share of values in the central part of the range that flags outliers "

@@ -105,7 +105,7 @@ def compare_runs(
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                                         ground_truth_has_address=run.device_vs_device, notes=run.notes,
                                         constant_files=_constant_files(right), weight_inputs=weights,
-                                        dumped_ops=dumped, left_out=left_out))
+                                        dumped_ops=dumped, left_out=left_out, graph=run.graph))
     return results
 
 

@@ -125,6 +125,8 @@ class ComparisonResult:
     """The device ops the run dumped, in order (None: not counted)."""
     left_out: tuple[str, ...] = ()
     """Dumped device ops with no row, left out as the original tool leaves out ops inside a quant/dequant pair."""
+    graph: Graph | None = field(default=None, repr=False, compare=False)
+    """The graph JSON the rows were paired through (None: paired by name): its edges measure `drops`."""
 
     def below_fp16_range(self, row: Row) -> bool:
         """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
@@ -139,17 +141,63 @@ class ComparisonResult:
         ref = row.pair.ground_truth_ref if row.pair is not None else None
         return ref is not None and getattr(ref, "path", None) in self.constant_files
 
-    def largest_drop(self) -> tuple[Row, Row] | None:
-        """The two consecutive compared outputs (execution order, constants left out) between which the cosine
-        similarity falls the most: where a healthy drift turns into a break."""
-        outs = [r for r in self.rows if r.result is not None and not self.is_constant(r)
-                and not self.below_fp16_range(r) and (r.pair is None or r.pair.kind == "output")
-                and not math.isnan(r.cosine)]
-        best = None
-        for a, b in zip(outs, outs[1:]):
-            if best is None or a.cosine - b.cosine > best[0].cosine - best[1].cosine:
-                best = (a, b)
-        return best if best is not None and best[0].cosine > best[1].cosine else None
+    def drops(self) -> list[tuple[Row | None, Row, float]]:
+        """How much each compared output loses along the graph's producer -> consumer edges: (its worst compared
+        upstream output, the row, that one's cosine minus the row's). Upstream means the nearest compared outputs
+        reached through the op's data inputs (ops whose outputs have no usable row, such as quantize ops, are looked
+        through); an op fed only by the model's inputs (or constants) is measured from 1.0 (upstream None).
+        Execution order is not a path: two consecutive rows may sit on different branches. Constants, NaN cosines
+        and float16 tensors below float16's range are never an end. Empty without the graph JSON (`fusion_json`):
+        without it no edge is known."""
+        graph = self.graph
+        if graph is None:
+            return []
+        usable: dict[tuple[str, int], Row] = {}
+        for r in self.rows:
+            p = r.pair
+            if r.result is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
+                    not self.is_constant(r) and not self.below_fp16_range(r) and not math.isnan(r.cosine):
+                usable.setdefault((p.graph_op, p.index or 0), r)
+        consts = {"Const", "Constant", "Variable", "ConstPlaceHolder"}
+        done: dict[str, tuple[float, Row | None] | None] = {}  # op -> the worst of what reaches it (None: constants)
+
+        def reaching(op: Op) -> tuple[float, Row | None] | None:
+            worst: tuple[float, Row | None] | None = None
+            for prod in graph.producers(op):
+                if prod is None:
+                    continue
+                src, k = prod
+                row = usable.get((src.name, k))
+                if row is not None:
+                    got: tuple[float, Row | None] | None = (row.cosine, row)
+                elif src.type in consts:
+                    got = None
+                elif not src.data_inputs:
+                    got = (1.0, None)  # a model input (Data) or an op that reads nothing: exact
+                else:
+                    got = done.get(src.name, (1.0, None))  # looked through; not yet seen (a later op): unknown
+                if got is not None and (worst is None or got[0] < worst[0]):
+                    worst = got
+            return worst
+
+        for op in graph.ops:  # execution order: producers come first
+            done[op.name] = reaching(op)
+        out = []
+        for r in self.rows:
+            p = r.pair
+            if p is None or p.graph_op is None or usable.get((p.graph_op, p.index or 0)) is not r:
+                continue
+            op = graph.get(p.graph_op)
+            start = (done.get(op.name) if op is not None else None) or (1.0, None)
+            out.append((start[1], r, start[0] - r.cosine))
+        return out
+
+    def largest_drop(self) -> tuple[Row | None, Row] | None:
+        """(upstream, row) of the largest fall in cosine similarity along a producer -> consumer path (`drops`):
+        where the error enters. `upstream` None: measured from the model's inputs (1.0). None without the graph or
+        when no cosine falls."""
+        best = max(self.drops(), key=lambda d: d[2], default=None)
+        return (best[0], best[1]) if best is not None and best[2] > 0 else None
 
     def __iter__(self) -> Iterator[Row]:
         return iter(self.rows)

@@ -237,11 +237,13 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
             lines.append(f"  first below cosine {threshold}: #{first.index} {first.tensor_index} "
                          f"({first.op_type}) vs {first.ground_truth}: CosineSimilarity {first.result.format(0)}")
         drop = result.largest_drop()
-        if drop is not None and drop[0].result.format(0) != drop[1].result.format(0):
+        if drop is not None and (drop[0] is None or drop[0].result.format(0) != drop[1].result.format(0)):
             a, b = drop
-            lines.append(f"  largest drop between consecutive layers: #{a.index} {a.tensor_index} "
-                         f"{a.result.format(0)} -> #{b.index} {b.tensor_index} ({b.op_type}) "
-                         f"{b.result.format(0)} ({b.cosine - a.cosine:+.6f})")
+            start = "the model's inputs 1.000000" if a is None else \
+                f"#{a.index} {a.tensor_index} {a.result.format(0)}"
+            lines.append(f"  largest drop from producer to consumer: {start} -> #{b.index} {b.tensor_index} "
+                         f"({b.op_type}) {b.result.format(0)} "
+                         f"({b.cosine - (1.0 if a is None else a.cosine):+.6f})")
         bad = result.worst(worst, distinct=True)
         if bad:
             lines.append(f"  worst {len(bad)} by cosine similarity (one row per tensor; the same values dumped "

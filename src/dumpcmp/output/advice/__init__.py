@@ -6,16 +6,21 @@ The rules and their thresholds live in `rules`.
 """
 
 from dumpcmp.output.advice.rules import (
+    MOVING_TYPES,
     RULES,
     Advice,
     LocateRow,
     Thresholds,
     advise,
+    device_precision,
     distinct_rows,
     load_locate,
     normalise_locate,
+    once_per_tensor,
+    quantized_tensors,
     row_keys,
 )
 
 __all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate",
-           "distinct_rows", "row_keys"]
+           "distinct_rows", "row_keys", "device_precision", "once_per_tensor", "quantized_tensors",
+           "MOVING_TYPES"]

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dumpcmp.errors import ConfigError, DumpError
 
 __all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate", "distinct_rows",
-           "row_keys"]
+           "row_keys", "device_precision", "once_per_tensor", "quantized_tensors", "MOVING_TYPES"]
 
 FP16_MAX = 65504.0
 
@@ -27,16 +27,21 @@ FP16_MAX = 65504.0
 RULES: dict[str, str] = {
     "fp16-overflow": "the ground truth reaches beyond the fp16 range (|value| > 65504) on a float16 device tensor, "
                      "or the device tensor holds NaN/inf: keep that layer in fp32 or rescale it",
-    "int8-outliers": "the int8 range is spent on outliers: a share >= outlier_share of the ground truth's values "
-                     "lies in the central 1/outlier_ratio of its range, so the few values in the outer bins set the "
-                     "scale (from the ground truth's histogram)",
-    "wide-conv-input": "a convolution input whose ground-truth max - min exceeds conv_input_range (SigmaStar: > 30; "
-                       "from tensor_min_max.txt when given): quantize that input in 16 bit",
-    "int16-layer": "a layer whose RootMeanSquareError exceeds rmse (SigmaStar's INT16 advice: > 0.5): run the "
-                   "convolution feeding it in 16 bit",
-    "single-layer": "one layer adds most of the error: its own cosine drop is >= single_share of the final drop "
-                    "(own error from locate; without locate, the step in cosine from the previous output)",
-    "drift": "the error accumulates over many layers: no layer adds single_share of the final drop",
+    "int8-outliers": "on an int8 device (the dumps hold int8 tensors or quantize ops), on a tensor a quantize op "
+                     "reads (any tensor when the run shows none): the int8 range is spent on outliers: a share >= "
+                     "outlier_share of the ground truth's values lies in the central 1/outlier_ratio of its range, "
+                     "so the few values in the outer bins set the scale (from the ground truth's histogram)",
+    "wide-conv-input": "on an int8 device: a convolution input whose ground-truth max - min exceeds conv_input_range "
+                       "(SigmaStar: > 30; from tensor_min_max.txt when given): quantize that input in 16 bit",
+    "int16-layer": "on an int8 device: a computing layer (not Cast, TransData, Reshape, ...) below the cosine "
+                   "threshold whose RootMeanSquareError exceeds rmse int8 levels of its ground truth's range "
+                   "((max - min) / 255; SigmaStar's INT16 advice: RMSE > 0.5) and, along the graph JSON's edges, "
+                   "whose own fall in cosine from its producer is at least 1 - threshold: run that layer in 16 bit",
+    "single-layer": "one layer adds most of the error: with locate, locate's origin (the first operator whose own "
+                    "error crosses the threshold); without, the layer whose cosine falls from its worst producer's "
+                    "(along the graph JSON's edges) by >= single_share of the final drop",
+    "drift": "the error accumulates over many layers: locate replayed operators and names no origin, or (without "
+             "locate) no layer adds single_share of the final drop along a producer -> consumer edge",
     "constant-output": "the device output is all zero or constant while the ground truth varies (a dead or "
                        "saturated layer)",
 }
@@ -156,6 +161,49 @@ def _is_conv(op_type: str) -> bool:
     return "conv" in op_type.lower()
 
 
+#: ops that move or retype data without computing: the error they show is their producer's
+MOVING_TYPES = frozenset({"Cast", "TransData", "Reshape", "Transpose", "TransposeD", "Squeeze", "Unsqueeze",
+                          "ExpandDims", "Flatten", "Identity", "Concat", "ConcatD", "ConcatV2", "ConcatV2D", "Pack",
+                          "Unpack", "Split", "SplitD", "SplitV", "SplitVD", "Slice", "SliceD", "StridedSlice",
+                          "StridedSliceD", "Tile", "TileD", "BroadcastTo", "Expand", "Pad", "PadD", "Gather",
+                          "GatherV2", "GatherV2D", "Shape", "Size", "NetOutput", "Data"})
+_INT8_DTYPES = frozenset({"int8", "uint8", "int4"})
+_QUANT_TYPES = frozenset({"AscendQuant", "AscendDequant", "AscendRequant", "AscendAntiQuant", "QuantizeLinear",
+                          "DequantizeLinear"})
+
+
+def device_precision(result: Any) -> str:
+    """'int8', 'float16' or 'float32': what the device ran at, from the dumps: int8 when a dumped tensor is int8 (the
+    quantized weights, a quantize op's output) or the run holds quantize/dequantize ops, float16 when a dumped
+    tensor is float16, else float32."""
+    dtypes = {(r.npu_data_type or "").lower() for r in result.rows}
+    if dtypes & _INT8_DTYPES or any(r.op_type in _QUANT_TYPES for r in result.rows):
+        return "int8"
+    return "float16" if "float16" in dtypes else "float32"
+
+
+def _tensor(result: Any, a: Advice) -> Any:
+    """The tensor an advice is about: its ground truth (the same values dumped as an op's output, a quantize op's
+    input, a dequantize op's output and the next op's input are one tensor)."""
+    if a.key is None or not 0 <= a.key < len(result.rows):
+        return None
+    r = result.rows[a.key]
+    return (r.pair.ground_truth_key if r.pair is not None else None) or r.ground_truth or r.tensor_index
+
+
+def once_per_tensor(result: Any, advice: Iterable[Advice]) -> list[Advice]:
+    """The first advice of each rule on each tensor (execution order), the others dropped."""
+    seen, out = set(), []
+    for a in advice:
+        t = _tensor(result, a)
+        if t is not None:
+            if (a.rule, t) in seen:
+                continue
+            seen.add((a.rule, t))
+        out.append(a)
+    return out
+
+
 def row_keys(result: Any) -> dict[int, int]:
     """id(row) -> its position in `result.rows`: the one key that tells every row apart (`Index` is the fusion
     unit's number, shared by an op's input and output rows and by the ops fused into one unit)."""
@@ -196,11 +244,35 @@ def _fp16_overflow(result: Any) -> list[Advice]:
     return out
 
 
+_QUANTIZE_OPS = frozenset({"AscendQuant", "QuantizeLinear"})
+
+
+def quantized_tensors(result: Any) -> set[str]:
+    """The ground-truth keys of the tensors a quantize op reads: its dumped input rows, and with the graph JSON the
+    outputs feeding one (output-only dumps). Empty when the run shows no quantize op."""
+    out = {r.pair.ground_truth_key for r in result.rows if r.pair is not None and r.pair.kind == "input"
+           and r.op_type in _QUANTIZE_OPS and r.pair.ground_truth_key}
+    graph = getattr(result, "graph", None)
+    if graph is not None:
+        for r in result.rows:
+            p = r.pair
+            if p is None or p.kind != "output" or p.graph_op is None or p.graph_op not in graph:
+                continue
+            if any(op.type in _QUANTIZE_OPS and graph.producer(op, i) is not None and
+                   graph.producer(op, i)[1] == (p.index or 0) for op, i in graph.consumers(p.graph_op)):
+                out.add(p.ground_truth_key)
+    out.discard(None)
+    return out
+
+
 def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) -> list[Advice]:
     out = []
+    quantized = quantized_tensors(result)  # the tensors whose int8 scale is set; every tensor when none is seen
     for key, h in sorted(histograms.items()):
         r = result.rows[key] if 0 <= key < len(result.rows) else None
         if r is None or h is None or h.finite == 0 or h.min is None or not h.max > h.min:
+            continue
+        if quantized and (r.pair is None or r.pair.ground_truth_key not in quantized):
             continue
         peak = max(abs(h.min), abs(h.max))
         inner = peak / t.outlier_ratio
@@ -243,15 +315,30 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
 
 
 def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
+    if 7 not in result.algorithms:
+        return []
     out, keys = [], row_keys(result)
+    falls = {id(r): (up, drop) for up, r, drop in result.drops()}
     for r in distinct_rows(result):
-        if 7 not in result.algorithms:
+        res = r.result
+        if r.op_type in MOVING_TYPES or r.op_type in _QUANT_TYPES or res is None or not res.count:
             continue
-        rmse = r.value(7)
-        if math.isfinite(rmse) and rmse > t.rmse:
-            out.append(Advice("int16-layer", r.tensor_index, r.index,
-                              f"RootMeanSquareError {_g(rmse)} > {_g(t.rmse)}: run the convolution feeding this "
-                              f"layer in 16 bit", {"rmse": rmse, "threshold": t.rmse}, keys[id(r)]))
+        rmse, cos, span = r.value(7), r.cosine, float(res.max_y) - float(res.min_y)
+        if not (math.isfinite(rmse) and math.isfinite(span) and span > 0 and cos < t.cosine):
+            continue
+        levels = rmse / (span / 255.0)
+        up, drop = falls.get(id(r), (None, math.nan))
+        if levels <= t.rmse or (falls and not drop >= 1.0 - t.cosine):
+            continue  # within the int8 step, or (the graph known) carrying its producers' error rather than adding
+        what = f"this convolution ({r.op_type})" if _is_conv(r.op_type) else f"this {r.op_type}"
+        fall = "" if not falls else \
+            f", falling by {_g(drop)} from {'the model inputs' if up is None else up.tensor_index}"
+        out.append(Advice("int16-layer", r.tensor_index, r.index,
+                          f"RootMeanSquareError {_g(rmse)} is {_g(levels)} int8 levels of the ground truth's range "
+                          f"{_g(float(res.min_y))} .. {_g(float(res.max_y))} (> {_g(t.rmse)}), cosine {_g(cos)}"
+                          f"{fall}: run {what} in 16 bit",
+                          {"rmse": rmse, "levels": levels, "range": span, "threshold": t.rmse, "cosine": cos,
+                           "drop": None if not falls else drop, "op_type": r.op_type}, keys[id(r)]))
     return out
 
 
@@ -276,6 +363,31 @@ def _outputs_in_order(result: Any) -> list[Any]:
             and math.isfinite(r.cosine)]
 
 
+def _from_locate_verdicts(locate: Sequence[LocateRow], ev: dict[str, Any], final: float,
+                          total_drop: float) -> list[Advice] | None:
+    """single-layer at locate's origin, or drift when locate replayed operators and none is the origin; None when
+    the rows carry no verdicts (a plain list of cosines)."""
+    replayed = [lr for lr in locate if lr.verdict in ("origin", "adds", "inherited", "ok")]
+    if not replayed:
+        return None
+    origin = next((lr for lr in replayed if lr.verdict == "origin"), None)
+    adds = [lr.op for lr in replayed if lr.verdict == "adds"]
+    ev = {**ev, "from": "locate verdict", "replayed": len(replayed), "adds": adds}
+    if origin is not None:
+        ev.update(own_cosine=origin.own_cosine, inherited_cosine=origin.inherited_cosine,
+                  total_cosine=origin.total_cosine)
+        also = f"; {len(adds)} later operator(s) also add error ({', '.join(adds[:3])}" \
+               f"{', ...' if len(adds) > 3 else ''})" if adds else ""
+        return [Advice("single-layer", origin.op, None,
+                       f"the error starts at this operator (locate): own cosine {_g(origin.own_cosine)} on its own "
+                       f"device inputs, inherited cosine {_g(origin.inherited_cosine)} (worst cosine {_g(final)})"
+                       f"{also}: fix or raise the precision of this operator", ev)]
+    return [Advice("drift", "model", None,
+                   f"the error accumulates: locate replayed {len(replayed)} operators and none adds error beyond "
+                   f"the threshold on its own (total drop {_g(total_drop)}, worst cosine {_g(final)}): raise the "
+                   f"precision along the path rather than of one operator", ev)]
+
+
 def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) -> list[Advice]:
     outs = _outputs_in_order(result)
     if not outs:
@@ -284,21 +396,31 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
     total_drop = 1.0 - final
     if final >= t.cosine or total_drop <= 0:
         return []
+    base = {"worst_cosine": final, "total_drop": total_drop, "threshold": t.single_share}
     if locate:
-        steps = [(1.0 - lr.own_cosine, lr.op, None, None, "own") for lr in locate if math.isfinite(lr.own_cosine)]
+        decided = _from_locate_verdicts(locate, base, final, total_drop)
+        if decided is not None:
+            return decided
+        steps = [(1.0 - lr.own_cosine, lr.op, None, None, "own", None)
+                 for lr in locate if math.isfinite(lr.own_cosine)]
     else:
-        steps, prev, keys = [], 1.0, row_keys(result)
-        for r in outs:
-            steps.append((prev - r.cosine, r.tensor_index, r.index, keys[id(r)], "step"))
-            prev = r.cosine
+        keys = row_keys(result)
+        steps = [(drop, r.tensor_index, r.index, keys[id(r)], "edge", up)
+                 for up, r, drop in result.drops() if math.isfinite(drop)]
     if not steps:
         return []
-    drop, layer, row, key, how = max(steps, key=lambda s: s[0])
+    drop, layer, row, key, how, up = max(steps, key=lambda s: s[0])
     share = drop / total_drop
-    ev = {"largest_drop": drop, "worst_cosine": final, "total_drop": total_drop, "share": share,
-          "threshold": t.single_share, "from": "locate own error" if how == "own" else "cosine steps"}
+    ev = {**base, "largest_drop": drop, "share": share,
+          "from": "locate own error" if how == "own" else "producer -> consumer edges"}
+    if how == "edge":
+        ev["upstream"] = None if up is None else up.tensor_index
     if share >= t.single_share:
-        what = "its own error (locate)" if how == "own" else "the cosine step from the previous output"
+        if how == "own":
+            what = "its own error (locate)"
+        else:
+            source = "the model inputs" if up is None else f"its producer {up.tensor_index}"
+            what = f"the fall in cosine from {source}"
         return [Advice("single-layer", layer, row,
                        f"this layer adds {share:.0%} of the error: {what} is {_g(drop)} of a total drop of "
                        f"{_g(total_drop)} (worst cosine {_g(final)}): fix or raise the precision of this layer",
@@ -312,7 +434,8 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
 def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Mapping[int, Any] | None = None,
            min_max: Mapping[str, tuple[float, float]] | None = None, locate: Iterable[Any] | None = None,
            rules: Iterable[str] | None = None) -> list[Advice]:
-    """Every rule's advice on one comparison, in rule order then execution order. `histograms`: ground-truth
+    """Every rule's advice on one comparison: the verdict's own (single-layer or drift) first, then the others in
+    rule order, each in execution order. `histograms`: ground-truth
     histograms by row position in `result.rows` (the int8-outliers rule reads them); `rules`: only these."""
     t = thresholds or Thresholds()
     wanted = set(rules) if rules is not None else set(RULES)
@@ -320,17 +443,18 @@ def advise(result: Any, *, thresholds: Thresholds | None = None, histograms: Map
     if unknown:
         raise ConfigError(f"unknown advice rule(s) {', '.join(sorted(unknown))} (rules: {', '.join(RULES)})")
     loc = normalise_locate(locate)
+    int8 = device_precision(result) == "int8"  # the quantization rules say nothing about a float device
     out: list[Advice] = []
+    if "single-layer" in wanted or "drift" in wanted:  # the verdict's own advice first: where the error starts
+        out += [a for a in _single_or_drift(result, t, loc) if a.rule in wanted]
     if "fp16-overflow" in wanted:
         out += _fp16_overflow(result)
-    if "int8-outliers" in wanted:
+    if "int8-outliers" in wanted and int8:
         out += _int8_outliers(result, histograms or {}, t)
-    if "wide-conv-input" in wanted:
+    if "wide-conv-input" in wanted and int8:
         out += _wide_conv_input(result, t, min_max)
-    if "int16-layer" in wanted:
+    if "int16-layer" in wanted and int8:
         out += _int16_layer(result, t)
-    if "single-layer" in wanted or "drift" in wanted:
-        out += [a for a in _single_or_drift(result, t, loc) if a.rule in wanted]
     if "constant-output" in wanted:
         out += _constant_output(result)
-    return out
+    return once_per_tensor(result, out)

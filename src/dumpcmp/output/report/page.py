@@ -73,17 +73,13 @@ def _output_rows(result: Any, kinds: dict[int, str]) -> list[tuple[int, Any]]:
 
 
 def largest_drop(result: Any) -> tuple[Any, float] | None:
-    """The output row whose cosine fell most from the previous output's (row, drop), or None."""
-    prev, best = None, None
-    for _, r in _output_rows(result, classify(result)):
-        c = r.cosine
-        if prev is not None and math.isfinite(c) and math.isfinite(prev):
-            drop = prev - c
-            if best is None or drop > best[1]:
-                best = (r, drop)
-        if math.isfinite(c):
-            prev = c
-    return best
+    """The output row whose cosine fell most from its worst compared producer's along the graph's edges (row, drop),
+    or None (no graph JSON, or no fall): `ComparisonResult.largest_drop`."""
+    drop = result.largest_drop()
+    if drop is None:
+        return None
+    a, b = drop
+    return b, (1.0 if a is None else a.cosine) - b.cosine
 
 
 def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> dict[str, Any]:
@@ -91,6 +87,8 @@ def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> 
     operator whose own error is below the threshold (where the error starts)."""
     first = result.first_below(threshold) if 0 in result.algorithms else None
     drop = largest_drop(result)
+    pair = result.largest_drop() if drop is not None else None
+    upstream = None if pair is None or pair[0] is None else pair[0].tensor_index  # None: the model's inputs
     keys = row_keys(result)
     # locate's own verdict names the origin; without one, the first operator whose own cosine is below the threshold
     starts = next((lr for lr in locate if lr.verdict == "origin"), None) or \
@@ -104,7 +102,7 @@ def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> 
         "largest_drop": None if drop is None else {"row": drop[0].index, "key": keys[id(drop[0])],
                                                     "name": drop[0].tensor_index,
                                                     "op_type": drop[0].op_type, "drop": _num(drop[1]),
-                                                    "cosine": _num(drop[0].cosine)},
+                                                    "cosine": _num(drop[0].cosine), "from": upstream},
         "error_starts": None if starts is None else {"op": starts.op, "own_cosine": _num(starts.own_cosine),
                                                       "verdict": starts.verdict},
     }
@@ -304,7 +302,8 @@ def _run_section(result: Any, counts: dict[str, int], v: dict[str, Any], data: R
     ld = v["largest_drop"]
     if ld:
         lines.append(f"<li>largest drop: <a href=\"#row-{ld['key']}\">#{ld['row']} {escape(ld['name'])}</a> "
-                     f"({escape(ld['op_type'])}), cosine fell by {_show(ld['drop'])} to {_show(ld['cosine'])}</li>")
+                     f"({escape(ld['op_type'])}), cosine fell by {_show(ld['drop'])} to {_show(ld['cosine'])} from "
+                     f"{escape(ld.get('from') or 'the model inputs')}</li>")
     es = v["error_starts"]
     if es:
         lines.append(f"<li>where the error starts (locate): {escape(es['op'])}, own cosine "

@@ -23,6 +23,8 @@ def _dumpcmp(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_every_printed_command_runs_as_printed(tmp_path):
+    tmp_path = tmp_path / "a folder"  # with a space: the printed paths are quoted for the shell
+    tmp_path.mkdir()
     demo = _dumpcmp(["demo"], tmp_path)
     assert demo.returncode == 0, demo.stderr
     commands = [shlex.split(line, comments=True) for line in demo.stdout.splitlines()

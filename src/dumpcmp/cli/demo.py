@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import time
 from dataclasses import dataclass
@@ -191,20 +192,21 @@ def printed_commands(out_dir: Path, precision: str, worst: Any = None) -> list[s
 
     The simulated dumps go to a folder of their own (one run, so `compare -d` needs no --time) and dump inputs and
     outputs (`--dump-mode all`, as the demo does and as the acl.json it prints asks the NPU)."""
-    model, data, mine = out_dir / "demo_net.onnx", out_dir / "input.npy", out_dir / MINE
-    gt, dump, graph = mine / "ground_truth", mine / "dump", mine / "demo_net.json"
+    q = shlex.quote  # a folder with a space in its name still gives commands that run as printed
+    model, data, mine = q(str(out_dir / "demo_net.onnx")), q(f"input={out_dir / 'input.npy'}"), out_dir / MINE
+    gt, dump, graph = q(str(mine / "ground_truth")), q(str(mine / "dump")), q(str(mine / "demo_net.json"))
     lines = [
-        f"dumpcmp golden {model} -i input={data} -o {gt}",
-        f"dumpcmp acl-json new --model demo_net --path /your/dump/path --mode all -o {mine / 'acl.json'}"
+        f"dumpcmp golden {model} -i {data} -o {gt}",
+        f"dumpcmp acl-json new --model demo_net --path /your/dump/path --mode all -o {q(str(mine / 'acl.json'))}"
         "  # then run on the NPU",
-        f"dumpcmp simulate {model} --precision {precision} --dump-mode all -i input={data} -o {dump} "
+        f"dumpcmp simulate {model} --precision {precision} --dump-mode all -i {data} -o {dump} "
         f"--json-out {graph}  # without an NPU",
-        f"dumpcmp compare -l {dump} -r {gt} -f {graph} -o {mine / 'result.csv'}",
-        f"dumpcmp locate {model} -l {dump} -r {gt} -f {graph} -o {mine / 'locate'}",
+        f"dumpcmp compare -l {dump} -r {gt} -f {graph} -o {q(str(mine / 'result.csv'))}",
+        f"dumpcmp locate {model} -l {dump} -r {gt} -f {graph} -o {q(str(mine / 'locate'))}",
     ]
     if worst is not None:
-        lines.append(f"dumpcmp compare -l {dump} -r {gt} -f {graph} -d {worst.npu_op} -t {worst.kind} "
-                     f"-i {worst.index or 0} -o {mine / 'detail'}")
+        lines.append(f"dumpcmp compare -l {dump} -r {gt} -f {graph} -d {q(worst.npu_op)} -t {worst.kind} "
+                     f"-i {worst.index or 0} -o {q(str(mine / 'detail'))}")
     return lines
 
 

@@ -24,6 +24,9 @@ def test_suffix_holds_only_what_tells_the_runs_apart():
     # alone, every field (short); a run that is not fields (a flat folder) kept whole, made safe
     assert run_suffix(RUNS[0]) == "t20261126225916_dev0_net_id1_it0"
     assert run_suffix("folder a/b c") == "folder_a_b_c"
+    # two names that become one file name stay two files
+    clash = [RUNS[0].replace("model net", "model a/b"), RUNS[0].replace("model net", "model a_b")]
+    assert [run_suffix(r, clash) for r in clash] == ["a_b_1", "a_b_2"]
 
 
 def test_compare_on_two_iterations_writes_the_users_name_with_a_short_suffix(tmp_path, capsys):

@@ -129,7 +129,16 @@ def run_suffix(run: str, runs: Iterable[str] = ()) -> str:
     fields that differ between them, each as a short token (`time 2026...` -> `t2026...`, `device 0` -> `dev0`,
     `model resnet` -> `resnet`, `model_id 1` -> `id1`, `iteration 0` -> `it0`), joined by `_`. Without `runs`
     (or when no field tells them apart) every field of the run; a run that is not `key value / ...` (a folder) is
-    kept whole. Characters other than letters, digits, `-` and `_` become `_`."""
+    kept whole. Characters other than letters, digits, `-` and `_` become `_`; when that makes two runs' tags
+    equal (`model a/b`, `model a_b`), each gets its place among `runs` appended (`a_b_1`, `a_b_2`)."""
+    runs = list(runs)
+    tag = _run_tag(run, runs)
+    if run in runs and sum(1 for r in dict.fromkeys(runs) if _run_tag(r, runs) == tag) > 1:
+        tag += f"_{list(dict.fromkeys(runs)).index(run) + 1}"
+    return tag
+
+
+def _run_tag(run: str, runs: list[str]) -> str:
     def fields(text: str) -> list[tuple[str, str]] | None:
         out = []
         for part in text.split(" / "):

@@ -108,6 +108,9 @@ def test_long_titles_fit_shortened_in_the_middle(tmp_path, rng):
     nan = hist_of(np.array([1.0, np.nan], np.float32))
     plotter.draw(tmp_path / "n.png", "#4 short", nan, None)
     assert plotter.title.get_text() == "#4 short\ndevice: 1 NaN, 0 +inf, 0 -inf"
+    # control characters in a name (a newline would push the title off the top) become spaces
+    plotter.draw(tmp_path / "c.png", "#5 a\nb\tc\x00d", h, None)
+    assert plotter.title.get_text() == "#5 a b c d"
 
 
 def test_shorten_middle():

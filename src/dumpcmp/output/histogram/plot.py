@@ -108,6 +108,7 @@ class Plotter:
 
     def _fit_title(self, name: str, notes: str) -> None:
         """Set the title, the name shortened in the middle until it fits the figure's width."""
+        name = re.sub(r"[\x00-\x1f\x7f]", " ", name)  # one line: a newline in an op name would push it off the top
         renderer = self.canvas.get_renderer()
         box = self.ax.get_position()  # the title is centred on the axes: it fits twice the nearer figure edge
         room = 2 * min(box.x0 + box.x1, 2 - box.x0 - box.x1) / 2 * self.fig.bbox.width - 10

@@ -52,8 +52,10 @@ from dumpcmp.device.simulate._lower import (
     Lowered,
     constants_to_initializers,
     fold_conv_bn,
+    check_runnable,
     lower_fp16,
     quantize_int8,
+    rewrite_error,
 )
 from dumpcmp.onnx.controlflow import inline_static_ifs
 from dumpcmp.onnx.inputs import load_sample, plan_inputs, sample_feeds, with_free_dims_hint
@@ -178,11 +180,13 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
     if precision == "int8":
         source = quantize_int8(source, samples, where)
     try:
-        return lower_fp16(source, value_types(source, samples[0]), precision)
+        lowered = lower_fp16(source, value_types(source, samples[0]), precision)
     except DumpcmpError:
         raise
     except Exception as error:
-        raise DumpcmpError(f"{where}: cannot build the {precision} model: {type(error).__name__}: {error}") from error
+        raise rewrite_error(where, precision, "cannot build the rewritten model", error) from error
+    check_runnable(lowered, where)
+    return lowered
 
 
 # -- writing -------------------------------------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 The compiled graph (`-f`) says which original tensor every device output holds (the pairing rules of
 `dumpcmp.graph.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken
-from the output first. Device layouts are decoded by `dumpcmp.debug.locate.feeds.decode` (shared with `locate`)."""
+from the output first. The pairing walks back past every Cast (the original tool's rule: a Cast holds its input's
+values); the device op of an original ONNX Cast holds that Cast's own output, though, and is taken for it when no
+pair names the tensor (`original_cast_outputs`). Device layouts are decoded by `dumpcmp.debug.locate.feeds.decode`
+(shared with `locate`)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from dumpcmp.dumps.naming import ground_truth_key
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.debug.locate.feeds import decode
 from dumpcmp.graph.graph_json import Graph
-from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_with_ground_truth
+from dumpcmp.graph.pairing import PASS_THROUGH_TYPES, DeviceOp, TensorPair, pair_with_ground_truth
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
 
 @dataclass
@@ -100,7 +103,34 @@ def find_tensors(group: DumpGroup, graph: Graph | None,
             if p.kind != kind or p.npu_ref is None or p.ground_truth_ref is None or p.skip_reason is not None:
                 continue
             found.setdefault(p.ground_truth_ref, DeviceTensor(p.npu_ref, kind, p.index or 0, p))
+    if graph is not None:
+        for key, tensor in original_cast_outputs(group, graph).items():
+            if key in keys and keys[key] not in found:
+                found[keys[key]] = tensor
     return found
+
+
+def original_cast_outputs(group: DumpGroup, graph: Graph) -> dict[str, DeviceTensor]:
+    """`{node}.{k}` -> output k of the dumped device op that stands for exactly one original Cast/TransData node
+    (not one the compiler inserted): the tensor that node wrote."""
+    from dumpcmp.dumps.naming import sanitize
+
+    by_sanitized = {sanitize(op.name): op for op in graph.ops}
+    out: dict[str, DeviceTensor] = {}
+    for e in group.newest().values():
+        op = graph.get(e.op_name) or by_sanitized.get(sanitize(e.op_name))
+        if op is None or op.type not in PASS_THROUGH_TYPES or op.is_inserted:
+            continue
+        originals = graph.original_names(op)
+        if len(originals) != 1:
+            continue
+        for k, desc in enumerate(op.output_desc):
+            pair = TensorPair(e.op_name, e.op_type, "output", k, f"{e.op_name}:output:{k}", originals[0],
+                              (originals[0],), f"{originals[0]}.{k}", npu_ref=e, graph_op=op.name,
+                              origin_shape=desc.origin_shape, origin_format=desc.origin_format,
+                              origin_data_type=desc.origin_data_type)
+            out.setdefault(f"{originals[0]}.{k}", DeviceTensor(e, "output", k, pair))
+    return out
 
 
 def ground_truth(gt: GroundTruthIndex | RunGroundTruth, node: str, idx: int, shape: Sequence[int] | None,

@@ -91,6 +91,21 @@ def test_int8_with_a_weight_shared_by_two_convs(tmp_path):
     assert {"c1", "c2"} <= set(dumped(result))
 
 
+def test_int8_with_a_bias_shared_by_two_convs_and_a_tensor_named_like_its_copy(tmp_path):
+    # the quantizer copies a bias two ops share as `{bias}{n}`, n from 0 (the audio CNN of basic-pitch's nmp.onnx:
+    # "Duplicate definition of name"); here `b0` is already the model's Relu output
+    bias = numpy_helper.from_array(np.array([0.5, -0.5], np.float32), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["a"], name="c1", pads=[1] * 4),
+             helper.make_node("Relu", ["a"], ["b0"], name="relu"),
+             helper.make_node("Conv", ["b0", "w", "b"], ["y"], name="c2", pads=[1] * 4)]
+    model = save(tmp_path / "m.onnx", nodes, [weight("w"), bias])
+    result = simulate(model, tmp_path / "out", precision="int8", samples=[{"x": X}])
+    originals = {o for op in result.graph.ops for o in (op.originals or [])}
+    assert {"c1", "relu", "c2"} <= originals
+    ops = dumped(result)
+    assert "c2" in ops and np.isfinite(ops["c2"]).all() and ops["c2"].shape == X.shape
+
+
 def resize_model(path: Path, opset: int, roi: str) -> Path:
     empty = numpy_helper.from_array(np.zeros(0, np.float32))
     nodes = [helper.make_node("Constant", [], ["scales"], value=empty),

@@ -18,8 +18,9 @@ quantizes the inputs of Conv, Gemm and MatMul, as an NPU's int8 model does (Asce
 int8 weights); their outputs and every other op stay floating point, then lowered to float16 as above. Scales and
 zero points, and weights dequantized from int8, stay float32 so that int8 x scale is exact. The quantizer names what it
 adds after the tensors it quantizes (`{x}_quantized`, `{x}_scale`, `{x}_QuantizeLinear`, ...), and a model may
-already hold such names: it quantizes a copy whose every name is a neutral token (`rename_all`), and the names come
-back afterwards, each added name made unique.
+already hold such names; it also copies a bias several ops share as `{b}0`, `{b}1`, ..., which may be other tensors'
+names (nmp.onnx of basic-pitch). So it quantizes a copy whose every name is a neutral token (`rename_all`), and the
+names come back afterwards, each added name made unique.
 
 Inputs that are sizes rather than data (Resize's roi and scales, Upsample's scales) stay float32: on the device they
 are attributes, and a Cast in front of an empty scales tensor makes onnxruntime see scales and sizes both given.
@@ -51,7 +52,7 @@ _SUFFIX_FP16 = "__dumpcmp_fp16"
 _SUFFIX_RAW = "__dumpcmp_raw"
 _SCRATCH_LOCK = threading.Lock()
 _TOKEN = "dcq"
-_TOKEN_RE = re.compile(_TOKEN + r"(\d+)(.*)\Z", re.DOTALL)
+_TOKEN_RE = re.compile(_TOKEN + r"(\d+)t(.*)\Z", re.DOTALL)
 SIZE_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
 """op type -> input positions that are sizes or coordinates, not data: never rounded to float16."""
 
@@ -437,14 +438,15 @@ def _rename_graph(graph: Any, new: Any) -> None:
 
 
 def rename_all(model: Any) -> tuple[Any, dict[str, str]]:
-    """A copy of `model` whose every tensor and node name (subgraphs too) is a neutral token `dcq{k}`, and the map
-    original -> token. One string always gets one token, so scopes and shadowing stay as they were."""
+    """A copy of `model` whose every tensor and node name (subgraphs too) is a neutral token `dcq{k}t`, and the map
+    original -> token. One string always gets one token, so scopes and shadowing stay as they were; the closing `t`
+    keeps a name the quantizer derives by appending (`dcq1t2`, `dcq1t_scale`) from being another token."""
     import onnx
 
     names: set[str] = set()
     _graph_names(model.graph, names)
     names.discard("")
-    token = {name: f"{_TOKEN}{k}" for k, name in enumerate(sorted(names))}
+    token = {name: f"{_TOKEN}{k}t" for k, name in enumerate(sorted(names))}
     out = onnx.ModelProto()
     out.CopyFrom(model)
     _rename_graph(out.graph, lambda x: token.get(x, x))
@@ -453,7 +455,7 @@ def rename_all(model: Any) -> tuple[Any, dict[str, str]]:
 
 def restore_names(model: Any, token: Mapping[str, str]) -> None:
     """Give `model` (made from `rename_all`'s copy) its original names back, in place. A name derived from a token
-    (`dcq3_scale`) becomes the original's name with that tail, and every name the copy did not have is made unique
+    (`dcq3t_scale`) becomes the original's name with that tail, and every name the copy did not have is made unique
     against the original names and each other (`x_scale_1` when the model held an `x_scale` already)."""
     original = {t: name for name, t in token.items()}
     taken = set(token)
@@ -466,7 +468,7 @@ def restore_names(model: Any, token: Mapping[str, str]) -> None:
             done[x] = original[x]
             return done[x]
         m = _TOKEN_RE.match(x)
-        base = original.get(_TOKEN + m.group(1), x[: m.end(1)]) + m.group(2) if m else x
+        base = original.get(f"{_TOKEN}{m.group(1)}t", x[: m.end(1) + 1]) + m.group(2) if m else x
         name, k = base, 0
         while name in taken:
             k += 1

@@ -95,3 +95,18 @@ def test_whole_network_of_an_ir3_model(net, tmp_path):
     got = ort.InferenceSession(str(folder / "model.onnx")).run(None, {"x": np.load(folder / "inputs" / "x.npy")})[0]
     full = ort.InferenceSession(str(net["model"])).run(None, {"x": np.load(folder / "inputs" / "x.npy")})[0]
     np.testing.assert_array_equal(got, full)
+
+
+def test_input_dumps_give_the_cast_output_through_its_consumer(net, tmp_path):
+    # dump_mode input: no op's output is dumped; the Cast's output is the fused conv2relu2's input 0
+    dump = tmp_path / "dump"
+    sim = simulate(net["model"], dump, samples=[{"x": net["x"]}], dump_mode="input")
+    consumer = next(p for p in sim.files if p.name.startswith("Conv2D.conv2relu2."))
+    code = main(["extract", str(net["model"]), "--start", "conv2", "--end", "relu2", "-l", str(dump), "-f",
+                 str(sim.json_path), "-o", str(tmp_path / "out")])
+    assert code == 0
+    (folder,) = sorted((tmp_path / "out").glob("dump_result_*"))
+    t = open_dump(consumer).inputs[0]
+    want = ref.recipe_decode_nc1hwc0(np.asarray(t.array()), t.original_shape[1]).astype(np.float32)
+    np.testing.assert_array_equal(np.load(folder / "inputs" / "k1.npy"), want)
+    assert "Conv2D.conv2relu2." in (folder / "export.log").read_text()

@@ -111,25 +111,46 @@ def find_tensors(group: DumpGroup, graph: Graph | None,
 
 
 def original_cast_outputs(group: DumpGroup, graph: Graph) -> dict[str, DeviceTensor]:
-    """`{node}.{k}` -> output k of the dumped device op that stands for exactly one original Cast/TransData node
-    (not one the compiler inserted): the tensor that node wrote."""
+    """`{node}.{k}` -> where the dump holds output k of an original Cast/TransData node (one device op stands for it
+    alone; not one the compiler inserted): that op's output k, else a dumped consumer's input reading it."""
     from dumpcmp.dumps.naming import sanitize
 
     by_sanitized = {sanitize(op.name): op for op in graph.ops}
+
+    def cast_of(op: Any) -> str | None:
+        originals = graph.original_names(op)
+        if op.type in PASS_THROUGH_TYPES and not op.is_inserted and len(originals) == 1:
+            return originals[0]
+        return None
+
+    def found(e: DumpEntry, kind: str, i: int, node: str, k: int, desc: Any, op: Any) -> DeviceTensor:
+        pair = TensorPair(e.op_name, e.op_type, kind, i, f"{e.op_name}:{kind}:{i}", node, (node,), f"{node}.{k}",
+                          npu_ref=e, graph_op=op.name, origin_shape=desc.origin_shape if desc else None,
+                          origin_format=desc.origin_format if desc else None,
+                          origin_data_type=desc.origin_data_type if desc else None)
+        return DeviceTensor(e, kind, i, pair)
+
     out: dict[str, DeviceTensor] = {}
+    dumped = []
     for e in group.newest().values():
         op = graph.get(e.op_name) or by_sanitized.get(sanitize(e.op_name))
-        if op is None or op.type not in PASS_THROUGH_TYPES or op.is_inserted:
+        if op is None:
             continue
-        originals = graph.original_names(op)
-        if len(originals) != 1:
-            continue
-        for k, desc in enumerate(op.output_desc):
-            pair = TensorPair(e.op_name, e.op_type, "output", k, f"{e.op_name}:output:{k}", originals[0],
-                              (originals[0],), f"{originals[0]}.{k}", npu_ref=e, graph_op=op.name,
-                              origin_shape=desc.origin_shape, origin_format=desc.origin_format,
-                              origin_data_type=desc.origin_data_type)
-            out.setdefault(f"{originals[0]}.{k}", DeviceTensor(e, "output", k, pair))
+        try:
+            d = e.open()
+        except DumpcmpError:
+            continue  # an unreadable dump holds no data to take
+        dumped.append((e, op, len(d.inputs), len(d.outputs)))
+    for e, op, _, n_out in dumped:
+        node = cast_of(op)
+        if node is not None:
+            for k in range(min(n_out, len(op.output_desc))):
+                out.setdefault(f"{node}.{k}", found(e, "output", k, node, k, op.output(k), op))
+    for e, op, n_in, _ in dumped:
+        for i, prod in enumerate(graph.producers(op)[:n_in]):
+            node = cast_of(prod[0]) if prod is not None else None
+            if prod is not None and node is not None:
+                out.setdefault(f"{node}.{prod[1]}", found(e, "input", i, node, prod[1], prod[0].output(prod[1]), op))
     return out
 
 

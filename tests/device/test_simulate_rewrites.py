@@ -140,3 +140,41 @@ def test_a_rewrite_onnxruntime_refuses_is_reported_as_dumpcmps(tmp_path, monkeyp
     assert code == 2 and "Traceback" not in err
     assert "dumpcmp's fp16 rewrite" in err and "dumpcmp bug" in err and "--precision int8" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_rewrite_onnxruntime_cannot_run_is_reported_as_dumpcmps(tmp_path, monkeypatch, capsys):
+    from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException
+
+    from dumpcmp.errors import DumpcmpError
+    from dumpcmp.onnx.runner import Runner
+
+    model = save(tmp_path / "m.onnx", [helper.make_node("Relu", ["x"], ["y"], name="relu")], [])
+
+    def failing(self, session, names, feeds):  # what a rewrite failing at run time gives (the original runs)
+        try:
+            raise RuntimeException("Non-zero status code returned while running Cast node")
+        except RuntimeException as error:
+            raise DumpcmpError(f"{self.model_path}: onnxruntime failed to run the model: {error}") from error
+
+    monkeypatch.setattr(Runner, "run", failing)
+    code = main(["simulate", str(model), "--precision", "int8", "--seed", "1", "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "dumpcmp's int8 rewrite" in err and "runs the original" in err and "--precision fp16" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_model_failing_on_its_own_inputs_keeps_the_models_error(tmp_path, capsys):
+    import onnx
+
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([2, -1], np.int64), "shape")])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    np.save(tmp_path / "x.npy", np.ones(3, np.float32))  # 3 values cannot be 2 rows: the model's own failure
+    code = main(["simulate", str(path), "-i", f"x={tmp_path / 'x.npy'}", "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "onnxruntime failed to run the model" in err and "dumpcmp bug" not in err

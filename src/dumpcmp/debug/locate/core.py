@@ -58,7 +58,8 @@ from dumpcmp.output.table import (
     text_table,
 )
 
-__all__ = ["LocateRow", "LocateResult", "locate", "locate_runs", "VERDICTS", "DEFAULT_ALGORITHMS"]
+__all__ = ["LocateRow", "LocateResult", "RangeExit", "locate", "locate_runs", "range_exit", "VERDICTS",
+           "DEFAULT_ALGORITHMS"]
 
 VERDICTS = ("origin", "adds", "inherited", "ok", "not replayed")
 DEFAULT_ALGORITHMS = (0, 1, 7)
@@ -106,6 +107,55 @@ def _measure(x: np.ndarray, y: np.ndarray, metrics: Iterable[int]) -> Measure:
     return Measure(res, rrmse)
 
 
+_RANGES = {"FLOAT16": (np.float16, 65504.0, 2.0 ** -24), "DT_FLOAT16": (np.float16, 65504.0, 2.0 ** -24)}
+
+
+@dataclass(frozen=True)
+class RangeExit:
+    """Values of an op's replay (computed in fp32) that the device's dtype cannot hold, and that the device output
+    holds as 0 (an underflow: nonzero, rounded to 0) or as inf (an overflow: finite, beyond the dtype's max)."""
+
+    dtype: str
+    underflow: int
+    overflow: int
+    size: int
+    example: float
+
+    @property
+    def kind(self) -> str:
+        return "an underflow" if self.underflow >= self.overflow else "an overflow"
+
+    def text(self) -> str:
+        name = "float16"
+        if self.underflow >= self.overflow:
+            return (f"its output leaves {name}'s range: {self.underflow} of {self.size} values are nonzero in the "
+                    f"replay (e.g. {self.example:.3g}) and round to 0 in {name}, as on the device (an underflow: "
+                    f"{name}'s smallest subnormal is 2**-24, {2.0 ** -24:.3g})")
+        return (f"its output leaves {name}'s range: {self.overflow} of {self.size} values are finite in the replay "
+                f"(e.g. {self.example:.6g}) and inf in {name}, as on the device (an overflow: {name}'s max is 65504)")
+
+
+def range_exit(data_type: str | None, replay: np.ndarray, device: np.ndarray) -> RangeExit | None:
+    """The replay's values the device's `data_type` (FLOAT16) cannot hold, where the device output holds them as 0
+    or inf (the replay rounded to the device's precision, compared with the device); None when there are none."""
+    spec = _RANGES.get((data_type or "").upper())
+    if spec is None or replay.dtype.kind != "f" or replay.size != device.size:
+        return None
+    dtype, _max, _tiny = spec
+    r = np.ascontiguousarray(replay).reshape(-1)
+    v = np.ascontiguousarray(device).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = r.astype(dtype)
+    finite = np.isfinite(r)
+    under = finite & (r != 0) & (rounded == 0) & (v == 0)
+    over = finite & np.isinf(rounded) & np.isinf(v)
+    nu, no = int(under.sum()), int(over.sum())
+    if not nu and not no:
+        return None
+    example = float(r[under][0]) if nu >= no else float(r[over][0])
+    return RangeExit(str(np.dtype(dtype)), nu, no, int(r.size), example)
+
+
 @dataclass
 class LocateRow:
     """One device operator: what was replayed, the three measures and the verdict."""
@@ -126,6 +176,8 @@ class LocateRow:
     verdict: str = "not replayed"
     note: str = ""
     quantized: bool = False
+    range_exit: "RangeExit | None" = None
+    """The replay's output leaves the device dtype's range where the device output does too (module doc)."""
 
     @property
     def replayed(self) -> bool:
@@ -196,6 +248,9 @@ class LocateResult:
         replayed = [r for r in self.rows if r.own is not None]
         if not replayed:
             return "no operator could be replayed (see Note)"
+        if origin is not None and origin.range_exit is not None and not self.crosses(origin.own):
+            return (f"the error starts at {origin.op} ({origin.op_type}): {origin.note.split('; inputs:')[0]} "
+                    f"(own cosine {_fmt(origin.own.cosine)} against the fp32 replay, which keeps those values)")
         if origin is not None:
             o = origin.own
             broken = (f"; its device output holds {o.result.inf_x} inf and {o.result.nan_x} NaN values the replay "
@@ -300,6 +355,7 @@ class _Unit:
     """A quantized weight's original name: the replay is its original value."""
     held: dict[int, str] = field(default_factory=dict)
     """Pairs (by id) whose original tensor is not the pairing's (`_held_tensor`)."""
+    graph_op: str | None = None
     sources: list[TensorPair] = field(default_factory=list)
     """Inputs the dump does not hold, taken from their producers' dumped outputs (or a model input's ground truth)."""
 
@@ -347,7 +403,7 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
     units = []
     for k, (name, ps) in enumerate(by_op.items()):
         row = LocateRow(index=k, op=name, op_type=ps[0].op_type or "", members=(name,))
-        unit = _Unit(row)
+        unit = _Unit(row, graph_op=ps[0].graph_op)
         units.append(unit)
         sources = forwarded.get(ps[0].graph_op or "", [])
         if sources:
@@ -608,6 +664,14 @@ def _decode_feeds(om: OriginalModel, unit: _Unit, pairs: Sequence[TensorPair]) -
     return out
 
 
+def _data_type(pair: TensorPair) -> str | None:
+    """The data type the device wrote a pair's tensor in (the dump's), e.g. FLOAT16."""
+    dump = getattr(pair.npu_ref, "dump", None)
+    tensors = (dump.inputs if pair.kind == "input" else dump.outputs) if dump is not None else []
+    t = tensors[pair.index] if pair.index is not None and pair.index < len(tensors) else None
+    return None if t is None else t.data_type
+
+
 def _sources_note(om: OriginalModel, unit: _Unit) -> str:
     """Which inputs were dumped and which came from a producer (dump_mode output)."""
     parts = []
@@ -630,6 +694,8 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         replay = job.outputs[name]
         device = device_tensor(om, p, shape=replay.shape, tensor=None if unit.weight else name)
         own = _measure(device, replay, own_metrics)
+        if unit.weight is None and row.range_exit is None:
+            row.range_exit = range_exit(_data_type(p), replay, device)
         truth = _truth(p, cache) if unit.weight is None else replay
         total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
         alone = None
@@ -724,6 +790,40 @@ def _verdicts(result: LocateResult) -> None:
             r.verdict = "ok"
 
 
+def _range_origin(result: LocateResult, graph: Any, units: Sequence[_Unit]) -> None:
+    """An output that turns to NaN/inf with no operator's own error explaining it (every replay on the device's
+    inputs agrees with the device: an fp16 underflow such as an epsilon of 1e-10 flushed to 0 before a Log): the
+    origin is the first op upstream of it whose output leaves the device dtype's range (`RangeExit`)."""
+    first = next((r for r in result.rows if r.own is not None and r.total is not None and r.total.broken
+                  and r.verdict == "inherited"), None)
+    if first is None:
+        return
+    origin = result.origin
+    if origin is not None and origin.index <= first.index:
+        return
+    by_graph = {u.graph_op: u.row for u in units if u.graph_op}
+    unit = next(u for u in units if u.row is first)
+    upstream: set[str] = set()
+    stack = [unit.graph_op] if unit.graph_op else []
+    while stack:
+        name = stack.pop()
+        if name in upstream or graph.get(name) is None:
+            continue
+        upstream.add(name)
+        stack.extend(up[0].name for up in graph.producers(name) if up is not None)
+    rows = {id(by_graph[n]) for n in upstream if n in by_graph}
+    found = next((r for r in result.rows if id(r) in rows and r.range_exit is not None and r.own is not None), None)
+    if found is None:
+        return
+    if origin is not None:
+        origin.verdict = "adds"
+    found.verdict = "origin"
+    t = first.total.result
+    bad = f"{t.inf_x} inf and {t.nan_x} NaN" if t.nan_x else f"{t.inf_x} inf"
+    text = f"{found.range_exit.text()}; {first.op} ({first.op_type}) downstream turns it into {bad}"
+    found.note = f"{text}; {found.note}" if found.note else text
+
+
 def locate_runs(
     model: str | os.PathLike[str] | OriginalModel,
     left: str | os.PathLike[str],
@@ -774,6 +874,7 @@ def locate_runs(
             _replay(om, units, sorted(set(algos) | set(_BASE)), batch_bytes, threads, progress)
         result = LocateResult([u.row for u in units], run.run, threshold, limit, algos)
         _verdicts(result)
+        _range_origin(result, graph, units)
         results.append(result)
     return results
 

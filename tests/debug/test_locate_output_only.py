@@ -74,3 +74,14 @@ def test_cli_locate_on_an_output_only_dump_names_the_fault(tmp_path: Path, capsy
     text = capsys.readouterr().out
     assert code == 0 and "the error starts at att_q" in text
     assert "not replayed" not in (tmp_path / "loc" / "locate.csv").read_text().split("\n", 1)[1]
+
+
+def test_an_input_neither_dumped_nor_produced_by_a_dumped_op_says_which_and_the_run_goes_on(tmp_path: Path) -> None:
+    s = _setup(tmp_path, "fp16", weight="wq")
+    next(s["dump"].rglob("Sigmoid.b0_sig.*")).unlink()  # a partial dump: b0_silu reads b0_sig's output
+    r = dumpcmp.locate(s["model"], s["dump"], s["gt"], fusion_json=s["json"])
+    rows = {x.op: x for x in r.rows}
+    assert "b0_sig" not in rows and rows["b0_silu"].verdict == "not replayed"
+    assert "input 1 was not dumped, nor was output 0 of its producer b0_sig" in rows["b0_silu"].note
+    assert r.origin is not None and r.origin.op == "att_q"
+    assert [x.op for x in r.rows if x.verdict == "not replayed"] == ["b0_silu"]

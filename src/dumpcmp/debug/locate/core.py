@@ -399,7 +399,8 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
             by_op.setdefault(p.npu_op, []).append(p)
     # the ops of the graph by their graph name (a dump's op name may be sanitized: `.` written as `_`)
     by_graph = {ps[0].graph_op: ps for ps in by_op.values() if ps[0].graph_op is not None}
-    forwarded = _forward_inputs(om, graph, pairs, by_graph)
+    missing: dict[str, list[str]] = {}
+    forwarded = _forward_inputs(om, graph, pairs, by_graph, missing)
     units = []
     for k, (name, ps) in enumerate(by_op.items()):
         row = LocateRow(index=k, op=name, op_type=ps[0].op_type or "", members=(name,))
@@ -413,6 +414,9 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
             _plan(om, graph, by_graph, ps, unit)
         except RegionError as error:
             row.note = str(error)
+            lost = missing.get(ps[0].graph_op or "")
+            if lost:
+                row.note += "; " + "; ".join(lost)
     return units
 
 
@@ -438,10 +442,11 @@ class _Forwarded:
         self.error = None if dump is not None else "a model input: fed its ground truth"
 
 
-def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair],
-                    by_graph: dict[str, list[TensorPair]]) -> dict[str, list[TensorPair]]:
+def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair], by_graph: dict[str, list[TensorPair]],
+                    missing: dict[str, list[str]]) -> dict[str, list[TensorPair]]:
     """For every dumped op with a data input the dump does not hold (dump_mode output): that input as its producer's
-    dumped output (through the graph JSON), or, for a model input, its ground truth; by graph op name."""
+    dumped output (through the graph JSON), or, for a model input, its ground truth; by graph op name. `missing`
+    gets, by graph op name, why an input could be found neither way."""
     import dataclasses
 
     truth_of: dict[str, TensorPair] = {}
@@ -463,8 +468,8 @@ def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair],
             if up is None:
                 continue
             op, k = up
-            source = next((p for p in by_graph.get(op.name, ()) if p.kind == "output" and p.index == k
-                           and getattr(p.npu_ref, "dump", None) is not None), None)
+            produced = next((p for p in by_graph.get(op.name, ()) if p.kind == "output" and p.index == k), None)
+            source = produced if getattr(getattr(produced, "npu_ref", None), "dump", None) is not None else None
             common = dict(npu_op=ps[0].npu_op, op_type=ps[0].op_type, kind="input", index=i,
                           tensor_index=f"{ps[0].npu_op}:input:{i}", graph_op=gname)
             if source is not None:
@@ -481,6 +486,13 @@ def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair],
                 if truth is not None and k == 0:
                     ref = _Forwarded(None, op.name, "the ground truth (a model input)")
                     out.setdefault(gname, []).append(dataclasses.replace(truth, npu_ref=ref, **common))
+                else:
+                    missing.setdefault(gname, []).append(f"input {i} is model input {op.name}, with no ground truth")
+            else:
+                why = getattr(getattr(produced, "npu_ref", None), "error", None) if produced is not None else None
+                missing.setdefault(gname, []).append(
+                    f"input {i} was not dumped, nor was output {k} of its producer {op.name}"
+                    + (f" ({why})" if why else ""))
     return out
 
 
@@ -534,7 +546,7 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     if not outs:
         raise RegionError("the dump holds no output of this op (dump_mode input)")
     if not ins and (g.data_inputs or g.type in DEQUANTIZE_TYPES):
-        raise RegionError("the dump holds no input of this op (dump with dump_mode all to replay it)")
+        raise RegionError("the dump holds no input of this op, and none is a dumped producer's output")
     integer_user = _dequantize_after(graph, g)
     if integer_user is not None:
         raise RegionError(f"integer op of a quantized chain: replayed as part of {integer_user}")

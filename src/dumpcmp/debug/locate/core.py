@@ -109,7 +109,9 @@ def _measure(x: np.ndarray, y: np.ndarray, metrics: Iterable[int]) -> Measure:
     return Measure(res, rrmse)
 
 
-_RANGES = {"FLOAT16": (np.float16, 65504.0, 2.0 ** -24), "DT_FLOAT16": (np.float16, 65504.0, 2.0 ** -24)}
+# dtype name -> (NumPy type name, largest finite, smallest subnormal); the type looked up when used: importing this
+# module (the package's public API) must not import NumPy, which compare never needs
+_RANGES = {"FLOAT16": ("float16", 65504.0, 2.0 ** -24), "DT_FLOAT16": ("float16", 65504.0, 2.0 ** -24)}
 
 
 @dataclass(frozen=True)

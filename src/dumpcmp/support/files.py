@@ -253,6 +253,18 @@ def publish(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, force:
     return path
 
 
+@contextlib.contextmanager
+def write_errors_named(target: str | os.PathLike[str], what: str = "file") -> Iterator[None]:
+    """An OSError that names no file (a full disk, a quota, a file-size limit: raised by a write on an open file)
+    becomes a DumpcmpError naming `target` and the reason: one line, exit code 2 in the CLI."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or isinstance(e, (BrokenPipeError, InterruptedError)):
+            raise
+        raise DumpcmpError(f"{os.fspath(target)}: cannot write the {what}: {e.strerror or e}") from None
+
+
 # ---- whole files -----------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
@@ -268,8 +280,9 @@ def open_atomic(path: str | os.PathLike[str], *, force: bool = True, what: str =
         raise exists_error(path, what)
     fd, tmp = create_temp_file(folder, path.name)
     try:
-        with os.fdopen(fd, mode, encoding=encoding, errors=errors, newline=newline) as f:
-            yield f
+        with write_errors_named(path, what):
+            with os.fdopen(fd, mode, encoding=encoding, errors=errors, newline=newline) as f:
+                yield f
         publish(tmp, path, force=force, what=what)
     finally:
         discard(tmp)
@@ -310,7 +323,8 @@ def atomic_write_path(path: str | os.PathLike[str], write: Callable[[str], objec
     path, _, private = _private_beside(path, force, what)
     try:
         inner = os.path.join(private, "out")
-        write(inner)
+        with write_errors_named(path, what):
+            write(inner)
         if not os.path.isfile(inner) or os.path.islink(inner):
             raise DumpcmpError(f"{path}: the {what} was not written")
         publish(inner, path, force=force, what=what)
@@ -404,7 +418,8 @@ def file_set(folder: str | os.PathLike[str], *, force: bool = False, what: str =
     private = create_temp_folder(folder, what)
     try:
         s = FileSet(folder, private)
-        yield s
+        with write_errors_named(folder, what):
+            yield s
         written = [n for n in s.names if os.path.lexists(os.path.join(private, n))]
         with folder_lock(folder), signals_deferred():
             if not force:
@@ -424,7 +439,8 @@ def atomic_folder(path: str | os.PathLike[str], *, force: bool = False, what: st
     path, parent, private = _private_beside(path, force, what)
     try:
         os.chmod(private, 0o777 & ~_umask())
-        yield Path(private)
+        with write_errors_named(path, what):
+            yield Path(private)
         with signals_deferred():
             if force and _exchange(private, os.fspath(path)):
                 return  # `private` now holds the old folder, removed below: `path` was never missing or partial

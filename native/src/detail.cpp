@@ -534,10 +534,11 @@ void run_blocks(std::uint64_t blocks, unsigned threads, std::vector<Worker>& wor
             }
         }
     };
-    std::vector<std::thread> pool;
-    for (unsigned i = 1; i < threads; ++i) pool.emplace_back(work, i);
+    ThreadGroup pool;  // a thread the system refuses leaves its blocks to the others (worker 0 always runs)
+    for (unsigned i = 1; i < threads; ++i)
+        if (!pool.spawn([&work, i] { work(i); })) break;
     work(0);
-    for (auto& t : pool) t.join();
+    pool.join();
     if (error) std::rethrow_exception(error);
 }
 

@@ -560,9 +560,40 @@ std::string serialize_header(const DumpHeader& h) {
     return w.out;
 }
 
+namespace {
+// The reader's limits, on what write_dump is asked to write: a dump dumpcmp writes is one it reads back.
+void check_writable(const std::string& path, const DumpHeader& h) {
+    auto over = [&](const std::string& what, std::uint64_t n, std::uint64_t most) {
+        if (n > most)
+            throw DumpError(path, "cannot write: " + what + " " + std::to_string(n) + ", more than the " +
+                                      std::to_string(most) + " dumpcmp reads (see Limits in docs/formats.md)");
+    };
+    std::uint64_t tensors = 0;
+    for (TensorKind k : kKinds) tensors += h.tensors(k).size();
+    over("tensors:", tensors, kMaxTensors);
+    over("attributes:", h.attrs.size(), kMaxAttrs);
+    over("bytes of version:", h.version.size(), kMaxStringBytes);
+    over("bytes of op_name:", h.op_name.size(), kMaxStringBytes);
+    over("bytes of dfx_message:", h.dfx_message.size(), kMaxStringBytes);
+    for (const auto& kv : h.attrs) {
+        over("bytes of an attribute name:", kv.first.size(), kMaxStringBytes);
+        over("bytes of an attribute value:", kv.second.size(), kMaxStringBytes);
+    }
+    for (TensorKind k : kKinds)
+        for (const auto& t : h.tensors(k)) {
+            const std::string label = tensor_label(t);
+            over(label + " dimensions:", t.shape.size(), kMaxShapeDims);
+            over(label + " original dimensions:", t.original_shape.size(), kMaxShapeDims);
+            over(label + " dim_range entries:", t.dim_range.size(), kMaxShapeDims);
+            over(label + " bytes of original_op.name:", t.original_op.name.size(), kMaxStringBytes);
+        }
+}
+}  // namespace
+
 void write_dump(const std::string& path, const DumpHeader& header, const std::vector<RawSpan>& inputs,
                 const std::vector<RawSpan>& outputs, const std::vector<RawSpan>& buffers,
                 const std::vector<RawSpan>& workspaces) {
+    check_writable(path, header);
     const std::vector<RawSpan>* spans[4] = {&inputs, &outputs, &buffers, &workspaces};
     for (TensorKind k : kKinds) {
         const auto& ts = header.tensors(k);
@@ -623,14 +654,13 @@ const TensorDesc& DumpFile::tensor(TensorKind kind, std::size_t index) const {
 
 MappedFilePtr DumpFile::mapping() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!mapping_) {
-        auto m = std::make_shared<const MappedFile>(path_);
-        if (m->size() != header_.file_size)
-            throw DumpError(path_, "changed on disk since its header was read (" + std::to_string(header_.file_size) +
-                                       " bytes then, " + std::to_string(m->size()) + " now)");
-        mapping_ = std::move(m);
-    }
-    return mapping_;
+    if (MappedFilePtr held = mapping_.lock()) return held;
+    auto m = std::make_shared<const MappedFile>(path_);
+    if (m->size() != header_.file_size)
+        throw DumpError(path_, "changed on disk since its header was read (" + std::to_string(header_.file_size) +
+                                   " bytes then, " + std::to_string(m->size()) + " now)");
+    mapping_ = m;
+    return m;
 }
 
 std::string DumpFile::check_tensor(const TensorDesc& t) const {

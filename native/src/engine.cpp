@@ -230,16 +230,14 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
     // for it (each pair joined the thread that faulted it in) left a core idle whenever faulting in a pair took
     // longer than comparing the one before it, and the first pair of every batch was faulted in on one core alone.
     std::atomic<std::size_t> begun{0};  // large pairs the comparison has started: all of them ends the thread's work
-    std::thread ahead;
+    ThreadGroup ahead;  // joined on every way out
     if (!large.empty()) {
-        try {
-            ahead = std::thread([&] {
-                for (std::size_t k = begun.load(std::memory_order_relaxed); k < large.size();
-                     k = std::max(k + 1, begun.load(std::memory_order_relaxed)))
-                    fault_in(large[k]);
-            });
-        } catch (const std::system_error&) {  // no thread: each pair faults its pages in as it reads them
-        }
+        // no thread (the system refuses one): each pair faults its pages in as it reads them
+        ahead.spawn([&] {
+            for (std::size_t k = begun.load(std::memory_order_relaxed); k < large.size();
+                 k = std::max(k + 1, begun.load(std::memory_order_relaxed)))
+                fault_in(large[k]);
+        });
     }
     parallel_for(small.size(), [&](std::size_t k) {
         fault_in(small[k]);
@@ -249,7 +247,7 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
         begun.store(k + 1, std::memory_order_relaxed);
         run_one(large[k], threads, &room);
     }
-    if (ahead.joinable()) ahead.join();
+    ahead.join();
     return out;
 }
 

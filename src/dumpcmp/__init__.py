@@ -6,6 +6,7 @@ of Huawei's compare tool, from a C++ core that maps the files and streams throug
 
 from __future__ import annotations
 
+from dumpcmp.support import command_start as _command_start  # noqa: F401  (first: takes the command's signals)
 from dumpcmp.support.native import core as _core
 from dumpcmp.comparison.compare import ComparisonResult, Row, compare, compare_runs
 from dumpcmp.dumps.dump import Dump, Tensor, TensorData, open_dump, open_dumps, write_dump

@@ -397,3 +397,11 @@ def test_plot_without_matplotlib_is_a_clear_error_before_measuring(tmp_path, mon
     code, _, err = run_cli(["bench", "layouts", "--size", "64KB", "--plot", str(tmp_path / "x.png")], capsys)
     assert code == 2 and "matplotlib" in err and "dumpcmp[plot]" in err
     assert not measured and not (tmp_path / "x.png").exists()
+
+
+def test_plot_of_a_kind_matplotlib_cannot_write_is_refused_before_measuring(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "chart.txt"
+    code, _, err = run_cli(["bench", "layouts", "--size", "64KB", "--plot", str(out)], capsys)
+    assert code == 2 and f"{out}: matplotlib writes no 'txt' files" in err and "Traceback" not in err
+    assert not out.exists()

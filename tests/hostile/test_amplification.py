@@ -260,13 +260,16 @@ def test_a_refused_header_costs_no_memory(tmp_path):
     bound leaves a tenfold margin over the ~70 MB of a bare `dumpcmp info`)."""
     path = write(tmp_path, tensors_dump(1_000_000))
     probe = textwrap.dedent("""
-        import resource, sys
+        import sys
         from dumpcmp.cli.dispatch import main
         try:
             code = main(sys.argv[1:])
         except SystemExit as e:
             code = e.code
-        print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+        # VmHWM, the peak of this process's own memory: ru_maxrss also keeps the parent's size at the fork
+        with open("/proc/self/status") as f:
+            peak = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+        print(code, peak, file=sys.stderr)
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     r = subprocess.run([sys.executable, "-c", probe, "info", "--json", os.fspath(path)], capture_output=True,
@@ -274,3 +277,30 @@ def test_a_refused_header_costs_no_memory(tmp_path):
     code, rss_kib = r.stderr.split()[-2:]
     assert int(rss_kib) < 700 * 1024, r.stderr
     assert json.loads(r.stdout)["ok"] is False and code == "2", r
+
+
+# --- the writer keeps to the reader's limits -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["tensors", "attributes", "op_name", "dims"])
+def test_write_dump_refuses_what_the_reader_would(tmp_path, case):
+    """A dump dumpcmp writes is one it reads back: write_dump refuses a header over a limit, naming the file and
+    the limit, and leaves nothing behind; at the limit it writes and reads back."""
+    from dumpcmp import DumpError, TensorData, open_dump, write_dump
+
+    def kwargs(over: int) -> dict:
+        one = np.zeros(1, np.float32)
+        if case == "tensors":
+            return {"outputs": [one] * (MAX_TENSORS + over)}
+        if case == "attributes":
+            return {"outputs": [one], "attrs": [("k", "v")] * (MAX_ATTRS + over)}
+        if case == "op_name":
+            return {"outputs": [one], "op_name": "x" * (MAX_STRING + over)}
+        return {"outputs": [TensorData(one, original_shape=(1,) * (MAX_DIMS + over))]}
+
+    path = tmp_path / NAME
+    with pytest.raises(DumpError, match=r"more than the \d+ dumpcmp reads") as caught:
+        write_dump(path, **kwargs(1))
+    assert str(path) in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+    write_dump(path, **kwargs(0))
+    assert open_dump(path).op_name is not None

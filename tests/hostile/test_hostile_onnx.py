@@ -84,6 +84,9 @@ def hostile_models(folder) -> dict[str, tuple[bytes, str, tuple[str, ...]]]:
         "split_empty_output": (split.SerializeToString(), "node 'split1' (Split): its output 1 has an empty name",
                                every),
         "split_empty_middle": (split_mid.SerializeToString(), "its output 1 has an empty name", every),
+        "cycle": (_model([helper.make_node("Add", ["x", "b"], ["a"], name="add_a"),
+                          helper.make_node("Relu", ["a"], ["b"], name="relu_b")], [_vi()], [_vi("b")])
+                  .SerializeToString(), "the graph has a cycle; nodes never ready: add_a, relu_b", every),
         "name_not_utf8": (bad_name.SerializeToString().replace(b"reluAAAA", b"relu\xff\xfe\x80A"),
                           "is not UTF-8 text: b'relu\\xff\\xfe\\x80A'", every),
     }

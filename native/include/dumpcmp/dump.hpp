@@ -87,8 +87,10 @@ void write_dump(const std::string& path, const DumpHeader& header, const std::ve
                 const std::vector<RawSpan>& outputs, const std::vector<RawSpan>& buffers,
                 const std::vector<RawSpan>& workspaces);
 
-// A dump file: its header, and its bytes mapped on first request (many headers can be held without holding
-// one mapping each; a process may map only ~65,000 files at once).
+// A dump file: its header, and its bytes mapped on request (many headers can be held without holding one mapping
+// each; a process may map only ~65,000 files at once). The mapping lives as long as something that reads it (a
+// TensorSource, an array, a caller's MappedFilePtr) holds it: the DumpFile itself only remembers it (weakly), so
+// a run over 100,000 dumps holds as many mappings as its batch holds sources, never one per file.
 class DumpFile {
 public:
     explicit DumpFile(std::string path);                       // reads the header only
@@ -98,7 +100,8 @@ public:
     const DumpHeader& header() const noexcept { return header_; }
     const TensorDesc& tensor(TensorKind kind, std::size_t index) const;  // std::out_of_range naming the file
 
-    // The mapping (created once, thread-safe). Throws DumpError if the file changed size since the header was read.
+    // The mapping: the one still held elsewhere, else a new one (thread-safe). Throws DumpError if the file changed
+    // size since the header was read.
     MappedFilePtr mapping() const;
     // Pointer to the raw bytes of a tensor. Checks that its size matches its dtype and shape; throws DumpError
     // naming the file, the tensor and both numbers otherwise.
@@ -110,7 +113,7 @@ private:
     std::string path_;
     DumpHeader header_;
     mutable std::mutex mutex_;
-    mutable MappedFilePtr mapping_;
+    mutable std::weak_ptr<const MappedFile> mapping_;
 };
 
 }  // namespace dumpcmp

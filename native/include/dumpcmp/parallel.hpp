@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace dumpcmp {
@@ -15,8 +16,39 @@ namespace dumpcmp {
 unsigned num_threads() noexcept;
 void set_num_threads(unsigned n) noexcept;  // 0 = back to the default
 
+// Threads that are always joined: by join(), else by the destructor, so an exception (or a thread the system
+// refuses) never leaves a joinable std::thread to be destroyed, which would end the process (std::terminate).
+class ThreadGroup {
+public:
+    ThreadGroup() = default;
+    ThreadGroup(const ThreadGroup&) = delete;
+    ThreadGroup& operator=(const ThreadGroup&) = delete;
+    ~ThreadGroup() { join(); }
+
+    // Runs fn on a new thread; false when none can be made (EAGAIN at the process's thread or memory-map limit,
+    // no memory): the caller then does that share of the work itself.
+    template <class Fn>
+    bool spawn(Fn&& fn) noexcept {
+        try {
+            threads_.emplace_back(std::forward<Fn>(fn));
+            return true;
+        } catch (...) {
+            return false;
+        }
+    }
+    void join() noexcept {
+        for (auto& t : threads_)
+            if (t.joinable()) t.join();
+        threads_.clear();
+    }
+
+private:
+    std::vector<std::thread> threads_;
+};
+
 // Run fn(chunk) for chunk in [0, chunks) on up to `threads` threads (0 = num_threads()). Chunks are handed out in
-// order from an atomic counter. The first exception thrown by any chunk is rethrown here after all threads stop.
+// order from an atomic counter (on fewer threads when the system refuses some; the calling thread always works). The
+// first exception thrown by any chunk is rethrown here after all threads stop.
 template <class Fn>
 void parallel_for(std::size_t chunks, Fn&& fn, unsigned threads = 0) {
     if (threads == 0) threads = num_threads();
@@ -42,11 +74,11 @@ void parallel_for(std::size_t chunks, Fn&& fn, unsigned threads = 0) {
             }
         }
     };
-    std::vector<std::thread> pool;
-    pool.reserve(workers - 1);
-    for (std::size_t i = 1; i < workers; ++i) pool.emplace_back(work);
+    ThreadGroup pool;  // threads the system refuses are not waited for: this thread takes their chunks
+    for (std::size_t i = 1; i < workers; ++i)
+        if (!pool.spawn(work)) break;
     work();
-    for (auto& t : pool) t.join();
+    pool.join();
     if (error) std::rethrow_exception(error);
 }
 

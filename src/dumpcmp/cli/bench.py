@@ -67,6 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--repeats", type=int, default=5, help="timed runs per measurement (default 5)")
         q.add_argument("--json", metavar="FILE", help="write the results and the machine's description here")
         q.add_argument("--plot", metavar="FILE.png", help="bar chart of GB/s (needs matplotlib: dumpcmp[plot])")
+        q.add_argument("--force", action="store_true", help="replace an existing --json or --plot file")
         q.add_argument("--quiet", action="store_true", help="no progress bar (-q is compare's quantization file)")
         q.set_defaults(run=run)
 
@@ -134,8 +135,11 @@ def _series(result: dict) -> tuple[str, list[str], dict[str, list[float]]]:
     return "dump tree", labels, series
 
 
-def write_plot(result: dict, path: str) -> None:
-    """A horizontal grouped bar chart of GB/s per case, one colour per series."""
+def write_plot(result: dict, path: str, *, force: bool = True) -> None:
+    """A horizontal grouped bar chart of GB/s per case, one colour per series (whole or not at all; without `force`
+    an existing `path` is an error)."""
+    from dumpcmp.support.files import atomic_write
+
     _require_matplotlib()
     import matplotlib
 
@@ -156,7 +160,8 @@ def write_plot(result: dict, path: str) -> None:
                      fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(path, dpi=100)
+        atomic_write(path, lambda f: fig.savefig(f, dpi=100, format=Path(path).suffix[1:].lower() or "png"),
+                     force=force)
     finally:
         plt.close(fig)
 
@@ -197,14 +202,24 @@ def _measure(args: argparse.Namespace) -> tuple[dict, str]:
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.benchmark.common import CheckFailed
     from dumpcmp.errors import ConfigError
+    from dumpcmp.support.files import exists_error
 
     if args.repeats < 1:
         raise ConfigError(f"--repeats {args.repeats}: at least 1")
     if args.plot:
         _require_matplotlib()  # before minutes of measuring, not after
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        kinds = FigureCanvasAgg.get_supported_filetypes()
+        kind = Path(args.plot).suffix[1:].lower() or "png"
+        if kind not in kinds:
+            raise ConfigError(f"{args.plot}: matplotlib writes no {kind!r} files; name it .png, .svg or .pdf "
+                              f"(it writes {', '.join(sorted(kinds))})")
     for out in (args.json, args.plot):
         if out and not Path(out).resolve().parent.is_dir():
             raise ConfigError(f"{out}: the folder {Path(out).resolve().parent} does not exist")
+        if out and not args.force and os.path.lexists(out):  # before minutes of measuring, not after
+            raise exists_error(out)
     try:
         result, table = _measure(args)
     except CheckFailed as error:
@@ -216,10 +231,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from dumpcmp.support.files import atomic_write_text
 
-        atomic_write_text(args.json, json.dumps(result, indent=2, default=_jsonable) + "\n")
+        atomic_write_text(args.json, json.dumps(result, indent=2, default=_jsonable) + "\n", force=args.force)
         print(f"JSON: {os.fspath(args.json)}")
     if args.plot:
-        write_plot(result, args.plot)
+        write_plot(result, args.plot, force=args.force)
         print(f"plot: {os.fspath(args.plot)}")
     return 0
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 EPILOG = """\
-placeholders in CMD (replaced by shell-quoted paths):
+placeholders in CMD (each replaced once by its shell-quoted value: write them outside quotes):
   {model}       the device model (--device-model, default MODEL)
   {acl_json}    this round's acl.json (OUT/round_NN/acl.json): dump only these layers
   {dump}        this round's dump folder (OUT/round_NN/dump; also the acl.json's dump_path)

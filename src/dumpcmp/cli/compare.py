@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dumpcmp.cli.options import add_run_selection, count, positive
+from dumpcmp.cli.options import add_run_selection, count, gt_sample_arg, positive
 
 
 EPILOG = """\
@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
     add_run_selection(p)
-    p.add_argument("--gt-sample", type=_sample_map, default=None, metavar="K|I:K,...",
+    p.add_argument("--gt-sample", type=gt_sample_arg, default=None, metavar="K|I:K,...",
                    help="compare every iteration with the ground truth's sample folder K/, or iteration I with "
                         "folder K/ (default: iteration k with folder k/, as golden writes several samples)")
     p.add_argument("--right-time", metavar="YYYYMMDDhhmmss", help="device vs device: the right-hand run's time")
@@ -78,17 +78,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     add_options(p)
     p.set_defaults(run=run)
-
-
-def _sample_map(text: str) -> int | dict[int, int]:
-    """`--gt-sample K` or `--gt-sample I:K,I:K`."""
-    try:
-        if ":" not in text:
-            return count(text)
-        pairs = [item.split(":") for item in text.split(",") if item]
-        return {count(i): count(k) for i, k in pairs}
-    except (ValueError, argparse.ArgumentTypeError):
-        raise argparse.ArgumentTypeError(f"{text!r}: give K, or ITERATION:K pairs such as 0:1,1:0") from None
 
 
 def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) -> tuple[Path | None, bool]:

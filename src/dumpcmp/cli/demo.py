@@ -91,7 +91,8 @@ def build_model(path: Path, seed: int = SEED) -> Path:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="dumpcmp-demo")
     model.ir_version = 8
     onnx.checker.check_model(model)
-    onnx.save(model, path)
+    # whole or not at all: a full disk leaves no 0-byte model
+    atomic_write(path, lambda f: f.write(model.SerializeToString()))
     return path
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from typing import NoReturn, Sequence
 
@@ -67,20 +68,38 @@ def run() -> NoReturn:
     included, which takes a noticeable part of each run (docs/performance.md#design-measurements). main() alone, as the
     tests call it, freezes nothing.
     """
+    from dumpcmp.support import command_start
+
+    command_start.begin()  # already, when the package loaded as the command; a signal until main() unwinds: one line
     gc.freeze()
-    raise SystemExit(main())
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()  # what the command printed is out before a signal could end the process at once
+        except (OSError, ValueError):
+            pass
+    if code > 128:
+        # stopped by a signal, temporaries removed: end here. Python 3.11 may end the process by SIGINT itself
+        # after the line printed, when the KeyboardInterrupt came through certain interpreter paths while a command
+        # imported its modules (it remembers an "unhandled" KeyboardInterrupt that main() did handle; 2 of 150
+        # interrupts there): the exit code is 128 + the signal's number however it came
+        os._exit(code)
+    command_start.finish()  # the interpreter's exit (atexit, joining threads) ends quietly on a signal too
+    raise SystemExit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from dumpcmp.support import command_start
     from dumpcmp.support.files import Terminated, install_signal_cleanup, remove_leftovers
     from dumpcmp.support.textout import escape_unencodable
 
     escape_unencodable(sys.stdout, sys.stderr)  # names from files: escapes, never a UnicodeEncodeError
+    command_start.end()  # from here a signal unwinds (below) instead of ending the process at once
     install_signal_cleanup()  # SIGTERM / SIGHUP unwind like Ctrl-C: no temporary file is left behind
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
-    args = parser.parse_args(words)
     try:
+        parser = build_parser(words[0] if words and words[0] in COMMANDS else None)  # imports the command's modules
+        args = parser.parse_args(words)
         return int(args.run(args) or 0)
     except Terminated as stop:
         remove_leftovers()
@@ -98,3 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         remove_leftovers()
         print("dumpcmp: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as error:
+        # a signal while a module's class body runs a descriptor's __set_name__ (dataclass fields, while a command
+        # imports what it needs) comes wrapped in a RuntimeError (Python 3.11)
+        stop = error.__cause__
+        if not isinstance(stop, KeyboardInterrupt):
+            raise
+        remove_leftovers()
+        signum = stop.signum if isinstance(stop, Terminated) else 2
+        print("dumpcmp: interrupted" if signum == 2 else f"dumpcmp: stopped by signal {signum}", file=sys.stderr)
+        return 128 + signum

@@ -17,6 +17,17 @@ def count(text: str) -> int:
     return value
 
 
+def gt_sample_arg(text: str) -> int | dict[int, int]:
+    """`--gt-sample K` or `--gt-sample I:K,I:K`."""
+    try:
+        if ":" not in text:
+            return count(text)
+        pairs = [item.split(":") for item in text.split(",") if item]
+        return {count(i): count(k) for i, k in pairs}
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K, or ITERATION:K pairs such as 0:1,1:0") from None
+
+
 def positive(text: str) -> int:
     """argparse type for counts of at least 1 (rows per file, ...)."""
     value = count(text)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from dumpcmp.errors import DumpcmpError
+from dumpcmp.support.files import exists_error
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -13,6 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("out", help="folder to create (must not exist, or be empty)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--force", action="store_true",
+                   help="write into an existing folder, replacing the sample's own files (others are left alone)")
     p.set_defaults(run=run)
 
 
@@ -20,8 +24,10 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.dumps.samples import make_sample_tree
 
     out = Path(args.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise DumpcmpError(f"{out}: exists and is not an empty folder; choose a new one")
+    if os.path.lexists(out) and (not out.is_dir() or out.is_symlink()):
+        raise DumpcmpError(f"{out}: exists and is not a folder (a link is not followed); choose a new one")
+    if out.is_dir() and any(out.iterdir()) and not args.force:
+        raise exists_error(out, "folder")
     device = make_sample_tree(out, seed=args.seed)
     print(f"device dumps:  {device}")
     print(f"ground truth:  {out / 'ground_truth'}")

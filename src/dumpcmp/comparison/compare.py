@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -35,9 +36,11 @@ from dumpcmp.comparison.rows import (
     ComparisonResult,
     Row,
     count_reason,
+    dumped_ops,
     finish_row,
     graph_rows,
     no_truth_reason,
+    quant_left_out,
     weight_inputs,
 )
 from dumpcmp.comparison.runs import PairedRun, paired_runs
@@ -94,12 +97,15 @@ def compare_runs(
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
         weights: frozenset[str] = frozenset()
+        dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
+            left_out = quant_left_out(rows, run.graph)
             rows = graph_rows(rows, run.graph)
             weights = weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                                         ground_truth_has_address=run.device_vs_device, notes=run.notes,
-                                        constant_files=_constant_files(right), weight_inputs=weights))
+                                        constant_files=_constant_files(right), weight_inputs=weights,
+                                        dumped_ops=dumped, left_out=left_out))
     return results
 
 
@@ -302,13 +308,19 @@ def _joined_at_exit(current: Callable[[], _Batch | None]) -> Iterator[None]:
 
 class _Batch(threading.Thread):
     """One compare_many call over _compare_pairs' pending entries (row, x, y, scalar, ctx), on a thread of its own
-    (_compare_pairs runs one at a time); result() waits for it."""
+    (_compare_pairs runs one at a time); result() waits for it.
+
+    Waiting is on `done`, never on an interruptible Thread.join() alone: a Ctrl-C or SIGTERM during join() (Python
+    3.10-3.12) marks the thread stopped while it still runs, so the interpreter would finalize under the engine,
+    whose C++ threads then die mid-call (SIGABRT, "terminate called without an active exception"). A signal while
+    waiting is raised once the engine has stopped."""
 
     def __init__(self, entries: list, algos: list[int], threads: int, precise: bool) -> None:
         super().__init__(name="dumpcmp-engine")
         self.entries = entries
         self._call = ([(x, y, scalar) for _, x, y, scalar, _ in entries], algos, threads, precise)
         self.begun = threading.Event()  # set just before the call
+        self.done = threading.Event()  # set when the call has returned (or raised)
         self._outcomes: list = []
         self._error: BaseException | None = None
 
@@ -319,17 +331,39 @@ class _Batch(threading.Thread):
             self._outcomes = core.compare.compare_many(jobs, algos, threads, precise=precise)
         except BaseException as error:  # handed to the thread that waits for the result
             self._error = error
+        finally:
+            self.done.set()
 
     def begin(self) -> None:
-        """Start the thread; where no thread can be started, compare here and now instead."""
+        """Start the thread; where no thread can be started, compare here and now instead. Signals wait until the
+        thread has started (or failed to): one raised inside start() could leave a thread no one knows to wait for."""
+        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
         try:
-            self.start()
-        except RuntimeError:
+            try:
+                self.start()
+                started = True
+            except RuntimeError:
+                started = False
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if not started:
             self.run()
 
     def join_engine(self) -> None:
-        """Wait for the call to end, if it runs on a thread."""
-        if self.ident is not None:
+        """Wait for the call to end, if it runs on a thread: signals that come meanwhile are raised afterwards (the
+        first of them), so no way out of a run leaves the engine running."""
+        if self.ident is None and not self.begun.is_set():
+            return
+        interrupted: BaseException | None = None
+        while not self.done.is_set():
+            try:
+                self.done.wait()
+            except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP (files.Terminated)
+                interrupted = interrupted or stop
+        if interrupted is not None:
+            raise interrupted
+        if self.ident is not None:  # else it ran here (no thread could be started)
             self.join()
 
     def result(self) -> list:

@@ -18,7 +18,7 @@ from dumpcmp.graph.graph_json import Graph, Op
 from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
 __all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "graph_rows", "weight_inputs",
-           "finish_row", "no_dump_reason", "no_truth_reason", "count_reason"]
+           "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out"]
 
 FP16_TINY = 6.103515625e-05  # float16's smallest normal value
 
@@ -121,6 +121,10 @@ class ComparisonResult:
     """Ground-truth files holding weights or constants (golden_index.csv): reported apart, never "first bad"."""
     weight_inputs: frozenset[str] = frozenset()
     """TensorIndex of the input rows a graph's Const op feeds (weights: no dump, no ground truth of their own)."""
+    dumped_ops: tuple[str, ...] | None = None
+    """The device ops the run dumped, in order (None: not counted)."""
+    left_out: tuple[str, ...] = ()
+    """Dumped device ops with no row, left out as the original tool leaves out ops inside a quant/dequant pair."""
 
     def below_fp16_range(self, row: Row) -> bool:
         """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
@@ -338,8 +342,8 @@ def graph_group_name(op: Op) -> str:
 def graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
     """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
     units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
-    and so are, as the original's quantization rules say, ops inside a quant/dequant pair and the raw-integer
-    tensors of quant (outputs) and dequant (inputs) ops."""
+    and so are, as the original's quantization rules say, ops inside a closed quant/dequant pair (the summary names
+    them: `quant_left_out`) and the raw-integer tensors of quant (outputs) and dequant (inputs) ops."""
     left_out = quant_pair_members(graph)
     numbers: dict[str, int] = {}
     members: dict[int, list[Op]] = {}
@@ -378,6 +382,23 @@ def graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
         r.index = len(members)
         out.append(r)
     return out
+
+
+def dumped_ops(rows: Sequence[Row]) -> list[str]:
+    """The device ops that have a dump file among the rows, in order, each once."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        p = r.pair
+        if p is not None and p.npu_op is not None and p.npu_ref is not None:
+            seen.setdefault(p.npu_op, None)
+    return list(seen)
+
+
+def quant_left_out(rows: Sequence[Row], graph: Graph) -> tuple[str, ...]:
+    """The dumped device ops `graph_rows` leaves out as inside a quant/dequant pair (the summary names them)."""
+    members = quant_pair_members(graph)
+    return tuple(dict.fromkeys(r.pair.npu_op for r in rows if r.pair is not None and r.pair.npu_ref is not None
+                               and r.pair.npu_op is not None and r.pair.graph_op in members))
 
 
 def weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from dumpcmp.comparison.sources import device_ops
-from dumpcmp.dumps.scan import DumpGroup, DumpIndex, scan
+from dumpcmp.dumps.ground_truth import keys_by_index
+from dumpcmp.dumps.scan import DumpGroup, DumpIndex, GroundTruthIndex, scan
 from dumpcmp.errors import NotFoundError
 from dumpcmp.graph.graph_json import Graph, load_graph
 from dumpcmp.graph.pairing import TensorPair, pair_device_to_device, pair_with_ground_truth
 
-__all__ = ["PairedRun", "paired_runs"]
+__all__ = ["PairedRun", "paired_runs", "sample_ground_truth"]
 
 
 def _select_group(index: DumpIndex, selection: dict[str, Any], side: str) -> list[DumpGroup]:
@@ -39,22 +40,24 @@ class PairedRun:
     """How the ground truth was chosen, when that needs saying (samples, several candidates)."""
 
 
-def _sample_ground_truth(group: DumpGroup, right_index: DumpIndex, gt_sample: int | Mapping[int, int] | None,
-                         iterations: int = 1) -> tuple[Any, list[str]]:
-    """The ground-truth files for one device run: sample folder k (`dumpcmp golden` with several samples writes
-    DIR/0, DIR/1, ...) for data_index k, or `gt_sample` for every run; the whole tree when it has no sample
-    folders. Whatever is not one-to-one is said in the notes, never resolved silently."""
-    gt = right_index.ground_truth
-    samples = gt.by_sample(right_index.root)
+def sample_ground_truth(data_index: int | None, gt: GroundTruthIndex, root: str,
+                        gt_sample: int | Mapping[int, int] | None, iterations: int = 1) -> tuple[dict[str, Any],
+                                                                                                 list[str]]:
+    """The ground-truth files (`{op}.{output_index}` -> entry, file-name keys) for the device run of iteration
+    `data_index`: sample folder k (`dumpcmp golden` with several samples writes DIR/0, DIR/1, ...) for data_index k,
+    or `gt_sample` for every run (or as mapped); the whole tree `gt` (scanned from `root`) when it has no sample
+    folders. Whatever is not one-to-one is said in the notes, never resolved silently. The one rule compare,
+    locate and extract pair iterations and samples by."""
+    samples = gt.by_sample(root)
     if isinstance(gt_sample, Mapping):  # an explicit iteration -> sample mapping; iterations not in it: k -> k
-        gt_sample = gt_sample.get(group.key.data_index) if group.key.data_index is not None else None
-    k = group.key.data_index if gt_sample is None else gt_sample
+        gt_sample = gt_sample.get(data_index) if data_index is not None else None
+    k = data_index if gt_sample is None else gt_sample
     if samples:
         if k is not None and k in samples:
             how = "--gt-sample" if gt_sample is not None else f"iteration {k}"
             return dict(samples[k].files), [f"ground truth: sample folder {k}/ ({how})"]
         if gt_sample is not None:
-            raise NotFoundError(f"{right_index.root}: no sample folder {gt_sample}/ (folders: "
+            raise NotFoundError(f"{root}: no sample folder {gt_sample}/ (folders: "
                                 f"{', '.join(map(str, samples))})")
         if len(samples) == 1:
             only = next(iter(samples))
@@ -126,8 +129,9 @@ def paired_runs(
             pairs = pair_device_to_device(device_ops(group), device_ops(match[0]))
         else:
             iterations = len({g.key.data_index for g in groups})
-            gt_files, notes = _sample_ground_truth(group, right_index, gt_sample, iterations)
-            pairs = pair_with_ground_truth(device_ops(group), gt_files, graph)
+            gt_files, notes = sample_ground_truth(group.key.data_index, right_index.ground_truth, right_index.root,
+                                                  gt_sample, iterations)
+            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files), graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]

@@ -273,10 +273,12 @@ def write_dump(
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         raise DumpError(f"{path}: cannot write: the folder {folder} does not exist")
-    _io.atomic_write_path(
-        path,
-        lambda tmp: core.dump.write_dump(os.fsencode(tmp), version, int(dump_time),  # bytes: names not UTF-8 too
-                                         op_name.encode("utf-8", "surrogateescape"), list(attrs), dfx_message,
-                                         tensors),
-        force=force, what="dump")
+    def write(tmp: str) -> None:
+        try:
+            core.dump.write_dump(os.fsencode(tmp), version, int(dump_time),  # bytes: names not UTF-8 too
+                                 op_name.encode("utf-8", "surrogateescape"), list(attrs), dfx_message, tensors)
+        except core.DumpError as error:  # named by the user's path, not the private temporary's
+            raise type(error)(str(error).replace(tmp, path)) from None
+
+    _io.atomic_write_path(path, write, force=force, what="dump")
     return path

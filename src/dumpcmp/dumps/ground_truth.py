@@ -25,7 +25,7 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from dumpcmp.dumps import naming
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NotFoundError
@@ -35,7 +35,7 @@ from dumpcmp.support.native import core
 __all__ = [
     "CONSTANT_MARK", "INDEX_COLUMNS", "INDEX_NAME", "GoldenRecord", "NpyHeader", "PlainNpy",
     "dtype_name", "framework_output", "ground_truth_data", "ground_truth_source", "has_values", "load_npy",
-    "mapped_npy", "npy_header", "open_npy", "plain_npy", "read_golden_index",
+    "mapped_npy", "npy_header", "open_npy", "plain_npy", "read_golden_index", "keys_by_index",
 ]
 
 # ---- .npy files ---------------------------------------------------------------------------------------------------
@@ -296,13 +296,44 @@ def read_golden_index(path: str | os.PathLike[str]) -> list[GoldenRecord]:
             rows = list(csv.reader(f))
     except OSError as error:
         raise NotFoundError(f"{p}: cannot read the golden index: {error.strerror or error}") from error
+    except (csv.Error, UnicodeDecodeError) as error:
+        raise ConfigError(f"{p}: not a golden index (not UTF-8 CSV: {error})") from None
     if not rows or tuple(rows[0]) != INDEX_COLUMNS:
         raise ConfigError(f"{p}: not a golden index (expected the header {','.join(INDEX_COLUMNS)})")
     records = []
     for line, row in enumerate(rows[1:], start=2):
         if len(row) != len(INDEX_COLUMNS):
             raise ConfigError(f"{p}: line {line} has {len(row)} fields, expected {len(INDEX_COLUMNS)}")
-        shape = tuple(json.loads(row[7])) if row[7] else None
-        records.append(GoldenRecord(int(row[0]), row[1], row[2], row[3], int(row[4]), row[5], row[6], shape,
-                                    row[8], row[9]))
+        try:
+            shape = tuple(int(d) for d in json.loads(row[7])) if row[7] else None
+            records.append(GoldenRecord(int(row[0]), row[1], row[2], row[3], int(row[4]), row[5], row[6], shape,
+                                        row[8], row[9]))
+        except (ValueError, TypeError, RecursionError):
+            raise ConfigError(f"{p}: line {line}: order and output_index must be whole numbers and shape a JSON "
+                              "list of them") from None
     return records
+
+
+def keys_by_index(files: Mapping[str, Any]) -> dict[str, Any]:
+    """Ground-truth files (`{op}.{output_index}` -> an entry with a `path`) keyed by the op that wrote them, as the
+    `golden_index.csv` beside each file says: `golden` renames a file whose op name sanitises to one already taken
+    (`a/b` and `a_b` both to `a_b`: the second is written as `a_b_1`), so a file name is not the op's name. Files
+    no readable index lists keep their key. An index key wins over a file-name key it collides with."""
+    indexes: dict[str, dict[str, GoldenRecord]] = {}
+    keyed: list[tuple[str, Any, bool]] = []
+    for key, entry in files.items():
+        path = getattr(entry, "path", None)
+        rec = None
+        if path is not None:
+            folder = os.path.dirname(os.fspath(path))
+            if folder not in indexes:
+                indexes[folder] = {}
+                if os.path.isfile(os.path.join(folder, INDEX_NAME)):
+                    try:
+                        indexes[folder] = {r.file: r for r in read_golden_index(folder) if r.file}
+                    except DumpcmpError:
+                        pass  # not golden's index: the file names are the keys
+            rec = indexes[folder].get(os.path.basename(os.fspath(path)))
+        keyed.append((key, entry, False) if rec is None else (f"{rec.op_name}.{rec.output_index}", entry, True))
+    from_index = {k for k, _, indexed in keyed if indexed}
+    return {k: e for k, e, indexed in keyed if indexed or k not in from_index}

@@ -207,9 +207,14 @@ def quant_pair_members(graph: Graph) -> set[str]:
     dequant op's matches the dequant pattern with a DT_FLOAT16 output (a name matching both is decided by the
     dtype). Walking in graph order, an op reading an output of a quant op, or of an op already inside a pair, is
     inside a pair; it is left out unless all its outputs are dequant outputs.
+
+    A pair that never closes is not a pair: an op is left out only when a dequant op closing the pair lies
+    downstream of it inside the pair. (The original drops everything downstream of a quant-named op whose pair
+    never closes, e.g. an int8 weight `conv.weight_quantized` read by a Conv: most of a network, silently.)
     """
     out_types: dict[str, list[int]] = {}
-    members: set[str] = set()
+    members: list[Op] = []
+    closers: set[str] = set()
     for op in graph.ops:
         joined = "".join(graph.original_names(op)) if op.original_op_names is not None else op.name
         is_quant = bool(_QUANT_NAME.search(op.name) or _QUANT_NAME.search(joined))
@@ -231,8 +236,26 @@ def quant_pair_members(graph: Graph) -> set[str]:
             types.append(kind)
         out_types[op.name] = types
         if in_pair and not (types and all(t == _DEQUANT for t in types)):
-            members.add(op.name)
-    return members
+            members.append(op)
+        elif in_pair:
+            closers.add(op.name)
+    # Closed members, walking back from the dequant ops that close a pair: a member feeding a closer, or a closed
+    # member, through an output that is inside the pair.
+    feeds: dict[str, set[str]] = {}
+    names = {op.name for op in members}
+    for op in members + [o for o in graph.ops if o.name in closers]:
+        for ref in op.data_inputs:
+            types = out_types.get(ref.producer)
+            if ref.producer in names and types is not None and ref.index < len(types) and types[ref.index] == _MIDDLE:
+                feeds.setdefault(op.name, set()).add(ref.producer)
+    closed: set[str] = set()
+    todo = [p for c in closers for p in feeds.get(c, ())]
+    while todo:
+        name = todo.pop()
+        if name not in closed:
+            closed.add(name)
+            todo.extend(feeds.get(name, ()))
+    return closed
 
 
 def relation_of(graph: Graph, op: Op) -> Relation:
@@ -400,9 +423,14 @@ class _GroundTruth:
     def __init__(self, mapping: Mapping[str, Any]) -> None:
         self.mapping = mapping
         self.normalized: dict[str, str] = {}
+        ambiguous: set[str] = set()
         for key in mapping:
             name, idx = _split_key(key)
-            self.normalized.setdefault(f"{sanitize_name(name)}.{idx}" if idx is not None else sanitize_name(key), key)
+            norm = f"{sanitize_name(name)}.{idx}" if idx is not None else sanitize_name(key)
+            if self.normalized.setdefault(norm, key) != key:
+                ambiguous.add(norm)  # two names, one sanitised name (`a/b`, `a_b`): only exact names pair
+        for norm in ambiguous:
+            del self.normalized[norm]
         self.used: set[str] = set()
 
     def lookup(self, name: str, idx: int) -> tuple[str, Any]:

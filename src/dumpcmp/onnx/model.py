@@ -70,7 +70,7 @@ def check_model(model: Any, path: Path | str = "model") -> None:
     model names elsewhere), offsets and lengths of external data that are not whole numbers or run past the end of
     their file, a node input that nothing defines (a missing initializer), an empty name where the operator's schema
     has no optional input or output (a Split whose output is named '' makes onnxruntime 1.2x write through a null
-    pointer: SIGSEGV), and a graph input whose element type is UNDEFINED or has no NumPy type."""
+    pointer: SIGSEGV), a graph input whose element type is UNDEFINED or has no NumPy type, and a cycle."""
     onnx, _ = require_onnx()
 
     def text(value: Any, what: str) -> str:
@@ -131,6 +131,7 @@ def check_model(model: Any, path: Path | str = "model") -> None:
                 walk(g, defined, f"{label}'s subgraph {g.name!r}: ")
 
     walk(model.graph, set(), "")
+    execution_order(model.graph, path)  # a cycle: named here, with the file, whichever command reads the model
     for tensor in _iter_tensors(model.graph):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue

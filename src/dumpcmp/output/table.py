@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from dumpcmp.comparison.rows import FP16_TINY
+from dumpcmp.comparison.rows import FP16_TINY, dumped_ops
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.support.files import atomic_write_text
 
@@ -147,8 +147,8 @@ def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = Fal
 
 
 # A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
-# after a ';' (the original tool's rule).
-_FORMULA = re.compile(r"^[\uff1d\uff0b\uff0d+\-=%@]|;[\uff1d\uff0b\uff0d+\-=%@]")
+# after a ';' (the original tool's rule), even behind TABs, CRs or LFs (which spreadsheets skip: "\t=cmd" runs).
+_FORMULA = re.compile(r"(?:^|;)[\t\r\n]*[\uff1d\uff0b\uff0d+\-=%@]")
 
 
 def csv_safe(cell: str) -> str:
@@ -199,6 +199,18 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
     lines = [f"{result.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
              f"{c['skipped']} skipped"]
     lines += [f"  note: {n}" for n in result.notes]
+    if result.dumped_ops is not None:
+        with_rows = set(dumped_ops(result.rows))
+        raw = [op for op in result.dumped_ops if op not in with_rows and op not in result.left_out]
+
+        def names(ops: Sequence[str]) -> str:
+            return ", ".join(ops[:10]) + (", ..." if len(ops) > 10 else "")
+
+        lines.append(f"  {len(result.dumped_ops)} dumped ops, {len(with_rows)} with rows" +
+                     (f"; {len(result.left_out)} inside a quant/dequant pair have none, as in the original tool "
+                      f"(their tensors are raw integers): {names(result.left_out)}" if result.left_out else "") +
+                     (f"; {len(raw)} whose only dumped tensors are raw integers (quantize outputs, dequantize "
+                      f"inputs) have none: {names(raw)}" if raw else ""))
     never = result.never_dumped()
     if never:
         kinds = ", ".join(f"{n} {what}" for what, n in never.items())
@@ -280,7 +292,7 @@ def locate_cells(result: MetricResult | None, rrmse: float, metrics: Sequence[in
 
 
 def locate_csv_text(table: list[list[str]]) -> str:
-    """locate's CSV: rows ending in LF, cells as they are."""
+    """locate's CSV: rows ending in LF, formula-like cells made safe (op names are in it too)."""
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(table)
+    csv.writer(buf, lineterminator="\n").writerows([csv_safe(c) for c in row] for row in table)
     return buf.getvalue()

@@ -159,11 +159,14 @@ def create_temp_file(folder: str | os.PathLike[str], hint: str = "") -> tuple[in
     _sweep_once(folder)
     while True:
         path = os.path.join(folder, temp_name(hint))
+        _register(path)  # before it exists: a signal right after the open must find it registered
         try:
             fd = os.open(path, _OPEN_FLAGS, 0o666)
-        except FileExistsError:  # pragma: no cover - 128 random bits
-            continue
-        _register(path)
+        except OSError as error:  # not made here (an existing one is not ours to remove)
+            _forget(path)
+            if isinstance(error, FileExistsError):  # pragma: no cover - 128 random bits
+                continue
+            raise
         return fd, path
 
 
@@ -173,11 +176,14 @@ def create_temp_folder(parent: str | os.PathLike[str], hint: str = "") -> str:
     _sweep_once(parent)
     while True:
         path = os.path.join(parent, temp_name(hint))
+        _register(path)  # before it exists: a signal right after the mkdir must find it registered
         try:
             os.mkdir(path, 0o700)
-        except FileExistsError:  # pragma: no cover
-            continue
-        _register(path)
+        except OSError as error:  # not made here (an existing one is not ours to remove)
+            _forget(path)
+            if isinstance(error, FileExistsError):  # pragma: no cover
+                continue
+            raise
         return path
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -94,7 +95,9 @@ def candidate_layers(graph: Any, gt: Any) -> list[str]:
     from dumpcmp.graph.device_ops import device_ops
     from dumpcmp.graph.pairing import Relation, pair_with_ground_truth
 
-    pairs = pair_with_ground_truth(device_ops(graph), dict(gt.files), graph)
+    from dumpcmp.dumps.ground_truth import keys_by_index
+
+    pairs = pair_with_ground_truth(device_ops(graph), keys_by_index(gt.files), graph)
     names = [p.npu_op for p in pairs if p.kind == "output" and p.index == 0 and p.ground_truth_ref is not None
              and p.skip_reason is None and p.relation is not Relation.INSERTED and p.npu_op is not None]
     return list(dict.fromkeys(names))
@@ -117,9 +120,10 @@ def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
 
 
 def _substitute(command: str, values: dict[str, str]) -> str:
-    for key, value in values.items():
-        command = command.replace("{" + key + "}", shlex.quote(value))
-    return command
+    """`command` with each {placeholder} replaced by its shell-quoted value, in one pass over the template: text
+    a value brings in (a `{dump}` inside --device-model, a `;` in -o) is never substituted again nor run."""
+    pattern = re.compile("{(" + "|".join(map(re.escape, values)) + ")}")
+    return pattern.sub(lambda m: shlex.quote(values[m.group(1)]), command)
 
 
 class BisectJob:

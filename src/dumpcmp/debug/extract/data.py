@@ -12,12 +12,41 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dumpcmp.dumps.ground_truth import ground_truth_data
+from dumpcmp.comparison.runs import sample_ground_truth
+from dumpcmp.dumps.ground_truth import ground_truth_data, keys_by_index
+from dumpcmp.dumps.naming import ground_truth_key
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.debug.locate.feeds import decode
 from dumpcmp.graph.graph_json import Graph
 from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_with_ground_truth
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
+
+@dataclass
+class RunGroundTruth:
+    """The ground truth of one device run: the sample folder `dumpcmp compare` pairs the run with (one rule:
+    `dumpcmp.comparison.runs.sample_ground_truth`), its files keyed through golden's index (`keys_by_index`)."""
+
+    files: dict[str, Any]
+    notes: list[str]
+    """What was not one-to-one in choosing the sample folder (empty when the run's own folder was taken)."""
+
+    def get(self, op_name: str, output_index: int = 0) -> Any:
+        """The file of output `output_index` of original op `op_name` (exact name, else as file names sanitise it)."""
+        found = self.files.get(f"{op_name}.{int(output_index)}")
+        return found if found is not None else self.files.get(ground_truth_key(op_name, output_index))
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+def run_ground_truth(path: str | os.PathLike[str], group: DumpGroup,
+                     gt_sample: int | Mapping[int, int] | None = None) -> RunGroundTruth:
+    """The ground truth under `path` for the device run `group`, paired as compare pairs it (`--gt-sample`)."""
+    index = scan(path)
+    files, notes = sample_ground_truth(group.key.data_index, index.ground_truth, index.root, gt_sample)
+    chosen = [n for n in notes if not n.startswith("ground truth: sample folder ")]
+    return RunGroundTruth(keys_by_index(files), chosen)
+
 
 @dataclass
 class DeviceTensor:
@@ -74,7 +103,7 @@ def find_tensors(group: DumpGroup, graph: Graph | None,
     return found
 
 
-def ground_truth(gt: GroundTruthIndex, node: str, idx: int, shape: Sequence[int] | None,
+def ground_truth(gt: GroundTruthIndex | RunGroundTruth, node: str, idx: int, shape: Sequence[int] | None,
                  dtype: np.dtype | None) -> np.ndarray | None:
     """The ground truth of output `idx` of `node` (None when there is no file)."""
     entry = gt.get(node, idx)

@@ -231,15 +231,16 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
             dump: str | os.PathLike[str], graph_json: str | os.PathLike[str] | None,
             out: str | os.PathLike[str], ground_truth: str | os.PathLike[str] | None = None,
             data: str = "device", bin_dtype: str = "fp16", precision: str = "fp16",
-            selection: Mapping[str, Any] | None = None, now: float | None = None) -> ExtractResult:
+            selection: Mapping[str, Any] | None = None, now: float | None = None,
+            gt_sample: int | Mapping[int, int] | None = None) -> ExtractResult:
     """Write the region from `starts` to `ends` with its data (module docstring). Every check runs before anything
-    is written; the folder appears whole or not at all."""
+    is written; the folder appears whole or not at all. The ground truth of iteration k is sample folder k/ (as
+    compare pairs them), or `gt_sample` (`--gt-sample`)."""
     import onnx
 
     from dumpcmp.device.acljson import check_acl_json, has_errors
-    from dumpcmp.dumps.scan import scan_ground_truth
     from dumpcmp.debug.extract.data import ground_truth as gt_array
-    from dumpcmp.debug.extract.data import select_run
+    from dumpcmp.debug.extract.data import run_ground_truth, select_run
 
     if data not in ("device", "ground-truth"):
         raise ConfigError(f"--data {data!r}: choose device or ground-truth")
@@ -254,11 +255,11 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     span = net.span(starts, ends)
     region = span.region
     group = select_run(dump, **{k: v for k, v in (selection or {}).items() if v is not None})
-    gt = scan_ground_truth(ground_truth) if ground_truth is not None else None
+    gt = run_ground_truth(ground_truth, group, gt_sample) if ground_truth is not None else None
     if gt is not None and len(gt) == 0:
         raise ConfigError(f"{ground_truth}: no ground-truth files ({{op}}.{{index}}.{{timestamp}}.npy)")
     arrays, sources = _input_data(net, region, group, gt, data)
-    notes = list(span.notes)
+    notes = list(span.notes) + (gt.notes if gt is not None else [])
     expected: dict[str, np.ndarray] = {}
     if gt is not None:
         for o in region.outputs:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ import numpy as np
 
 from dumpcmp.errors import DumpcmpError
 from dumpcmp.onnx.model import execution_order, subgraph_outer_names, subgraphs
+from dumpcmp.support.files import create_temp_folder, discard
 
 QUANTIZED_OP_TYPES = ("Conv", "Gemm", "MatMul")
 _FLOAT = 1  # onnx.TensorProto.FLOAT
@@ -40,6 +42,7 @@ _FLOAT16 = 10
 _SUFFIX_FP32 = "__dumpcmp_fp32"
 _SUFFIX_FP16 = "__dumpcmp_fp16"
 _SUFFIX_RAW = "__dumpcmp_raw"
+_SCRATCH_LOCK = threading.Lock()
 
 
 @dataclass
@@ -379,20 +382,31 @@ def quantize_int8(model: Any, samples: Sequence[Mapping[str, np.ndarray]], where
     except ImportError as error:  # pragma: no cover - onnxruntime always ships it
         raise DumpcmpError(f"int8 simulation needs onnxruntime.quantization: {error}") from error
 
-    with tempfile.TemporaryDirectory(prefix="dumpcmp-simulate-") as tmp:
-        src, dst = Path(tmp) / "model.onnx", Path(tmp) / "model.int8.onnx"
-        onnx.save(model, str(src))
+    # One scratch folder, made by the safe writer in the temporary directory: named with this host and PID (the next
+    # run removes it if this one is killed, SIGKILL or a crash), removed on every way out (an exception, Ctrl-C,
+    # SIGTERM), and holding onnxruntime's own scratch folders too (tempfile's folder points into it meanwhile; that
+    # folder is one per process, so quantizations in two threads take turns).
+    with _SCRATCH_LOCK:
+        tmp = create_temp_folder(tempfile.gettempdir(), "simulate-int8")
+        previous = tempfile.tempdir
         try:
-            with _quiet():
-                quantize_static(str(src), str(dst), _Reader(samples), quant_format=QuantFormat.QDQ,
-                                activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                                op_types_to_quantize=list(QUANTIZED_OP_TYPES),
-                                extra_options={"QDQKeepRemovableActivations": True,
-                                               "OpTypesToExcludeOutputQuantization": list(QUANTIZED_OP_TYPES)})
-        except DumpcmpError:
-            raise
-        except Exception as error:
-            text = str(error).strip().replace("\n", " ")[:600]
-            raise DumpcmpError(f"{where}: onnxruntime's int8 quantizer failed: {type(error).__name__}: {text}") \
-                from error
-        return onnx.load(str(dst))
+            tempfile.tempdir = tmp
+            src, dst = Path(tmp) / "model.onnx", Path(tmp) / "model.int8.onnx"
+            onnx.save(model, str(src))
+            try:
+                with _quiet():
+                    quantize_static(str(src), str(dst), _Reader(samples), quant_format=QuantFormat.QDQ,
+                                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                                    op_types_to_quantize=list(QUANTIZED_OP_TYPES),
+                                    extra_options={"QDQKeepRemovableActivations": True,
+                                                   "OpTypesToExcludeOutputQuantization": list(QUANTIZED_OP_TYPES)})
+            except DumpcmpError:
+                raise
+            except Exception as error:
+                text = str(error).strip().replace("\n", " ")[:600]
+                raise DumpcmpError(f"{where}: onnxruntime's int8 quantizer failed: {type(error).__name__}: "
+                                   f"{text}") from error
+            return onnx.load(str(dst))
+        finally:
+            tempfile.tempdir = previous
+            discard(tmp)

@@ -42,7 +42,7 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
 def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
     """Every tensor of a dump file, a dump folder/tree (execution order) or a ground-truth folder."""
     from dumpcmp.dumps.dump import open_dump
-    from dumpcmp.dumps.ground_truth import ground_truth_source, open_npy
+    from dumpcmp.dumps.ground_truth import ground_truth_source, keys_by_index, open_npy
     from dumpcmp.dumps.scan import scan
 
     path = Path(target)
@@ -57,7 +57,7 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
         for group in index:
             files += [(e.path, e.op_type) for e in sorted(group.newest().values(), key=lambda e: e.order())]
         if not files and index.ground_truth.files:
-            for key, entry in index.ground_truth.files.items():
+            for key, entry in keys_by_index(index.ground_truth.files).items():  # named as golden's index says
                 try:
                     yield Layer(str(key), "", ground_truth_source(entry)[0])
                 except (DumpcmpError, ValueError, OSError) as error:

@@ -216,9 +216,14 @@ def _static(name: str) -> str:
     return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
 
 
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                              "\u2029": "\\u2029"})
+
+
 def _json_script(data: Any) -> str:
-    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    """`data` as JSON text that a <script> element holds unchanged: no `</script>`, `<!--` or `]]>` can end or
+    change it (these characters only occur inside JSON strings, where their \\u escapes mean the same)."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_SAFE)
 
 
 def render(data: ReportData) -> str:

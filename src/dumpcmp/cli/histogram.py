@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.output.histogram import histogram, lookup_min_max, pair_histograms, read_min_max
     from dumpcmp.output.histogram.layers import compared_layers, dump_layers
     from dumpcmp.output.histogram.plot import draw, safe_name
+    from dumpcmp.support.files import file_set, made_folder
     from dumpcmp.support.progress import Progress
 
     if args.bins < 1:
@@ -58,31 +59,32 @@ def run(args: argparse.Namespace) -> int:
         if args.fusion_json:
             raise ConfigError("-f pairs with ground truth: give -r too")
         layers = list(dump_layers(args.target, inputs=args.inputs))
-    out.mkdir(parents=True, exist_ok=True)
-    written, problems = 0, []
-    with Progress(len(layers), "histograms", quiet=args.quiet) as progress:
-        for k, layer in enumerate(layers):
-            progress.advance()
-            if layer.error or (layer.device is None and layer.ground_truth is None):
-                problems.append(f"{layer.name}: {layer.error or 'nothing to read'}")
-                continue
-            mm = lookup_min_max(min_max, [layer.name]) if min_max else None
-            try:
-                if layer.ground_truth is not None and layer.device is not None:
-                    hx, hy = pair_histograms(layer.device, layer.ground_truth, args.bins, args.threads, mm)
-                else:
-                    src = layer.device if layer.device is not None else layer.ground_truth
-                    hx, hy = histogram(src, args.bins, threads=args.threads), None
-                    if mm is not None:
-                        from dumpcmp.output.histogram import common_range
+    # the PNGs are drawn in a private folder and published together at the end: all of them or none
+    with made_folder(out), file_set(out, force=args.force, what="histograms") as staged:
+        written, problems = 0, []
+        with Progress(len(layers), "histograms", quiet=args.quiet) as progress:
+            for k, layer in enumerate(layers):
+                progress.advance()
+                if layer.error or (layer.device is None and layer.ground_truth is None):
+                    problems.append(f"{layer.name}: {layer.error or 'nothing to read'}")
+                    continue
+                mm = lookup_min_max(min_max, [layer.name]) if min_max else None
+                try:
+                    if layer.ground_truth is not None and layer.device is not None:
+                        hx, hy = pair_histograms(layer.device, layer.ground_truth, args.bins, args.threads, mm)
+                    else:
+                        src = layer.device if layer.device is not None else layer.ground_truth
+                        hx, hy = histogram(src, args.bins, threads=args.threads), None
+                        if mm is not None:
+                            from dumpcmp.output.histogram import common_range
 
-                        hx = histogram(src, args.bins, common_range((hx.min, hx.max), mm), args.threads)
-            except (DumpcmpError, ValueError) as error:
-                problems.append(f"{layer.name}: {error}")
-                continue
-            title = f"#{k} {layer.name}" + (f" ({layer.op_type})" if layer.op_type else "")
-            draw(out / f"{k:04d}_{safe_name(layer.name)}.png", title, hx, hy, mm, force=args.force)
-            written += 1
+                            hx = histogram(src, args.bins, common_range((hx.min, hx.max), mm), args.threads)
+                except (DumpcmpError, ValueError) as error:
+                    problems.append(f"{layer.name}: {error}")
+                    continue
+                title = f"#{k} {layer.name}" + (f" ({layer.op_type})" if layer.op_type else "")
+                draw(Path(staged.path(f"{k:04d}_{safe_name(layer.name)}.png")), title, hx, hy, mm, force=True)
+                written += 1
     if not args.quiet:
         print(f"{written} histograms in {out}" + (f"; {len(problems)} layers not drawn:" if problems else ""))
         for p in problems[:20]:

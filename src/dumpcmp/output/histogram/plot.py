@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dumpcmp.support.files import atomic_write
+from dumpcmp.support.files import atomic_write, signals_deferred
 from dumpcmp.output.histogram.bins import Hist
 
 
@@ -49,9 +49,13 @@ def draw(path: Path, title: str, device: Hist | None, ground_truth: Hist | None 
     ax.set_xlabel("value")
     ax.set_ylabel("count")
     ax.legend(fontsize=8)
-    fig.tight_layout()
+    # matplotlib's renderer turns an exception raised inside it (Ctrl-C, SIGTERM) into "ValueError: Invalid bounding
+    # box": a signal waits for the drawing to end (tens of milliseconds), then stops the run as anywhere else
+    with signals_deferred():
+        fig.tight_layout()
 
     def write(f: Any) -> None:
-        fig.savefig(f, format="png")
+        with signals_deferred():
+            fig.savefig(f, format="png")
 
     return atomic_write(path, write, force=force, what="histogram")

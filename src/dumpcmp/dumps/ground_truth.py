@@ -314,11 +314,12 @@ def read_golden_index(path: str | os.PathLike[str]) -> list[GoldenRecord]:
     return records
 
 
-def keys_by_index(files: Mapping[str, Any]) -> dict[str, Any]:
+def keys_by_index(files: Mapping[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
     """Ground-truth files (`{op}.{output_index}` -> an entry with a `path`) keyed by the op that wrote them, as the
     `golden_index.csv` beside each file says: `golden` renames a file whose op name sanitises to one already taken
     (`a/b` and `a_b` both to `a_b`: the second is written as `a_b_1`), so a file name is not the op's name. Files
-    no readable index lists keep their key. An index key wins over a file-name key it collides with."""
+    no readable index lists keep their key. An index key wins over a file-name key it collides with. An index that
+    is there but unreadable is said in `notes` (its folder's files then pair by their names)."""
     indexes: dict[str, dict[str, GoldenRecord]] = {}
     keyed: list[tuple[str, Any, bool]] = []
     for key, entry in files.items():
@@ -331,8 +332,10 @@ def keys_by_index(files: Mapping[str, Any]) -> dict[str, Any]:
                 if os.path.isfile(os.path.join(folder, INDEX_NAME)):
                     try:
                         indexes[folder] = {r.file: r for r in read_golden_index(folder) if r.file}
-                    except DumpcmpError:
-                        pass  # not golden's index: the file names are the keys
+                    except DumpcmpError as error:  # not golden's index: the file names are the keys
+                        if notes is not None:
+                            notes.append(f"ground truth: {error}; its folder's files pair by their file names (a "
+                                         "file golden renamed, such as a_b_1 for a/b beside a_b, pairs wrongly)")
             rec = indexes[folder].get(os.path.basename(os.fspath(path)))
         keyed.append((key, entry, False) if rec is None else (f"{rec.op_name}.{rec.output_index}", entry, True))
     from_index = {k for k, _, indexed in keyed if indexed}

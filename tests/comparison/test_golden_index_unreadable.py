@@ -1,0 +1,55 @@
+"""An unreadable golden_index.csv beside ground-truth files is said, not passed over (issue #34): without the index
+the files pair by their names, and a file golden renamed (`a_b_1` for `a_b` beside `a/b`) then pairs wrongly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dumpcmp import TensorData, write_dump
+from dumpcmp.comparison.compare import compare
+from dumpcmp.onnx.golden import dump_golden
+
+from comparison.test_golden_index_pairing import TS, G, _d, _model
+
+
+def _case(tmp_path):
+    x = np.linspace(-1, 1, 8, dtype=np.float32) + 0.3
+    gt = tmp_path / "gt"
+    dump_golden(_model(tmp_path / "m.onnx"), {"x": x}, gt)
+    graph = G.write(tmp_path / "g.json", G.document(
+        G.op("x", "Data", 0, outputs=[_d()]),
+        G.op("a_b_relu", "Relu", 1, ["x:0"], originals=["a/b"], outputs=[_d()]),
+        G.op("a_b_neg", "Neg", 2, ["a_b_relu:0"], originals=["a_b"], outputs=[_d()]),
+    ))
+    dev = tmp_path / "dump"
+    dev.mkdir()
+    r = np.maximum(x, 0)
+    write_dump(dev / f"Relu.a_b_relu.1.{TS}", op_name="a_b_relu", outputs=[TensorData(r, format="ND")])
+    write_dump(dev / f"Neg.a_b_neg.2.{TS + 1}", op_name="a_b_neg", inputs=[TensorData(r, format="ND")],
+               outputs=[TensorData(-r, format="ND")])
+    return dev, gt, graph
+
+
+@pytest.mark.parametrize("spoil", [b"order,op\n", b"\xff\xfe\n", None], ids=["header", "encoding", "bad-line"])
+def test_an_unreadable_index_is_named_in_the_notes(tmp_path, spoil):
+    dev, gt, graph = _case(tmp_path)
+    index = gt / "golden_index.csv"
+    text = index.read_bytes()
+    index.write_bytes(spoil if spoil is not None else text + b"x,y,z,w,not-a-number,f,g,[1],,\n")
+    result = compare(dev, gt, fusion_json=graph)
+    said = [n for n in result.notes if "golden_index.csv" in n]
+    assert len(said) == 1 and "pair by their file names" in said[0], result.notes
+
+
+def test_a_readable_index_adds_no_note_and_the_cli_prints_the_note(tmp_path):
+    dev, gt, graph = _case(tmp_path)
+    assert not [n for n in compare(dev, gt, fusion_json=graph).notes if "golden_index" in n]
+    (gt / "golden_index.csv").write_bytes(b"order,op\n")
+    p = subprocess.run([sys.executable, "-m", "dumpcmp", "compare", "-l", str(dev), "-r", str(gt), "-f", str(graph),
+                        "-o", str(tmp_path / "r.csv")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr
+    assert "golden_index.csv" in p.stdout + p.stderr, p.stdout

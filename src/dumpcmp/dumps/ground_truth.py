@@ -329,13 +329,18 @@ def keys_by_index(files: Mapping[str, Any], notes: list[str] | None = None) -> d
             folder = os.path.dirname(os.fspath(path))
             if folder not in indexes:
                 indexes[folder] = {}
-                if os.path.isfile(os.path.join(folder, INDEX_NAME)):
+                index_path = os.path.join(folder, INDEX_NAME)
+                problem = None
+                if os.path.isfile(index_path):
                     try:
                         indexes[folder] = {r.file: r for r in read_golden_index(folder) if r.file}
                     except DumpcmpError as error:  # not golden's index: the file names are the keys
-                        if notes is not None:
-                            notes.append(f"ground truth: {error}; its folder's files pair by their file names (a "
-                                         "file golden renamed, such as a_b_1 for a/b beside a_b, pairs wrongly)")
+                        problem = str(error)
+                elif os.path.lexists(index_path):  # a folder, a device, a FIFO or a broken link: never opened
+                    problem = f"{index_path}: not a regular file"
+                if problem is not None and notes is not None:
+                    notes.append(f"ground truth: {problem}; its folder's files pair by their file names (a file "
+                                 "golden renamed, such as a_b_1 for a/b beside a_b, pairs wrongly)")
             rec = indexes[folder].get(os.path.basename(os.fspath(path)))
         keyed.append((key, entry, False) if rec is None else (f"{rec.op_name}.{rec.output_index}", entry, True))
     from_index = {k for k, _, indexed in keyed if indexed}

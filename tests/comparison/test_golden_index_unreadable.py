@@ -6,32 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-from dumpcmp import TensorData, write_dump
 from dumpcmp.comparison.compare import compare
-from dumpcmp.onnx.golden import dump_golden
 
-from comparison.test_golden_index_pairing import TS, G, _d, _model
-
-
-def _case(tmp_path):
-    x = np.linspace(-1, 1, 8, dtype=np.float32) + 0.3
-    gt = tmp_path / "gt"
-    dump_golden(_model(tmp_path / "m.onnx"), {"x": x}, gt)
-    graph = G.write(tmp_path / "g.json", G.document(
-        G.op("x", "Data", 0, outputs=[_d()]),
-        G.op("a_b_relu", "Relu", 1, ["x:0"], originals=["a/b"], outputs=[_d()]),
-        G.op("a_b_neg", "Neg", 2, ["a_b_relu:0"], originals=["a_b"], outputs=[_d()]),
-    ))
-    dev = tmp_path / "dump"
-    dev.mkdir()
-    r = np.maximum(x, 0)
-    write_dump(dev / f"Relu.a_b_relu.1.{TS}", op_name="a_b_relu", outputs=[TensorData(r, format="ND")])
-    write_dump(dev / f"Neg.a_b_neg.2.{TS + 1}", op_name="a_b_neg", inputs=[TensorData(r, format="ND")],
-               outputs=[TensorData(-r, format="ND")])
-    return dev, gt, graph
+from comparison.test_golden_index_pairing import case as _case
 
 
 @pytest.mark.parametrize("spoil", [b"order,op\n", b"\xff\xfe\n", None], ids=["header", "encoding", "bad-line"])

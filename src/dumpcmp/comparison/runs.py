@@ -131,7 +131,7 @@ def paired_runs(
             iterations = len({g.key.data_index for g in groups})
             gt_files, notes = sample_ground_truth(group.key.data_index, right_index.ground_truth, right_index.root,
                                                   gt_sample, iterations)
-            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files), graph)
+            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files, notes), graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]

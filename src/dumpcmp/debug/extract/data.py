@@ -48,7 +48,7 @@ def run_ground_truth(path: str | os.PathLike[str], group: DumpGroup,
     index = scan(path)
     files, notes = sample_ground_truth(group.key.data_index, index.ground_truth, index.root, gt_sample)
     chosen = [n for n in notes if not n.startswith("ground truth: sample folder ")]
-    return RunGroundTruth(keys_by_index(files), chosen)
+    return RunGroundTruth(keys_by_index(files, chosen), chosen)
 
 
 @dataclass

@@ -217,6 +217,8 @@ class LocateResult:
     threshold: float
     rrmse: float
     algorithms: tuple[int, ...] = DEFAULT_ALGORITHMS
+    notes: list[str] = field(default_factory=list)
+    """How the ground truth was paired, when that needs saying (as compare's notes: sample folder, golden index)."""
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.rows)
@@ -318,6 +320,7 @@ class LocateResult:
         lines = [f"{self.run}: {len(self.rows)} device operators, {len(self.rows) - counts['not replayed']} replayed "
                  f"on their own device inputs, {counts['not replayed']} not replayed"
                  + (f" ({quant} of them quantize ops, replayed with their dequantize op)" if quant else "")]
+        lines += [f"  note: {n}" for n in self.notes]
         origin = self.origin
         lines.append("  " + self.statement())
         if origin is not None and origin.quantized and origin.compute is not None:
@@ -897,7 +900,7 @@ def locate_runs(
         with Progress(sum(1 for u in units if u.row.region is not None), f"replaying {run.run}",
                       quiet=quiet) as progress:
             _replay(om, units, sorted(set(algos) | set(_BASE)), batch_bytes, threads, progress)
-        result = LocateResult([u.row for u in units], run.run, threshold, limit, algos)
+        result = LocateResult([u.row for u in units], run.run, threshold, limit, algos, list(run.notes))
         _verdicts(result)
         _range_origin(result, graph, units)
         results.append(result)

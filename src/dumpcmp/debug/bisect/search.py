@@ -83,6 +83,9 @@ class BisectResult:
     """The graph JSON the rounds were compared with."""
     locate: str | None = None
     """What `dumpcmp locate` says about the layer, replayed on its own device inputs (None: not run)."""
+    dump_runs: list[str] = field(default_factory=list)
+    """The runs (iterations, devices, ...) each round's dump held and the search compared: a layer is below the
+    threshold when it is in any of them."""
 
     @property
     def runs(self) -> int:
@@ -131,7 +134,8 @@ class BisectJob:
 
     def __init__(self, model: Path, command: str, ground_truth: Path, out: Path, *, graph_json: Path | None,
                  device_model: Path, model_name: str, threshold: float, per_round: int,
-                 echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None) -> None:
+                 echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None,
+                 selection: dict[str, Any] | None = None, gt_sample: int | dict[int, int] | None = None) -> None:
         from dumpcmp.dumps.scan import scan_ground_truth
 
         self.model, self.command, self.ground_truth, self.out = model, command, ground_truth, out
@@ -143,6 +147,13 @@ class BisectJob:
         self.header: dict[str, Any] = {"model": os.fspath(model.absolute()),
                                        "ground_truth": os.fspath(ground_truth.absolute()),
                                        "threshold": threshold, "command": command, "last": last, "candidates": None}
+        self.selection = {k: v for k, v in (selection or {}).items() if v is not None}
+        self.gt_sample = gt_sample
+        # the runs compared and their ground-truth samples: a resumed bisect must compare the same (JSON's keys)
+        chosen = dict(self.selection, **({"gt_sample": gt_sample} if gt_sample is not None else {}))
+        if chosen:
+            self.header["selection"] = json.loads(json.dumps(chosen))
+        self.dump_runs: list[str] = []
         self.rounds: list[Round] = []
         self.lines: list[str] = []
         self.notes: list[str] = []
@@ -161,10 +172,10 @@ class BisectJob:
             rounds = [Round(**r) for r in records[1:]]
         except (ValueError, TypeError, IndexError, KeyError) as error:
             raise ConfigError(f"{path}: not a bisect state file ({error}); choose another -o") from error
-        for key in ("model", "ground_truth", "threshold", "last"):
-            if header.get(key) != self.header[key]:
+        for key in ("model", "ground_truth", "threshold", "last", "selection"):
+            if header.get(key) != self.header.get(key):
                 raise ConfigError(f"{self.out}: holds a bisect with another {key} ({header.get(key)!r}, not "
-                                  f"{self.header[key]!r}); choose another -o to start a new one")
+                                  f"{self.header.get(key)!r}); choose another -o to start a new one")
         if header.get("command") != self.command:
             self.notes.append("the command differs from the one the earlier rounds ran; resuming with the new one")
         self.header["candidates"] = header.get("candidates")
@@ -243,12 +254,14 @@ class BisectJob:
         if name is not None:
             return {}, {}, folder
         try:
-            results = compare_runs(dump, self.ground_truth, fusion_json=graph_path, quiet=True)
+            results = compare_runs(dump, self.ground_truth, fusion_json=graph_path, quiet=True,
+                                   gt_sample=self.gt_sample, **self.selection)
         except DumpcmpError as error:
             raise ConfigError(f"round {number}: {error} (does the command pass {{acl_json}} or {{dump}} to the "
                               "device run?)") from error
         cosine: dict[str, float] = {}
         below: dict[str, bool] = {}
+        self.dump_runs = [result.run for result in results]
         wanted = {sanitize(x): x for x in layers}
         for result in results:
             for row in result.rows:
@@ -354,7 +367,7 @@ class BisectJob:
                      f"run{'s' * (len(self.rounds) != 1)}")
             self.save()
             return BisectResult(None, [], c, last, cands, self.rounds, resumed, self.threshold, log, None,
-                                self.notes, self._graph_for(self.rounds[-1]))
+                                self.notes, self._graph_for(self.rounds[-1]), dump_runs=self.dump_runs)
         layer = cands[hi]
         where = next(r for r in reversed(self.rounds) if layer in r.cosine)
         previous = cands[lo] if lo >= 0 else None
@@ -375,7 +388,8 @@ class BisectJob:
         self.save()
         statement = self.locate(layer, previous) if self.with_locate else None
         return BisectResult(layer, originals, where.cosine[layer], previous, cands, self.rounds, resumed,
-                            self.threshold, log, Path(where.folder), self.notes, self._graph_for(where), statement)
+                            self.threshold, log, Path(where.folder), self.notes, self._graph_for(where), statement,
+                            self.dump_runs)
 
     def _graph_for(self, r: Round) -> Path:
         self.last_graph = self._graph_path(Path(r.folder), Path(r.folder) / "dump")
@@ -417,14 +431,19 @@ class BisectJob:
             statement = self.header["locate"]["statement"]
             self.say(f"locate (logged): {statement}")
             return statement
-        from dumpcmp.debug.locate import locate
+        from dumpcmp.debug.locate import locate_runs
+        from dumpcmp.dumps.naming import run_path
 
         ops = self.around(layer, previous)
         _, _, folder = self.run(0, ops, mode="all", name="locate")
-        result = locate(self.model, folder / "dump", self.ground_truth, fusion_json=self.last_graph,
-                        threshold=self.threshold)
-        result.write(folder / "locate.csv", force=True)
-        statement = result.statement()
+        results = locate_runs(self.model, folder / "dump", self.ground_truth, fusion_json=self.last_graph,
+                              threshold=self.threshold, gt_sample=self.gt_sample, **self.selection)
+        self.dump_runs = [result.run for result in results]
+        for result in results:  # one file a run when the dump holds several, as `dumpcmp locate` writes them
+            result.write(run_path(folder / "locate.csv", result.run) if len(results) > 1 else folder / "locate.csv",
+                         force=True)
+        statement = results[0].statement() if len(results) == 1 else \
+            "; ".join(f"{result.run}: {result.statement()}" for result in results)
         self.header["locate"] = {"layer": layer, "statement": statement, "folder": os.fspath(folder)}
         self.say(f"locate on {', '.join(ops)} replayed on their own device inputs (one more run, dump_mode all): "
                  f"{statement}")
@@ -436,7 +455,8 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
            out: str | os.PathLike[str], *, graph_json: str | os.PathLike[str] | None = None,
            device_model: str | os.PathLike[str] | None = None, model_name: str | None = None,
            threshold: float = 0.99, per_round: int = 1, echo: Callable[[str], None] = print,
-           timeout: float | None = None, with_locate: bool = True, last: str | None = None) -> BisectResult:
+           timeout: float | None = None, with_locate: bool = True, last: str | None = None,
+           selection: dict[str, Any] | None = None, gt_sample: int | dict[int, int] | None = None) -> BisectResult:
     """Find the first layer below `threshold` with as few device runs as a binary search needs (module docstring).
 
     command: a shell command with placeholders {model} (`device_model`, default `model`), {acl_json}, {dump},
@@ -447,8 +467,11 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
     per_round: layers dumped per run (1: binary search; k: the range is cut in k + 1 parts);
     with_locate: after the search, one more run dumping the layer's inputs too (dump_mode all), replayed by
         `dumpcmp.debug.locate` on them: whether the error is born in the layer or arrives with its inputs;
-    echo: called with every line printed. An existing `out` holding a bisect of the same model, ground truth and
-        threshold is resumed."""
+    selection: the runs of each round's dump to compare (time, device_id, model_name, model_id, data_index, as
+        `compare_runs` takes them; default every run: a layer is below when it is in any); gt_sample: the ground
+        truth's sample folder per iteration (`--gt-sample`; default iteration k with folder k/);
+    echo: called with every line printed. An existing `out` holding a bisect of the same model, ground truth,
+        threshold and selection is resumed."""
     model_path = Path(model)
     if not model_path.is_file():
         from dumpcmp.errors import NotFoundError
@@ -471,5 +494,5 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
     job = BisectJob(model_path, command, Path(ground_truth), out_dir,
                   graph_json=Path(graph_json) if graph_json is not None else None, device_model=device,
                   model_name=model_name or device.stem, threshold=threshold, per_round=per_round, echo=echo,
-                  timeout=timeout, with_locate=with_locate, last=last)
+                  timeout=timeout, with_locate=with_locate, last=last, selection=selection, gt_sample=gt_sample)
     return job.search()

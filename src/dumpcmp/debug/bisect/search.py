@@ -11,7 +11,12 @@ its inputs too, in `OUT/locate/`): is the error born there or did it arrive? A f
 The search assumes that a layer's error persists downstream (what a precision loss does): the last layer is
 checked first (above the threshold: no layer below it), then the range between the last layer known above and the
 first known below is halved. Layers are the compiled ops of the graph JSON (`-f`, or the one the first run writes)
-whose output has ground truth, in execution order; compiler-inserted ops are left out.
+whose output has ground truth, in execution order; compiler-inserted ops are left out, and so are the ops whose
+cosine cannot show an error they receive (`blind_layers`: an Add of a constant offsets it away, Clip, Relu6 and
+HardSigmoid saturate, shape ops compute integers; a hardswish `x * Clip(x + 3, 0, 6) / 6` keeps its Add and Clip
+near cosine 1 between two bad tensors). The layer found is confirmed: it is below and the layers writing its inputs
+are above (one more run when they were not measured yet). When a producer is below too, the error did not persist
+downstream between it and the last layer found above: that is said, and the search goes on before the producer.
 """
 
 from __future__ import annotations
@@ -30,13 +35,21 @@ from typing import Any, Callable, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
 
-__all__ = ["PLACEHOLDERS", "BisectJob", "BisectResult", "Round", "RunFailed", "bisect", "candidate_layers"]
+__all__ = ["PLACEHOLDERS", "BisectJob", "BisectResult", "Round", "RunFailed", "bisect", "blind_layers",
+           "candidate_layers"]
 
 PLACEHOLDERS = ("model", "acl_json", "dump", "graph_json", "round")
 STATE = "bisect.jsonl"
 _WALK_BACK_TYPES = frozenset({"AscendQuant", "AscendDequant", "Cast", "TransData"})
 LOG = "bisect.log"
 MARKER = ".dumpcmp-bisect"
+#: ONNX ops whose output cosine cannot show an error in their input: they saturate, or compute shapes and masks
+_SATURATING = frozenset({"Clip", "HardSigmoid", "Relu6"})
+_SHAPES = frozenset({"Shape", "Size", "ConstantOfShape", "Range", "NonZero", "Equal", "Less", "Greater",
+                     "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Xor", "IsNaN", "IsInf", "ArgMax", "ArgMin"})
+#: the device types of those ops, for compiled ops the ONNX model does not name
+_BLIND_DEVICE_TYPES = frozenset({"ClipByValue", "Relu6", "HardSigmoid", "Shape", "Size", "Range", "Equal", "Less",
+                                 "Greater", "ArgMaxV2", "ArgMinV2"})
 
 
 class RunFailed(Exception):
@@ -61,6 +74,8 @@ class Round:
     """Index of the first layer known below (None: not known yet)."""
     seconds: float
     folder: str
+    confirm: bool = False
+    """A confirmation round (the layer found and the layers writing its inputs) that confirmed the layer."""
 
 
 @dataclass
@@ -86,6 +101,10 @@ class BisectResult:
     dump_runs: list[str] = field(default_factory=list)
     """The runs (iterations, devices, ...) each round's dump held and the search compared: a layer is below the
     threshold when it is in any of them."""
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Layers not tested because their cosine cannot show an error (`blind_layers`): name -> why."""
+    confirmation: str | None = None
+    """How the layer was confirmed: below, the layers writing its inputs above."""
 
     @property
     def runs(self) -> int:
@@ -104,6 +123,42 @@ def candidate_layers(graph: Any, gt: Any) -> list[str]:
     names = [p.npu_op for p in pairs if p.kind == "output" and p.index == 0 and p.ground_truth_ref is not None
              and p.skip_reason is None and p.relation is not Relation.INSERTED and p.npu_op is not None]
     return list(dict.fromkeys(names))
+
+
+def _blind_reason(node: Any, constants: frozenset[str]) -> str | None:
+    t = node.op_type
+    if t in _SATURATING:
+        return f"{t} saturates"
+    if t in _SHAPES:
+        return f"{t} computes shapes or masks"
+    if t in ("Add", "Sub") and any(x in constants for x in node.input if x):
+        return f"{t} of a constant offsets"
+    return None
+
+
+def blind_layers(graph: Any, model: Any, layers: Sequence[str]) -> dict[str, str]:
+    """The layers (compiled ops) whose output cosine cannot show an error they receive, with why: every original
+    ONNX node the op stands for is an Add or Sub of a constant (the offset dominates: x + 3 keeps cosine ~1 however
+    wrong x is), a saturating op (Clip, Relu6, HardSigmoid) or a shape/mask op; by the device type when the ONNX
+    model does not name the op. `model`: a `dumpcmp.debug.region.OriginalModel`."""
+    from dumpcmp.dumps.naming import sanitize
+
+    by_name = dict(model.nodes)
+    by_sanitized = {sanitize(k): v for k, v in model.nodes.items()}
+    constants = frozenset(model.constants) | frozenset(model.initializers)
+    found: dict[str, str] = {}
+    for name in layers:
+        op = graph.get(name)
+        if op is None:
+            continue
+        nodes = [by_name.get(x) or by_sanitized.get(sanitize(x)) for x in graph.original_names(op)]
+        if nodes and all(n is not None for n in nodes):
+            reasons = [_blind_reason(n, constants) for n in nodes]
+            if all(reasons):
+                found[name] = "; ".join(dict.fromkeys(r for r in reasons if r))
+        elif op.type in _BLIND_DEVICE_TYPES:
+            found[name] = f"{op.type} saturates or computes shapes"
+    return found
 
 
 def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
@@ -249,7 +304,17 @@ class BisectJob:
             cands = candidate_layers(graph, self.gt)
             if not cands:
                 raise ConfigError(f"{graph_path}: no compiled op has ground truth in {self.ground_truth}")
-            self.header["candidates"] = cands[:_last_index(graph, cands, self.last) + 1] if self.last else cands
+            cands = cands[:_last_index(graph, cands, self.last) + 1] if self.last else cands
+            from dumpcmp.debug.region import OriginalModel
+
+            blind = blind_layers(graph, OriginalModel.load(self.model), cands)
+            probes = [x for x in cands if x not in blind]
+            self.header["candidates"] = probes or cands
+            self.header["left_out"] = blind if probes else {}
+            if blind and probes:
+                kinds = ", ".join(sorted(set(blind.values())))
+                self.say(f"{len(blind)} of {len(cands)} layers are not tested: their cosine cannot show an error "
+                         f"they receive ({kinds})")
         self.last_graph = graph_path
         if name is not None:
             return {}, {}, folder
@@ -288,8 +353,9 @@ class BisectJob:
     def search(self) -> BisectResult:
         resumed = self.load()
         lo, hi = -1, None
+        confirmed = False
         for r in self.rounds:
-            lo, hi = r.lo, r.hi
+            lo, hi, confirmed = r.lo, r.hi, r.confirm
         if resumed:
             self.say(f"resuming after round {resumed} (suspects: {self._range(lo, hi)})")
         for note in self.notes:
@@ -297,7 +363,10 @@ class BisectJob:
         while True:
             cands = self.header["candidates"]
             if cands is not None and hi is not None and hi - lo <= 1:
-                break
+                if hi >= len(cands) or confirmed:
+                    break
+                lo, hi, confirmed = self.confirm(lo, hi)
+                continue
             if cands is None:
                 layers = self.output_layers()
             elif hi is None:
@@ -324,6 +393,10 @@ class BisectJob:
             first_bad = next(((i, x) for i, x in sorted(tested) if below.get(x)), None)
             if first_bad is not None and hi is not None:
                 hi = min(hi, first_bad[0])
+                later = [x for i, x in tested if i > first_bad[0] and not below.get(x)]
+                if later:
+                    self.say(f"note: {', '.join(later)} above after {first_bad[1]} below: the error does not persist "
+                             "downstream there (what bisect assumes); the first layer below is searched")
             lo = max([lo] + [i for i, x in tested if not below.get(x) and (hi is None or i < hi)])
             if lo == len(cands) - 1:
                 hi = lo + 1  # the last layer is above: nothing below
@@ -336,6 +409,78 @@ class BisectJob:
                      f"suspects: {self._range(lo, hi)} ({seconds:.1f} s)")
             self.save()
         return self.result(resumed)
+
+    def producer_layers(self, layer: str) -> list[str]:
+        """The tested layers writing `layer`'s inputs: back from it through the ops that are not tested (inserted,
+        quantize, and those whose cosine cannot show an error) to the first tested ones."""
+        from dumpcmp.graph.device_ops import NOT_RUN_DEVICE_TYPES
+        from dumpcmp.graph.graph_json import load_graph
+
+        graph = load_graph(self._graph_for(self.rounds[-1]))
+        cands = set(self.header["candidates"])
+        op = graph.get(layer)
+        if op is None:
+            return []
+        found: list[str] = []
+        stack, seen = [op], {op.name}
+        while stack:
+            for p in graph.producers(stack.pop()):
+                if p is None or p[0].type in NOT_RUN_DEVICE_TYPES or p[0].name in seen:
+                    continue
+                seen.add(p[0].name)
+                if p[0].name in cands:
+                    found.append(p[0].name)
+                else:
+                    stack.append(p[0])
+        order = {name: i for i, name in enumerate(self.header["candidates"])}
+        return sorted(found, key=order.__getitem__)
+
+    def confirm(self, lo: int, hi: int) -> tuple[int, int, bool]:
+        """The layer found must be below and the layers writing its inputs above: measured in one more run when
+        they were not yet. A producer below means the error did not persist downstream between it and the last
+        layer found above: said, and the search goes on before that producer. Returns (lo, hi, confirmed)."""
+        cands = self.header["candidates"]
+        layer = cands[hi]
+        producers = self.producer_layers(layer)
+        known: dict[str, tuple[float, bool]] = {}
+        for r in self.rounds:
+            known.update({x: (r.cosine[x], r.below[x]) for x in r.layers if x in r.cosine})
+        untested = [p for p in producers if p not in known]
+        round_note = "measured in earlier rounds"
+        if untested:
+            number = len(self.rounds) + 1
+            start = time.perf_counter()
+            cosine, below, folder = self.run(number, [layer] + untested)
+            missing = [x for x in [layer] + untested if x not in cosine]
+            if missing:
+                raise ConfigError(f"round {number}: the device run wrote no comparable output of "
+                                  f"{', '.join(missing)} (see {folder}/run.log and result.csv)")
+            known.update({x: (cosine[x], below[x]) for x in cosine})
+            round_note = f"round {number}"
+        bad = [p for p in producers if known[p][1]]
+        shown = ", ".join(f"{p} {known[p][0]:.6f}" for p in producers)
+        if bad:
+            p = bad[0]
+            new_hi = cands.index(p)
+            above = [cands.index(x) for x, (_, b) in known.items() if not b and x in cands]
+            new_lo = max([-1] + [i for i in above if i < new_hi])
+            confirmed = False
+            later = cands[lo] if lo >= 0 else "no layer"
+            self.say(f"not confirmed ({round_note}): {layer} is below, but so is {p}, which writes its input "
+                     f"({known[p][0]:.6f}), while {later}, after it in execution order, is "
+                     f"above: the error does not persist downstream there (what bisect assumes); searching up to {p}")
+        else:
+            new_lo, new_hi, confirmed = lo, hi, True
+            self.header["confirmation"] = (f"confirmed ({round_note}): {layer} is below ({known[layer][0]:.6f}) and "
+                                           + (f"the layers writing its inputs are above: {shown}" if producers
+                                              else "it reads no tested layer"))
+            self.say(self.header["confirmation"])
+        if untested:
+            self.rounds.append(Round(number, [layer] + untested, {x: known[x][0] for x in [layer] + untested},
+                                     {x: known[x][1] for x in [layer] + untested}, new_lo, new_hi,
+                                     round(time.perf_counter() - start, 3), os.fspath(folder), confirmed))
+        self.save()
+        return new_lo, new_hi, confirmed
 
     def output_layers(self) -> list[str]:
         """Before any graph JSON is known: the layers writing the model's outputs, by their ONNX names."""
@@ -389,7 +534,7 @@ class BisectJob:
         statement = self.locate(layer, previous) if self.with_locate else None
         return BisectResult(layer, originals, where.cosine[layer], previous, cands, self.rounds, resumed,
                             self.threshold, log, Path(where.folder), self.notes, self._graph_for(where), statement,
-                            self.dump_runs)
+                            self.dump_runs, self.header.get("left_out") or {}, self.header.get("confirmation"))
 
     def _graph_for(self, r: Round) -> Path:
         self.last_graph = self._graph_path(Path(r.folder), Path(r.folder) / "dump")

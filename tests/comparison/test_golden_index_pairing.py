@@ -31,37 +31,11 @@ def _d():
     return G.desc(dtype="DT_FLOAT", layout="ND", shape=(8,), origin_shape=(8,), ge_origin_format=None)
 
 
-def test_compare_pairs_through_golden_index_not_the_sanitised_name(tmp_path):
+def case(tmp_path):
+    """gt/ written by golden for the model of nodes `a/b` and `a_b`, the device dump of its two ops, the graph JSON."""
     x = np.linspace(-1, 1, 8, dtype=np.float32) + 0.3
     gt = tmp_path / "gt"
     dump_golden(_model(tmp_path / "m.onnx"), {"x": x}, gt)
-    files = {r.op_name: r.file for r in read_golden_index(gt) if r.file}
-    assert files["a_b"].startswith("a_b_1.")  # golden renamed the second name
-    graph = G.write(tmp_path / "g.json", G.document(
-        G.op("x", "Data", 0, outputs=[_d()]),
-        G.op("a_b_relu", "Relu", 1, ["x:0"], originals=["a/b"], outputs=[_d()]),
-        G.op("a_b_neg", "Neg", 2, ["a_b_relu:0"], originals=["a_b"], outputs=[_d()]),
-    ))
-    dev = tmp_path / "dump"
-    dev.mkdir()
-    r = np.maximum(x, 0)
-    write_dump(dev / f"Relu.a_b_relu.1.{TS}", op_name="a_b_relu", outputs=[TensorData(r, format="ND")])
-    write_dump(dev / f"Neg.a_b_neg.2.{TS + 1}", op_name="a_b_neg", inputs=[TensorData(r, format="ND")],
-               outputs=[TensorData(-r, format="ND")])
-    result = compare(dev, gt, fusion_json=graph)
-    rows = {row.tensor_index: row for row in result.rows}
-    for t in ("a_b_relu:output:0", "a_b_neg:output:0", "a_b_neg:input:0"):
-        assert rows[t].status == "compared" and rows[t].cosine > 0.9999, (t, rows[t].ground_truth, rows[t].cosine)
-    assert result.first_below(0.99) is None
-
-
-def test_locate_pairs_through_golden_index(tmp_path):
-    import dumpcmp
-
-    x = np.linspace(-1, 1, 8, dtype=np.float32) + 0.3
-    gt = tmp_path / "gt"
-    model = _model(tmp_path / "m.onnx")
-    dump_golden(model, {"x": x}, gt)
     graph = G.write(tmp_path / "g.json", G.document(
         G.op("x", "Data", 0, outputs=[_d()]),
         G.op("a_b_relu", "Relu", 1, ["x:0"], originals=["a/b"], outputs=[_d()]),
@@ -74,7 +48,25 @@ def test_locate_pairs_through_golden_index(tmp_path):
                outputs=[TensorData(r, format="ND")])
     write_dump(dev / f"Neg.a_b_neg.2.{TS + 1}", op_name="a_b_neg", inputs=[TensorData(r, format="ND")],
                outputs=[TensorData(-r, format="ND")])
-    result = dumpcmp.locate(model, dev, gt, fusion_json=graph)
+    return dev, gt, graph
+
+
+def test_compare_pairs_through_golden_index_not_the_sanitised_name(tmp_path):
+    dev, gt, graph = case(tmp_path)
+    files = {r.op_name: r.file for r in read_golden_index(gt) if r.file}
+    assert files["a_b"].startswith("a_b_1.")  # golden renamed the second name
+    result = compare(dev, gt, fusion_json=graph)
+    rows = {row.tensor_index: row for row in result.rows}
+    for t in ("a_b_relu:output:0", "a_b_neg:output:0", "a_b_neg:input:0"):
+        assert rows[t].status == "compared" and rows[t].cosine > 0.9999, (t, rows[t].ground_truth, rows[t].cosine)
+    assert result.first_below(0.99) is None
+
+
+def test_locate_pairs_through_golden_index(tmp_path):
+    import dumpcmp
+
+    dev, gt, graph = case(tmp_path)
+    result = dumpcmp.locate(tmp_path / "m.onnx", dev, gt, fusion_json=graph)
     rows = {row.op: row for row in result.rows}
     for op in ("a_b_relu", "a_b_neg"):
         assert rows[op].total is not None and rows[op].total.cosine > 0.9999, (op, rows[op].verdict, rows[op].total)

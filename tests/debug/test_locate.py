@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
-from helpers.locate_nets import build_net, net_input, plant_fault  # noqa: E402
+from helpers.locate_nets import build_net, net_input, plant_fault, simulated_net  # noqa: E402
 
 import dumpcmp  # noqa: E402
 from dumpcmp.cli import main  # noqa: E402
@@ -26,17 +26,7 @@ from dumpcmp.debug.locate import LocateResult  # noqa: E402
 
 def _setup(d: Path, precision: str, *, attention: bool = True, weight: str | None = None,
            dump_mode: str = "all") -> dict:
-    from dumpcmp.onnx.golden import dump_golden
-    from dumpcmp.device.simulate import simulate
-
-    d.mkdir(parents=True, exist_ok=True)
-    model = build_net(d / "net.onnx", attention=attention)
-    device = plant_fault(model, d / "faulty.onnx", weight) if weight else model
-    x = net_input()
-    dump_golden(model, {"x": x}, d / "gt")
-    sim = simulate(device, d / "dump", precision=precision, samples=[{"x": x}], dump_mode=dump_mode,
-                   model_name="net")
-    return {"model": model, "dump": d / "dump", "gt": d / "gt", "json": sim.json_path, "dir": d}
+    return simulated_net(d, precision, attention=attention, weight=weight, dump_mode=dump_mode)
 
 
 def _locate(s: dict, **kw) -> LocateResult:
@@ -128,11 +118,10 @@ def test_operators_that_cannot_be_replayed_say_why_and_the_run_goes_on(tmp_path:
     bad = [row for row in r.rows if row.verdict == "not replayed"]
     assert [row.op for row in bad] == ["b0_sig"] and bad[0].note
     assert sum(1 for row in r.rows if row.own is not None) == len(r.rows) - 1
-    # outputs only (dump_mode output): nothing can be replayed, and every row says why
+    # outputs only (dump_mode output): inputs come from the producers' dumped outputs (test_locate_output_only.py)
     o = _setup(tmp_path / "out", "fp16", dump_mode="output")
     r = _locate(o)
-    assert all(row.verdict == "not replayed" and "dump_mode all" in row.note for row in r.rows)
-    assert r.statement() == "no operator could be replayed (see Note)"
+    assert all(row.own is not None and "inputs:" in row.note for row in r.rows)
 
 
 def test_cli_writes_locate_csv_json_and_compare_columns(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

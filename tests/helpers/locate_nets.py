@@ -110,3 +110,20 @@ def plant_fault(src: Path, dst: Path, weight: str, *, scale: float = 0.0, noise:
 
 def net_input(size: int = 8, seed: int = 3) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((1, 3, size, size)).astype(np.float32)
+
+
+def simulated_net(d: Path, precision: str, *, attention: bool = True, weight: str | None = None,
+                  dump_mode: str = "all") -> dict:
+    """`build_net` in `d` with its ground truth (`dumpcmp golden`) and a `dumpcmp simulate` dump of it (with `weight`
+    planted as a fault when given): {"model", "dump", "gt", "json", "dir"}."""
+    from dumpcmp.device.simulate import simulate
+    from dumpcmp.onnx.golden import dump_golden
+
+    d.mkdir(parents=True, exist_ok=True)
+    model = build_net(d / "net.onnx", attention=attention)
+    device = plant_fault(model, d / "faulty.onnx", weight) if weight else model
+    x = net_input()
+    dump_golden(model, {"x": x}, d / "gt")
+    sim = simulate(device, d / "dump", precision=precision, samples=[{"x": x}], dump_mode=dump_mode,
+                   model_name="net")
+    return {"model": model, "dump": d / "dump", "gt": d / "gt", "json": sim.json_path, "dir": d}

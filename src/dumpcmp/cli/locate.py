@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dumpcmp.cli.options import add_run_selection, count
+from dumpcmp.cli.options import add_run_selection, count, run_selection
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -55,9 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise exists_error(out / "locate.csv", "locate result")
     results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
                           quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
-                          algorithms=args.algorithms, time=args.time, device_id=args.device_id,
-                          model_name=args.model_name, model_id=args.model_id, data_index=args.data_index,
-                          threads=args.threads, quiet=args.quiet)
+                          algorithms=args.algorithms, gt_sample=args.gt_sample, threads=args.threads,
+                          quiet=args.quiet, **run_selection(args))
     out.mkdir(parents=True, exist_ok=True)
     several = len(results) > 1
     for result in results:

@@ -36,13 +36,24 @@ def positive(text: str) -> int:
     return value
 
 
-def add_run_selection(p: argparse.ArgumentParser) -> None:
-    """The options that pick one run of a dump tree (-l), the same in every command that reads one."""
+def add_run_selection(p: argparse.ArgumentParser, *, gt_sample: bool = True) -> None:
+    """The options that pick one run of a dump tree (-l) and the ground-truth sample it pairs with, the same in
+    every command that reads one (`run_selection` reads them back)."""
     p.add_argument("--time", metavar="YYYYMMDDhhmmss", help="select the dump run by its time folder")
     p.add_argument("--device", dest="device_id", type=int, help="select the device id")
     p.add_argument("--model", dest="model_name", help="select the model name")
     p.add_argument("--model-id", type=int, help="select the model id")
     p.add_argument("--iteration", "--data-index", dest="data_index", type=int, help="select the iteration")
+    if gt_sample:
+        p.add_argument("--gt-sample", type=gt_sample_arg, default=None, metavar="K|I:K,...",
+                       help="pair every iteration with the ground truth's sample folder K/, or iteration I with "
+                            "folder K/ (default: iteration k with folder k/, as golden writes several samples)")
+
+
+def run_selection(args: argparse.Namespace) -> dict:
+    """What `add_run_selection` parsed, as the keyword arguments the library takes (time, device_id, model_name,
+    model_id, data_index)."""
+    return {key: getattr(args, key, None) for key in ("time", "device_id", "model_name", "model_id", "data_index")}
 
 
 def one_file(positional: str | None, option: str | None) -> str:

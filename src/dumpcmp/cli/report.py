@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from dumpcmp.cli.options import add_run_selection, count
+from dumpcmp.cli.options import add_run_selection, count, run_selection
 
 
 def _layers(text: str) -> int | str | None:
@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args, args.output)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads, quiet=args.quiet,
-                           time=args.time, device_id=args.device_id, model_name=args.model_name,
-                           model_id=args.model_id, data_index=args.data_index)
+                           gt_sample=args.gt_sample, **run_selection(args))
     locate_results = None
     if is_model(args.locate):
         from dumpcmp.debug.locate.core import locate_runs
@@ -66,9 +65,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--locate MODEL.onnx needs the graph JSON (-f)")
         locate_results = {r.run: r for r in locate_runs(
             args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
-            threshold=args.threshold, threads=args.threads, quiet=args.quiet, time=args.time,
-            device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
-            data_index=args.data_index)}
+            threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample,
+            **run_selection(args))}
     if not args.quiet:
         for result in results:
             print(result.summary(args.threshold))

@@ -132,9 +132,9 @@ def compare(left: str | os.PathLike[str], right: str | os.PathLike[str], **optio
     holds several) with the right side. See `compare_runs` for the options."""
     results = compare_runs(left, right, **options)
     if len(results) > 1:
-        runs = "\n  ".join(r.run for r in results)
-        raise DumpcmpError(f"{left} holds {len(results)} runs; select one (device_id=, model_name=, data_index=, "
-                           f"...) or use compare_runs():\n  {runs}")
+        from dumpcmp.dumps.scan import several_runs_error
+
+        raise several_runs_error(left, [r.run for r in results])
     return results[0]
 
 

@@ -251,22 +251,28 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
             message = str(e).replace(staged.private, folder)
             raise DumpcmpError(f"detail of {op_name} {kind} {index}: {message}") from None
 
+        notes: list[str] = []
+        if npu_dtype is not None and fmt == "csv" and x.count > ORIGINAL_EXTRAS_LIMIT:
+            notes.append(f"{x.count} elements: the top-N files and {prefix}.npy are written up to "
+                         f"{ORIGINAL_EXTRAS_LIMIT} elements (they hold the tensors in memory); the top lists are in "
+                         f"{prefix}_top.csv")
+        elif npu_dtype is not None and fmt == "csv":
+            # the original tool's other files are part of the set too: published with it, or not at all
+            for path in extras:
+                staged.path(os.path.basename(path))
+            xs, ys = _values(x, y, dims, staged.private, int(threads))
+            if bool_pair:
+                _write_bool_detail(xs, ys, dims, [os.fsdecode(t) for t in tmp[:n_detail]], os.fsdecode(tmp[n_detail]),
+                                   header, int(max_lines))
+            write_original_extras(xs, ys, dims, staged.private, prefix, header, int(top_n), npu_dtype,
+                                  bool_pair=bool_pair)
+        if force and fmt == "csv":
+            for name in _stale(folder, prefix, n_detail):
+                staged.drop(name)
+
     for original, name in zip(originals, on_disk):
         if name != original:
             naming.safe_file_name(original, folder, suffix=_ext(original))
-    if force and fmt == "csv":
-        _remove_stale(folder, prefix, n_detail)
-
-    notes: list[str] = []
-    if npu_dtype is not None and fmt == "csv" and x.count > ORIGINAL_EXTRAS_LIMIT:
-        notes.append(f"{x.count} elements: the top-N files and {prefix}.npy are written up to "
-                     f"{ORIGINAL_EXTRAS_LIMIT} elements (they hold the tensors in memory); the top lists are in "
-                     f"{prefix}_top.csv")
-    elif npu_dtype is not None and fmt == "csv":
-        xs, ys = _values(x, y, dims, folder, int(threads))
-        if bool_pair:
-            _write_bool_detail(xs, ys, dims, paths[:n_detail], paths[n_detail], header, int(max_lines))
-        write_original_extras(xs, ys, dims, folder, prefix, header, int(top_n), npu_dtype, bool_pair=bool_pair)
 
     padded = padded_shape(dims)
 
@@ -282,15 +288,16 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
         notes=tuple(notes))
 
 
-def _remove_stale(folder: str, prefix: str, first_unused: int) -> None:
-    """Detail files of an earlier, longer export of the same tensor, so that the folder holds one consistent set."""
+def _stale(folder: str, prefix: str, first_unused: int) -> list[str]:
+    """Detail files of an earlier, longer export of the same tensor (removed when the new set is published, so that
+    the folder holds one consistent set)."""
+    names = []
     k = first_unused
     while True:
-        name = f"{prefix}_{k}.csv"
-        path = os.path.join(folder, naming.planned_file_name(name, ".csv"))
-        if not os.path.isfile(path):
-            return
-        os.remove(path)
+        name = naming.planned_file_name(f"{prefix}_{k}.csv", ".csv")
+        if not os.path.isfile(os.path.join(folder, name)):
+            return names
+        names.append(name)
         k += 1
 
 

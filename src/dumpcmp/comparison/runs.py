@@ -16,10 +16,12 @@ from dumpcmp.errors import NotFoundError
 from dumpcmp.graph.graph_json import Graph, load_graph
 from dumpcmp.graph.pairing import TensorPair, pair_device_to_device, pair_with_ground_truth
 
-__all__ = ["PairedRun", "paired_runs", "sample_ground_truth"]
+__all__ = ["PairedRun", "paired_runs", "sample_ground_truth", "select_runs"]
 
 
-def _select_group(index: DumpIndex, selection: dict[str, Any], side: str) -> list[DumpGroup]:
+def select_runs(index: DumpIndex, selection: dict[str, Any], side: str = "left") -> list[DumpGroup]:
+    """The runs of a scanned tree that the selection (time, device_id, model_name, model_id, data_index; None:
+    any) names; every run when it names none; an error listing the runs when none matches."""
     groups = index.find(**selection) if any(v is not None for v in selection.values()) else list(index)
     if not groups:
         runs = ", ".join(g.key.describe() for g in index) or "none"
@@ -102,7 +104,7 @@ def paired_runs(
         graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
     selection = {"time": time, "device_id": device_id, "model_name": model_name, "model_id": model_id,
                  "data_index": data_index}
-    groups = _select_group(left_index, selection, "left")
+    groups = select_runs(left_index, selection, "left")
     device_vs_device = len(right_index.ground_truth) == 0
     if device_vs_device and right_index.dump_count == 0:
         raise NotFoundError(f"{right}: no ground-truth files ({{op}}.{{index}}.{{timestamp}}.npy) and no dumps found")
@@ -131,7 +133,7 @@ def paired_runs(
             iterations = len({g.key.data_index for g in groups})
             gt_files, notes = sample_ground_truth(group.key.data_index, right_index.ground_truth, right_index.root,
                                                   gt_sample, iterations)
-            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files), graph)
+            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files, notes), graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]

@@ -96,8 +96,9 @@ def compare_op(
         raise DumpcmpError(f"the tensor kind is input or output, not {kind!r}")
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, **selection)
     if len(runs) > 1:
-        names = "\n  ".join(r.run for r in runs)
-        raise DumpcmpError(f"{left} holds {len(runs)} runs; select one with --device/--model/--iteration:\n  {names}")
+        from dumpcmp.dumps.scan import several_runs_error
+
+        raise several_runs_error(left, [r.run for r in runs])
     run = runs[0]
     graph_originals = None
     if run.graph is not None:

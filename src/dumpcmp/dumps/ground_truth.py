@@ -314,11 +314,12 @@ def read_golden_index(path: str | os.PathLike[str]) -> list[GoldenRecord]:
     return records
 
 
-def keys_by_index(files: Mapping[str, Any]) -> dict[str, Any]:
+def keys_by_index(files: Mapping[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
     """Ground-truth files (`{op}.{output_index}` -> an entry with a `path`) keyed by the op that wrote them, as the
     `golden_index.csv` beside each file says: `golden` renames a file whose op name sanitises to one already taken
     (`a/b` and `a_b` both to `a_b`: the second is written as `a_b_1`), so a file name is not the op's name. Files
-    no readable index lists keep their key. An index key wins over a file-name key it collides with."""
+    no readable index lists keep their key. An index key wins over a file-name key it collides with. An index that
+    is there but unreadable is said in `notes` (its folder's files then pair by their names)."""
     indexes: dict[str, dict[str, GoldenRecord]] = {}
     keyed: list[tuple[str, Any, bool]] = []
     for key, entry in files.items():
@@ -328,11 +329,18 @@ def keys_by_index(files: Mapping[str, Any]) -> dict[str, Any]:
             folder = os.path.dirname(os.fspath(path))
             if folder not in indexes:
                 indexes[folder] = {}
-                if os.path.isfile(os.path.join(folder, INDEX_NAME)):
+                index_path = os.path.join(folder, INDEX_NAME)
+                problem = None
+                if os.path.isfile(index_path):
                     try:
                         indexes[folder] = {r.file: r for r in read_golden_index(folder) if r.file}
-                    except DumpcmpError:
-                        pass  # not golden's index: the file names are the keys
+                    except DumpcmpError as error:  # not golden's index: the file names are the keys
+                        problem = str(error)
+                elif os.path.lexists(index_path):  # a folder, a device, a FIFO or a broken link: never opened
+                    problem = f"{index_path}: not a regular file"
+                if problem is not None and notes is not None:
+                    notes.append(f"ground truth: {problem}; its folder's files pair by their file names (a file "
+                                 "golden renamed, such as a_b_1 for a/b beside a_b, pairs wrongly)")
             rec = indexes[folder].get(os.path.basename(os.fspath(path)))
         keyed.append((key, entry, False) if rec is None else (f"{rec.op_name}.{rec.output_index}", entry, True))
     from_index = {k for k, _, indexed in keyed if indexed}

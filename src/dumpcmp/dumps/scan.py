@@ -37,10 +37,12 @@ from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FrameworkDumpNam
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
-    "Skipped", "scan", "scan_ground_truth",
+    "Skipped", "SELECT_FLAGS", "scan", "scan_ground_truth", "several_runs_error",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
+SELECT_FLAGS = "--iteration, --time, --device, --model or --model-id"
+"""The command-line options that pick one run of a dump tree, as every message that asks for one names them."""
 
 _TIME = re.compile(r"[0-9]{14}\Z")
 _NO_SCHEME = ("name fits no naming scheme (not an NPU dump {op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}, "
@@ -299,8 +301,13 @@ class DumpIndex:
             runs += f"; ... ({len(self.groups)} in all)"
         if not found:
             raise NotFoundError(f"{self.root}: no dump run matches the options; runs found: {runs}")
-        raise NotFoundError(f"{self.root}: {len(found)} dump runs match; choose one with time, device, model, "
-                            f"model_id or iteration. Runs: {runs}")
+        raise NotFoundError(f"{self.root}: {len(found)} dump runs match; select one with {SELECT_FLAGS}. Runs: {runs}")
+
+
+def several_runs_error(root: str | os.PathLike[str], runs: list[str]) -> NotFoundError:
+    """The error of a command that works on one run given a tree holding several (`runs`: their descriptions)."""
+    listed = "\n  ".join(runs[:20]) + (f"\n  ... ({len(runs)} in all)" if len(runs) > 20 else "")
+    return NotFoundError(f"{os.fspath(root)} holds {len(runs)} runs; select one with {SELECT_FLAGS}:\n  {listed}")
 
 
 # --- scanning -----------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
-from dumpcmp.support.files import create_temp_file, discard
+from dumpcmp.support.files import create_temp_file, discard, interrupted_by
 from dumpcmp.support.lazy_numpy import np
 
 __all__ = ["Runner", "require_onnx"]
@@ -28,6 +28,8 @@ def require_onnx() -> tuple[Any, Any]:
         import onnx
         import onnxruntime
     except ImportError as error:
+        if interrupted_by(error) is not None:
+            raise  # an import cut by Ctrl-C or SIGTERM: the command's interrupt, not a missing extra
         raise DumpcmpError(f"ground truth from ONNX needs the onnx extra ({error.name or error} is missing): "
                            "pip install 'dumpcmp[onnx]'") from error
     return onnx, onnxruntime

@@ -191,6 +191,7 @@ def create_temp_folder(parent: str | os.PathLike[str], hint: str = "") -> str:
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
     _renameat2 = _libc.renameat2
@@ -215,6 +216,19 @@ def _rename_noreplace(src: str, dst: str) -> None:
     if os.path.lexists(dst):  # pragma: no cover - a folder on a file system without RENAME_NOREPLACE
         raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), dst)
     os.rename(src, dst)  # pragma: no cover
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap two folders atomically (``renameat2(RENAME_EXCHANGE)``): True when done; False when `b` is not a folder
+    (or is a link) or the system cannot (then the caller moves the old one aside and renames)."""
+    if _renameat2 is None or not os.path.isdir(b) or os.path.islink(b):
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), b)
 
 
 def exists_error(taken: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], what: str = "file") -> ConfigError:
@@ -245,6 +259,18 @@ def publish(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, force:
     return path
 
 
+@contextlib.contextmanager
+def write_errors_named(target: str | os.PathLike[str], what: str = "file") -> Iterator[None]:
+    """An OSError that names no file (a full disk, a quota, a file-size limit: raised by a write on an open file)
+    becomes a DumpcmpError naming `target` and the reason: one line, exit code 2 in the CLI."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or isinstance(e, (BrokenPipeError, InterruptedError)):
+            raise
+        raise DumpcmpError(f"{os.fspath(target)}: cannot write the {what}: {e.strerror or e}") from None
+
+
 # ---- whole files -----------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
@@ -260,8 +286,9 @@ def open_atomic(path: str | os.PathLike[str], *, force: bool = True, what: str =
         raise exists_error(path, what)
     fd, tmp = create_temp_file(folder, path.name)
     try:
-        with os.fdopen(fd, mode, encoding=encoding, errors=errors, newline=newline) as f:
-            yield f
+        with write_errors_named(path, what):
+            with os.fdopen(fd, mode, encoding=encoding, errors=errors, newline=newline) as f:
+                yield f
         publish(tmp, path, force=force, what=what)
     finally:
         discard(tmp)
@@ -302,7 +329,8 @@ def atomic_write_path(path: str | os.PathLike[str], write: Callable[[str], objec
     path, _, private = _private_beside(path, force, what)
     try:
         inner = os.path.join(private, "out")
-        write(inner)
+        with write_errors_named(path, what):
+            write(inner)
         if not os.path.isfile(inner) or os.path.islink(inner):
             raise DumpcmpError(f"{path}: the {what} was not written")
         publish(inner, path, force=force, what=what)
@@ -331,6 +359,13 @@ class FileSet:
         self.folder = folder
         self.private = private
         self.names: list[str] = []
+        self.dropped: list[str] = []
+
+    def drop(self, name: str) -> None:
+        """With `force`: remove `folder/name` when the set is published (a file of an older, larger set), in the same
+        all-or-nothing step."""
+        if name not in self.dropped:
+            self.dropped.append(name)
 
     def path(self, name: str) -> str:
         """Where to write the file that will be `folder/name` (a path inside the private folder)."""
@@ -344,6 +379,41 @@ class FileSet:
         return os.path.join(self.folder, name)
 
 
+def publish_together(moves: Sequence[tuple[str, str]], removals: Sequence[str] = (), what: str = "files") -> None:
+    """Move each finished temporary `src` to its final name `dst`, and remove `removals`, as one step: the names
+    that existed are first moved aside, then the new files take their names; anything raised on the way (a full
+    disk, a name taken meanwhile) removes what was placed and puts the old files back. Call it inside
+    `signals_deferred` (and `folder_lock`) so that no signal cuts it in half."""
+    aside: list[tuple[str, str]] = []
+    placed: list[str] = []
+    try:
+        for dst in [d for _, d in moves] + list(removals):
+            if not os.path.lexists(dst):
+                continue
+            if os.path.isdir(dst) and not os.path.islink(dst):
+                raise DumpcmpError(f"{dst}: is a folder; not replaced by the {what}")
+            backup = os.path.join(_folder_of(Path(dst)), temp_name(os.path.basename(dst)))
+            _register(backup)
+            os.rename(dst, backup)
+            aside.append((dst, backup))
+        for src, dst in moves:
+            try:
+                _rename_noreplace(src, dst)
+            except FileExistsError:
+                raise exists_error(dst, what) from None
+            placed.append(dst)
+    except BaseException:
+        for p in placed:
+            _remove(p)
+        for dst, backup in reversed(aside):
+            with contextlib.suppress(OSError):
+                os.rename(backup, dst)
+            _forget(backup)
+        raise
+    for _, backup in aside:
+        discard(backup)
+
+
 @contextlib.contextmanager
 def file_set(folder: str | os.PathLike[str], *, force: bool = False, what: str = "files") -> Iterator[FileSet]:
     """``with file_set(folder) as s: write(s.path(name)) ...``: the files appear in `folder` all together at the end
@@ -354,22 +424,16 @@ def file_set(folder: str | os.PathLike[str], *, force: bool = False, what: str =
     private = create_temp_folder(folder, what)
     try:
         s = FileSet(folder, private)
-        yield s
+        with write_errors_named(folder, what):
+            yield s
         written = [n for n in s.names if os.path.lexists(os.path.join(private, n))]
-        with folder_lock(folder):
+        with folder_lock(folder), signals_deferred():
             if not force:
                 taken = [s.final(n) for n in written if os.path.lexists(s.final(n))]
                 if taken:
                     raise exists_error(taken, what)
-            placed: list[str] = []
-            try:
-                for n in written:
-                    publish(os.path.join(private, n), s.final(n), force=force, what=what)
-                    placed.append(s.final(n))
-            except BaseException:
-                for p in placed:
-                    _remove(p)
-                raise
+            moves = [(os.path.join(private, n), s.final(n)) for n in written]
+            publish_together(moves, [s.final(n) for n in s.dropped if n not in written] if force else [], what)
     finally:
         discard(private)
 
@@ -381,19 +445,29 @@ def atomic_folder(path: str | os.PathLike[str], *, force: bool = False, what: st
     path, parent, private = _private_beside(path, force, what)
     try:
         os.chmod(private, 0o777 & ~_umask())
-        yield Path(private)
-        old = None
-        if force and os.path.lexists(path):
-            old = os.path.join(parent, temp_name(path.name))
-            _register(old)
-            os.rename(path, old)  # the link itself when `path` is a symlink
-        try:
-            _rename_noreplace(private, os.fspath(path))
-        except FileExistsError:
-            raise exists_error(path, what) from None
-        _forget(private)
-        if old is not None:
-            discard(old)
+        with write_errors_named(path, what):
+            yield Path(private)
+        with signals_deferred():
+            if force and _exchange(private, os.fspath(path)):
+                return  # `private` now holds the old folder, removed below: `path` was never missing or partial
+            old = None
+            if force and os.path.lexists(path):
+                old = os.path.join(parent, temp_name(path.name))
+                _register(old)
+                os.rename(path, old)  # the link itself when `path` is a symlink
+            try:
+                _rename_noreplace(private, os.fspath(path))
+            except BaseException as e:
+                if old is not None:
+                    with contextlib.suppress(OSError):
+                        os.rename(old, path)  # the old folder back
+                    _forget(old)
+                if isinstance(e, FileExistsError):
+                    raise exists_error(path, what) from None
+                raise
+            _forget(private)
+            if old is not None:
+                discard(old)
     finally:
         discard(private)
 
@@ -414,8 +488,67 @@ def _cleanup_live() -> None:
         _remove(p)
 
 
+_received: list[int] = []  # the signals this process's handlers met, in order
+
+
 def _on_signal(signum: int, frame: object) -> None:
+    _received.append(signum)
     raise Terminated(signum)
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def interrupted_by(error: BaseException) -> int | None:
+    """The signal behind `error` (SIGINT 2, SIGTERM 15, SIGHUP 1), or None: an interrupt itself, one in its cause or
+    context chain, or, for an ImportError or RuntimeError, any signal met since `install_signal_cleanup` (a module's
+    import cut by a signal surfaces as its ImportError, e.g. NumPy's "PyCapsule_Import could not import module"; a
+    descriptor's __set_name__ wraps it in a RuntimeError)."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, Terminated):
+            return e.signum
+        if isinstance(e, KeyboardInterrupt):
+            return int(signal.SIGINT)
+        e = e.__cause__ or e.__context__
+    if isinstance(error, (ImportError, RuntimeError)) and _received:
+        return _received[-1]
+    return None
+
+
+_DEFERRED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP arriving during the block take effect when it ends (their handler then runs, or
+    the default action is taken again): a publication in several steps is never cut in half. Main thread only
+    (elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    old: dict[int, object] = {}
+    for sig in _DEFERRED:
+        try:
+            old[sig] = signal.signal(sig, lambda signum, frame: pending.append(signum))
+        except (ValueError, OSError):  # pragma: no cover
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        if pending:
+            handler = old.get(pending[0])
+            if callable(handler):
+                handler(pending[0], None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), pending[0])
 
 
 def install_signal_cleanup() -> None:
@@ -426,6 +559,8 @@ def install_signal_cleanup() -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             signal.signal(sig, _on_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)  # Python's own, but remembered (interrupted_by)
 
 
 atexit.register(_cleanup_live)

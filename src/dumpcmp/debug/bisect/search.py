@@ -11,7 +11,12 @@ its inputs too, in `OUT/locate/`): is the error born there or did it arrive? A f
 The search assumes that a layer's error persists downstream (what a precision loss does): the last layer is
 checked first (above the threshold: no layer below it), then the range between the last layer known above and the
 first known below is halved. Layers are the compiled ops of the graph JSON (`-f`, or the one the first run writes)
-whose output has ground truth, in execution order; compiler-inserted ops are left out.
+whose output has ground truth, in execution order; compiler-inserted ops are left out, and so are the ops whose
+cosine cannot show an error they receive (`blind_layers`: an Add of a constant offsets it away, Clip, Relu6 and
+HardSigmoid saturate, shape ops compute integers; a hardswish `x * Clip(x + 3, 0, 6) / 6` keeps its Add and Clip
+near cosine 1 between two bad tensors). The layer found is confirmed: it is below and the layers writing its inputs
+are above (one more run when they were not measured yet). When a producer is below too, the error did not persist
+downstream between it and the last layer found above: that is said, and the search goes on before the producer.
 """
 
 from __future__ import annotations
@@ -30,13 +35,21 @@ from typing import Any, Callable, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
 
-__all__ = ["PLACEHOLDERS", "BisectJob", "BisectResult", "Round", "RunFailed", "bisect", "candidate_layers"]
+__all__ = ["PLACEHOLDERS", "BisectJob", "BisectResult", "Round", "RunFailed", "bisect", "blind_layers",
+           "candidate_layers"]
 
 PLACEHOLDERS = ("model", "acl_json", "dump", "graph_json", "round")
 STATE = "bisect.jsonl"
 _WALK_BACK_TYPES = frozenset({"AscendQuant", "AscendDequant", "Cast", "TransData"})
 LOG = "bisect.log"
 MARKER = ".dumpcmp-bisect"
+#: ONNX ops whose output cosine cannot show an error in their input: they saturate, or compute shapes and masks
+_SATURATING = frozenset({"Clip", "HardSigmoid", "Relu6"})
+_SHAPES = frozenset({"Shape", "Size", "ConstantOfShape", "Range", "NonZero", "Equal", "Less", "Greater",
+                     "LessOrEqual", "GreaterOrEqual", "And", "Or", "Not", "Xor", "IsNaN", "IsInf", "ArgMax", "ArgMin"})
+#: the device types of those ops, for compiled ops the ONNX model does not name
+_BLIND_DEVICE_TYPES = frozenset({"ClipByValue", "Relu6", "HardSigmoid", "Shape", "Size", "Range", "Equal", "Less",
+                                 "Greater", "ArgMaxV2", "ArgMinV2"})
 
 
 class RunFailed(Exception):
@@ -61,6 +74,8 @@ class Round:
     """Index of the first layer known below (None: not known yet)."""
     seconds: float
     folder: str
+    confirm: bool = False
+    """A confirmation round (the layer found and the layers writing its inputs) that confirmed the layer."""
 
 
 @dataclass
@@ -83,6 +98,13 @@ class BisectResult:
     """The graph JSON the rounds were compared with."""
     locate: str | None = None
     """What `dumpcmp locate` says about the layer, replayed on its own device inputs (None: not run)."""
+    dump_runs: list[str] = field(default_factory=list)
+    """The runs (iterations, devices, ...) each round's dump held and the search compared: a layer is below the
+    threshold when it is in any of them."""
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Layers not tested because their cosine cannot show an error (`blind_layers`): name -> why."""
+    confirmation: str | None = None
+    """How the layer was confirmed: below, the layers writing its inputs above."""
 
     @property
     def runs(self) -> int:
@@ -103,6 +125,42 @@ def candidate_layers(graph: Any, gt: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _blind_reason(node: Any, constants: frozenset[str]) -> str | None:
+    t = node.op_type
+    if t in _SATURATING:
+        return f"{t} saturates"
+    if t in _SHAPES:
+        return f"{t} computes shapes or masks"
+    if t in ("Add", "Sub") and any(x in constants for x in node.input if x):
+        return f"{t} of a constant offsets"
+    return None
+
+
+def blind_layers(graph: Any, model: Any, layers: Sequence[str]) -> dict[str, str]:
+    """The layers (compiled ops) whose output cosine cannot show an error they receive, with why: every original
+    ONNX node the op stands for is an Add or Sub of a constant (the offset dominates: x + 3 keeps cosine ~1 however
+    wrong x is), a saturating op (Clip, Relu6, HardSigmoid) or a shape/mask op; by the device type when the ONNX
+    model does not name the op. `model`: a `dumpcmp.debug.region.OriginalModel`."""
+    from dumpcmp.dumps.naming import sanitize
+
+    by_name = dict(model.nodes)
+    by_sanitized = {sanitize(k): v for k, v in model.nodes.items()}
+    constants = frozenset(model.constants) | frozenset(model.initializers)
+    found: dict[str, str] = {}
+    for name in layers:
+        op = graph.get(name)
+        if op is None:
+            continue
+        nodes = [by_name.get(x) or by_sanitized.get(sanitize(x)) for x in graph.original_names(op)]
+        if nodes and all(n is not None for n in nodes):
+            reasons = [_blind_reason(n, constants) for n in nodes]
+            if all(reasons):
+                found[name] = "; ".join(dict.fromkeys(r for r in reasons if r))
+        elif op.type in _BLIND_DEVICE_TYPES:
+            found[name] = f"{op.type} saturates or computes shapes"
+    return found
+
+
 def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
     """The index of the candidate that is (or was compiled from) layer `last`."""
     from dumpcmp.dumps.naming import sanitize
@@ -119,6 +177,24 @@ def _last_index(graph: Any, candidates: Sequence[str], last: str) -> int:
                       + (f"; closest: {', '.join(close)}" if close else ""))
 
 
+def _walk_back(graph: Any, op: Any, through: Callable[[Any], bool]) -> list[Any]:
+    """The ops (not graph inputs or constants) writing `op`'s inputs, and back through each for which `through`
+    holds to the ops writing its inputs, and so on."""
+    from dumpcmp.graph.device_ops import NOT_RUN_DEVICE_TYPES
+
+    reached: list[Any] = []
+    stack, seen = [op], {op.name}
+    while stack:
+        for found in graph.producers(stack.pop()):
+            if found is None or found[0].type in NOT_RUN_DEVICE_TYPES or found[0].name in seen:
+                continue
+            seen.add(found[0].name)
+            reached.append(found[0])
+            if through(found[0]):
+                stack.append(found[0])
+    return reached
+
+
 def _substitute(command: str, values: dict[str, str]) -> str:
     """`command` with each {placeholder} replaced by its shell-quoted value, in one pass over the template: text
     a value brings in (a `{dump}` inside --device-model, a `;` in -o) is never substituted again nor run."""
@@ -131,7 +207,8 @@ class BisectJob:
 
     def __init__(self, model: Path, command: str, ground_truth: Path, out: Path, *, graph_json: Path | None,
                  device_model: Path, model_name: str, threshold: float, per_round: int,
-                 echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None) -> None:
+                 echo: Callable[[str], None], timeout: float | None, with_locate: bool, last: str | None,
+                 selection: dict[str, Any] | None = None, gt_sample: int | dict[int, int] | None = None) -> None:
         from dumpcmp.dumps.scan import scan_ground_truth
 
         self.model, self.command, self.ground_truth, self.out = model, command, ground_truth, out
@@ -143,6 +220,13 @@ class BisectJob:
         self.header: dict[str, Any] = {"model": os.fspath(model.absolute()),
                                        "ground_truth": os.fspath(ground_truth.absolute()),
                                        "threshold": threshold, "command": command, "last": last, "candidates": None}
+        self.selection = {k: v for k, v in (selection or {}).items() if v is not None}
+        self.gt_sample = gt_sample
+        # the runs compared and their ground-truth samples: a resumed bisect must compare the same (JSON's keys)
+        chosen = dict(self.selection, **({"gt_sample": gt_sample} if gt_sample is not None else {}))
+        if chosen:
+            self.header["selection"] = json.loads(json.dumps(chosen))
+        self.dump_runs: list[str] = []
         self.rounds: list[Round] = []
         self.lines: list[str] = []
         self.notes: list[str] = []
@@ -161,10 +245,10 @@ class BisectJob:
             rounds = [Round(**r) for r in records[1:]]
         except (ValueError, TypeError, IndexError, KeyError) as error:
             raise ConfigError(f"{path}: not a bisect state file ({error}); choose another -o") from error
-        for key in ("model", "ground_truth", "threshold", "last"):
-            if header.get(key) != self.header[key]:
+        for key in ("model", "ground_truth", "threshold", "last", "selection"):
+            if header.get(key) != self.header.get(key):
                 raise ConfigError(f"{self.out}: holds a bisect with another {key} ({header.get(key)!r}, not "
-                                  f"{self.header[key]!r}); choose another -o to start a new one")
+                                  f"{self.header.get(key)!r}); choose another -o to start a new one")
         if header.get("command") != self.command:
             self.notes.append("the command differs from the one the earlier rounds ran; resuming with the new one")
         self.header["candidates"] = header.get("candidates")
@@ -238,17 +322,29 @@ class BisectJob:
             cands = candidate_layers(graph, self.gt)
             if not cands:
                 raise ConfigError(f"{graph_path}: no compiled op has ground truth in {self.ground_truth}")
-            self.header["candidates"] = cands[:_last_index(graph, cands, self.last) + 1] if self.last else cands
+            cands = cands[:_last_index(graph, cands, self.last) + 1] if self.last else cands
+            from dumpcmp.debug.region import OriginalModel
+
+            blind = blind_layers(graph, OriginalModel.load(self.model), cands)
+            probes = [x for x in cands if x not in blind]
+            self.header["candidates"] = probes or cands
+            self.header["left_out"] = blind if probes else {}
+            if blind and probes:
+                kinds = ", ".join(sorted(set(blind.values())))
+                self.say(f"{len(blind)} of {len(cands)} layers are not tested: their cosine cannot show an error "
+                         f"they receive ({kinds})")
         self.last_graph = graph_path
         if name is not None:
             return {}, {}, folder
         try:
-            results = compare_runs(dump, self.ground_truth, fusion_json=graph_path, quiet=True)
+            results = compare_runs(dump, self.ground_truth, fusion_json=graph_path, quiet=True,
+                                   gt_sample=self.gt_sample, **self.selection)
         except DumpcmpError as error:
             raise ConfigError(f"round {number}: {error} (does the command pass {{acl_json}} or {{dump}} to the "
                               "device run?)") from error
         cosine: dict[str, float] = {}
         below: dict[str, bool] = {}
+        self.dump_runs = [result.run for result in results]
         wanted = {sanitize(x): x for x in layers}
         for result in results:
             for row in result.rows:
@@ -275,8 +371,9 @@ class BisectJob:
     def search(self) -> BisectResult:
         resumed = self.load()
         lo, hi = -1, None
+        confirmed = False
         for r in self.rounds:
-            lo, hi = r.lo, r.hi
+            lo, hi, confirmed = r.lo, r.hi, r.confirm
         if resumed:
             self.say(f"resuming after round {resumed} (suspects: {self._range(lo, hi)})")
         for note in self.notes:
@@ -284,7 +381,10 @@ class BisectJob:
         while True:
             cands = self.header["candidates"]
             if cands is not None and hi is not None and hi - lo <= 1:
-                break
+                if hi >= len(cands) or confirmed:
+                    break
+                lo, hi, confirmed = self.confirm(lo, hi)
+                continue
             if cands is None:
                 layers = self.output_layers()
             elif hi is None:
@@ -311,6 +411,10 @@ class BisectJob:
             first_bad = next(((i, x) for i, x in sorted(tested) if below.get(x)), None)
             if first_bad is not None and hi is not None:
                 hi = min(hi, first_bad[0])
+                later = [x for i, x in tested if i > first_bad[0] and not below.get(x)]
+                if later:
+                    self.say(f"note: {', '.join(later)} above after {first_bad[1]} below: the error does not persist "
+                             "downstream there (what bisect assumes); the first layer below is searched")
             lo = max([lo] + [i for i, x in tested if not below.get(x) and (hi is None or i < hi)])
             if lo == len(cands) - 1:
                 hi = lo + 1  # the last layer is above: nothing below
@@ -323,6 +427,67 @@ class BisectJob:
                      f"suspects: {self._range(lo, hi)} ({seconds:.1f} s)")
             self.save()
         return self.result(resumed)
+
+    def producer_layers(self, layer: str) -> list[str]:
+        """The tested layers writing `layer`'s inputs: back from it through the ops that are not tested (inserted,
+        quantize, and those whose cosine cannot show an error) to the first tested ones."""
+        from dumpcmp.graph.graph_json import load_graph
+
+        graph = load_graph(self._graph_for(self.rounds[-1]))
+        cands = set(self.header["candidates"])
+        op = graph.get(layer)
+        if op is None:
+            return []
+        found = [x.name for x in _walk_back(graph, op, lambda x: x.name not in cands) if x.name in cands]
+        order = {name: i for i, name in enumerate(self.header["candidates"])}
+        return sorted(found, key=order.__getitem__)
+
+    def confirm(self, lo: int, hi: int) -> tuple[int, int, bool]:
+        """The layer found must be below and the layers writing its inputs above: measured in one more run when
+        they were not yet. A producer below means the error did not persist downstream between it and the last
+        layer found above: said, and the search goes on before that producer. Returns (lo, hi, confirmed)."""
+        cands = self.header["candidates"]
+        layer = cands[hi]
+        producers = self.producer_layers(layer)
+        known: dict[str, tuple[float, bool]] = {}
+        for r in self.rounds:
+            known.update({x: (r.cosine[x], r.below[x]) for x in r.layers if x in r.cosine})
+        untested = [p for p in producers if p not in known]
+        round_note = "measured in earlier rounds"
+        if untested:
+            number = len(self.rounds) + 1
+            start = time.perf_counter()
+            cosine, below, folder = self.run(number, [layer] + untested)
+            missing = [x for x in [layer] + untested if x not in cosine]
+            if missing:
+                raise ConfigError(f"round {number}: the device run wrote no comparable output of "
+                                  f"{', '.join(missing)} (see {folder}/run.log and result.csv)")
+            known.update({x: (cosine[x], below[x]) for x in cosine})
+            round_note = f"round {number}"
+        bad = [p for p in producers if known[p][1]]
+        shown = ", ".join(f"{p} {known[p][0]:.6f}" for p in producers)
+        if bad:
+            p = bad[0]
+            new_hi = cands.index(p)
+            above = [cands.index(x) for x, (_, b) in known.items() if not b and x in cands]
+            new_lo = max([-1] + [i for i in above if i < new_hi])
+            confirmed = False
+            later = cands[lo] if lo >= 0 else "no layer"
+            self.say(f"not confirmed ({round_note}): {layer} is below, but so is {p}, which writes its input "
+                     f"({known[p][0]:.6f}), while {later}, after it in execution order, is "
+                     f"above: the error does not persist downstream there (what bisect assumes); searching up to {p}")
+        else:
+            new_lo, new_hi, confirmed = lo, hi, True
+            self.header["confirmation"] = (f"confirmed ({round_note}): {layer} is below ({known[layer][0]:.6f}) and "
+                                           + (f"the layers writing its inputs are above: {shown}" if producers
+                                              else "it reads no tested layer"))
+            self.say(self.header["confirmation"])
+        if untested:
+            self.rounds.append(Round(number, [layer] + untested, {x: known[x][0] for x in [layer] + untested},
+                                     {x: known[x][1] for x in [layer] + untested}, new_lo, new_hi,
+                                     round(time.perf_counter() - start, 3), os.fspath(folder), confirmed))
+        self.save()
+        return new_lo, new_hi, confirmed
 
     def output_layers(self) -> list[str]:
         """Before any graph JSON is known: the layers writing the model's outputs, by their ONNX names."""
@@ -354,7 +519,7 @@ class BisectJob:
                      f"run{'s' * (len(self.rounds) != 1)}")
             self.save()
             return BisectResult(None, [], c, last, cands, self.rounds, resumed, self.threshold, log, None,
-                                self.notes, self._graph_for(self.rounds[-1]))
+                                self.notes, self._graph_for(self.rounds[-1]), dump_runs=self.dump_runs)
         layer = cands[hi]
         where = next(r for r in reversed(self.rounds) if layer in r.cosine)
         previous = cands[lo] if lo >= 0 else None
@@ -375,7 +540,8 @@ class BisectJob:
         self.save()
         statement = self.locate(layer, previous) if self.with_locate else None
         return BisectResult(layer, originals, where.cosine[layer], previous, cands, self.rounds, resumed,
-                            self.threshold, log, Path(where.folder), self.notes, self._graph_for(where), statement)
+                            self.threshold, log, Path(where.folder), self.notes, self._graph_for(where), statement,
+                            self.dump_runs, self.header.get("left_out") or {}, self.header.get("confirmation"))
 
     def _graph_for(self, r: Round) -> Path:
         self.last_graph = self._graph_path(Path(r.folder), Path(r.folder) / "dump")
@@ -398,15 +564,7 @@ class BisectJob:
                   and op.type not in NOT_RUN_DEVICE_TYPES}
         # back from the layer through quantize/dequantize and inserted ops to the ops writing its float inputs:
         # locate replays a device int8 unit (quantize -> integer op -> dequantize) fed its float input
-        stack, seen = [end], {end.name}
-        while stack:
-            for found in graph.producers(stack.pop()):
-                if found is None or found[0].type in NOT_RUN_DEVICE_TYPES or found[0].name in seen:
-                    continue
-                seen.add(found[0].name)
-                chosen.add(found[0].name)
-                if found[0].type in _WALK_BACK_TYPES:
-                    stack.append(found[0])
+        chosen |= {x.name for x in _walk_back(graph, end, lambda x: x.type in _WALK_BACK_TYPES)}
         return [op.name for op in graph.ops if op.name in chosen]
 
     def locate(self, layer: str, previous: str | None) -> str:
@@ -417,14 +575,19 @@ class BisectJob:
             statement = self.header["locate"]["statement"]
             self.say(f"locate (logged): {statement}")
             return statement
-        from dumpcmp.debug.locate import locate
+        from dumpcmp.debug.locate import locate_runs
+        from dumpcmp.dumps.naming import run_path
 
         ops = self.around(layer, previous)
         _, _, folder = self.run(0, ops, mode="all", name="locate")
-        result = locate(self.model, folder / "dump", self.ground_truth, fusion_json=self.last_graph,
-                        threshold=self.threshold)
-        result.write(folder / "locate.csv", force=True)
-        statement = result.statement()
+        results = locate_runs(self.model, folder / "dump", self.ground_truth, fusion_json=self.last_graph,
+                              threshold=self.threshold, gt_sample=self.gt_sample, **self.selection)
+        self.dump_runs = [result.run for result in results]
+        for result in results:  # one file a run when the dump holds several, as `dumpcmp locate` writes them
+            result.write(run_path(folder / "locate.csv", result.run) if len(results) > 1 else folder / "locate.csv",
+                         force=True)
+        statement = results[0].statement() if len(results) == 1 else \
+            "; ".join(f"{result.run}: {result.statement()}" for result in results)
         self.header["locate"] = {"layer": layer, "statement": statement, "folder": os.fspath(folder)}
         self.say(f"locate on {', '.join(ops)} replayed on their own device inputs (one more run, dump_mode all): "
                  f"{statement}")
@@ -436,7 +599,8 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
            out: str | os.PathLike[str], *, graph_json: str | os.PathLike[str] | None = None,
            device_model: str | os.PathLike[str] | None = None, model_name: str | None = None,
            threshold: float = 0.99, per_round: int = 1, echo: Callable[[str], None] = print,
-           timeout: float | None = None, with_locate: bool = True, last: str | None = None) -> BisectResult:
+           timeout: float | None = None, with_locate: bool = True, last: str | None = None,
+           selection: dict[str, Any] | None = None, gt_sample: int | dict[int, int] | None = None) -> BisectResult:
     """Find the first layer below `threshold` with as few device runs as a binary search needs (module docstring).
 
     command: a shell command with placeholders {model} (`device_model`, default `model`), {acl_json}, {dump},
@@ -447,8 +611,11 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
     per_round: layers dumped per run (1: binary search; k: the range is cut in k + 1 parts);
     with_locate: after the search, one more run dumping the layer's inputs too (dump_mode all), replayed by
         `dumpcmp.debug.locate` on them: whether the error is born in the layer or arrives with its inputs;
-    echo: called with every line printed. An existing `out` holding a bisect of the same model, ground truth and
-        threshold is resumed."""
+    selection: the runs of each round's dump to compare (time, device_id, model_name, model_id, data_index, as
+        `compare_runs` takes them; default every run: a layer is below when it is in any); gt_sample: the ground
+        truth's sample folder per iteration (`--gt-sample`; default iteration k with folder k/);
+    echo: called with every line printed. An existing `out` holding a bisect of the same model, ground truth,
+        threshold and selection is resumed."""
     model_path = Path(model)
     if not model_path.is_file():
         from dumpcmp.errors import NotFoundError
@@ -471,5 +638,5 @@ def bisect(model: str | os.PathLike[str], command: str, ground_truth: str | os.P
     job = BisectJob(model_path, command, Path(ground_truth), out_dir,
                   graph_json=Path(graph_json) if graph_json is not None else None, device_model=device,
                   model_name=model_name or device.stem, threshold=threshold, per_round=per_round, echo=echo,
-                  timeout=timeout, with_locate=with_locate, last=last)
+                  timeout=timeout, with_locate=with_locate, last=last, selection=selection, gt_sample=gt_sample)
     return job.search()

@@ -2,7 +2,10 @@
 
 The compiled graph (`-f`) says which original tensor every device output holds (the pairing rules of
 `dumpcmp.graph.pairing`); a tensor the device wrote as the output of one op and read as the input of another is taken
-from the output first. Device layouts are decoded by `dumpcmp.debug.locate.feeds.decode` (shared with `locate`)."""
+from the output first. The pairing walks back past every Cast (the original tool's rule: a Cast holds its input's
+values); the device op of an original ONNX Cast holds that Cast's own output, though, and is taken for it when no
+pair names the tensor (`original_cast_outputs`). Device layouts are decoded by `dumpcmp.debug.locate.feeds.decode`
+(shared with `locate`)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from dumpcmp.dumps.naming import ground_truth_key
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.debug.locate.feeds import decode
 from dumpcmp.graph.graph_json import Graph
-from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_with_ground_truth
+from dumpcmp.graph.pairing import PASS_THROUGH_TYPES, DeviceOp, TensorPair, pair_with_ground_truth
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup, GroundTruthIndex, scan
 
 @dataclass
@@ -45,7 +48,7 @@ def run_ground_truth(path: str | os.PathLike[str], group: DumpGroup,
     index = scan(path)
     files, notes = sample_ground_truth(group.key.data_index, index.ground_truth, index.root, gt_sample)
     chosen = [n for n in notes if not n.startswith("ground truth: sample folder ")]
-    return RunGroundTruth(keys_by_index(files), chosen)
+    return RunGroundTruth(keys_by_index(files, chosen), chosen)
 
 
 @dataclass
@@ -100,7 +103,55 @@ def find_tensors(group: DumpGroup, graph: Graph | None,
             if p.kind != kind or p.npu_ref is None or p.ground_truth_ref is None or p.skip_reason is not None:
                 continue
             found.setdefault(p.ground_truth_ref, DeviceTensor(p.npu_ref, kind, p.index or 0, p))
+    if graph is not None:
+        for key, tensor in original_cast_outputs(group, graph).items():
+            if key in keys and keys[key] not in found:
+                found[keys[key]] = tensor
     return found
+
+
+def original_cast_outputs(group: DumpGroup, graph: Graph) -> dict[str, DeviceTensor]:
+    """`{node}.{k}` -> where the dump holds output k of an original Cast/TransData node (one device op stands for it
+    alone; not one the compiler inserted): that op's output k, else a dumped consumer's input reading it."""
+    from dumpcmp.dumps.naming import sanitize
+
+    by_sanitized = {sanitize(op.name): op for op in graph.ops}
+
+    def cast_of(op: Any) -> str | None:
+        originals = graph.original_names(op)
+        if op.type in PASS_THROUGH_TYPES and not op.is_inserted and len(originals) == 1:
+            return originals[0]
+        return None
+
+    def found(e: DumpEntry, kind: str, i: int, node: str, k: int, desc: Any, op: Any) -> DeviceTensor:
+        pair = TensorPair(e.op_name, e.op_type, kind, i, f"{e.op_name}:{kind}:{i}", node, (node,), f"{node}.{k}",
+                          npu_ref=e, graph_op=op.name, origin_shape=desc.origin_shape if desc else None,
+                          origin_format=desc.origin_format if desc else None,
+                          origin_data_type=desc.origin_data_type if desc else None)
+        return DeviceTensor(e, kind, i, pair)
+
+    out: dict[str, DeviceTensor] = {}
+    dumped = []
+    for e in group.newest().values():
+        op = graph.get(e.op_name) or by_sanitized.get(sanitize(e.op_name))
+        if op is None:
+            continue
+        try:
+            d = e.open()
+        except DumpcmpError:
+            continue  # an unreadable dump holds no data to take
+        dumped.append((e, op, len(d.inputs), len(d.outputs)))
+    for e, op, _, n_out in dumped:
+        node = cast_of(op)
+        if node is not None:
+            for k in range(min(n_out, len(op.output_desc))):
+                out.setdefault(f"{node}.{k}", found(e, "output", k, node, k, op.output(k), op))
+    for e, op, n_in, _ in dumped:
+        for i, prod in enumerate(graph.producers(op)[:n_in]):
+            node = cast_of(prod[0]) if prod is not None else None
+            if prod is not None and node is not None:
+                out.setdefault(f"{node}.{prod[1]}", found(e, "input", i, node, prod[1], prod[0].output(prod[1]), op))
+    return out
 
 
 def ground_truth(gt: GroundTruthIndex | RunGroundTruth, node: str, idx: int, shape: Sequence[int] | None,

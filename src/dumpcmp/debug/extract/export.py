@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 
 from dumpcmp.debug.region import Region
 from dumpcmp.errors import ConfigError
+from dumpcmp.support.files import atomic_folder, made_folder
 from dumpcmp.debug.extract.network import Layer, LayerSpan, Network
 
 __all__ = ["BIN_DTYPES", "ExtractResult", "bin_dtype_of", "extract", "list_layers", "load_network"]
@@ -276,22 +276,17 @@ def extract(model_path: str | os.PathLike[str], starts: Sequence[str], ends: Seq
     layers = _acl_layers(net, span)
     bin_type = np.dtype(BIN_DTYPES[bin_dtype])
 
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = _free_name(out_dir, time.time() if now is None else now)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=out_dir))
-    try:
-        result = _write(tmp, final, net, span, sub, arrays, sources, expected, entries, layers, bin_type,
-                        precision, group, notes, onnx)
-        problems = check_acl_json(tmp / "acl.json", remote=True)
-        if has_errors(problems):  # pragma: no cover - new_acl_json only writes valid files
-            raise ConfigError("the written acl.json is not valid: " + "; ".join(map(str, problems)))
-        os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if created:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        raise
+    # The folder is built privately beside its final name and renamed at the end without replacing anything: of
+    # two runs that picked one name, the second gets the "already exists" error; only folders this run created and
+    # left empty are removed (never another run's export).
+    with made_folder(out_dir):
+        final = _free_name(out_dir, time.time() if now is None else now)
+        with atomic_folder(final, force=False, what="extract folder") as tmp:
+            result = _write(tmp, final, net, span, sub, arrays, sources, expected, entries, layers, bin_type,
+                            precision, group, notes, onnx)
+            problems = check_acl_json(tmp / "acl.json", remote=True)
+            if has_errors(problems):  # pragma: no cover - new_acl_json only writes valid files
+                raise ConfigError("the written acl.json is not valid: " + "; ".join(map(str, problems)))
     return result
 
 

@@ -227,6 +227,8 @@ class Network:
             raise ConfigError(f"{self.path}: the region's nodes and the cut disagree: "
                               f"{sorted(set(cut.nodes) ^ expected)}")
         model = self.original.model
+        if sub.ir_version < 4:
+            _weights_as_inputs(sub)
         sub.graph.name = f"{model.graph.name or 'model'}_{span.starts[0]}_to_{span.ends[-1]}"
         sub.producer_name = "dumpcmp extract"
         try:
@@ -278,3 +280,14 @@ class Network:
 def _has_shape(tp: Any) -> bool:
     return tp.HasField("tensor_type") and tp.tensor_type.HasField("shape")
 
+
+def _weights_as_inputs(model: Any) -> None:
+    """List every initializer among the graph inputs too, as IR versions before 4 require (opset-9 exports keep
+    their weights so): the sub-model keeps the original's IR version, and tools read it as they read the original."""
+    from onnx import helper
+
+    listed = {vi.name for vi in model.graph.input}
+    for t in model.graph.initializer:
+        if t.name not in listed:
+            model.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+            listed.add(t.name)

@@ -22,7 +22,9 @@ relative RMSE is above `rrmse` (default sqrt(2 * (1 - threshold)), 0.141 for 0.9
 with the signal, relative RMSE = sqrt(2 * (1 - cosine)) when the norms agree, so both rules agree there, and the RMSE
 rule also catches what cosine cannot see, a wrong scale), or its device output holds NaN/inf that the replay does not.
 The first such op in execution order is the `origin`, later ones `adds`; an op within the threshold whose total error
-crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note."""
+crosses it, or one fed NaN/inf, shows `inherited` error, else `ok`; `not replayed` says why in Note. An output turned
+NaN/inf with no such origin before it (an fp16 underflow the fp32 replay hides) gets as origin the nearest op upstream
+whose output leaves the device dtype's range (`range_exit`)."""
 
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ from dumpcmp.output.table import (
     text_table,
 )
 
-__all__ = ["LocateRow", "LocateResult", "locate", "locate_runs", "VERDICTS", "DEFAULT_ALGORITHMS"]
+__all__ = ["LocateRow", "LocateResult", "RangeExit", "locate", "locate_runs", "range_exit", "VERDICTS",
+           "DEFAULT_ALGORITHMS"]
 
 VERDICTS = ("origin", "adds", "inherited", "ok", "not replayed")
 DEFAULT_ALGORITHMS = (0, 1, 7)
@@ -106,6 +109,57 @@ def _measure(x: np.ndarray, y: np.ndarray, metrics: Iterable[int]) -> Measure:
     return Measure(res, rrmse)
 
 
+# dtype name -> (NumPy type name, largest finite, smallest subnormal); the type looked up when used: importing this
+# module (the package's public API) must not import NumPy, which compare never needs
+_RANGES = {"FLOAT16": ("float16", 65504.0, 2.0 ** -24), "DT_FLOAT16": ("float16", 65504.0, 2.0 ** -24)}
+
+
+@dataclass(frozen=True)
+class RangeExit:
+    """Values of an op's replay (computed in fp32) that the device's dtype cannot hold, and that the device output
+    holds as 0 (an underflow: nonzero, rounded to 0) or as inf (an overflow: finite, beyond the dtype's max)."""
+
+    dtype: str
+    underflow: int
+    overflow: int
+    size: int
+    example: float
+
+    @property
+    def kind(self) -> str:
+        return "an underflow" if self.underflow >= self.overflow else "an overflow"
+
+    def text(self) -> str:
+        name = "float16"
+        if self.underflow >= self.overflow:
+            return (f"its output leaves {name}'s range: {self.underflow} of {self.size} values are nonzero in the "
+                    f"replay (e.g. {self.example:.3g}) and round to 0 in {name}, as on the device (an underflow: "
+                    f"{name}'s smallest subnormal is 2**-24, {2.0 ** -24:.3g})")
+        return (f"its output leaves {name}'s range: {self.overflow} of {self.size} values are finite in the replay "
+                f"(e.g. {self.example:.6g}) and inf in {name}, as on the device (an overflow: {name}'s max is 65504)")
+
+
+def range_exit(data_type: str | None, replay: np.ndarray, device: np.ndarray) -> RangeExit | None:
+    """The replay's values the device's `data_type` (FLOAT16) cannot hold, where the device output holds them as 0
+    or inf (the replay rounded to the device's precision, compared with the device); None when there are none."""
+    spec = _RANGES.get((data_type or "").upper())
+    if spec is None or replay.dtype.kind != "f" or replay.size != device.size:
+        return None
+    dtype, _max, _tiny = spec
+    r = np.ascontiguousarray(replay).reshape(-1)
+    v = np.ascontiguousarray(device).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = r.astype(dtype)
+    finite = np.isfinite(r)
+    under = finite & (r != 0) & (rounded == 0) & (v == 0)
+    over = finite & np.isinf(rounded) & np.isinf(v)
+    nu, no = int(under.sum()), int(over.sum())
+    if not nu and not no:
+        return None
+    example = float(r[under][0]) if nu >= no else float(r[over][0])
+    return RangeExit(str(np.dtype(dtype)), nu, no, int(r.size), example)
+
+
 @dataclass
 class LocateRow:
     """One device operator: what was replayed, the three measures and the verdict."""
@@ -126,6 +180,8 @@ class LocateRow:
     verdict: str = "not replayed"
     note: str = ""
     quantized: bool = False
+    range_exit: "RangeExit | None" = None
+    """The replay's output leaves the device dtype's range where the device output does too (module doc)."""
 
     @property
     def replayed(self) -> bool:
@@ -161,6 +217,8 @@ class LocateResult:
     threshold: float
     rrmse: float
     algorithms: tuple[int, ...] = DEFAULT_ALGORITHMS
+    notes: list[str] = field(default_factory=list)
+    """How the ground truth was paired, when that needs saying (as compare's notes: sample folder, golden index)."""
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.rows)
@@ -196,6 +254,9 @@ class LocateResult:
         replayed = [r for r in self.rows if r.own is not None]
         if not replayed:
             return "no operator could be replayed (see Note)"
+        if origin is not None and origin.range_exit is not None and not self.crosses(origin.own):
+            return (f"the error starts at {origin.op} ({origin.op_type}): {origin.note.split('; inputs:')[0]} "
+                    f"(own cosine {_fmt(origin.own.cosine)} against the fp32 replay, which keeps those values)")
         if origin is not None:
             o = origin.own
             broken = (f"; its device output holds {o.result.inf_x} inf and {o.result.nan_x} NaN values the replay "
@@ -259,6 +320,7 @@ class LocateResult:
         lines = [f"{self.run}: {len(self.rows)} device operators, {len(self.rows) - counts['not replayed']} replayed "
                  f"on their own device inputs, {counts['not replayed']} not replayed"
                  + (f" ({quant} of them quantize ops, replayed with their dequantize op)" if quant else "")]
+        lines += [f"  note: {n}" for n in self.notes]
         origin = self.origin
         lines.append("  " + self.statement())
         if origin is not None and origin.quantized and origin.compute is not None:
@@ -300,6 +362,9 @@ class _Unit:
     """A quantized weight's original name: the replay is its original value."""
     held: dict[int, str] = field(default_factory=dict)
     """Pairs (by id) whose original tensor is not the pairing's (`_held_tensor`)."""
+    graph_op: str | None = None
+    sources: list[TensorPair] = field(default_factory=list)
+    """Inputs the dump does not hold, taken from their producers' dumped outputs (or a model input's ground truth)."""
 
     def tensor(self, om: OriginalModel, pair: TensorPair) -> str | None:
         """The original tensor a pair of this unit feeds or is compared at."""
@@ -341,16 +406,101 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
             by_op.setdefault(p.npu_op, []).append(p)
     # the ops of the graph by their graph name (a dump's op name may be sanitized: `.` written as `_`)
     by_graph = {ps[0].graph_op: ps for ps in by_op.values() if ps[0].graph_op is not None}
+    missing: dict[str, list[str]] = {}
+    forwarded = _forward_inputs(om, graph, pairs, by_graph, missing)
     units = []
     for k, (name, ps) in enumerate(by_op.items()):
         row = LocateRow(index=k, op=name, op_type=ps[0].op_type or "", members=(name,))
-        unit = _Unit(row)
+        unit = _Unit(row, graph_op=ps[0].graph_op)
         units.append(unit)
+        sources = forwarded.get(ps[0].graph_op or "", [])
+        if sources:
+            ps.extend(sources)
+            unit.sources = sources
         try:
             _plan(om, graph, by_graph, ps, unit)
         except RegionError as error:
             row.note = str(error)
+            lost = missing.get(ps[0].graph_op or "")
+            if lost:
+                row.note += "; " + "; ".join(lost)
     return units
+
+
+class _ForwardedDump:
+    """A producer's dumped output standing in for a consumer's input that was not dumped (dump_mode output): what
+    `device_tensor` reads as input `index` of the consumer."""
+
+    def __init__(self, dump: Any, tensor: Any, index: int) -> None:
+        self.path = dump.path
+        self.inputs = [None] * index + [tensor]
+        self.outputs: list[Any] = []
+        self.source = dump
+
+
+class _Forwarded:
+    """`npu_ref` of a synthesized input pair: from a producer's dumped output (`dump`), or from the ground truth of
+    a model input (`dump` None: the device is fed what the user fed)."""
+
+    def __init__(self, dump: _ForwardedDump | None, producer: str, what: str) -> None:
+        self.dump = dump
+        self.producer = producer
+        self.what = what
+        self.error = None if dump is not None else "a model input: fed its ground truth"
+
+
+def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair], by_graph: dict[str, list[TensorPair]],
+                    missing: dict[str, list[str]]) -> dict[str, list[TensorPair]]:
+    """For every dumped op with a data input the dump does not hold (dump_mode output): that input as its producer's
+    dumped output (through the graph JSON), or, for a model input, its ground truth; by graph op name. `missing`
+    gets, by graph op name, why an input could be found neither way."""
+    import dataclasses
+
+    truth_of: dict[str, TensorPair] = {}
+    for p in pairs:
+        if p.kind == "output" and p.ground_truth_ref is not None and p.skip_reason is None:
+            name = original_tensor(om, p)
+            if name is not None:
+                truth_of.setdefault(name, p)
+    out: dict[str, list[TensorPair]] = {}
+    for gname, ps in by_graph.items():
+        g = graph.get(gname)
+        if g is None:
+            continue
+        have = {p.index for p in ps if p.kind == "input" and p.npu_ref is not None}
+        for i in range(len(g.data_inputs)):
+            if i in have:
+                continue
+            up = graph.producer(g, i)
+            if up is None:
+                continue
+            op, k = up
+            produced = next((p for p in by_graph.get(op.name, ()) if p.kind == "output" and p.index == k), None)
+            source = produced if getattr(getattr(produced, "npu_ref", None), "dump", None) is not None else None
+            common = dict(npu_op=ps[0].npu_op, op_type=ps[0].op_type, kind="input", index=i,
+                          tensor_index=f"{ps[0].npu_op}:input:{i}", graph_op=gname)
+            if source is not None:
+                dump = source.npu_ref.dump
+                if k >= len(dump.outputs):
+                    continue
+                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i), source.npu_op or op.name,
+                                 f"{source.npu_op}:output:{k}")
+                out.setdefault(gname, []).append(dataclasses.replace(source, npu_ref=ref, **common))
+            elif op.type in ("Data", "RefData", "AippData"):
+                names = [n for n in graph.original_names(op) if n in om.graph_inputs] or \
+                    [n for n in (op.name,) if n in om.graph_inputs]
+                truth = truth_of.get(names[0]) if names else None
+                if truth is not None and k == 0:
+                    ref = _Forwarded(None, op.name, "the ground truth (a model input)")
+                    out.setdefault(gname, []).append(dataclasses.replace(truth, npu_ref=ref, **common))
+                else:
+                    missing.setdefault(gname, []).append(f"input {i} is model input {op.name}, with no ground truth")
+            else:
+                why = getattr(getattr(produced, "npu_ref", None), "error", None) if produced is not None else None
+                missing.setdefault(gname, []).append(
+                    f"input {i} was not dumped, nor was output {k} of its producer {op.name}"
+                    + (f" ({why})" if why else ""))
+    return out
 
 
 def _input_pair(by_op: dict[str, list[TensorPair]], op: str, index: int) -> TensorPair | None:
@@ -403,7 +553,7 @@ def _plan(om: OriginalModel, graph: Any, by_op: dict[str, list[TensorPair]], ps:
     if not outs:
         raise RegionError("the dump holds no output of this op (dump_mode input)")
     if not ins and (g.data_inputs or g.type in DEQUANTIZE_TYPES):
-        raise RegionError("the dump holds no input of this op (dump with dump_mode all to replay it)")
+        raise RegionError("the dump holds no input of this op, and none is a dumped producer's output")
     integer_user = _dequantize_after(graph, g)
     if integer_user is not None:
         raise RegionError(f"integer op of a quantized chain: replayed as part of {integer_user}")
@@ -519,9 +669,37 @@ def _decode_feeds(om: OriginalModel, unit: _Unit, pairs: Sequence[TensorPair]) -
     out = {}
     for p in pairs:
         name = unit.tensor(om, p)
-        if name is not None and name not in out:
+        if name is None or name in out:
+            continue
+        if isinstance(p.npu_ref, _Forwarded) and p.npu_ref.dump is None:
+            truth = _truth(p)  # a model input the dump does not hold: the device was fed what the user fed
+            if truth is None:
+                raise DumpcmpError(f"model input {name}: no ground truth to feed it")
+            shape, dtype = om.shape(name), om.dtype(name)
+            truth = truth.reshape(shape) if shape is not None and int(np.prod(shape)) == truth.size else truth
+            out[name] = np.ascontiguousarray(truth if dtype is None else truth.astype(dtype))
+        else:
             out[name] = device_tensor(om, p, tensor=name)
     return out
+
+
+def _data_type(pair: TensorPair) -> str | None:
+    """The data type the device wrote a pair's tensor in (the dump's), e.g. FLOAT16."""
+    dump = getattr(pair.npu_ref, "dump", None)
+    tensors = (dump.inputs if pair.kind == "input" else dump.outputs) if dump is not None else []
+    t = tensors[pair.index] if pair.index is not None and pair.index < len(tensors) else None
+    return None if t is None else t.data_type
+
+
+def _sources_note(om: OriginalModel, unit: _Unit) -> str:
+    """Which inputs were dumped and which came from a producer (dump_mode output)."""
+    def where(pairs: Sequence[TensorPair]) -> str:
+        return ", ".join(f"{unit.tensor(om, p)} " + (f"from {p.npu_ref.what}" if isinstance(p.npu_ref, _Forwarded)
+                                                     else "dumped") for p in pairs)
+
+    text = f"inputs: {where(unit.feeds)}" if unit.feeds else ""
+    extra = [q for q in unit.compute_feeds if q not in unit.feeds]
+    return text + (f"; dequantized inputs: {where(extra)}" if extra else "")
 
 
 def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_metrics: Sequence[int],
@@ -536,6 +714,8 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         replay = job.outputs[name]
         device = device_tensor(om, p, shape=replay.shape, tensor=None if unit.weight else name)
         own = _measure(device, replay, own_metrics)
+        if unit.weight is None and row.range_exit is None:
+            row.range_exit = range_exit(_data_type(p), replay, device)
         truth = _truth(p, cache) if unit.weight is None else replay
         total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
         alone = None
@@ -568,6 +748,9 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         row.note = f"quantize/dequantize pair {' -> '.join(row.members)}, replayed as the identity"
     elif row.region is not None and row.region.identity:
         row.note = "inserted by the compiler: replayed as the identity"
+    if unit.sources and any(isinstance(p.npu_ref, _Forwarded) for p in unit.feeds + unit.compute_feeds):
+        text = _sources_note(om, unit)
+        row.note = f"{row.note}; {text}" if row.note else text
 
 
 def _replay(om: OriginalModel, units: Sequence[_Unit], own_metrics: Sequence[int], batch_bytes: int,
@@ -627,6 +810,48 @@ def _verdicts(result: LocateResult) -> None:
             r.verdict = "ok"
 
 
+def _range_origin(result: LocateResult, graph: Any, units: Sequence[_Unit]) -> None:
+    """An output that turns to NaN/inf with no operator's own error explaining it (every replay on the device's
+    inputs agrees with the device: an fp16 underflow such as an epsilon of 1e-10 flushed to 0 before a Log): the
+    origin is the nearest op upstream of it whose output leaves the device dtype's range (`RangeExit`)."""
+    first = next((r for r in result.rows if r.own is not None and r.total is not None and r.total.broken
+                  and r.verdict == "inherited"), None)
+    if first is None:
+        return
+    origin = result.origin
+    if origin is not None and origin.index <= first.index:
+        return
+    by_graph = {u.graph_op: u.row for u in units if u.graph_op}
+    unit = next(u for u in units if u.row is first)
+    # the nearest op upstream (producer edges; at one distance the latest in execution order): rounding noise of
+    # 1e-15 that an earlier op flushes to 0 is harmless, the op whose exit reaches the NaN/inf first is the cause
+    found: LocateRow | None = None
+    seen: set[str] = set()
+    level = [unit.graph_op] if unit.graph_op else []
+    while level and found is None:
+        rows = []
+        nxt: list[str] = []
+        for name in level:
+            if name in seen or graph.get(name) is None:
+                continue
+            seen.add(name)
+            row = by_graph.get(name)
+            if row is not None and row.range_exit is not None and row.own is not None:
+                rows.append(row)
+            nxt.extend(up[0].name for up in graph.producers(name) if up is not None)
+        found = max(rows, key=lambda r: r.index) if rows else None
+        level = nxt
+    if found is None:
+        return
+    if origin is not None:
+        origin.verdict = "adds"
+    found.verdict = "origin"
+    t = first.total.result
+    bad = f"{t.inf_x} inf and {t.nan_x} NaN" if t.nan_x else f"{t.inf_x} inf"
+    text = f"{found.range_exit.text()}; {first.op} ({first.op_type}) downstream turns it into {bad}"
+    found.note = f"{text}; {found.note}" if found.note else text
+
+
 def locate_runs(
     model: str | os.PathLike[str] | OriginalModel,
     left: str | os.PathLike[str],
@@ -642,6 +867,7 @@ def locate_runs(
     model_name: str | None = None,
     model_id: int | None = None,
     data_index: int | None = None,
+    gt_sample: int | dict[int, int] | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     threads: int = 0,
     quiet: bool = True,
@@ -649,7 +875,8 @@ def locate_runs(
     """Replay every device operator of every selected run on its own device inputs (module doc); one
     LocateResult per run. `algorithms`: extra metrics for own (indices, names or "all"; cosine, max abs error and RMSE
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
-    tensors decoded and replayed at once."""
+    tensors decoded and replayed at once; `gt_sample`: the ground truth's sample folder per iteration, as compare
+    pairs them (`sample_ground_truth`)."""
     from dumpcmp.comparison.compare import paired_runs
     from dumpcmp.graph.graph_json import load_graph
     from dumpcmp.support.progress import Progress
@@ -665,7 +892,8 @@ def locate_runs(
     algos = tuple(parse_algorithms(algorithms)) if algorithms is not None else DEFAULT_ALGORITHMS
     limit = default_rrmse(threshold) if rrmse is None else float(rrmse)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
-                       model_name=model_name, model_id=model_id, data_index=data_index, graph=graph)
+                       model_name=model_name, model_id=model_id, data_index=data_index, graph=graph,
+                       gt_sample=gt_sample)
     results = []
     for run in runs:
         if run.device_vs_device:
@@ -675,8 +903,9 @@ def locate_runs(
         with Progress(sum(1 for u in units if u.row.region is not None), f"replaying {run.run}",
                       quiet=quiet) as progress:
             _replay(om, units, sorted(set(algos) | set(_BASE)), batch_bytes, threads, progress)
-        result = LocateResult([u.row for u in units], run.run, threshold, limit, algos)
+        result = LocateResult([u.row for u in units], run.run, threshold, limit, algos, list(run.notes))
         _verdicts(result)
+        _range_origin(result, graph, units)
         results.append(result)
     return results
 
@@ -686,8 +915,9 @@ def locate(model: str | os.PathLike[str] | OriginalModel, left: str | os.PathLik
     """`locate_runs` for one run (select it with time/device_id/model_name/model_id/data_index)."""
     results = locate_runs(model, left, right, **options)
     if len(results) > 1:
-        runs = "\n  ".join(r.run for r in results)
-        raise DumpcmpError(f"{left} holds {len(results)} runs; select one or use locate_runs():\n  {runs}")
+        from dumpcmp.dumps.scan import several_runs_error
+
+        raise several_runs_error(left, [r.run for r in results])
     return results[0]
 
 

@@ -16,13 +16,21 @@ constant whose finite values exceed float16's range is a finding (`Lowered.findi
 int8: onnxruntime's static quantizer (QDQ format, int8 activations and weights, MinMax calibration on the samples)
 quantizes the inputs of Conv, Gemm and MatMul, as an NPU's int8 model does (AscendQuant in front of the cube ops,
 int8 weights); their outputs and every other op stay floating point, then lowered to float16 as above. Scales and
-zero points, and weights dequantized from int8, stay float32 so that int8 x scale is exact.
+zero points, and weights dequantized from int8, stay float32 so that int8 x scale is exact. The quantizer names what it
+adds after the tensors it quantizes (`{x}_quantized`, `{x}_scale`, `{x}_QuantizeLinear`, ...), and a model may
+already hold such names; it also copies a bias several ops share as `{b}0`, `{b}1`, ..., which may be other tensors'
+names (nmp.onnx of basic-pitch). So it quantizes a copy whose every name is a neutral token (`rename_all`), and the
+names come back afterwards, each added name made unique.
+
+Inputs that are sizes rather than data (Resize's roi and scales, Upsample's scales) stay float32: on the device they
+are attributes, and a Cast in front of an empty scales tensor makes onnxruntime see scales and sizes both given.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import tempfile
 import threading
 import warnings
@@ -43,6 +51,10 @@ _SUFFIX_FP32 = "__dumpcmp_fp32"
 _SUFFIX_FP16 = "__dumpcmp_fp16"
 _SUFFIX_RAW = "__dumpcmp_raw"
 _SCRATCH_LOCK = threading.Lock()
+_TOKEN = "dcq"
+_TOKEN_RE = re.compile(_TOKEN + r"(\d+)t(.*)\Z", re.DOTALL)
+SIZE_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
+"""op type -> input positions that are sizes or coordinates, not data: never rounded to float16."""
 
 
 @dataclass
@@ -260,6 +272,7 @@ def lower_fp16(model: Any, types: Mapping[str, Any], precision: str = "fp16") ->
             keep.update(x for x in node.input[1:] if x)
         if is_weight_dequantize(node, initializers):
             keep.update(x for x in node.output if x)
+        keep.update(node.input[i] for i in SIZE_INPUTS.get(node.op_type, ()) if i < len(node.input) and node.input[i])
     rounded = {name for name, t in elem.items() if t == _FLOAT and name not in keep}
 
     taken = {x for n in graph.node for x in list(n.input) + list(n.output)} | initializers | \
@@ -373,6 +386,120 @@ def _quiet() -> Iterator[None]:
         logging.disable(previous)
 
 
+def rewrite_error(where: str, precision: str, what: str, error: BaseException) -> DumpcmpError:
+    """The error for a lower-precision rewrite that failed: dumpcmp's fault, not the user's model."""
+    text = str(error).strip().replace("\n", " ")
+    text = text if len(text) < 600 else text[:600] + " ..."
+    other = "fp16" if precision == "int8" else "int8"
+    return DumpcmpError(f"{where}: dumpcmp's {precision} rewrite of this model failed ({what}: {type(error).__name__}: "
+                        f"{text}). This is a dumpcmp bug, not a fault of the model when `dumpcmp golden` runs it: "
+                        f"please report it with this message (and the model if you can share it); meanwhile try "
+                        f"--precision {other}")
+
+
+def check_runnable(lowered: Lowered, where: str) -> None:
+    """Raise `rewrite_error` unless onnxruntime accepts the lowered model (the session every batch creates)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    try:
+        ort.InferenceSession(lowered.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as error:
+        raise rewrite_error(where, lowered.precision, "onnxruntime refuses the rewritten model", error) from error
+
+
+def blame_run_failure(error: DumpcmpError, original: Any, samples: Sequence[Mapping[str, np.ndarray]], where: str,
+                      precision: str) -> DumpcmpError:
+    """The error to report when onnxruntime failed to run the lowered model: `rewrite_error` when the failure came
+    from onnxruntime and the original model runs on every sample (the rewrite is at fault), else `error` itself."""
+    import onnxruntime as ort
+
+    if not type(error.__cause__).__module__.startswith("onnxruntime"):
+        return error  # not onnxruntime's run (a disk full, a bad path): nothing to do with the rewrite
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(original.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        for sample in samples:
+            session.run(None, dict(sample))
+    except Exception:
+        return error  # the original fails too: the model or its inputs, as the message says
+    return rewrite_error(where, precision, "onnxruntime cannot run the rewritten model, though it runs the original",
+                         error.__cause__ or error)
+
+
+def _graph_names(graph: Any, into: set[str]) -> None:
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        into.add(vi.name)
+    into.update(t.name for t in graph.initializer)
+    for n in graph.node:
+        into.add(n.name)
+        into.update(n.input)
+        into.update(n.output)
+        for g in subgraphs(n):
+            _graph_names(g, into)
+
+
+def _rename_graph(graph: Any, new: Any) -> None:
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        vi.name = new(vi.name)
+    for t in graph.initializer:
+        t.name = new(t.name)
+    for n in graph.node:
+        n.name = new(n.name)
+        for i, x in enumerate(n.input):
+            n.input[i] = new(x)
+        for i, x in enumerate(n.output):
+            n.output[i] = new(x)
+        for g in subgraphs(n):
+            _rename_graph(g, new)
+
+
+def rename_all(model: Any) -> tuple[Any, dict[str, str]]:
+    """A copy of `model` whose every tensor and node name (subgraphs too) is a neutral token `dcq{k}t`, and the map
+    original -> token. One string always gets one token, so scopes and shadowing stay as they were; the closing `t`
+    keeps a name the quantizer derives by appending (`dcq1t2`, `dcq1t_scale`) from being another token."""
+    import onnx
+
+    names: set[str] = set()
+    _graph_names(model.graph, names)
+    names.discard("")
+    token = {name: f"{_TOKEN}{k}t" for k, name in enumerate(sorted(names))}
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    _rename_graph(out.graph, lambda x: token.get(x, x))
+    return out, token
+
+
+def restore_names(model: Any, token: Mapping[str, str]) -> None:
+    """Give `model` (made from `rename_all`'s copy) its original names back, in place. A name derived from a token
+    (`dcq3t_scale`) becomes the original's name with that tail, and every name the copy did not have is made unique
+    against the original names and each other (`x_scale_1` when the model held an `x_scale` already)."""
+    original = {t: name for name, t in token.items()}
+    taken = set(token)
+    done: dict[str, str] = {"": ""}
+
+    def new(x: str) -> str:
+        if x in done:
+            return done[x]
+        if x in original:
+            done[x] = original[x]
+            return done[x]
+        m = _TOKEN_RE.match(x)
+        base = original.get(f"{_TOKEN}{m.group(1)}t", x[: m.end(1) + 1]) + m.group(2) if m else x
+        name, k = base, 0
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        taken.add(name)
+        done[x] = name
+        return name
+
+    _rename_graph(model.graph, new)
+
+
 def quantize_int8(model: Any, samples: Sequence[Mapping[str, np.ndarray]], where: str) -> Any:
     """The QDQ int8 model of `model`, calibrated on `samples` (see the module doc)."""
     import onnx
@@ -392,10 +519,12 @@ def quantize_int8(model: Any, samples: Sequence[Mapping[str, np.ndarray]], where
         try:
             tempfile.tempdir = tmp
             src, dst = Path(tmp) / "model.onnx", Path(tmp) / "model.int8.onnx"
-            onnx.save(model, str(src))
+            neutral, token = rename_all(model)
+            onnx.save(neutral, str(src))
+            renamed = [{token.get(k, k): v for k, v in sample.items()} for sample in samples]
             try:
                 with _quiet():
-                    quantize_static(str(src), str(dst), _Reader(samples), quant_format=QuantFormat.QDQ,
+                    quantize_static(str(src), str(dst), _Reader(renamed), quant_format=QuantFormat.QDQ,
                                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                                     op_types_to_quantize=list(QUANTIZED_OP_TYPES),
                                     extra_options={"QDQKeepRemovableActivations": True,
@@ -403,10 +532,10 @@ def quantize_int8(model: Any, samples: Sequence[Mapping[str, np.ndarray]], where
             except DumpcmpError:
                 raise
             except Exception as error:
-                text = str(error).strip().replace("\n", " ")[:600]
-                raise DumpcmpError(f"{where}: onnxruntime's int8 quantizer failed: {type(error).__name__}: "
-                                   f"{text}") from error
-            return onnx.load(str(dst))
+                raise rewrite_error(where, "int8", "onnxruntime's int8 quantizer failed", error) from error
+            quantized = onnx.load(str(dst))
+            restore_names(quantized, token)
+            return quantized
         finally:
             tempfile.tempdir = previous
             discard(tmp)

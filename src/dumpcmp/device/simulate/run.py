@@ -50,10 +50,13 @@ from dumpcmp.dumps.naming import build_device_dump_name, safe_file_name, sanitiz
 from dumpcmp.device.simulate._device import DeviceGraph, Output, SimOp, Value, encode
 from dumpcmp.device.simulate._lower import (
     Lowered,
+    blame_run_failure,
     constants_to_initializers,
     fold_conv_bn,
+    check_runnable,
     lower_fp16,
     quantize_int8,
+    rewrite_error,
 )
 from dumpcmp.onnx.controlflow import inline_static_ifs
 from dumpcmp.onnx.inputs import load_sample, plan_inputs, sample_feeds, with_free_dims_hint
@@ -179,11 +182,13 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
     if precision == "int8":
         source = quantize_int8(source, samples, where)
     try:
-        return lower_fp16(source, value_types(source, samples[0]), precision)
+        lowered = lower_fp16(source, value_types(source, samples[0]), precision)
     except DumpcmpError:
         raise
     except Exception as error:
-        raise DumpcmpError(f"{where}: cannot build the {precision} model: {type(error).__name__}: {error}") from error
+        raise rewrite_error(where, precision, "cannot build the rewritten model", error) from error
+    check_runnable(lowered, where)
+    return lowered
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
@@ -394,9 +399,13 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
                 folder.mkdir(parents=True, exist_ok=False)
                 sample_dirs.append(folder)
                 files += writer.run_sample(ops, sample, folder, next_stamp, sizes, progress)
-    except BaseException:
+    except BaseException as error:
         # the time folder is this run's own: a failed run leaves no half-written dumps behind
         shutil.rmtree(config.dump_path if made_dump_path else run_dir, ignore_errors=True)
+        blamed = blame_run_failure(error, model, feeds, str(path), precision) \
+            if isinstance(error, DumpcmpError) else error
+        if blamed is not error:
+            raise blamed from error
         raise
 
     json_path = Path(json_out) if json_out is not None else config.dump_path / DEFAULT_JSON_NAME

@@ -39,8 +39,10 @@ def _plain_source(dump: Any, kind: str, index: int) -> Any:
     return core.compare.source_from_dump(dump._file, kind, index)
 
 
-def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iterator[Layer]:
-    """Every tensor of a dump file, a dump folder/tree (execution order) or a ground-truth folder."""
+def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False,
+                selection: dict[str, Any] | None = None) -> Iterator[Layer]:
+    """Every tensor of a dump file, a dump folder/tree (execution order; of the runs `selection` names, as
+    `DumpIndex.find` takes it) or a ground-truth folder."""
     from dumpcmp.dumps.dump import open_dump
     from dumpcmp.dumps.ground_truth import ground_truth_source, keys_by_index, open_npy
     from dumpcmp.dumps.scan import scan
@@ -54,7 +56,7 @@ def dump_layers(target: str | os.PathLike[str], *, inputs: bool = False) -> Iter
     else:
         index = scan(path)
         files = []
-        for group in index:
+        for group in index.find(**selection) if selection else index:
             files += [(e.path, e.op_type) for e in sorted(group.newest().values(), key=lambda e: e.order())]
         if not files and index.ground_truth.files:
             for key, entry in keys_by_index(index.ground_truth.files).items():  # named as golden's index says

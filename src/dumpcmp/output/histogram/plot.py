@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from dumpcmp.support.files import atomic_write
+from dumpcmp.support.files import atomic_write, signals_deferred
 from dumpcmp.output.histogram.bins import Hist
 
 __all__ = ["Plotter", "draw", "safe_name", "shorten_middle"]
@@ -165,14 +165,18 @@ class Plotter:
              min_max: tuple[float, float] | None = None, *, force: bool = False) -> Path:
         """Write one histogram PNG. `min_max` (a calibrator's range) replaces the data's own min/max lines."""
         def write(f: Any) -> None:
-            # renders once and writes; zlib's fastest level: the PNG is a little larger, written 5x faster
-            self.canvas.print_png(f, pil_kwargs={"compress_level": 1})
+            # renders once and writes; zlib's fastest level: the PNG is a little larger, written 5x faster.
+            # matplotlib's renderer turns an exception raised inside it (Ctrl-C, SIGTERM) into "ValueError: Invalid
+            # bounding box": a signal waits for the drawing to end, then stops the run as anywhere else
+            with signals_deferred():
+                self.canvas.print_png(f, pil_kwargs={"compress_level": 1})
 
         with warnings.catch_warnings():
             # matplotlib's chatter (a glyph missing from the font for a CJK op name, ...) is not the user's
             # problem: nothing on screen, the picture is still right (a box for the missing glyph)
             warnings.simplefilter("ignore")
-            self.render(title, device, ground_truth, min_max)
+            with signals_deferred():  # the title is measured with the renderer
+                self.render(title, device, ground_truth, min_max)
             return atomic_write(path, write, force=force, what="histogram")
 
 

@@ -6,6 +6,12 @@ For an fp32 and an fp16 tensor of `--size` bytes: dumpcmp's histogram over the d
 range, pass two counts), `numpy.histogram` with the range from `a.min()` / `a.max()` (NumPy's own two reads), and
 the C++ memory-read probe over the same bytes. Every dumpcmp run is checked once against NumPy's counts on the
 same bins (the first 4 Mi elements in float64, where NumPy's bins are the reference's). Medians of `--repeat`.
+
+    python bench/bench_histogram.py --pngs 200 [--bins 256]
+
+The drawing instead (the slow step of `dumpcmp histogram`): N layers' PNGs (device counts, the ground truth
+overlaid, min/max lines, long and short op names) written by `dumpcmp.output.histogram.plot.draw` into a folder
+under /tmp that is deleted after; prints seconds per PNG (the first PNG, which pays for matplotlib's start, apart).
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the results as JSON here")
+    parser.add_argument("--pngs", type=int, default=0, metavar="N", help="time drawing N layers' PNGs instead")
     args = parser.parse_args(argv)
+    if args.pngs:
+        return bench_pngs(args.pngs, args.bins)
 
     import numpy as np
 
@@ -73,6 +82,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine_info(), "results": rows}, f, indent=2)
+    return 0
+
+
+def bench_pngs(n: int, bins: int) -> int:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    from dumpcmp.output.histogram import Hist
+    from dumpcmp.output.histogram.plot import draw
+
+    rng = np.random.default_rng(0)
+
+    def hist(scale: float) -> Hist:
+        counts = np.histogram(rng.standard_normal(10_000) * scale, bins, range=(-4.0, 4.0))[0]
+        return Hist(counts, -4.0, 4.0, -3.9, 3.9, int(counts.sum()), 0, 0, 0)
+
+    folder = Path(tempfile.mkdtemp(prefix="bench_histogram_", dir="/tmp"))
+    try:
+        times = []
+        for k in range(n):
+            name = f"layer_{k}" if k % 3 else "backbone/stage3/block_%d/" % k + "conv_bn_relu_fused" * 8
+            t = time.perf_counter()
+            draw(folder / f"{k:04d}.png", f"#{k} {name} (Conv2D)", hist(1.0), hist(1.1), None)
+            times.append(time.perf_counter() - t)
+        rest = times[1:] or times
+        print(f"{n} PNGs of {bins} bins: first {times[0]:.3f} s, then median {statistics.median(rest):.4f} s, "
+              f"mean {statistics.mean(rest):.4f} s a PNG; total {sum(times):.2f} s")
+    finally:
+        shutil.rmtree(folder)
     return 0
 
 

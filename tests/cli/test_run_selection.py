@@ -89,7 +89,7 @@ def test_histogram_of_a_tree_of_two_runs(two_samples, tmp_path, capsys):
     common = [str(two_samples["dump"]), "-r", str(two_samples["gt"]), "-f", str(two_samples["json"]), "--quiet"]
     assert main(["histogram", *common, "-o", str(tmp_path / "h")]) == 0
     folders = sorted(p.name for p in (tmp_path / "h").iterdir())
-    assert len(folders) == 2 and folders[0].endswith("iteration_0") and folders[1].endswith("iteration_1")
+    assert folders == ["run_it0", "run_it1"]  # the short run suffix compare's result files get
     assert all(len(list((tmp_path / "h" / f).glob("*.png"))) > 5 for f in folders)
     assert main(["histogram", *common, "-o", str(tmp_path / "one"), "--iteration", "1", "--gt-sample", "0"]) == 0
     assert len(list((tmp_path / "one").glob("*.png"))) > 5 and not any(p.is_dir() for p in (tmp_path / "one").iterdir())
@@ -125,7 +125,7 @@ def test_histogram_never_writes_through_a_planted_run_folder_link(two_samples, t
     from dumpcmp.dumps.scan import scan
 
     runs = [g.key.describe() for g in scan(two_samples["dump"])]
-    (out / run_path("run", runs[1]).name).symlink_to(victim)
+    (out / run_path("run", runs[1], runs).name).symlink_to(victim)
     assert main(["histogram", str(two_samples["dump"]), "--quiet", "--force", "-o", str(out)]) == 2
     assert "is a symbolic link" in capsys.readouterr().err
     assert not any(victim.iterdir()) and len(list(out.iterdir())) == 1  # nothing made before the refusal

@@ -104,7 +104,7 @@ def test_real_network_end_to_end(name, tmp_path, capsys):
         result = tmp_path / f"{precision}.csv"
         summary = _run(["compare", "-l", str(dump), "-r", str(gt), "-f", str(dump / "model.json"), "-o",
                         str(result), "--overflow"], capsys)
-        files = sorted(tmp_path.glob(f"{precision}_*iteration_*.csv"))
+        files = sorted(tmp_path.glob(f"{precision}_it*.csv"))
         assert len(files) == 2, summary  # one result per iteration
         for k, f in enumerate(files):
             assert f"sample folder {k}/ (iteration {k})" in summary
@@ -137,7 +137,7 @@ def test_real_network_end_to_end(name, tmp_path, capsys):
             assert "Constant" not in ln and "Const)" not in ln, ln
 
     # one single-op detail: the first compiled op with a compared output in iteration 0
-    rows = _rows(sorted(tmp_path.glob("fp16_*iteration_0.csv"))[0])
+    rows = _rows(sorted(tmp_path.glob("fp16_it0.csv"))[0])
     op = next(r["NPUDump"] for r in rows if r["NPUDump"] not in ("", "*") and ":output:" in r["TensorIndex"]
               and _float(r["CosineSimilarity"]) == _float(r["CosineSimilarity"])
               and not r["NPUDump"].startswith("trans_"))

@@ -77,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) -> tuple[Path | None, bool]:
+def _result_path(output: str | None, csv_flag: bool, run: str, runs: list[str]) -> tuple[Path | None, bool]:
     if output is None:
         return None, csv_flag
     path = Path(output)
@@ -87,8 +87,8 @@ def _result_path(output: str | None, csv_flag: bool, run: str, several: bool) ->
         path = path / f"result_{timestamp_now()}.csv"  # as the original tool names results in a folder
         csv_flag = True
     csv_format = csv_flag or path.suffix.lower() == ".csv"
-    if several:
-        path = run_path(path, run)
+    if len(runs) > 1:
+        path = run_path(path, run, runs)
     return path, csv_format
 
 
@@ -134,8 +134,7 @@ def run(args: argparse.Namespace) -> int:
             args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
             threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample, **selection)}
         located = {run: compare_columns(r) for run, r in locate_results.items()}
-    several = len(results) > 1
-    paths = [_result_path(args.output, args.csv, result.run, several) for result in results]
+    paths = [_result_path(args.output, args.csv, result.run, [r.run for r in results]) for result in results]
     if not args.force:
         for path, _ in paths:
             if path is not None and path.exists():

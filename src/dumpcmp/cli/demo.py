@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import time
 from dataclasses import dataclass
@@ -174,24 +175,44 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
         say("  " + origin.note)
     seconds = time.perf_counter() - start
     say("")
-    say(f"Done in {seconds:.1f} s. The same on your own data:")
-    say(f"  dumpcmp golden {model} -i input={out_dir / 'input.npy'} -o {gt}")
-    say("  dumpcmp acl-json new --model demo_net --path /your/dump/path --mode all -o acl.json  # then run on the NPU")
-    say(f"  dumpcmp simulate {model} --precision {precision} -i input={out_dir / 'input.npy'} -o {out_dir / 'dump'}"
-        "   # without an NPU")
-    say(f"  dumpcmp compare -l {out_dir / 'dump'} -r {gt} -f {sim.json_path} -o result.csv")
-    say(f"  dumpcmp locate {model} -l {out_dir / 'dump'} -r {gt} -f {sim.json_path} -o locate/")
-    if worst is not None and worst_rows:
-        w = worst_rows[0]
-        say(f"  dumpcmp compare -l {out_dir / 'dump'} -r {gt} -f {sim.json_path} -d {w.pair.npu_op} "
-            f"-t {w.pair.kind} -i {w.pair.index or 0} -o detail/")
+    say(f"Done in {seconds:.1f} s. The same step by step (each command works as printed; they write to "
+        f"{out_dir / MINE}, put your own model, input and dump paths in their place):")
+    for command in printed_commands(out_dir, precision, worst_rows[0].pair if worst_rows else None):
+        say("  " + command)
     return DemoResult(out_dir, model, gt, out_dir / "dump", sim.json_path, csv_path, detail_dir, worst, seconds,
                       origin.op if origin is not None else None)
 
 
+MINE = "step-by-step"
+"""The sub-folder the printed commands write to: fresh names, so they run as printed, once after each demo."""
+
+
+def printed_commands(out_dir: Path, precision: str, worst: Any = None) -> list[str]:
+    """The CLI commands that redo the demo's job one step at a time, each writing under out_dir/MINE.
+
+    The simulated dumps go to a folder of their own (one run, so `compare -d` needs no --time) and dump inputs and
+    outputs (`--dump-mode all`, as the demo does and as the acl.json it prints asks the NPU)."""
+    q = shlex.quote  # a folder with a space in its name still gives commands that run as printed
+    model, data, mine = q(str(out_dir / "demo_net.onnx")), q(f"input={out_dir / 'input.npy'}"), out_dir / MINE
+    gt, dump, graph = q(str(mine / "ground_truth")), q(str(mine / "dump")), q(str(mine / "demo_net.json"))
+    lines = [
+        f"dumpcmp golden {model} -i {data} -o {gt}",
+        f"dumpcmp acl-json new --model demo_net --path /your/dump/path --mode all -o {q(str(mine / 'acl.json'))}"
+        "  # then run on the NPU",
+        f"dumpcmp simulate {model} --precision {precision} --dump-mode all -i {data} -o {dump} "
+        f"--json-out {graph}  # without an NPU",
+        f"dumpcmp compare -l {dump} -r {gt} -f {graph} -o {q(str(mine / 'result.csv'))}",
+        f"dumpcmp locate {model} -l {dump} -r {gt} -f {graph} -o {q(str(mine / 'locate'))}",
+    ]
+    if worst is not None:
+        lines.append(f"dumpcmp compare -l {dump} -r {gt} -f {graph} -d {q(worst.npu_op)} -t {worst.kind} "
+                     f"-i {worst.index or 0} -o {q(str(mine / 'detail'))}")
+    return lines
+
+
 _MARKER = ".dumpcmp-demo"
 _DEMO_ITEMS = ("demo_net.onnx", "demo_net.json", "input.npy", "ground_truth", "dump", "result.csv", "detail",
-               "locate.csv", _MARKER)
+               "locate.csv", MINE, _MARKER)
 
 
 def _clear_demo_folder(folder: Path) -> None:

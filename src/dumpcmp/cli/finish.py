@@ -16,8 +16,8 @@ from dumpcmp.dumps.naming import run_path
 from dumpcmp.support.files import exists_error
 
 
-def _html_path(path: str, run: str, several: bool) -> Path:
-    return run_path(path, run) if several else Path(path)
+def _html_path(path: str, run: str, runs: list[str]) -> Path:
+    return run_path(path, run, runs) if len(runs) > 1 else Path(path)
 
 
 def check_outputs(args: argparse.Namespace, html: str | None) -> None:
@@ -58,7 +58,7 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
             data = build(result, threshold=args.threshold, thresholds=t, layers=layers, bins=bins, top_n=top_n,
                          locate=locate, min_max=min_max, custom=getattr(args, "custom", None), threads=args.threads,
                          quiet=args.quiet)
-            path = write_report(_html_path(html, result.run, len(results) > 1), render(data), force=args.force)
+            path = write_report(_html_path(html, result.run, [r.run for r in results]), render(data), force=args.force)
             advice: list[Advice] = data.advice
             if not args.quiet:
                 print(f"  report: {path}", file=out)

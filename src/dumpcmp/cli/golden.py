@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     runs = golden_from_sources(args.model, args.output, args.inputs, args.preprocess, seed=args.seed,
                                batch_bytes=int(args.batch_mb * 1024 * 1024), check=not args.no_check,
                                force=args.force, include_constants=args.include_constants,
-                               shapes=parse_shapes(args.shape))
+                               shapes=parse_shapes(args.shape), quiet=args.quiet)
     for r in [] if args.quiet else runs:
         written = r.written
         ops = len({rec.op_name for rec in written})

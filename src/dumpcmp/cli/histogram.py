@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     min_max = read_min_max(args.min_max) if args.min_max else None
     runs = _runs(args)
     # several runs: one subfolder a run, named as compare names a run's result file
-    folders = [out if len(runs) == 1 else out / run_path("run", run or "").name for run, _ in runs]
+    folders = [out if len(runs) == 1 else out / run_path("run", run or "", [r or "" for r, _ in runs]).name
+               for run, _ in runs]
     places = [(folder, k) for folder, (_, run_layers) in zip(folders, runs) for k in range(len(run_layers))]
     layers = [layer for _, run_layers in runs for layer in run_layers]
     for folder in folders:  # nothing written through a link planted in the output folder, nothing made before

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     several = len(results) > 1
     for result in results:
-        path = run_path(out / "locate.csv", result.run) if several else out / "locate.csv"
+        path = run_path(out / "locate.csv", result.run, [r.run for r in results]) if several else out / "locate.csv"
         result.write(path, force=args.force)
         if not args.quiet:
             print(result.summary(args.top))

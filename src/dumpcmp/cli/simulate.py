@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
                               shapes=parse_shapes(args.shape),
                               precision=args.precision, acl_json=args.acl_json, dump_mode=args.dump_mode,
                               device_id=args.device_id, model_name=args.model_name, model_id=args.model_id,
-                              json_out=args.json_out, batch_bytes=int(args.batch_mb * 1024 * 1024))
+                              json_out=args.json_out, batch_bytes=int(args.batch_mb * 1024 * 1024),
+                              quiet=args.quiet)
     for note in r.notes:
         print(f"dumpcmp: warning: {note}", file=sys.stderr)
     if args.quiet:

@@ -67,7 +67,8 @@ __all__ = [
     "build_converted_name", "build_device_dump_name", "build_framework_dump_name", "classify",
     "ground_truth_key", "hashed_name", "is_hashed_name", "is_sanitized", "is_timestamp", "newest_by_key",
     "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name", "parse_name", "planned_file_name",
-    "read_mapping", "resolve_hashed", "run_path", "safe_file_name", "sanitize", "timestamp_now", "too_long",
+    "read_mapping", "resolve_hashed", "run_path", "run_suffix", "safe_file_name", "sanitize", "timestamp_now",
+    "too_long",
 ]
 
 DEVICE, PB, QUANT, NPY, CONVERTED = "device", "pb", "quant", "npy", "converted"
@@ -120,12 +121,51 @@ def timestamp_now() -> int:
     return time.time_ns() // 1000
 
 
-def run_path(path: str | os.PathLike[str], run: str) -> Path:
-    """The file of one run when a command writes one file a run: `{stem}_{run}{suffix}` beside `path`, the run's
-    name (`time / device / model / ...`) with every character but letters, digits, `-` and `_` made `_`."""
+_RUN_FIELDS = {"time": "t", "device": "dev", "model": "", "model_id": "id", "iteration": "it"}
+
+
+def run_suffix(run: str, runs: Iterable[str] = ()) -> str:
+    """A short, file-name-safe tag of one run among `runs` (the runs one command writes a file each for): only the
+    fields that differ between them, each as a short token (`time 2026...` -> `t2026...`, `device 0` -> `dev0`,
+    `model resnet` -> `resnet`, `model_id 1` -> `id1`, `iteration 0` -> `it0`), joined by `_`. Without `runs`
+    (or when no field tells them apart) every field of the run; a run that is not `key value / ...` (a folder) is
+    kept whole. Characters other than letters, digits, `-` and `_` become `_`; when that makes two runs' tags
+    equal (`model a/b`, `model a_b`), each gets its place among `runs` appended (`a_b_1`, `a_b_2`)."""
+    runs = list(runs)
+    tag = _run_tag(run, runs)
+    if run in runs and sum(1 for r in dict.fromkeys(runs) if _run_tag(r, runs) == tag) > 1:
+        tag += f"_{list(dict.fromkeys(runs)).index(run) + 1}"
+    return tag
+
+
+def _run_tag(run: str, runs: list[str]) -> str:
+    def fields(text: str) -> list[tuple[str, str]] | None:
+        out = []
+        for part in text.split(" / "):
+            key, _, value = part.partition(" ")
+            if key not in _RUN_FIELDS or not value:
+                return None
+            out.append((key, value))
+        return out
+
+    def safe(text: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+
+    mine = fields(run)
+    if mine is None:
+        return safe(run)
+    others = [f for f in (fields(r) for r in runs) if f is not None]
+    differ = {key for key, value in mine if any(dict(f).get(key) != value for f in others)}
+    keep = [(key, value) for key, value in mine if key in differ] or mine
+    return "_".join(safe(_RUN_FIELDS[key] + value) for key, value in keep)
+
+
+def run_path(path: str | os.PathLike[str], run: str, runs: Iterable[str] = ()) -> Path:
+    """The file of one run when a command writes one file a run: `{stem}_{suffix}{suffix of path}` beside `path`,
+    the user's name kept and `run_suffix(run, runs)` added (`-o fp16.csv` on iterations 0 and 1: `fp16_it0.csv`,
+    `fp16_it1.csv`)."""
     path = Path(path)
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in run)
-    return path.with_name(f"{path.stem}_{safe}{path.suffix}")
+    return path.with_name(f"{path.stem}_{run_suffix(run, list(runs))}{path.suffix}")
 
 
 def _digits(text: str) -> bool:

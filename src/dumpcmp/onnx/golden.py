@@ -78,6 +78,7 @@ from dumpcmp.onnx.model import (
 from dumpcmp.onnx.runner import Runner, require_onnx
 from dumpcmp.support.files import atomic_write, atomic_write_text, file_set
 from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.progress import Progress
 
 __all__ = [
     "CONSTANT_NOTE",
@@ -165,7 +166,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
                 batch_bytes: int = DEFAULT_BATCH_BYTES, check: bool = True, force: bool = False,
                 sources: Mapping[str, str] | None = None, include_constants: bool = False,
                 control_samples: Sequence[Mapping[str, np.ndarray]] | None = None,
-                _external_strategy: str | None = None) -> GoldenRun:
+                _external_strategy: str | None = None, quiet: bool = True) -> GoldenRun:
     """Run the ONNX model on `inputs` (name -> array; inputs left out get random data when `seed` is given) and
     write every op output to `out_dir` as `{op_name}.{output_index}.{timestamp}.npy`, with `golden_index.csv`.
 
@@ -174,14 +175,15 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     `force`. `sources` (name -> description) only goes into golden_run.json. Outputs computed from the weights
     alone (`constant_tensors`) are not written unless `include_constants`: their index rows say so. An If whose
     condition is the same on `control_samples` (default: these inputs) is inlined (`dumpcmp.onnx.controlflow`): the
-    nodes of the branch taken are written as layers of their own, as `dumpcmp simulate` dumps them.
+    nodes of the branch taken are written as layers of their own, as `dumpcmp simulate` dumps them. Unless `quiet`,
+    a progress bar on a terminal's stderr counts the tensors written.
     """
     out = Path(out_dir)
     created = not out.exists()
     try:
         return _dump_golden(model_path, inputs, out, seed=seed, batch_bytes=batch_bytes, check=check, force=force,
                             sources=sources, include_constants=include_constants,
-                            control_samples=control_samples, _external_strategy=_external_strategy)
+                            control_samples=control_samples, _external_strategy=_external_strategy, quiet=quiet)
     except BaseException:
         if created:  # a failed run leaves no folder behind that it made itself
             shutil.rmtree(out, ignore_errors=True)
@@ -191,7 +193,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
 def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray] | None, out: Path, *,
                  seed: int | None, batch_bytes: int, check: bool, force: bool, sources: Mapping[str, str] | None,
                  include_constants: bool, control_samples: Sequence[Mapping[str, np.ndarray]] | None,
-                 _external_strategy: str | None) -> GoldenRun:
+                 _external_strategy: str | None, quiet: bool = True) -> GoldenRun:
     onnx, ort = require_onnx()
     path = Path(model_path)
     model = load_model(path)
@@ -231,18 +233,31 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
     # last: a run stopped by an error or a signal leaves nothing, not a set without its index.
     with file_set(out, force=force, what="ground truth") as staged:
         return _dump_into(out, staged, path, model, runner, feeds, declared, nodes, types, check, seed,
-                          batch_bytes, source_notes, ort, onnx, include_constants, flow)
+                          batch_bytes, source_notes, ort, onnx, include_constants, flow, quiet=quiet)
 
 
 def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, feeds: dict[str, np.ndarray],
                declared: Any, nodes: Any, types: Any, check: bool, seed: int | None, batch_bytes: int,
                source_notes: dict[str, str], ort: Any, onnx: Any, include_constants: bool,
-               flow: str) -> GoldenRun:
+               flow: str, quiet: bool = True) -> GoldenRun:
+    progress = Progress(1 + len(nodes), f"golden {out.name}", quiet=quiet)  # the plain run, then each node's outputs
+    try:
+        return _dump_nodes(out, staged, path, model, runner, feeds, declared, nodes, types, check, seed, batch_bytes,
+                           source_notes, ort, onnx, include_constants, flow, progress)
+    finally:
+        progress.close()
+
+
+def _dump_nodes(out: Path, staged: Any, path: Path, model: Any, runner: Runner, feeds: dict[str, np.ndarray],
+                declared: Any, nodes: Any, types: Any, check: bool, seed: int | None, batch_bytes: int,
+                source_notes: dict[str, str], ort: Any, onnx: Any, include_constants: bool,
+                flow: str, progress: Progress) -> GoldenRun:
     plain: dict[str, np.ndarray] = {}
     if check:
         session = runner.session([])
         plain = dict(zip(runner.original_outputs, runner.run(session, runner.original_outputs, feeds)))
         del session
+        progress.advance()
 
     base = max(int(time.time() * 1_000_000), _latest_timestamp(out) + 1)
     namer = _Namer()
@@ -275,6 +290,7 @@ def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, f
                 continue
             pending.append((rec, tensor_nbytes(types.get(tensor))))
 
+    progress.total = max(1, len(pending) + (1 if check else 0))
     # Inputs are written first: they are what the run starts from.
     for rec in records[: len(declared)]:
         _write(out, staged, rec, feeds[rec.tensor_name], base)
@@ -312,6 +328,7 @@ def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, f
         # alive into the next batch's run, which would hold a large intermediate twice).
         for k, rec in enumerate(batch):
             largest = max(largest, _write_output(out, staged, rec, values, k, base))
+            progress.advance()
         del values
     if not check:
         if not batches:  # a model without nodes: its outputs are inputs or weights
@@ -387,7 +404,7 @@ def golden_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.Pa
                         sources: Sequence[str] = (), preprocess: Sequence[str] = (), *, seed: int | None = None,
                         batch_bytes: int = DEFAULT_BATCH_BYTES, check: bool = True,
                         force: bool = False, include_constants: bool = False,
-                        shapes: Mapping[str, Sequence[int]] | None = None) -> list[GoldenRun]:
+                        shapes: Mapping[str, Sequence[int]] | None = None, quiet: bool = True) -> list[GoldenRun]:
     """What `dumpcmp golden` does: plan the inputs (see `plan_inputs`) and dump every sample; one sample goes to
     `out_dir`, several to `out_dir/0`, `out_dir/1`, ... (like the device side's data_index folders)."""
     plans, count = plan_inputs(model_path, sources, preprocess, seed, shapes)
@@ -401,7 +418,7 @@ def golden_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.Pa
             described = {p.input.name: p.describe(k) for p in plans}
             runs.append(dump_golden(model_path, samples[k], target, seed=seed, batch_bytes=batch_bytes, check=check,
                                     force=force, sources=described, include_constants=include_constants,
-                                    control_samples=samples))
+                                    control_samples=samples, quiet=quiet))
     except DumpcmpError as error:
         if created:
             shutil.rmtree(top, ignore_errors=True)

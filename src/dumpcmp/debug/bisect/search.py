@@ -584,7 +584,8 @@ class BisectJob:
                               threshold=self.threshold, gt_sample=self.gt_sample, **self.selection)
         self.dump_runs = [result.run for result in results]
         for result in results:  # one file a run when the dump holds several, as `dumpcmp locate` writes them
-            result.write(run_path(folder / "locate.csv", result.run) if len(results) > 1 else folder / "locate.csv",
+            result.write(run_path(folder / "locate.csv", result.run, self.dump_runs) if len(results) > 1
+                         else folder / "locate.csv",
                          force=True)
         statement = results[0].statement() if len(results) == 1 else \
             "; ".join(f"{result.run}: {result.statement()}" for result in results)

@@ -62,6 +62,7 @@ from dumpcmp.onnx.controlflow import inline_static_ifs
 from dumpcmp.onnx.inputs import load_sample, plan_inputs, sample_feeds, with_free_dims_hint
 from dumpcmp.onnx.model import load_model_with_weights, model_inputs, name_nodes, tensor_nbytes, value_types
 from dumpcmp.onnx.runner import Runner
+from dumpcmp.support.progress import Progress
 
 __all__ = ["PRECISIONS", "DumpConfig", "SimulateResult", "lower_model", "read_acl_config", "simulate",
            "simulate_from_sources"]
@@ -287,7 +288,7 @@ class _Writer:
                           original_shape=tuple(int(d) for d in array.shape), sub_format=groups)
 
     def run_sample(self, ops: Sequence[SimOp], feeds: Mapping[str, np.ndarray], folder: Path,
-                   next_stamp: Any, sizes: Mapping[str, int | None]) -> list[Path]:
+                   next_stamp: Any, sizes: Mapping[str, int | None], progress: Progress | None = None) -> list[Path]:
         files: list[Path] = []
         for batch in self.batches(ops, sizes):
             names = sorted(set().union(*(self._needs(op) for op in batch)))
@@ -297,6 +298,8 @@ class _Writer:
                 run = dict(zip(names, self.runner.run(session, names, feeds)))
                 del session
             for op in batch:
+                if progress is not None:
+                    progress.advance()
                 ins, outs = self._tensors(op)
                 if not ins and not outs:
                     continue
@@ -335,7 +338,7 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
              seed: int | None = None, acl_json: str | os.PathLike[str] | None = None, dump_mode: str | None = None,
              layers: Sequence[str] | None = None, device_id: int = 0, model_name: str | None = None,
              model_id: int = 1, json_out: str | os.PathLike[str] | None = None,
-             batch_bytes: int = DEFAULT_BATCH_BYTES, now: float | None = None) -> SimulateResult:
+             batch_bytes: int = DEFAULT_BATCH_BYTES, now: float | None = None, quiet: bool = True) -> SimulateResult:
     """Simulate the device run of an ONNX model and write its dumps and graph JSON (module doc).
 
     samples: one dict (input name -> array) per execution (data_index 0, 1, ...); inputs left out get random data
@@ -343,6 +346,7 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     acl_json: the dump configuration; without it, every compiled op is dumped with `dump_mode` (default output)
         or only the `layers` given. `out_dir` is the dump path (required without an acl.json).
     now: the time (seconds since the epoch) the time folder is named after; default the current time.
+    quiet: without it, a progress bar on a terminal's stderr counts the ops of every sample.
     """
     path = Path(model_path)
     if precision not in PRECISIONS:
@@ -389,11 +393,12 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     files: list[Path] = []
     sample_dirs: list[Path] = []
     try:
-        for k, sample in enumerate(feeds):
-            folder = model_dir / str(k)
-            folder.mkdir(parents=True, exist_ok=False)
-            sample_dirs.append(folder)
-            files += writer.run_sample(ops, sample, folder, next_stamp, sizes)
+        with Progress(len(ops) * len(feeds), f"simulating {precision}", quiet=quiet) as progress:
+            for k, sample in enumerate(feeds):
+                folder = model_dir / str(k)
+                folder.mkdir(parents=True, exist_ok=False)
+                sample_dirs.append(folder)
+                files += writer.run_sample(ops, sample, folder, next_stamp, sizes, progress)
     except BaseException as error:
         # the time folder is this run's own: a failed run leaves no half-written dumps behind
         shutil.rmtree(config.dump_path if made_dump_path else run_dir, ignore_errors=True)

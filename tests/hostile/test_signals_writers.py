@@ -193,7 +193,7 @@ def check(figures, failures, examples, label):
     ours = {k: v for k, v in failures.items() if k not in KNOWN_ELSEWHERE}
     assert not ours, (ours, examples)
     if failures:
-        pytest.xfail(f"only the classes fixed elsewhere (h3-native) remain: {dict(failures)}")
+        pytest.xfail(f"only the start-up classes remain: {dict(failures)}; first: {examples[:1]}")
 
 
 def test_signals_short_sweep(net, tmp_path):

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+import dumpcmp
+
 pytest.importorskip("onnxruntime")
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(dumpcmp.__file__).resolve().parents[1]  # the package the tests import: installed, or src/
 
 
 def _dumpcmp(args: list[str], cwd: Path) -> subprocess.CompletedProcess:

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dumpcmp
+
 from dumpcmp.output.histogram import Hist, histogram, pair_histograms
 from dumpcmp.support.native import core
 from dumpcmp.output.histogram.plot import Plotter, draw, shorten_middle
@@ -20,7 +22,7 @@ from helpers.reportmodel import Chain
 
 pytest.importorskip("matplotlib")
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(dumpcmp.__file__).resolve().parents[1]  # the package the tests import: installed, or src/
 
 
 def hist_of(values: np.ndarray, bins: int = 64) -> Hist:

@@ -10,13 +10,15 @@ the graph written beside the model).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
-from dumpcmp.support.files import create_temp_file, discard, interrupted_by
+from dumpcmp.support.files import create_temp_file, discard, interrupted_by, signals_deferred
 from dumpcmp.support.lazy_numpy import np
 
 __all__ = ["Runner", "require_onnx"]
@@ -25,8 +27,12 @@ __all__ = ["Runner", "require_onnx"]
 def require_onnx() -> tuple[Any, Any]:
     """The `onnx` and `onnxruntime` modules; DumpcmpError saying how to install them when they are missing."""
     try:
-        import onnx
-        import onnxruntime
+        # a signal's exception raised inside onnx's or onnxruntime's extension initialisation crashes the process
+        # (SIGSEGV in onnx_cpp2py_export's module creation, seen 1 in ~60 interrupts of a starting simulate): the
+        # first import runs with signals deferred, which then take effect as soon as it is done
+        with contextlib.nullcontext() if "onnxruntime" in sys.modules else signals_deferred():
+            import onnx
+            import onnxruntime
     except ImportError as error:
         if interrupted_by(error) is not None:
             raise  # an import cut by Ctrl-C or SIGTERM: the command's interrupt, not a missing extra

@@ -33,10 +33,10 @@ def _signal_in_set_name(sig: int):
     return run
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_wrapped_in_a_runtime_error_ends_the_command(monkeypatch, capsys, sig):
-    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
-    monkeypatch.setattr(compare_command, "run", _signal_in_set_name(sig))
+def _assert_one_line_end(monkeypatch, capsys, run, sig: int) -> None:
+    """`compare` whose run is `run`: exit 128 + sig and the one line, the process's handlers restored after."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    monkeypatch.setattr(compare_command, "run", run)
     try:
         install_signal_cleanup()
         code = dispatch.main(["compare", "-l", "left", "-r", "right"])
@@ -46,6 +46,11 @@ def test_a_signal_wrapped_in_a_runtime_error_ends_the_command(monkeypatch, capsy
     assert code == 128 + sig
     expected = "dumpcmp: interrupted" if sig == signal.SIGINT else f"dumpcmp: stopped by signal {int(sig)}"
     assert capsys.readouterr().err.strip() == expected
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_wrapped_in_a_runtime_error_ends_the_command(monkeypatch, capsys, sig):
+    _assert_one_line_end(monkeypatch, capsys, _signal_in_set_name(sig), sig)
 
 
 def _signal_turned_into_import_error(sig: int):
@@ -67,16 +72,7 @@ def _signal_turned_into_import_error(sig: int):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_turned_into_an_import_error_ends_the_command(monkeypatch, capsys, sig):
     """A signal while NumPy initialises surfaced as its ImportError (a traceback, exit 1, in the writers' sweep)."""
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    monkeypatch.setattr(compare_command, "run", _signal_turned_into_import_error(sig))
-    try:
-        code = dispatch.main(["compare", "-l", "left", "-r", "right"])
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
-    assert code == 128 + sig
-    expected = "dumpcmp: interrupted" if sig == signal.SIGINT else f"dumpcmp: stopped by signal {int(sig)}"
-    assert capsys.readouterr().err.strip() == expected
+    _assert_one_line_end(monkeypatch, capsys, _signal_turned_into_import_error(sig), sig)
 
 
 def test_an_import_error_without_a_signal_is_not_taken_for_one():

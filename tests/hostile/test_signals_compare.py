@@ -11,7 +11,6 @@ report of its start-up imports. Those are counted apart and tolerated: no frame 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -26,12 +25,10 @@ import pytest
 import dumpcmp
 from dumpcmp.benchmark.model import generate_model
 
+from helpers.signal_sweep import dumpcmp_frames
+
 SRC = Path(dumpcmp.__file__).resolve().parents[1]
 ONE_LINE = {signal.SIGINT: "dumpcmp: interrupted", signal.SIGTERM: "dumpcmp: stopped by signal 15"}
-# dumpcmp's first lines: the package's __init__ up to its import of command_start, and that module's own lines up
-# to its begin(). A signal there meets the interpreter's handlers still (no code of ours can run before them).
-INIT = Path(dumpcmp.__file__)
-FIRST_LINE = next((n for n, line in enumerate(INIT.read_text().splitlines(), 1) if "command_start" in line), 0)
 
 
 # An editable install that rebuilds the core on import (docs/development.md's `editable.rebuild=true`) runs CMake in
@@ -46,19 +43,6 @@ def model(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     folder = tmp_path_factory.mktemp("model")
     yield generate_model(folder, ops=60, bytes_per_side=160 << 20)
     shutil.rmtree(folder)  # 250 MB: not left for pytest's rotation
-
-
-def _dumpcmp_frames(stderr: str) -> list[str]:
-    """dumpcmp's frames in a traceback, but for its first lines (above)."""
-    found = []
-    for frame in re.findall(r'File "([^"]*/dumpcmp/[^"]*)", line (\d+), in (\S+)', stderr):
-        path, line, function = frame
-        if path == str(INIT) and int(line) <= FIRST_LINE:
-            continue
-        if path.endswith("/dumpcmp/support/command_start.py") and function == "<module>":
-            continue
-        found.append(" ".join(frame))
-    return found
 
 
 def _default_sigint() -> None:
@@ -89,7 +73,7 @@ def _interrupt(model: tuple[Path, Path], out: Path, sig: int, delay: float) -> s
     assert not leftovers, f"{where}\nleft {leftovers}"
     assert rc not in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS), where
     if "Traceback" in err or "Fatal Python error" in err:
-        assert not _dumpcmp_frames(err), where
+        assert not dumpcmp_frames(err), where
         assert rc in (-sig, 1), where
         return "interpreter's start-up"
     if rc == -sig:

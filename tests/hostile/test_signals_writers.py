@@ -37,10 +37,7 @@ from helpers.signal_sweep import dumpcmp_frames  # noqa: E402
 
 SRC = str(Path(dumpcmp.__file__).parents[1])
 ENV = {**os.environ, "PYTHONPATH": SRC}
-KNOWN_ELSEWHERE = {"SIGABRT in compare", "traceback at start-up", "SIGABRT at start-up", "crash at start-up",
-                   # OPEN (#33): simulate builds its dump folder in place, so a rare interrupt leaves it without
-                   # model.json (1 in 192 of a long sweep); it must be published whole like the other folders
-                   "simulate: partial output"}
+KNOWN_ELSEWHERE = {"SIGABRT in compare", "traceback at start-up", "SIGABRT at start-up", "crash at start-up"}
 
 
 @pytest.fixture(scope="module")

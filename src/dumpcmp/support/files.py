@@ -11,8 +11,9 @@ In: a target path (or folder) and a function that writes the content. Out: the t
 - Anything raised (Ctrl-C, and SIGTERM / SIGHUP once `install_signal_cleanup` ran) removes the temporary files; a
   temporary of a killed run (SIGKILL, power loss) carries its host and PID and is removed by the next run that writes
   in that folder once that process is gone.
-- A set of files (`file_set`) or a whole folder (`atomic_folder`) is built in a private temporary folder and moved
-  into place at the end: all of it or none.
+- A set of files (`file_set`), a whole folder (`atomic_folder`) or a new folder among others (`new_folder_in`, a
+  run's time folder with the files that go with it) is built in a private temporary folder and moved into place at
+  the end: all of it or none.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import socket
 import stat
 import threading
 from pathlib import Path
-from typing import IO, Callable, Iterator, Sequence
+from typing import IO, Callable, Iterable, Iterator, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
 
@@ -470,6 +471,61 @@ def atomic_folder(path: str | os.PathLike[str], *, force: bool = False, what: st
                 discard(old)
     finally:
         discard(private)
+
+
+class NewFolder:
+    """A folder that `new_folder_in` builds privately (`path`), and the files published with it (`add_file`)."""
+
+    def __init__(self, private: str) -> None:
+        self.path = Path(private)
+        self.final: Path | None = None  # its name once published
+        self.files: list[tuple[str, str]] = []  # (temporary, final name)
+
+    def add_file(self, final: str | os.PathLike[str], data: bytes) -> None:
+        """`final` (an existing file is replaced) gets `data` when the folder is published, in the same step."""
+        final = Path(final)
+        _check_folder(_folder_of(final), final)
+        fd, tmp = create_temp_file(_folder_of(final), final.name)
+        self.files.append((tmp, os.fspath(final)))
+        with os.fdopen(fd, "wb") as f, write_errors_named(final):
+            f.write(data)
+
+    def published(self, inside: str | os.PathLike[str]) -> Path:
+        """Where a path inside `path` ended up once published."""
+        assert self.final is not None
+        return self.final / os.path.relpath(inside, self.path)
+
+
+@contextlib.contextmanager
+def new_folder_in(parent: str | os.PathLike[str], names: Iterable[str], *, what: str = "folder") -> Iterator[NewFolder]:
+    """``with new_folder_in(parent, names) as f: build in f.path; f.add_file(...)``: at the end of the block the
+    folder takes the first of `names` still free in `parent`, and the added files take their names, in one step
+    (no signal cuts it in half). Before that nothing of it is visible; after an error or a signal, nothing is.
+    For runs that add a new folder to a folder other runs share (a dump path's time folders)."""
+    parent = Path(parent)
+    _check_folder(parent, parent / "x")
+    private = create_temp_folder(parent, what.replace(" ", "_"))
+    new = NewFolder(private)
+    try:
+        with write_errors_named(parent, what):
+            yield new
+        os.chmod(private, 0o777 & ~_umask())
+        with folder_lock(parent), signals_deferred():
+            tried = []
+            for name in names:
+                if not os.path.lexists(parent / name):
+                    break
+                tried.append(name)
+            else:
+                span = f" ({tried[0]} to {tried[-1]})" if tried else ""
+                raise ConfigError(f"{parent}: every name for a new {what} is taken{span}; use another folder")
+            publish_together([(private, os.fspath(parent / name)), *new.files], (), what)
+            _forget(private)
+            new.final = parent / name
+    finally:
+        discard(private)
+        for tmp, _ in new.files:
+            discard(tmp)
 
 
 def _umask() -> int:

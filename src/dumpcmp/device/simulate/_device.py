@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dumpcmp.support.files import atomic_write_text
 from dumpcmp.dumps import layout as L
 from dumpcmp.graph.graph_json import (
     ATTR_ORIGIN_FORMAT,
@@ -532,10 +530,9 @@ class DeviceGraph:
                                   "input_desc": input_desc, "output_desc": [_desc(o) for o in op.outputs]}
         return result
 
-    def write_json(self, path: Path, precision: str) -> None:
-        text = json.dumps(self.to_json(precision), indent=1)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, text + "\n")
+    def json_text(self, precision: str) -> str:
+        """The graph JSON, as `simulate` writes it."""
+        return json.dumps(self.to_json(precision), indent=1) + "\n"
 
 
 def _attr_s(key: str, value: str) -> dict[str, Any]:

@@ -35,11 +35,10 @@ second is taken (a suffix would break the `YYYYMMDDhhmmss` layout that readers r
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -62,6 +61,7 @@ from dumpcmp.onnx.controlflow import inline_static_ifs
 from dumpcmp.onnx.inputs import load_sample, plan_inputs, sample_feeds, with_free_dims_hint
 from dumpcmp.onnx.model import load_model_with_weights, model_inputs, name_nodes, tensor_nbytes, value_types
 from dumpcmp.onnx.runner import Runner
+from dumpcmp.support.files import made_folder, new_folder_in
 from dumpcmp.support.progress import Progress
 
 __all__ = ["PRECISIONS", "DumpConfig", "SimulateResult", "lower_model", "read_acl_config", "simulate",
@@ -192,17 +192,11 @@ def lower_model(model: Any, precision: str, samples: Sequence[Mapping[str, np.nd
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
-def _time_folder(dump_path: Path, now: float | None) -> tuple[Path, str]:
-    t = time.time() if now is None else now
-    for step in range(3600):
-        stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(t + step))
-        folder = dump_path / stamp
-        try:
-            folder.mkdir(parents=True, exist_ok=False)
-        except FileExistsError:
-            continue
-        return folder, stamp
-    raise ConfigError(f"{dump_path}: an hour of time folders after now exists already; use another dump path")
+def _time_names(now: float | None) -> Iterator[str]:
+    """The names a run's time folder may take, in order: its second, then the next ones (an hour of them; a suffix
+    would break the `YYYYMMDDhhmmss` layout that readers recognise)."""
+    t = time.time() if now is None else now  # the run's start, whenever the names are asked for
+    return (time.strftime("%Y%m%d%H%M%S", time.localtime(t + step)) for step in range(3600))
 
 
 def _select(graph: DeviceGraph, layers: list[str] | None, notes: list[str], where: str) -> list[SimOp]:
@@ -379,9 +373,6 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     notes = list(config.notes) + flow_notes + lowered.findings
     ops = _select(graph, config.layers, notes, str(acl_json or path))
 
-    made_dump_path = not config.dump_path.exists()
-    run_dir, _ = _time_folder(config.dump_path, now)
-    model_dir = run_dir / str(int(device_id)) / sanitize(name) / str(int(model_id))
     writer = _Writer(graph, lowered, config.mode, path, batch_bytes)
     sizes = {n: tensor_nbytes(low_types.get(n)) for op in ops for n in writer._needs(op)}
     counter = [max(int(time.time() * 1_000_000), 10**15)]
@@ -390,26 +381,31 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
         counter[0] += 1
         return counter[0]
 
+    json_path = Path(json_out) if json_out is not None else config.dump_path / DEFAULT_JSON_NAME
+    rel_model = Path(str(int(device_id)), sanitize(name), str(int(model_id)))
     files: list[Path] = []
-    sample_dirs: list[Path] = []
+    names = _time_names(now)
     try:
-        with Progress(len(ops) * len(feeds), f"simulating {precision}", quiet=quiet) as progress:
-            for k, sample in enumerate(feeds):
-                folder = model_dir / str(k)
-                folder.mkdir(parents=True, exist_ok=False)
-                sample_dirs.append(folder)
-                files += writer.run_sample(ops, sample, folder, next_stamp, sizes, progress)
+        # the time folder and the graph JSON appear together when every sample is written, or not at all (an
+        # error, Ctrl-C, SIGTERM): a dump path never holds a run without its graph, nor a run cut short
+        with made_folder(config.dump_path), made_folder(json_path.parent), \
+                new_folder_in(config.dump_path, names, what="time folder") as run:
+            with Progress(len(ops) * len(feeds), f"simulating {precision}", quiet=quiet) as progress:
+                for k, sample in enumerate(feeds):
+                    folder = run.path / rel_model / str(k)
+                    folder.mkdir(parents=True, exist_ok=False)
+                    files += writer.run_sample(ops, sample, folder, next_stamp, sizes, progress)
+            run.add_file(json_path, graph.json_text(precision).encode("utf-8"))
     except BaseException as error:
-        # the time folder is this run's own: a failed run leaves no half-written dumps behind
-        shutil.rmtree(config.dump_path if made_dump_path else run_dir, ignore_errors=True)
         blamed = blame_run_failure(error, model, feeds, str(path), precision) \
             if isinstance(error, DumpcmpError) else error
         if blamed is not error:
             raise blamed from error
         raise
-
-    json_path = Path(json_out) if json_out is not None else config.dump_path / DEFAULT_JSON_NAME
-    graph.write_json(json_path, precision)
+    run_dir = run.final
+    model_dir = run_dir / rel_model
+    sample_dirs = [model_dir / str(k) for k in range(len(feeds))]
+    files = [run.published(f) for f in files]
     return SimulateResult(precision, name, run_dir, model_dir, sample_dirs, json_path, files,
                           [op.name for op in ops], graph.fused, config.mode, notes, graph)
 

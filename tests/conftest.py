@@ -9,8 +9,16 @@ names are unique across folders (the folders are not packages)."""
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
+
+# A test run started in a shell's background (`cmd &` in a script) inherits SIGINT ignored, and Python then leaves it
+# ignored: the Ctrl-C tests, in this process and in the children it starts, would test nothing. Put Python's own
+# handler back, as a terminal run has it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

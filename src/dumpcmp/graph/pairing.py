@@ -44,6 +44,7 @@ __all__ = [
     "Relation",
     "DeviceOp",
     "TensorPair",
+    "shown_op_name",
     "pair_with_ground_truth",
     "pair_device_to_device",
     "quant_skip_reason",
@@ -100,6 +101,14 @@ class DeviceOp:
     ref: Any = None
 
 
+def shown_op_name(npu_op: str | None, graph_op: str | None) -> str | None:
+    """The one spelling of a device op name in the texts dumpcmp adds (summaries, locate, report, histogram
+    titles, advice, bisect): the graph JSON's own name when the graph is known (`Conv.2BatchNormalization.2`),
+    else the dump file's (sanitised: `Conv_2BatchNormalization_2`). The original tool's own CSV cells keep what
+    the original prints."""
+    return graph_op if graph_op is not None else npu_op
+
+
 @dataclass(frozen=True)
 class TensorPair:
     """One row of the comparison: a device tensor and the ground-truth tensor it is compared with.
@@ -138,6 +147,18 @@ class TensorPair:
     @property
     def npu_column(self) -> str:
         return self.npu_op if self.npu_op is not None else "*"
+
+    @property
+    def shown_op(self) -> str | None:
+        """The device op's name as our own texts print it (see `shown_op_name`)."""
+        return shown_op_name(self.npu_op, self.graph_op)
+
+    @property
+    def shown_tensor(self) -> str | None:
+        """`tensor_index` with the op spelt as `shown_op` (`Conv.2:output:0`, not the file's `Conv_2:output:0`)."""
+        if self.tensor_index is None or self.npu_op is None or not self.tensor_index.startswith(self.npu_op + ":"):
+            return self.tensor_index
+        return f"{self.shown_op}{self.tensor_index[len(self.npu_op):]}"
 
     @property
     def ground_truth_column(self) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "DeviceOp",
     "TensorPair",
     "shown_op_name",
+    "graph_op_of",
     "pair_with_ground_truth",
     "pair_device_to_device",
     "quant_skip_reason",
@@ -277,6 +278,12 @@ def quant_pair_members(graph: Graph) -> set[str]:
             closed.add(name)
             todo.extend(feeds.get(name, ()))
     return closed
+
+
+def graph_op_of(graph: Graph, device_name: str) -> Op | None:
+    """The graph's op behind a device op name as the graph spells it or as a dump file does (sanitised:
+    `Conv_2BatchNormalization_2` finds `Conv.2BatchNormalization.2`); None when the graph has none."""
+    return _index_of(graph).find(device_name)
 
 
 def relation_of(graph: Graph, op: Op) -> Relation:

@@ -484,8 +484,8 @@ def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair], 
                 dump = source.npu_ref.dump
                 if k >= len(dump.outputs):
                     continue
-                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i), source.npu_op or op.name,
-                                 f"{source.npu_op}:output:{k}")
+                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i), source.shown_op or op.name,
+                                 f"{source.shown_op}:output:{k}")
                 out.setdefault(gname, []).append(dataclasses.replace(source, npu_ref=ref, **common))
             elif op.type in ("Data", "RefData", "AippData"):
                 names = [n for n in graph.original_names(op) if n in om.graph_inputs] or \

@@ -95,3 +95,55 @@ def test_report_and_histogram_print_the_graph_spelling(dotted, tmp_path, capsys)
     names = [p.name for p in (tmp_path / "h").rglob("*.png")]
     assert any(FUSED in n for n in names) and any("layer2.conv" in n for n in names)
     assert not any(SANITIZED in n or "layer2_conv" in n for n in names)
+
+
+def test_bisect_and_its_locate_print_the_graph_spelling(dotted, tmp_path, capsys):
+    import shlex
+    import sys
+
+    from onnx import numpy_helper
+
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32))
+    faulty = onnx.load(str(dotted["model"]))  # the device's copy: layer2.conv's weights broken
+    w = next(t for t in faulty.graph.initializer if t.name == "conv2.w")
+    a = numpy_helper.to_array(w)
+    w.CopyFrom(numpy_helper.from_array((a + np.random.default_rng(5).standard_normal(a.shape) * 3).astype(np.float32),
+                                       "conv2.w"))
+    onnx.save(faulty, tmp_path / "faulty.onnx")
+    assert main(["golden", str(dotted["model"]), "-i", f"x={x}", "-o", str(tmp_path / "gt"), "--quiet"]) == 0
+    run = (f"{shlex.quote(sys.executable)} -m dumpcmp simulate {{model}} --precision fp16 -i x={shlex.quote(str(x))} "
+           "--acl-json {acl_json} -o {dump}")
+    assert main(["bisect", str(dotted["model"]), "--run", run, "-r", str(tmp_path / "gt"), "-o", str(tmp_path / "b"),
+                 "--device-model", str(tmp_path / "faulty.onnx")]) == 0
+    text = capsys.readouterr().out
+    assert "first layer below the threshold 0.99: layer2.conv" in text
+    assert "the error starts at layer2.conv (Conv2D)" in text
+    assert SANITIZED not in text and "layer2_conv" not in text
+
+
+def test_extract_log_diff_and_op_errors_print_the_graph_spelling(dotted, tmp_path, capsys):
+    # extract: export.log names the originals the fused device op stands for (its dump file keeps the dump's name)
+    assert main(["extract", str(dotted["model"]), "--start", "Conv.2", "--end", "layer2.conv",
+                 "-l", str(dotted["dump"]), "-f", str(dotted["json"]), "-r", str(dotted["gt"]),
+                 "-o", str(tmp_path / "ex")]) == 0
+    log = next((tmp_path / "ex").glob("*/export.log")).read_text()
+    assert "Dump Layer:[Conv.2, BatchNormalization.2, layer1.relu]" in log and "Dump Layer:[layer2.conv]" in log
+    assert f"Output File:Conv2D.{SANITIZED}." in log
+    # diff of a result made with the graph and one without: the graph's spelling whichever side has it
+    assert main(["compare", "-l", str(dotted["dump"]), "-r", str(dotted["gt"]), "-f", str(dotted["json"]),
+                 "-o", str(tmp_path / "a.csv"), "--quiet"]) == 0
+    assert main(["compare", "-l", str(dotted["dump"]), "-r", str(dotted["gt"]), "-o", str(tmp_path / "b.csv"),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    for a, b in (("a", "b"), ("b", "a")):
+        assert main(["diff", str(tmp_path / f"{a}.csv"), str(tmp_path / f"{b}.csv"), "--tolerance", "0"]) == 1
+        text = capsys.readouterr().out
+        assert f"{FUSED}:output:0" in text and SANITIZED not in text and "layer2_conv" not in text
+    # compare -d: either spelling finds the op; the messages print the graph's
+    args = ["compare", "-l", str(dotted["dump"]), "-r", str(dotted["gt"]), "-f", str(dotted["json"]),
+            "-o", str(tmp_path / "d")]
+    assert main(args + ["-d", FUSED[:-1]]) == 2
+    assert f"did you mean {FUSED}?" in capsys.readouterr().err
+    assert main(args + ["-d", SANITIZED, "-t", "output", "-i", "3"]) == 2
+    assert f"op '{FUSED}' has no output 3" in capsys.readouterr().err

@@ -45,6 +45,7 @@ __all__ = [
     "DeviceOp",
     "TensorPair",
     "shown_op_name",
+    "shown_tensor_index",
     "graph_op_of",
     "pair_with_ground_truth",
     "pair_device_to_device",
@@ -110,6 +111,13 @@ def shown_op_name(npu_op: str | None, graph_op: str | None) -> str | None:
     return graph_op if graph_op is not None else npu_op
 
 
+def shown_tensor_index(tensor_index: str | None, npu_op: str | None, graph_op: str | None) -> str | None:
+    """A TensorIndex (`{npu_op}:output:0`) with its op spelt by `shown_op_name` (`Conv.2:output:0`)."""
+    if tensor_index is None or npu_op is None or not tensor_index.startswith(npu_op + ":"):
+        return tensor_index
+    return f"{shown_op_name(npu_op, graph_op)}{tensor_index[len(npu_op):]}"
+
+
 @dataclass(frozen=True)
 class TensorPair:
     """One row of the comparison: a device tensor and the ground-truth tensor it is compared with.
@@ -157,9 +165,7 @@ class TensorPair:
     @property
     def shown_tensor(self) -> str | None:
         """`tensor_index` with the op spelt as `shown_op` (`Conv.2:output:0`, not the file's `Conv_2:output:0`)."""
-        if self.tensor_index is None or self.npu_op is None or not self.tensor_index.startswith(self.npu_op + ":"):
-            return self.tensor_index
-        return f"{self.shown_op}{self.tensor_index[len(self.npu_op):]}"
+        return shown_tensor_index(self.tensor_index, self.npu_op, self.graph_op)
 
     @property
     def ground_truth_column(self) -> str:

@@ -154,12 +154,12 @@ def run_demo(out: str | os.PathLike[str] | None = None, *, precision: str = "int
     worst = None
     if worst_rows:
         w = worst_rows[0]
-        worst = w.tensor_index
+        worst = w.shown_tensor
         detail_dir = out_dir / "detail"
         detail = compare_op(out_dir / "dump", gt, w.pair.npu_op, detail_dir, kind=w.pair.kind,
                             index=w.pair.index or 0, fusion_json=sim.json_path, top_n=5, force=True)
         say("")
-        say(f"5. worst tensor    {w.tensor_index}: {detail.total_count} elements in {detail_dir}")
+        say(f"5. worst tensor    {w.shown_tensor}: {detail.total_count} elements in {detail_dir}")
         from dumpcmp.comparison.detail import format_top_table
 
         say(format_top_table(detail, 5))
@@ -205,7 +205,7 @@ def printed_commands(out_dir: Path, precision: str, worst: Any = None) -> list[s
         f"dumpcmp locate {model} -l {dump} -r {gt} -f {graph} -o {q(str(mine / 'locate'))}",
     ]
     if worst is not None:
-        lines.append(f"dumpcmp compare -l {dump} -r {gt} -f {graph} -d {q(worst.npu_op)} -t {worst.kind} "
+        lines.append(f"dumpcmp compare -l {dump} -r {gt} -f {graph} -d {q(worst.shown_op)} -t {worst.kind} "
                      f"-i {worst.index or 0} -o {q(str(mine / 'detail'))}")
     return lines
 

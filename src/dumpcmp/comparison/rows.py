@@ -60,6 +60,12 @@ class Row:
     differ), whatever was read."""
 
     @property
+    def shown_tensor(self) -> str | None:
+        """`tensor_index` as dumpcmp's own texts print it: the op spelt as the graph JSON does when it is known
+        (`dumpcmp.graph.pairing.shown_op_name`); the result file's TensorIndex cell keeps `tensor_index`."""
+        return self.pair.shown_tensor if self.pair is not None else self.tensor_index
+
+    @property
     def status(self) -> str:
         """'compared', 'failed', 'skipped' or 'unmatched'."""
         if self.result is not None:

@@ -37,6 +37,7 @@ def find_pair(pairs: list[TensorPair], op_name: str, kind: str, index: int,
     a member of a fused op too (`graph_originals`: device op -> its original op names, from the graph JSON).
     NotFoundError with the closest names (originals shown with their device op) or the tensors the op has."""
     names = {p.npu_op for p in pairs if p.npu_op is not None}
+    spelt = {p.npu_op: p.shown_op or p.npu_op for p in pairs if p.npu_op is not None}  # as our own texts print it
     wanted = op_name if op_name in names else next((n for n in names if sanitize(n) == sanitize(op_name)), None)
     # an original (ONNX) name: the device op that stands for it, a fused op too
     originals: dict[str, set[str]] = {}
@@ -54,13 +55,14 @@ def find_pair(pairs: list[TensorPair], op_name: str, kind: str, index: int,
         if len(hits) == 1:
             wanted = next(iter(hits))
         elif len(hits) > 1:
-            raise NotFoundError(f"{op_name!r} is an original op of several device ops: {', '.join(sorted(hits))}; "
+            raise NotFoundError(f"{op_name!r} is an original op of several device ops: "
+                                f"{', '.join(sorted(spelt[h] for h in hits))}; "
                                 "give one of them")
     if wanted is None:
-        shown = {n: n for n in names}
+        shown = {spelt[n]: spelt[n] for n in names}
         for o, ops in originals.items():
             if o not in shown and len(ops) == 1 and next(iter(ops)) != o:
-                shown[o] = f"{o} (in {next(iter(ops))})"
+                shown[o] = f"{o} (in {spelt[next(iter(ops))]})"
         close = difflib.get_close_matches(op_name, sorted(shown), n=5, cutoff=0.5)
         hint = f"; did you mean {', '.join(shown[c] for c in close)}?" if close else \
             f" ({len(names)} device ops were dumped)"
@@ -70,7 +72,8 @@ def find_pair(pairs: list[TensorPair], op_name: str, kind: str, index: int,
         if p.kind == kind and p.index == index:
             return p
     have = sorted(f"{p.kind} {p.index}" for p in mine if p.index is not None)
-    raise NotFoundError(f"op {wanted!r} has no {kind} {index}; it has: {', '.join(have) or 'nothing comparable'}")
+    raise NotFoundError(f"op {spelt[wanted]!r} has no {kind} {index}; it has: "
+                        f"{', '.join(have) or 'nothing comparable'}")
 
 
 def compare_op(

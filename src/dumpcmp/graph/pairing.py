@@ -44,6 +44,9 @@ __all__ = [
     "Relation",
     "DeviceOp",
     "TensorPair",
+    "shown_op_name",
+    "shown_tensor_index",
+    "graph_op_of",
     "pair_with_ground_truth",
     "pair_device_to_device",
     "quant_skip_reason",
@@ -100,6 +103,21 @@ class DeviceOp:
     ref: Any = None
 
 
+def shown_op_name(npu_op: str | None, graph_op: str | None) -> str | None:
+    """The one spelling of a device op name in the texts dumpcmp adds (summaries, locate, report, histogram
+    titles, advice, bisect): the graph JSON's own name when the graph is known (`Conv.2BatchNormalization.2`),
+    else the dump file's (sanitised: `Conv_2BatchNormalization_2`). The original tool's own CSV cells keep what
+    the original prints."""
+    return graph_op if graph_op is not None else npu_op
+
+
+def shown_tensor_index(tensor_index: str | None, npu_op: str | None, graph_op: str | None) -> str | None:
+    """A TensorIndex (`{npu_op}:output:0`) with its op spelt by `shown_op_name` (`Conv.2:output:0`)."""
+    if tensor_index is None or npu_op is None or not tensor_index.startswith(npu_op + ":"):
+        return tensor_index
+    return f"{shown_op_name(npu_op, graph_op)}{tensor_index[len(npu_op):]}"
+
+
 @dataclass(frozen=True)
 class TensorPair:
     """One row of the comparison: a device tensor and the ground-truth tensor it is compared with.
@@ -138,6 +156,16 @@ class TensorPair:
     @property
     def npu_column(self) -> str:
         return self.npu_op if self.npu_op is not None else "*"
+
+    @property
+    def shown_op(self) -> str | None:
+        """The device op's name as our own texts print it (see `shown_op_name`)."""
+        return shown_op_name(self.npu_op, self.graph_op)
+
+    @property
+    def shown_tensor(self) -> str | None:
+        """`tensor_index` with the op spelt as `shown_op` (`Conv.2:output:0`, not the file's `Conv_2:output:0`)."""
+        return shown_tensor_index(self.tensor_index, self.npu_op, self.graph_op)
 
     @property
     def ground_truth_column(self) -> str:
@@ -256,6 +284,12 @@ def quant_pair_members(graph: Graph) -> set[str]:
             closed.add(name)
             todo.extend(feeds.get(name, ()))
     return closed
+
+
+def graph_op_of(graph: Graph, device_name: str) -> Op | None:
+    """The graph's op behind a device op name as the graph spells it or as a dump file does (sanitised:
+    `Conv_2BatchNormalization_2` finds `Conv.2BatchNormalization.2`); None when the graph has none."""
+    return _index_of(graph).find(device_name)
 
 
 def relation_of(graph: Graph, op: Op) -> Relation:

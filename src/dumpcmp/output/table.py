@@ -222,7 +222,7 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
     tiny = [r for r in result.rows if result.below_fp16_range(r)]
     if tiny:
         lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
-                     f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].tensor_index}): their cosine "
+                     f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].shown_tensor}): their cosine "
                      "says nothing, left out of first below and largest drop")
     consts = [r for r in result.rows if r.result is not None and result.is_constant(r)]
     if consts and 0 in result.algorithms:
@@ -234,14 +234,14 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
         if first is None:
             lines.append(f"  every compared tensor has cosine similarity >= {threshold}")
         else:
-            lines.append(f"  first below cosine {threshold}: #{first.index} {first.tensor_index} "
+            lines.append(f"  first below cosine {threshold}: #{first.index} {first.shown_tensor} "
                          f"({first.op_type}) vs {first.ground_truth}: CosineSimilarity {first.result.format(0)}")
         drop = result.largest_drop()
         if drop is not None and (drop[0] is None or drop[0].result.format(0) != drop[1].result.format(0)):
             a, b = drop
             start = "the model's inputs 1.000000" if a is None else \
-                f"#{a.index} {a.tensor_index} {a.result.format(0)}"
-            lines.append(f"  largest drop from producer to consumer: {start} -> #{b.index} {b.tensor_index} "
+                f"#{a.index} {a.shown_tensor} {a.result.format(0)}"
+            lines.append(f"  largest drop from producer to consumer: {start} -> #{b.index} {b.shown_tensor} "
                          f"({b.op_type}) {b.result.format(0)} "
                          f"({b.cosine - (1.0 if a is None else a.cosine):+.6f})")
         bad = result.worst(worst, distinct=True)
@@ -250,12 +250,12 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
                          f"again as the next op's input are left out):")
             rows = [["#", "TensorIndex", "OpType", "Cosine", "MaxAbsErr", "RMSE"]]
             for r in bad:
-                rows.append([str(r.index), r.tensor_index or "", r.op_type, r.result.format(0),
+                rows.append([str(r.index), r.shown_tensor or "", r.op_type, r.result.format(0),
                              fixed6(r.result.value(1)), fixed6(r.result.value(7))])
             lines += ["    " + line for line in text_table(rows).splitlines()]
     failed = [r for r in result.rows if r.status == "failed"]
     for r in failed[:5]:
-        lines.append(f"  failed #{r.index} {r.tensor_index or r.ground_truth}: {r.fail_reason}")
+        lines.append(f"  failed #{r.index} {r.shown_tensor or r.ground_truth}: {r.fail_reason}")
     if len(failed) > 5:
         lines.append(f"  ... and {len(failed) - 5} more failed rows (see CompareFailReason)")
     return "\n".join(lines)

@@ -34,13 +34,16 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
+from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, PASS_THROUGH_TYPES, QUANTIZE_TYPES
 
 __all__ = ["PLACEHOLDERS", "BisectJob", "BisectResult", "Round", "RunFailed", "bisect", "blind_layers",
            "candidate_layers"]
 
 PLACEHOLDERS = ("model", "acl_json", "dump", "graph_json", "round")
 STATE = "bisect.jsonl"
-_WALK_BACK_TYPES = frozenset({"AscendQuant", "AscendDequant", "Cast", "TransData"})
+#: what locate's replay walks back through from a layer to the ops writing its float inputs: the graph's quantize,
+#: dequantize and pass-through types (one definition, dumpcmp.graph.pairing)
+_WALK_BACK_TYPES = QUANTIZE_TYPES | DEQUANTIZE_TYPES | PASS_THROUGH_TYPES
 LOG = "bisect.log"
 MARKER = ".dumpcmp-bisect"
 #: ONNX ops whose output cosine cannot show an error in their input: they saturate, or compute shapes and masks

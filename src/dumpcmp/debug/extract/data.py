@@ -113,9 +113,7 @@ def find_tensors(group: DumpGroup, graph: Graph | None,
 def original_cast_outputs(group: DumpGroup, graph: Graph) -> dict[str, DeviceTensor]:
     """`{node}.{k}` -> where the dump holds output k of an original Cast/TransData node (one device op stands for it
     alone; not one the compiler inserted): that op's output k, else a dumped consumer's input reading it."""
-    from dumpcmp.dumps.naming import sanitize
-
-    by_sanitized = {sanitize(op.name): op for op in graph.ops}
+    from dumpcmp.graph.pairing import graph_op_of
 
     def cast_of(op: Any) -> str | None:
         originals = graph.original_names(op)
@@ -133,7 +131,7 @@ def original_cast_outputs(group: DumpGroup, graph: Graph) -> dict[str, DeviceTen
     out: dict[str, DeviceTensor] = {}
     dumped = []
     for e in group.newest().values():
-        op = graph.get(e.op_name) or by_sanitized.get(sanitize(e.op_name))
+        op = graph_op_of(graph, e.op_name)
         if op is None:
             continue
         try:

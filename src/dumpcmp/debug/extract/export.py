@@ -178,10 +178,11 @@ def _log_text(net: Network, span: LayerSpan, final: Path, inputs: Mapping[str, n
     lines.append(f"{stamp}  Output Dump Path:{final / 'dump_data'}")
     by_op = {e.op_name: e for e in group.newest().values()}
     from dumpcmp.dumps.naming import sanitize
+    from dumpcmp.graph.pairing import graph_op_of
 
     by_sanitized = {sanitize(k): v for k, v in by_op.items()}
     for e in entries:
-        graph_op = net.graph.get(e.op_name) if net.graph is not None else None
+        graph_op = graph_op_of(net.graph, e.op_name) if net.graph is not None else None
         originals = net.originals_of.get(graph_op.name, []) if graph_op is not None else [e.op_name]
         inputs_from: list[str] = []
         if graph_op is not None:

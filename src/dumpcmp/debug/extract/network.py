@@ -21,6 +21,7 @@ from dumpcmp.dumps.naming import sanitize
 from dumpcmp.errors import ConfigError, NotFoundError
 from dumpcmp.graph.device_ops import NOT_RUN_DEVICE_TYPES, device_ops
 from dumpcmp.graph.graph_json import Graph
+from dumpcmp.graph.pairing import graph_op_of
 
 __all__ = ["Layer", "LayerSpan", "Network"]
 
@@ -127,8 +128,7 @@ class Network:
                 raise ConfigError(f"{self.path}: no layer reads tensor {name!r}, so no region starts there")
             return readers, name
         if self.graph is not None:
-            op = self.graph.get(name) or next((o for o in self.graph.ops if sanitize(o.name) == sanitize(name)),
-                                              None)
+            op = graph_op_of(self.graph, name)
             if op is not None:
                 originals = self.originals_of.get(op.name, [])
                 if not originals:

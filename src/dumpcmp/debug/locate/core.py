@@ -410,7 +410,8 @@ def _build_units(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair]) -> 
     forwarded = _forward_inputs(om, graph, pairs, by_graph, missing)
     units = []
     for k, (name, ps) in enumerate(by_op.items()):
-        row = LocateRow(index=k, op=name, op_type=ps[0].op_type or "", members=(name,))
+        shown = ps[0].shown_op or name
+        row = LocateRow(index=k, op=shown, op_type=ps[0].op_type or "", members=(shown,))
         unit = _Unit(row, graph_op=ps[0].graph_op)
         units.append(unit)
         sources = forwarded.get(ps[0].graph_op or "", [])
@@ -483,8 +484,8 @@ def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair], 
                 dump = source.npu_ref.dump
                 if k >= len(dump.outputs):
                     continue
-                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i), source.npu_op or op.name,
-                                 f"{source.npu_op}:output:{k}")
+                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i), source.shown_op or op.name,
+                                 f"{source.shown_op}:output:{k}")
                 out.setdefault(gname, []).append(dataclasses.replace(source, npu_ref=ref, **common))
             elif op.type in ("Data", "RefData", "AippData"):
                 names = [n for n in graph.original_names(op) if n in om.graph_inputs] or \
@@ -930,7 +931,7 @@ def compare_columns(result: LocateResult) -> dict[str, Any]:
     def cell(get: Any) -> Any:
         def f(row: Any) -> str:
             pair = row.pair
-            lr = by_op.get(pair.npu_op) if pair is not None and pair.kind == "output" else None
+            lr = by_op.get(pair.shown_op) if pair is not None and pair.kind == "output" else None
             return "" if lr is None else get(lr)
         return f
 

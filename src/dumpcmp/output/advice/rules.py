@@ -238,7 +238,7 @@ def _fp16_overflow(result: Any) -> list[Advice]:
                 parts.append(f"ground truth reaches {_g(peak)} (fp16 max {FP16_MAX:g})")
             if bad_device:
                 parts.append(f"device holds {res.nan_x} NaN and {res.inf_x} inf of {res.count}")
-            out.append(Advice("fp16-overflow", r.tensor_index, r.index,
+            out.append(Advice("fp16-overflow", r.shown_tensor, r.index,
                               "; ".join(parts) + ": keep this layer in fp32 or rescale its inputs", ev,
                               keys[id(r)]))
     return out
@@ -280,7 +280,7 @@ def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) ->
         if share_in >= t.outlier_share and h.share_outside(-inner, inner) > 0:
             ev = {"share_central": share_in, "central_limit": inner, "abs_max": peak, "values": h.finite,
                   "outside": round((1 - share_in) * h.finite)}
-            out.append(Advice("int8-outliers", r.tensor_index, r.index,
+            out.append(Advice("int8-outliers", r.shown_tensor, r.index,
                               f"{share_in:.4%} of the ground truth lies within ±{_g(inner)} but the range reaches "
                               f"±{_g(peak)}: an int8 scale set by the max leaves those values about "
                               f"{max(1, int(127 / t.outlier_ratio))} levels; clip the range (percentile "
@@ -306,7 +306,7 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
             lo, hi = r.result.min_y, r.result.max_y
         if lo is None or hi is None or not math.isfinite(hi - lo) or hi - lo <= t.conv_input_range:
             continue
-        out.append(Advice("wide-conv-input", r.tensor_index, r.index,
+        out.append(Advice("wide-conv-input", r.shown_tensor, r.index,
                           f"convolution input spans {_g(lo)} .. {_g(hi)} (max - min {_g(hi - lo)} > "
                           f"{_g(t.conv_input_range)}, {source}): quantize this input in 16 bit",
                           {"min": lo, "max": hi, "range": hi - lo, "threshold": t.conv_input_range,
@@ -332,8 +332,8 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
             continue  # within the int8 step, or (the graph known) carrying its producers' error rather than adding
         what = f"this convolution ({r.op_type})" if _is_conv(r.op_type) else f"this {r.op_type}"
         fall = "" if not falls else \
-            f", falling by {_g(drop)} from {'the model inputs' if up is None else up.tensor_index}"
-        out.append(Advice("int16-layer", r.tensor_index, r.index,
+            f", falling by {_g(drop)} from {'the model inputs' if up is None else up.shown_tensor}"
+        out.append(Advice("int16-layer", r.shown_tensor, r.index,
                           f"RootMeanSquareError {_g(rmse)} is {_g(levels)} int8 levels of the ground truth's range "
                           f"{_g(float(res.min_y))} .. {_g(float(res.max_y))} (> {_g(t.rmse)}), cosine {_g(cos)}"
                           f"{fall}: run {what} in 16 bit",
@@ -350,7 +350,7 @@ def _constant_output(result: Any) -> list[Advice]:
             continue
         if res.min_x == res.max_x and res.max_y > res.min_y:
             what = "all zero" if res.max_x == 0 else f"constant {_g(res.max_x)}"
-            out.append(Advice("constant-output", r.tensor_index, r.index,
+            out.append(Advice("constant-output", r.shown_tensor, r.index,
                               f"device output is {what} over {res.count} elements while the ground truth spans "
                               f"{_g(res.min_y)} .. {_g(res.max_y)}",
                               {"device_min": res.min_x, "device_max": res.max_x, "ground_truth_min": res.min_y,
@@ -405,7 +405,7 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
                  for lr in locate if math.isfinite(lr.own_cosine)]
     else:
         keys = row_keys(result)
-        steps = [(drop, r.tensor_index, r.index, keys[id(r)], "edge", up)
+        steps = [(drop, r.shown_tensor, r.index, keys[id(r)], "edge", up)
                  for up, r, drop in result.drops() if math.isfinite(drop)]
     if not steps:
         return []
@@ -414,12 +414,12 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
     ev = {**base, "largest_drop": drop, "share": share,
           "from": "locate own error" if how == "own" else "producer -> consumer edges"}
     if how == "edge":
-        ev["upstream"] = None if up is None else up.tensor_index
+        ev["upstream"] = None if up is None else up.shown_tensor
     if share >= t.single_share:
         if how == "own":
             what = "its own error (locate)"
         else:
-            source = "the model inputs" if up is None else f"its producer {up.tensor_index}"
+            source = "the model inputs" if up is None else f"its producer {up.shown_tensor}"
             what = f"the fall in cosine from {source}"
         return [Advice("single-layer", layer, row,
                        f"this layer adds {share:.0%} of the error: {what} is {_g(drop)} of a total drop of "

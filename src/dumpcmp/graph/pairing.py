@@ -57,11 +57,17 @@ __all__ = [
     "PASS_THROUGH_TYPES",
     "QUANTIZE_TYPES",
     "DEQUANTIZE_TYPES",
+    "QUANTIZING_TYPES",
+    "QUANT_DEQUANT_TYPES",
 ]
 
 PASS_THROUGH_TYPES = frozenset({"Cast", "TransData"})
 QUANTIZE_TYPES = frozenset({"AscendQuant"})
 DEQUANTIZE_TYPES = frozenset({"AscendDequant"})
+#: a quantize op under the device's name or ONNX's (a run may show either)
+QUANTIZING_TYPES = QUANTIZE_TYPES | {"QuantizeLinear"}
+#: every op that quantizes, dequantizes or requantizes, under the device's names or ONNX's
+QUANT_DEQUANT_TYPES = QUANTIZING_TYPES | DEQUANTIZE_TYPES | {"AscendRequant", "AscendAntiQuant", "DequantizeLinear"}
 _RAW_INTEGER_DTYPES = frozenset({"DT_INT8", "INT8", "DT_INT4", "INT4"})
 # Ops that are never executed, so never the op holding a fused group's output.
 _NOT_EXECUTED_TYPES = frozenset({"Const", "Constant"})

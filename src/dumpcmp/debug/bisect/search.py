@@ -17,6 +17,9 @@ HardSigmoid saturate, shape ops compute integers; a hardswish `x * Clip(x + 3, 0
 near cosine 1 between two bad tensors). The layer found is confirmed: it is below and the layers writing its inputs
 are above (one more run when they were not measured yet). When a producer is below too, the error did not persist
 downstream between it and the last layer found above: that is said, and the search goes on before the producer.
+When the producers are above but carry an error (`CARRY_FRACTION`), it arrived from upstream, diluted on the way
+(a residual Add): the confirmation follows it back (at most `UPSTREAM_RUNS` runs) and searches on before the layer
+below the threshold it finds there.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ STATE = "bisect.jsonl"
 #: dequantize and pass-through types (one definition, dumpcmp.graph.pairing)
 _WALK_BACK_TYPES = QUANTIZE_TYPES | DEQUANTIZE_TYPES | PASS_THROUGH_TYPES
 LOG = "bisect.log"
+#: an input above the threshold with this share of the error the threshold allows carries an error from upstream
+CARRY_FRACTION = 0.25
+#: device runs the confirmation takes at most to follow a carried error upstream
+UPSTREAM_RUNS = 3
 MARKER = ".dumpcmp-bisect"
 #: ONNX ops whose output cosine cannot show an error in their input: they saturate, or compute shapes and masks
 _SATURATING = frozenset({"Clip", "HardSigmoid", "Relu6"})
@@ -484,13 +491,75 @@ class BisectJob:
             self.header["confirmation"] = (f"confirmed ({round_note}): {layer} is below ({known[layer][0]:.6f}) and "
                                            + (f"the layers writing its inputs are above: {shown}" if producers
                                               else "it reads no tested layer"))
-            self.say(self.header["confirmation"])
         if untested:
             self.rounds.append(Round(number, [layer] + untested, {x: known[x][0] for x in [layer] + untested},
-                                     {x: known[x][1] for x in [layer] + untested}, new_lo, new_hi,
-                                     round(time.perf_counter() - start, 3), os.fspath(folder), confirmed))
+                                     {x: known[x][1] for x in [layer] + untested}, lo if confirmed else new_lo,
+                                     hi if confirmed else new_hi, round(time.perf_counter() - start, 3),
+                                     os.fspath(folder), False))
+        if confirmed:
+            self.say(self.header["confirmation"])
+            carriers = [p for p in producers if self.carries(known[p][0])]
+            if carriers:
+                self.say(f"note: {', '.join(carriers)} above, but with cosine below "
+                         f"{1 - (1 - self.threshold) * CARRY_FRACTION:.6f}: an error arrives from upstream; "
+                         f"following it back (at most {UPSTREAM_RUNS} runs)")
+            found = self.upstream(layer, carriers, known)
+            if found is not None:
+                p, ancestor = found
+                new_hi = cands.index(ancestor)
+                above = [cands.index(x) for x, (_, b) in known.items() if not b and x in cands]
+                new_lo = max([-1] + [i for i in above if i < new_hi])
+                confirmed = False
+                self.header.pop("confirmation", None)
+                self.say(f"not confirmed: {layer} is below and the layers writing its inputs are above, but "
+                         f"{p} ({known[p][0]:.6f}) carries an error from upstream: {ancestor}, which feeds it, is "
+                         f"below ({known[ancestor][0]:.6f}); the error was diluted on the way (a join with a sound "
+                         f"branch, such as a residual Add), so it does not persist downstream there (what bisect "
+                         f"assumes); searching up to {ancestor}")
+            if self.rounds and self.rounds[-1].lo == lo and self.rounds[-1].hi == hi and not self.rounds[-1].confirm:
+                last = self.rounds[-1]  # the round that measured the last layers: the range it leaves
+                last.lo, last.hi, last.confirm = new_lo, new_hi, confirmed
         self.save()
         return new_lo, new_hi, confirmed
+
+    def carries(self, cosine: float) -> bool:
+        """Above the threshold, but with a quarter of the error the threshold allows or more: an error arrived."""
+        return (1 - cosine) >= (1 - self.threshold) * CARRY_FRACTION
+
+    def upstream(self, layer: str, frontier: list[str], known: dict[str, tuple[float, bool]]) -> \
+            tuple[str, str] | None:
+        """Back from the inputs of `layer` that carry an error (above the threshold, but far from a sound layer's
+        cosine) through the layers that write them, one device run a step (at most UPSTREAM_RUNS), while the error
+        is still carried: (the input, the earlier layer below it) when one is below (the error was diluted on its
+        way, by a residual Add), else None. The runs are rounds of their own (a resumed bisect reads them)."""
+        via = {p: p for p in frontier}
+        for _ in range(UPSTREAM_RUNS):
+            step: dict[str, str] = {}
+            for p in frontier:
+                for q in self.producer_layers(p):
+                    step.setdefault(q, via[p])
+            untested = [q for q in step if q not in known]
+            if untested:
+                number = len(self.rounds) + 1
+                start = time.perf_counter()
+                cosine, below, folder = self.run(number, untested)
+                known.update({x: (cosine[x], below[x]) for x in cosine})
+                last = self.rounds[-1] if self.rounds else None
+                self.rounds.append(Round(number, untested, dict(cosine), dict(below),
+                                         last.lo if last else -1, last.hi if last else None,
+                                         round(time.perf_counter() - start, 3), os.fspath(folder)))
+                self.say(f"round {number}: the inputs of {layer} carry an error: dumped the layers writing them: "
+                         + ", ".join(f"{x} {cosine[x]:.6f}" for x in untested if x in cosine))
+            measured = [q for q in step if q in known]
+            order = {name: i for i, name in enumerate(self.header["candidates"])}
+            bad = sorted((q for q in measured if known[q][1]), key=order.__getitem__)
+            if bad:
+                return step[bad[0]], bad[0]
+            frontier = [q for q in measured if self.carries(known[q][0])]
+            via = {q: step[q] for q in frontier}
+            if not frontier:
+                return None
+        return None
 
     def output_layers(self) -> list[str]:
         """Before any graph JSON is known: the layers writing the model's outputs, by their ONNX names."""

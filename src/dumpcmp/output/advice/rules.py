@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dumpcmp.errors import ConfigError, DumpError
+from dumpcmp.graph.pairing import QUANT_DEQUANT_TYPES, QUANTIZING_TYPES
 
 __all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate", "distinct_rows",
            "row_keys", "device_precision", "once_per_tensor", "quantized_tensors", "MOVING_TYPES"]
@@ -168,8 +169,6 @@ MOVING_TYPES = frozenset({"Cast", "TransData", "Reshape", "Transpose", "Transpos
                           "StridedSliceD", "Tile", "TileD", "BroadcastTo", "Expand", "Pad", "PadD", "Gather",
                           "GatherV2", "GatherV2D", "Shape", "Size", "NetOutput", "Data"})
 _INT8_DTYPES = frozenset({"int8", "uint8", "int4"})
-_QUANT_TYPES = frozenset({"AscendQuant", "AscendDequant", "AscendRequant", "AscendAntiQuant", "QuantizeLinear",
-                          "DequantizeLinear"})
 
 
 def device_precision(result: Any) -> str:
@@ -177,7 +176,7 @@ def device_precision(result: Any) -> str:
     quantized weights, a quantize op's output) or the run holds quantize/dequantize ops, float16 when a dumped
     tensor is float16, else float32."""
     dtypes = {(r.npu_data_type or "").lower() for r in result.rows}
-    if dtypes & _INT8_DTYPES or any(r.op_type in _QUANT_TYPES for r in result.rows):
+    if dtypes & _INT8_DTYPES or any(r.op_type in QUANT_DEQUANT_TYPES for r in result.rows):
         return "int8"
     return "float16" if "float16" in dtypes else "float32"
 
@@ -244,21 +243,18 @@ def _fp16_overflow(result: Any) -> list[Advice]:
     return out
 
 
-_QUANTIZE_OPS = frozenset({"AscendQuant", "QuantizeLinear"})
-
-
 def quantized_tensors(result: Any) -> set[str]:
     """The ground-truth keys of the tensors a quantize op reads: its dumped input rows, and with the graph JSON the
     outputs feeding one (output-only dumps). Empty when the run shows no quantize op."""
     out = {r.pair.ground_truth_key for r in result.rows if r.pair is not None and r.pair.kind == "input"
-           and r.op_type in _QUANTIZE_OPS and r.pair.ground_truth_key}
+           and r.op_type in QUANTIZING_TYPES and r.pair.ground_truth_key}
     graph = getattr(result, "graph", None)
     if graph is not None:
         for r in result.rows:
             p = r.pair
             if p is None or p.kind != "output" or p.graph_op is None or p.graph_op not in graph:
                 continue
-            if any(op.type in _QUANTIZE_OPS and graph.producer(op, i) is not None and
+            if any(op.type in QUANTIZING_TYPES and graph.producer(op, i) is not None and
                    graph.producer(op, i)[1] == (p.index or 0) for op, i in graph.consumers(p.graph_op)):
                 out.add(p.ground_truth_key)
     out.discard(None)
@@ -321,7 +317,7 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
     falls = {id(r): (up, drop) for up, r, drop in result.drops()}
     for r in distinct_rows(result):
         res = r.result
-        if r.op_type in MOVING_TYPES or r.op_type in _QUANT_TYPES or res is None or not res.count:
+        if r.op_type in MOVING_TYPES or r.op_type in QUANT_DEQUANT_TYPES or res is None or not res.count:
             continue
         rmse, cos, span = r.value(7), r.cosine, float(res.max_y) - float(res.min_y)
         if not (math.isfinite(rmse) and math.isfinite(span) and span > 0 and cos < t.cosine):

@@ -130,6 +130,25 @@ def test_an_interrupt_drops_the_waiting_pngs_and_ends_the_writer(tmp_path, rng, 
     assert not any(t.name == "dumpcmp-histogram-png" for t in threading.enumerate())
 
 
+def test_ctrl_c_while_the_last_pngs_are_awaited_ends_the_writer(tmp_path, rng, monkeypatch):
+    """A real SIGINT while the block's end waits for the writer (flush): the PNGs still waiting are dropped and the
+    thread ends before the caller removes the folder they were going to."""
+    started, release = threading.Event(), threading.Event()
+    slow_encoder(monkeypatch, started, release)
+    with pytest.raises(KeyboardInterrupt):
+        with plot.Plotter(background=True) as plotter:
+            for k, layer in enumerate(layers(rng, 3)):
+                plotter.draw(tmp_path / f"{k}.png", *layer)
+            assert started.wait(10)
+            threading.Timer(0.3, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+            threading.Timer(0.8, release.set).start()
+        # the block ends normally: its end waits for the three PNGs, and Ctrl-C comes meanwhile
+    assert not any(t.name == "dumpcmp-histogram-png" for t in threading.enumerate())
+    time.sleep(0.3)  # nothing written after the block was left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.png"]
+    assert temporaries(tmp_path) == []
+
+
 def full_disk_at(monkeypatch, name: str) -> list[str]:
     """The PNG whose temporary carries `name` fails as on a full disk, half written."""
     hit: list[str] = []

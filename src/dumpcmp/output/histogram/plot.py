@@ -102,7 +102,6 @@ class _Writer:
             while True:  # empty the queue first: put() of the end mark must not wait for room
                 try:
                     self._jobs.get_nowait()
-                    self._jobs.task_done()
                 except queue.Empty:
                     break
             self._jobs.put(None)
@@ -255,9 +254,11 @@ class Plotter:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        if kind is None:
-            self.flush()
-        self.close()
+        try:
+            if kind is None:
+                self.flush()  # a Ctrl-C while waiting here still ends the writer below
+        finally:
+            self.close()
 
     def _cache_text(self) -> None:
         renderer = self.canvas.get_renderer()  # the same one while the figure keeps its size

@@ -149,6 +149,7 @@ class TextCache:
         self.draw_text = renderer.draw_text  # the renderer's own, bound
         self.cache: dict[tuple[Any, ...], list[tuple[Any, Any, Any, Any]] | None] = {}
         self.settings: tuple[Any, ...] = ()
+        self.replayed = 0  # texts drawn from the cache
         renderer.draw_text = self.draw
 
     @staticmethod
@@ -192,6 +193,7 @@ class TextCache:
             self.draw_text(gc, x0, y0, s, prop, angle, ismath=ismath, mtext=mtext)
         else:
             core = self.renderer._renderer
+            self.replayed += 1
             for image, dx, dy, a in calls:
                 core.draw_text_image(image, x0 + dx, y0 + dy, a, gc)
 

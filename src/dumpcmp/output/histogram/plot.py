@@ -10,6 +10,7 @@ shortened in the middle with an ellipsis). The pixels are encoded by Pillow (RGB
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import re
@@ -168,10 +169,10 @@ class TextCache:
 
     def draw(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False,
              mtext: Any = None) -> None:
-        x0, y0 = round(x), round(y)
-        if ismath:
-            self.draw_text(gc, x0, y0, s, prop, angle, ismath=ismath, mtext=mtext)
+        if ismath or not (math.isfinite(x) and math.isfinite(y)):
+            self.draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
             return
+        x0, y0 = round(x), round(y)
         features = getattr(mtext, "get_fontfeatures", None)
         language = getattr(mtext, "get_language", None)
         key = (s, tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(),

@@ -10,14 +10,19 @@ same bins (the first 4 Mi elements in float64, where NumPy's bins are the refere
     python bench/bench_histogram.py --pngs 200 [--bins 256]
 
 The drawing instead (the slow step of `dumpcmp histogram`): N layers' PNGs (device counts, the ground truth
-overlaid, min/max lines, long and short op names) written by `dumpcmp.output.histogram.plot.draw` into a folder
-under /tmp that is deleted after; prints seconds per PNG (the first PNG, which pays for matplotlib's start, apart).
+overlaid, min/max lines, long and short op names) into a folder under /tmp that is deleted after, three ways in
+the same run: the drawing before issue #34 (a new Figure a PNG, bars, steps, legend, tight_layout, savefig at
+matplotlib's default zlib level) as the baseline; `Plotter` writing each PNG before the next (`draw`); `Plotter`
+with its writer thread (what `dumpcmp histogram` does; the time includes waiting for the last PNG). Prints seconds
+per PNG (the first PNG of each, which pays for the figure's start, apart), the speedups over the baseline and the
+mean PNG size. `--old N` draws only N baseline PNGs (default: as many as the others).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -40,9 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the results as JSON here")
     parser.add_argument("--pngs", type=int, default=0, metavar="N", help="time drawing N layers' PNGs instead")
+    parser.add_argument("--old", type=int, metavar="N", help="with --pngs: N PNGs of the old drawing (default: N)")
     args = parser.parse_args(argv)
     if args.pngs:
-        return bench_pngs(args.pngs, args.bins)
+        return bench_pngs(args.pngs, args.bins, args.pngs if args.old is None else args.old)
 
     import numpy as np
 
@@ -85,35 +91,95 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def bench_pngs(n: int, bins: int) -> int:
+def old_draw(path, title, device, ground_truth, min_max=None) -> None:
+    """The PNG as `dumpcmp histogram` drew it before issue #34: the baseline."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 4.5), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    main = device if device is not None else ground_truth
+    edges = main.edges
+    if device is not None:
+        ax.bar(edges[:-1], device.counts.astype(float), width=edges[1:] - edges[:-1], align="edge",
+               color="tab:blue", alpha=0.75, label="device" if ground_truth is not None else "values")
+    if ground_truth is not None:
+        ax.step(edges[:-1], ground_truth.counts.astype(float), where="post", color="black", linewidth=1.0,
+                label="ground truth")
+    lo, hi = min_max if min_max is not None else (main.min, main.max)
+    for k, v in enumerate((lo, hi)):
+        ax.axvline(v, color="red", linestyle="--", linewidth=1.2, label="min/max" if k == 0 else None)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("value")
+    ax.set_ylabel("count")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with open(path, "wb") as f:
+        fig.savefig(f, format="png")
+
+
+def bench_pngs(n: int, bins: int, n_old: int) -> int:
     import shutil
     import tempfile
+    import warnings
     from pathlib import Path
 
     import numpy as np
 
+    from dumpcmp.benchmark.common import machine_info, machine_line
     from dumpcmp.output.histogram import Hist
-    from dumpcmp.output.histogram.plot import draw
+    from dumpcmp.output.histogram.plot import Plotter
 
     rng = np.random.default_rng(0)
 
-    def hist(scale: float) -> Hist:
-        counts = np.histogram(rng.standard_normal(10_000) * scale, bins, range=(-4.0, 4.0))[0]
-        return Hist(counts, -4.0, 4.0, -3.9, 3.9, int(counts.sum()), 0, 0, 0)
+    def hist(values: np.ndarray, lo: float, hi: float) -> Hist:
+        counts = np.histogram(values, bins, range=(lo, hi))[0]
+        return Hist(counts, lo, hi, float(values.min()), float(values.max()), int(counts.sum()), 0, 0, 0)
 
-    folder = Path(tempfile.mkdtemp(prefix="bench_histogram_", dir="/tmp"))
+    layers = []  # every layer its own range and size, as a network's layers: axes and tick labels differ
+    for k in range(max(n, n_old)):
+        name = f"layer_{k}" if k % 3 else "backbone/stage3/block_%d/" % k + "conv_bn_relu_fused" * 8
+        scale, size = 10.0 ** rng.uniform(-2, 2), int(10 ** rng.uniform(3, 5))
+        x = rng.standard_normal(size) * scale + rng.uniform(-1, 1) * scale
+        y = x + rng.standard_normal(size) * scale * 0.05
+        lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
+        layers.append((f"#{k} {name} (Conv2D)", hist(x, lo, hi), hist(y, lo, hi)))
+
+    def run(folder: Path, count: int, draw, end=None) -> tuple[float, float]:
+        """Seconds of the first PNG, and per PNG after it (the end included: the writer thread's last PNGs)."""
+        folder.mkdir()
+        t0 = time.perf_counter()
+        first = None
+        for k, (title, hx, hy) in enumerate(layers[:count]):
+            draw(folder / f"{k:04d}.png", title, hx, hy)
+            if first is None:
+                first = time.perf_counter()
+        if end is not None:
+            end()
+        t1 = time.perf_counter()
+        return first - t0, (t1 - first) / max(count - 1, 1)
+
+    print(machine_line(machine_info()))
+    load0 = os.getloadavg()[0]
+    root = Path(tempfile.mkdtemp(prefix="bench_histogram_", dir="/tmp"))
     try:
-        times = []
-        for k in range(n):
-            name = f"layer_{k}" if k % 3 else "backbone/stage3/block_%d/" % k + "conv_bn_relu_fused" * 8
-            t = time.perf_counter()
-            draw(folder / f"{k:04d}.png", f"#{k} {name} (Conv2D)", hist(1.0), hist(1.1), None)
-            times.append(time.perf_counter() - t)
-        rest = times[1:] or times
-        print(f"{n} PNGs of {bins} bins: first {times[0]:.3f} s, then median {statistics.median(rest):.4f} s, "
-              f"mean {statistics.mean(rest):.4f} s a PNG; total {sum(times):.2f} s")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the old drawing's matplotlib chatter
+            old = run(root / "old", n_old, old_draw)
+        plotter = Plotter()
+        one = run(root / "draw", n, lambda *a: plotter.draw(*a, force=True))
+        with Plotter(background=True) as background:
+            bg = run(root / "background", n, lambda *a: background.draw(*a, force=True), background.flush)
+        sizes = {name: statistics.mean(p.stat().st_size for p in (root / name).iterdir())
+                 for name in ("old", "draw", "background")}
+        for label, (first, per), size in (("old drawing (baseline)", old, sizes["old"]),
+                                          ("Plotter.draw, one after another", one, sizes["draw"]),
+                                          ("Plotter with the writer thread", bg, sizes["background"])):
+            print(f"{label:34} first {first:.3f} s, then {per * 1000:6.1f} ms a PNG ({old[1] / per:4.1f}x), "
+                  f"{size / 1024:.0f} KiB a PNG")
+        print(f"{n} PNGs ({n_old} of the baseline), {bins} bins; load average {load0:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after")
     finally:
-        shutil.rmtree(folder)
+        shutil.rmtree(root)
     return 0
 
 

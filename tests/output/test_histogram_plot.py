@@ -62,7 +62,7 @@ def test_artists_carry_the_binned_data(tmp_path, rng):
     assert lo < -5.0 and hi > 5.0
     assert plotter.ax.get_ylim()[1] >= h.counts.max()
     image = read_png(tmp_path / "alone.png")
-    assert image.shape == (450, 800, 4)
+    assert image.shape == (450, 800, 3)  # RGB: the figure is opaque white
     assert (image[..., :3] < 0.99).any()  # something is drawn
 
 
@@ -83,7 +83,7 @@ def test_no_warning_on_names_and_ranges_that_make_matplotlib_warn(tmp_path, rng)
         for k, (title, h) in enumerate(cases):
             draw(tmp_path / f"{k}.png", title, h, h)
     for k in range(len(cases)):
-        assert read_png(tmp_path / f"{k}.png").shape == (450, 800, 4)
+        assert read_png(tmp_path / f"{k}.png").shape == (450, 800, 3)
 
 
 def test_cli_prints_no_warning(tmp_path, rng):

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.errors import ConfigError, DumpcmpError
     from dumpcmp.dumps.naming import run_path
     from dumpcmp.output.histogram import histogram, lookup_min_max, pair_histograms, read_min_max
-    from dumpcmp.output.histogram.plot import draw, safe_name
+    from dumpcmp.output.histogram.plot import Plotter, safe_name
     from dumpcmp.support.files import file_set, made_folder
     from dumpcmp.support.progress import Progress
 
@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
                 stack.enter_context(made_folder(folder))
             staged[folder] = stack.enter_context(file_set(folder, force=args.force, what="histograms"))
         written, problems = 0, []
+        plotter = None  # made at the first PNG; entered last, it has written every PNG before the sets publish
         with Progress(len(layers), "histograms", quiet=args.quiet) as progress:
             for (folder, k), layer in zip(places, layers):
                 progress.advance()
@@ -120,8 +121,10 @@ def run(args: argparse.Namespace) -> int:
                     problems.append(f"{layer.name}: {error}")
                     continue
                 title = f"#{k} {layer.name}" + (f" ({layer.op_type})" if layer.op_type else "")
-                draw(Path(staged[folder].path(f"{k:04d}_{safe_name(layer.name)}.png")), title, hx, hy, mm,
-                     force=True)
+                if plotter is None:
+                    plotter = stack.enter_context(Plotter(background=True))
+                plotter.draw(Path(staged[folder].path(f"{k:04d}_{safe_name(layer.name)}.png")), title, hx, hy, mm,
+                             force=True)
                 written += 1
     if not args.quiet:
         print(f"{written} histograms in {out}" + (f"; {len(problems)} layers not drawn:" if problems else ""))

@@ -17,8 +17,10 @@ Every file is read once first (page-cached data); then, in the same run:
   /proc/<pid>/status, sampled every 5 ms in the child: getrusage's ru_maxrss of a forked child counts the parent's
   pages too), µs of CPU per tensor, GB/s of the files;
 - the same command with `--threads 1`, whose result file must be byte-identical (else exit status 1).
-`--profile N` runs the N-operator model once more under cProfile and prints the top costs. The models are generated
-under a temporary folder (TMPDIR, /tmp by default) and deleted after, unless `--keep DIR`.
+`--other-src DIR` times the dumpcmp of another source tree as well (a checkout before a change: its `src/`
+with its `_core` built), whose result must be byte-identical. `--profile N` runs the N-operator model once more
+under cProfile and prints the top costs. The models are generated under a temporary folder (TMPDIR, /tmp by
+default) and deleted after, unless `--keep DIR`.
 """
 
 from __future__ import annotations
@@ -119,11 +121,11 @@ def status_fields(pid: int) -> dict[str, int]:
     return out
 
 
-def measured_run(cmd: list[str]) -> dict:
+def measured_run(cmd: list[str], env: dict[str, str] | None = None) -> dict:
     """Run `cmd` as a child: wall seconds, CPU seconds of that child (wait4), peaks of its VmHWM and RssAnon."""
     peaks = {"VmHWM": 0, "RssAnon": 0}
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     done = threading.Event()
 
     def sample() -> None:
@@ -166,7 +168,8 @@ def profile(command: list[str], paths: dict[str, Path], work: Path, top: int = 2
     return "\n".join(lines)
 
 
-def bench_model(ops: int, root: Path, command: list[str], scale: float, check_threads: bool) -> dict:
+def bench_model(ops: int, root: Path, command: list[str], scale: float, check_threads: bool,
+                other: str | None = None) -> dict:
     started = time.perf_counter()
     # a model kept by an earlier run (--keep) is reused as it is
     paths = generate_paths(root) if (root / "model.json").is_file() else generate_large(root, ops, scale=scale)
@@ -183,6 +186,13 @@ def bench_model(ops: int, root: Path, command: list[str], scale: float, check_th
                "tensors": tensors, "data_bytes": data_bytes, "generate_s": generated, "read_probe_s": probe,
                "read_probe_gbps": data_bytes / probe / 1e9, **run,
                "cpu_us_per_tensor": run["cpu_s"] / tensors * 1e6, "gbps": data_bytes / run["wall_s"] / 1e9}
+    if other:  # the same command on another dumpcmp source tree (a build before a change), same files, same run
+        env = dict(os.environ, PYTHONPATH=other)
+        figures["other"] = measured_run(compare_cmd(command, paths, root / "result_other.csv"), env)
+        figures["other"]["src"] = other
+        figures["other"]["identical"] = (root / "result.csv").read_bytes() == (root / "result_other.csv").read_bytes()
+        if not figures["other"]["identical"]:
+            raise SystemExit(f"{ops} ops: the result of the dumpcmp in {other} differs")
     if check_threads:
         one = measured_run(compare_cmd(command, paths, root / "result_1.csv", "--threads", "1"))
         same = (root / "result.csv").read_bytes() == (root / "result_1.csv").read_bytes()
@@ -203,6 +213,8 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every tensor's size (0.1: a tenth)")
     ap.add_argument("--profile", type=int, default=0, help="profile the model of this many operators (cProfile)")
     ap.add_argument("--no-threads-check", action="store_true", help="skip the --threads 1 run and its check")
+    ap.add_argument("--other-src", help="also time the dumpcmp of this source tree (PYTHONPATH: src/ of an older "
+                    "checkout, its _core built) on the same files; its result must be byte-identical")
     ap.add_argument("--keep", type=Path, help="generate under this folder and keep it (a model there is reused)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
@@ -215,7 +227,7 @@ def main() -> None:
         base = args.keep or Path(tmp)
         for ops in counts:
             root = base / f"model_{ops}"
-            f = bench_model(ops, root, command, args.scale, not args.no_threads_check)
+            f = bench_model(ops, root, command, args.scale, not args.no_threads_check, args.other_src)
             results.append(f)
             print(f"{ops} ops: {f['tensors']} tensors, {f['data_bytes'] / 1e9:.2f} GB, graph JSON "
                   f"{f['graph_json_bytes'] / 1e6:.1f} MB (generated in {f['generate_s']:.0f} s)\n"
@@ -224,6 +236,11 @@ def main() -> None:
                   f"({100 * f['gbps'] / f['read_probe_gbps']:.0f}% of the read)  CPU {f['cpu_s']:.2f} s "
                   f"(user {f['user_s']:.2f}, sys {f['sys_s']:.2f}) = {f['cpu_us_per_tensor']:.0f} us/tensor\n"
                   f"  peak RSS {mib(f['peak_rss_bytes'])}, peak anonymous {mib(f['peak_anon_bytes'])}")
+            if "other" in f:
+                o = f["other"]
+                print(f"  {o['src']}: {o['wall_s']:6.2f} s  CPU {o['cpu_s']:.2f} s = "
+                      f"{o['cpu_s'] / f['tensors'] * 1e6:.0f} us/tensor, peak anonymous {mib(o['peak_anon_bytes'])}; "
+                      f"result {'byte-identical' if o['identical'] else 'DIFFERENT'}")
             if "threads_1" in f:
                 one = f["threads_1"]
                 print(f"  --threads 1           {one['wall_s']:6.2f} s  CPU {one['cpu_s']:.2f} s; result "

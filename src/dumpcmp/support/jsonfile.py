@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from dumpcmp.errors import ConfigError
+from dumpcmp.support.lazy_numpy import np
 
 MAX_DEPTH = 256  # real files nest fewer than 20 levels
 MAX_BYTES = 4 << 30
@@ -72,9 +73,27 @@ def text_depth(text: str, limit: int = MAX_DEPTH) -> int:
     kept = raw.translate(_BRACKETS, _NOT_BRACKETS).replace(b'""', b"")
     brackets = b"".join(kept.split(b'"')[::2]) if b'"' in kept else kept
     deepest = 0
+    budget, scanned = 8 * len(brackets) + (16 << 20), 0  # a real graph's rounds scan ~3x its brackets in all
     while brackets and deepest <= limit:
+        if scanned > budget:  # deep and wide (hostile): rounds would cost depth x size, so count the rest
+            return deepest + bracket_depth(brackets, limit - deepest)
+        scanned += len(brackets)
         deepest += 1
         brackets = brackets.replace(b"()", b"")
+    return deepest
+
+
+def bracket_depth(brackets: bytes, limit: int = MAX_DEPTH) -> int:
+    """Deepest level of a balanced run of ( and ), stopping once past `limit`: a running count with NumPy, a slice
+    at a time (linear in the size, a bounded amount of memory)."""
+    deepest = level = 0
+    view = np.frombuffer(brackets, np.uint8)
+    for start in range(0, len(view), 1 << 22):
+        running = np.cumsum((view[start:start + (1 << 22)] == ord("(")).astype(np.int32) * 2 - 1) + level
+        deepest = max(deepest, int(running.max()))
+        level = int(running[-1])
+        if deepest > limit:
+            break
     return deepest
 
 

@@ -11,8 +11,9 @@ zero), absent optional inputs written as `""`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping  # isinstance against typing.Mapping costs several times more
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 from dumpcmp.errors import ConfigError
 

@@ -14,11 +14,13 @@ import signal
 import numpy as np
 import pytest
 
-# A test run started in a shell's background (`cmd &` in a script) inherits SIGINT ignored, and Python then leaves it
-# ignored: the Ctrl-C tests, in this process and in the children it starts, would test nothing. Put Python's own
-# handler back, as a terminal run has it.
+# A test run started in a shell's background (`cmd &` in a script) inherits SIGINT ignored, and one under `nohup`
+# SIGHUP ignored; the children it starts inherit that, and the signal tests would test nothing. Put back what a
+# terminal run has: Python's own handler for SIGINT, the default action for SIGHUP.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture

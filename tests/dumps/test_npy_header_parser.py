@@ -77,6 +77,8 @@ def numpy_reading(text: str) -> tuple | None:
 @example(text="{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'descr': '<f2'}")
 @example(text="{'descr': '<f4', 'fortran_order': False, 'shape': (007,)}")
 @example(text="{'descr': '<f4', 'fortran_order': False, 'shape': (True,)}")
+@example(text="{'descr':'\x00','fortran_order':False,'shape':()}\n")  # CI: literal_eval refuses a NUL
+@example(text="{'descr':'a\rb','fortran_order':False,'shape':()}\n")
 def test_a_header_it_reads_is_what_literal_eval_and_numpy_read(text):
     got = parse_npy_header(text)
     if got is None:

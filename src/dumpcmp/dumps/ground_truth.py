@@ -142,7 +142,7 @@ def parse_npy_header(text: str) -> tuple[str, bool, tuple[int, ...]] | None:
     anything else (other keys or values, comments, escapes, Python syntax NumPy never writes): the callers then read
     the file with NumPy's own reader (`npy_header`), whose messages the user sees. Whatever it returns is what
     ``ast.literal_eval`` makes of the same text (tests/dumps/test_npy_header_parser.py), without compiling it."""
-    if not text.startswith("{"):
+    if not text.startswith("{") or "\x00" in text or "\r" in text:  # Python source holds neither in a string
         return None
     pos = _NPY_LEAD.match(text, 1).end()  # type: ignore[union-attr]
     fields: dict[str, object] = {}

@@ -107,28 +107,29 @@ def broken_jsons() -> dict[str, bytes]:
     }
 
 
+def _one_per_folder(parent: Path, file_name: str, contents: dict[str, bytes], folders: list[Path],
+                    files: list[Path]) -> None:
+    """Each content as `parent/NAME/file_name`; the folders and files appended to the lists given."""
+    for name, data in contents.items():
+        folder = parent / name
+        folder.mkdir(parents=True)
+        (folder / file_name).write_bytes(data)
+        folders.append(folder)
+        files.append(folder / file_name)
+
+
 def corpus(root: Path) -> dict[str, list[Path]]:
     """Write every broken input under `root`; returns lists of paths by role."""
     root = Path(root)
     out: dict[str, list[Path]] = {"dump_dirs": [], "dumps": [], "gt_dirs": [], "npys": [], "jsons": [],
                                   "models": []}
-    for name, data in broken_dumps().items():
-        folder = root / "dev" / name
-        folder.mkdir(parents=True)
-        (folder / DUMP_NAME).write_bytes(data)
-        out["dump_dirs"].append(folder)
-        out["dumps"].append(folder / DUMP_NAME)
+    _one_per_folder(root / "dev", DUMP_NAME, broken_dumps(), out["dump_dirs"], out["dumps"])
     odd = root / "dev" / "odd"
     (odd / DUMP_NAME).mkdir(parents=True)  # a folder where a dump file belongs
     os.symlink("loop", odd / "loop")
     os.symlink(odd / "loop", odd / "Conv2D.conv2.4.1700000000000001")  # a symlink loop named like a dump
     out["dump_dirs"].append(odd)
-    for name, data in broken_npys().items():
-        folder = root / "gt" / name
-        folder.mkdir(parents=True)
-        (folder / GT_NAME).write_bytes(data)
-        out["gt_dirs"].append(folder)
-        out["npys"].append(folder / GT_NAME)
+    _one_per_folder(root / "gt", GT_NAME, broken_npys(), out["gt_dirs"], out["npys"])
     for name, data in broken_jsons().items():
         path = root / "json" / f"{name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -75,6 +75,46 @@ def test_a_signal_turned_into_an_import_error_ends_the_command(monkeypatch, caps
     _assert_one_line_end(monkeypatch, capsys, _signal_turned_into_import_error(sig), sig)
 
 
+def _signal_turned_into_type_error(sig: int):
+    def run(args) -> int:
+        try:
+            os.kill(os.getpid(), sig)
+            for _ in range(100):
+                pass
+        except BaseException:  # as NumPy's fromfile does when a signal lands in its os.PathLike check
+            pass
+        error = TypeError("expected str, bytes or os.PathLike object, not BufferedReader")
+        error.__suppress_context__ = True
+        error.__context__ = None
+        raise error
+
+    return run
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_turned_into_a_type_error_ends_the_command(monkeypatch, capsys, sig):
+    """A signal inside np.load surfaced as NumPy's TypeError (a traceback, exit 1, in CI's writers sweep)."""
+    _assert_one_line_end(monkeypatch, capsys, _signal_turned_into_type_error(sig), sig)
+
+
+def test_an_error_without_a_signal_during_the_command_stays_a_traceback(monkeypatch):
+    """A signal met by an earlier command of this process does not excuse a later command's bug."""
+    def bug(args) -> int:
+        raise TypeError("a bug")
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        install_signal_cleanup()
+        monkeypatch.setattr(compare_command, "run", _signal_turned_into_type_error(signal.SIGTERM))
+        assert dispatch.main(["compare", "-l", "left", "-r", "right"]) == 128 + signal.SIGTERM
+        monkeypatch.setattr(compare_command, "run", bug)
+        with pytest.raises(TypeError, match="a bug"):
+            dispatch.main(["compare", "-l", "left", "-r", "right"])
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
 def test_an_import_error_without_a_signal_is_not_taken_for_one():
     from dumpcmp.support.files import interrupted_by
 

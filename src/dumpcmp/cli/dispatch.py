@@ -90,12 +90,14 @@ def run() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from dumpcmp.support import command_start
-    from dumpcmp.support.files import Terminated, install_signal_cleanup, interrupted_by, remove_leftovers
+    from dumpcmp.support.files import (Terminated, install_signal_cleanup, interrupted_by, remove_leftovers,
+                                       signals_met)
     from dumpcmp.support.textout import escape_unencodable
 
     escape_unencodable(sys.stdout, sys.stderr)  # names from files: escapes, never a UnicodeEncodeError
     command_start.end()  # from here a signal unwinds (below) instead of ending the process at once
     install_signal_cleanup()  # SIGTERM / SIGHUP unwind like Ctrl-C: no temporary file is left behind
+    signals_at_start = signals_met()
     words = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(words[0] if words and words[0] in COMMANDS else None)  # imports the command's modules
@@ -117,10 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         remove_leftovers()
         print("dumpcmp: interrupted", file=sys.stderr)
         return 130
-    except (RuntimeError, ImportError) as error:
-        # a signal while a command imports what it needs: wrapped in a RuntimeError by a descriptor's __set_name__
-        # (dataclass fields, Python 3.11), or turned into an ImportError by an extension module's initialisation
-        signum = interrupted_by(error)
+    except Exception as error:
+        # a signal whose exception some code lost and replaced by its own error, without a chain (an ImportError of
+        # an extension module's initialisation, a RuntimeError of a descriptor's __set_name__, NumPy's TypeError):
+        # after a signal met during this command, any such error is the signal's; otherwise it is a bug (traceback)
+        signum = interrupted_by(error, since=signals_at_start, kinds=(Exception,))
         if signum is None:
             raise
         remove_leftovers()

@@ -577,11 +577,19 @@ def _on_unraisable(unraisable: Any) -> None:
     _previous_unraisable_hook(unraisable)
 
 
-def interrupted_by(error: BaseException) -> int | None:
+def signals_met() -> int:
+    """How many signals this process's handlers have met so far: a mark for `interrupted_by(since=...)`."""
+    return len(_received)
+
+
+def interrupted_by(error: BaseException, *, since: int = 0,
+                   kinds: tuple[type[BaseException], ...] = (ImportError, RuntimeError)) -> int | None:
     """The signal behind `error` (SIGINT 2, SIGTERM 15, SIGHUP 1), or None: an interrupt itself, one in its cause or
-    context chain, or, for an ImportError or RuntimeError, any signal met since `install_signal_cleanup` (a module's
-    import cut by a signal surfaces as its ImportError, e.g. NumPy's "PyCapsule_Import could not import module"; a
-    descriptor's __set_name__ wraps it in a RuntimeError)."""
+    context chain, or, for an error of `kinds`, a signal met since the mark `since` (`signals_met`). Code that loses
+    a signal's exception turns it into another error without a chain: a module's import cut by a signal surfaces as
+    its ImportError (NumPy's "PyCapsule_Import could not import module"), a descriptor's __set_name__ wraps it in a
+    RuntimeError, and NumPy's `fromfile` reports a signal inside its `os.PathLike` check as a TypeError ("expected
+    str, bytes or os.PathLike object, not BufferedReader")."""
     seen: set[int] = set()
     e: BaseException | None = error
     while e is not None and id(e) not in seen:
@@ -591,7 +599,7 @@ def interrupted_by(error: BaseException) -> int | None:
         if isinstance(e, KeyboardInterrupt):
             return int(signal.SIGINT)
         e = e.__cause__ or e.__context__
-    if isinstance(error, (ImportError, RuntimeError)) and _received:
+    if isinstance(error, kinds) and len(_received) > since:
         return _received[-1]
     return None
 

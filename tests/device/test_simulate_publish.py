@@ -13,25 +13,14 @@ from pathlib import Path
 
 import pytest
 
-onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper  # noqa: E402
 
 from dumpcmp.device.simulate import _device, simulate  # noqa: E402
+from test_simulate import build_tiny as tiny  # noqa: E402  (a Relu and a Sigmoid)
 from dumpcmp.support.files import is_temp_name  # noqa: E402
 
 NOW = 1_800_000_000.0  # a whole minute: the second run of the same second takes the next name
-
-
-def tiny(path: Path) -> Path:
-    f = TensorProto.FLOAT
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
-    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", f, [2, 5])],
-                              [helper.make_tensor_value_info("y", f, [2, 5])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
 
 
 def listing(folder: Path) -> dict[str, int]:

@@ -73,18 +73,23 @@ def run() -> NoReturn:
     command_start.begin()  # already, when the package loaded as the command; a signal until main() unwinds: one line
     gc.freeze()
     code = main()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()  # what the command printed is out before a signal could end the process at once
-        except (OSError, ValueError):
-            pass
-    if code > 128:
-        # stopped by a signal, temporaries removed: end here. Python 3.11 may end the process by SIGINT itself
-        # after the line printed, when the KeyboardInterrupt came through certain interpreter paths while a command
-        # imported its modules (it remembers an "unhandled" KeyboardInterrupt that main() did handle; 2 of 150
-        # interrupts there): the exit code is 128 + the signal's number however it came
-        os._exit(code)
-    command_start.finish()  # the interpreter's exit (atexit, joining threads) ends quietly on a signal too
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()  # what the command printed is out before a signal could end the process at once
+            except (OSError, ValueError):
+                pass
+        if code > 128:
+            # stopped by a signal, temporaries removed: end here. Python 3.11 may end the process by SIGINT itself
+            # after the line printed, when the KeyboardInterrupt came through certain interpreter paths while a
+            # command imported its modules (it remembers an "unhandled" KeyboardInterrupt that main() did handle; 2
+            # of 150 interrupts there): the exit code is 128 + the signal's number however it came
+            os._exit(code)
+        command_start.finish()  # the interpreter's exit (atexit, joining threads) ends quietly on a signal too
+    except KeyboardInterrupt as signalled:  # Terminated too: a signal after main() returned, before finish()
+        from dumpcmp.support.files import interrupted_by
+
+        command_start.stop(interrupted_by(signalled) or 2)
     raise SystemExit(code)
 
 

@@ -18,7 +18,7 @@ import sys
 # the interpreter's own signal module: `signal` builds its enums on import (milliseconds before begin() could run)
 import _signal as signal
 
-__all__ = ["begin", "end", "finish", "is_command"]
+__all__ = ["begin", "end", "finish", "is_command", "stop"]
 
 # the handler each signal had before begin() replaced it
 _replaced: dict[int, object] = {}
@@ -48,12 +48,17 @@ def _set(sig: int, handler: object) -> bool:
     return True
 
 
-def _quit(signum: int, frame: object) -> None:
+def stop(signum: int) -> None:
+    """End the process at once: the signal's one line, exit code 128 + its number (nothing left to clean up)."""
     text = "interrupted" if signum == signal.SIGINT else f"stopped by signal {signum}"
     try:
         os.write(2, f"dumpcmp: {text}\n".encode())
     finally:
         os._exit(128 + signum)
+
+
+def _quit(signum: int, frame: object) -> None:
+    stop(signum)
 
 
 def begin() -> None:

@@ -53,20 +53,25 @@ def test_a_signal_wrapped_in_a_runtime_error_ends_the_command(monkeypatch, capsy
     _assert_one_line_end(monkeypatch, capsys, _signal_in_set_name(sig), sig)
 
 
-def _signal_turned_into_import_error(sig: int):
+def _signal_replaced_by(sig: int, error: Exception):
+    """A command whose signal some code catches and replaces by `error` without a chain, as an extension module's
+    initialisation does (an ImportError) or NumPy's fromfile (a TypeError)."""
     def run(args) -> int:
         try:
             os.kill(os.getpid(), sig)
             for _ in range(100):
                 pass
-        except BaseException:  # as an extension module's initialisation does: the interrupt replaced, chain lost
+        except BaseException:
             pass
-        error = ImportError('PyCapsule_Import could not import module "datetime"')
         error.__suppress_context__ = True
         error.__context__ = None
         raise error
 
     return run
+
+
+def _signal_turned_into_import_error(sig: int):
+    return _signal_replaced_by(sig, ImportError('PyCapsule_Import could not import module "datetime"'))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -76,19 +81,7 @@ def test_a_signal_turned_into_an_import_error_ends_the_command(monkeypatch, caps
 
 
 def _signal_turned_into_type_error(sig: int):
-    def run(args) -> int:
-        try:
-            os.kill(os.getpid(), sig)
-            for _ in range(100):
-                pass
-        except BaseException:  # as NumPy's fromfile does when a signal lands in its os.PathLike check
-            pass
-        error = TypeError("expected str, bytes or os.PathLike object, not BufferedReader")
-        error.__suppress_context__ = True
-        error.__context__ = None
-        raise error
-
-    return run
+    return _signal_replaced_by(sig, TypeError("expected str, bytes or os.PathLike object, not BufferedReader"))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -10,46 +10,32 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
-import dumpcmp
 import pytest
 
-SRC = Path(dumpcmp.__file__).resolve().parents[1]
+from helpers.signal_sweep import fake_command_child
 
-CHILD = r"""
-import os, sys
-sys.argv = ["dumpcmp", "done"]  # the command itself (command_start.is_command)
-sys.path.insert(0, os.environ["SRC"])
-import dumpcmp.cli.dispatch as cli
+CHILD = fake_command_child("""
+    SIG = int(os.environ["SIG"])
 
-SIG = int(os.environ["SIG"])
+    class Out:
+        def __init__(self, real):
+            self.real = real
 
-class Out:
-    def __init__(self, real):
-        self.real = real
-    def write(self, text):
-        return self.real.write(text)
-    def flush(self):  # the flush run() does after main() returned: the signal's handler runs here
-        self.real.flush()
-        os.kill(os.getpid(), SIG)
-        for _ in range(10000):
-            pass
+        def write(self, text):
+            return self.real.write(text)
 
-def run(args):
-    print("work done", flush=True)
-    sys.stdout = Out(sys.stdout)
-    return 0
+        def flush(self):  # the flush run() does after main() returned: the signal's handler runs here
+            self.real.flush()
+            os.kill(os.getpid(), SIG)
+            for _ in range(10000):
+                pass
 
-class Fake:
-    @staticmethod
-    def add_parser(sub):
-        sub.add_parser("done").set_defaults(run=run)
-
-sys.modules["fake_done"] = Fake
-cli.COMMANDS = {"done": "fake_done"}
-cli.run()
-"""
+    def run(args):
+        print("work done", flush=True)
+        sys.stdout = Out(sys.stdout)
+        return 0
+""", as_command=True)
 
 
 def default_signals() -> None:
@@ -60,7 +46,7 @@ def default_signals() -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_between_main_and_the_exit_is_one_line(sig):
     p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60,
-                       env={"SRC": str(SRC), "SIG": str(int(sig)), "PATH": "/usr/bin:/bin"},
+                       env={"SIG": str(int(sig)), "PATH": "/usr/bin:/bin"},
                        preexec_fn=default_signals)
     assert "Traceback" not in p.stderr, p.stderr
     assert p.stdout == "work done\n"

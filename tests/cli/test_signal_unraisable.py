@@ -11,40 +11,26 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
-import dumpcmp
 import pytest
 
-SRC = Path(dumpcmp.__file__).resolve().parents[1]
+from helpers.signal_sweep import fake_command_child
 
-CHILD = r"""
-import os, signal, sys, time
-sys.path.insert(0, sys.argv[2])
-from dumpcmp.cli import main
-import dumpcmp.cli.dispatch as cli
+CHILD = fake_command_child("""
+    import signal, time
 
-class Dropped:
-    def __del__(self):
-        os.kill(os.getpid(), int(sys.argv[1]))
-        for _ in range(10000):  # the handler runs here, inside __del__
-            pass
+    class Dropped:
+        def __del__(self):
+            os.kill(os.getpid(), int(sys.argv[1]))
+            for _ in range(10000):  # the handler runs here, inside __del__
+                pass
 
-def run(args):
-    Dropped()
-    time.sleep(3)
-    print("went on after the signal", flush=True)
-    return 0
-
-class Fake:
-    @staticmethod
-    def add_parser(sub):
-        sub.add_parser("drop").set_defaults(run=run)
-
-sys.modules["fake_drop"] = Fake
-cli.COMMANDS = {"drop": "fake_drop"}
-sys.exit(main(["drop"]))
-"""
+    def run(args):
+        Dropped()
+        time.sleep(3)
+        print("went on after the signal", flush=True)
+        return 0
+""")
 
 
 def default_sigint() -> None:
@@ -53,7 +39,7 @@ def default_sigint() -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_inside_a_finaliser_ends_the_command(sig):
-    p = subprocess.run([sys.executable, "-c", CHILD, str(int(sig)), str(SRC)], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", CHILD, str(int(sig))], capture_output=True, text=True,
                        timeout=60, preexec_fn=default_sigint)
     assert "went on" not in p.stdout
     assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -84,3 +85,24 @@ def temporaries(*folders: Path) -> list[str]:
     """The safe writer's temporaries (.dumpcmp-*.tmp) left anywhere under `folders`."""
     return [os.path.join(r, n) for f in folders if f.exists() for r, ds, fs in os.walk(f) for n in ds + fs
             if n.startswith(".dumpcmp-") and n.endswith(".tmp")]
+
+
+def fake_command_child(body: str, *, as_command: bool = False) -> str:
+    """Source of a child process (`python -c`) whose dumpcmp runs the command `fake`: the `run(args)` that `body`
+    defines (with the imports it needs), registered as dispatch's only command. `as_command`: the process is the
+    `dumpcmp` command itself (argv[0] `dumpcmp`, so command_start's handlers are on) and ends through
+    `dispatch.run()`; else `sys.exit(main(["fake"]))`. The dumpcmp the tests import comes first on sys.path."""
+    head = "import os, sys\n"
+    if as_command:
+        head += 'sys.argv = ["dumpcmp", "fake"]  # this process is the command (command_start.is_command)\n'
+    head += f"sys.path.insert(0, {str(SRC)!r})\n"
+    tail = (
+        "import dumpcmp.cli.dispatch as _cli\n\n"
+        "class _Fake:\n"
+        "    @staticmethod\n"
+        "    def add_parser(sub):\n"
+        '        sub.add_parser("fake").set_defaults(run=run)\n\n'
+        'sys.modules["fake_command"] = _Fake\n'
+        '_cli.COMMANDS = {"fake": "fake_command"}\n'
+        + ("_cli.run()\n" if as_command else 'sys.exit(_cli.main(["fake"]))\n'))
+    return head + textwrap.dedent(body) + "\n" + tail

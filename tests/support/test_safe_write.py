@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from dumpcmp.support import files as _io
+from helpers.signal_sweep import fake_command_child
 from dumpcmp.errors import ConfigError, DumpcmpError
 
 
@@ -166,11 +167,9 @@ def test_stale_temporaries_of_dead_runs_are_swept(tmp_path):
     assert live.exists() and other_host.exists()
 
 
-CHILD = textwrap.dedent("""
-    import sys, time
+CHILD = fake_command_child("""
+    import time
     from dumpcmp.support import files as _io
-    from dumpcmp.cli import main
-    import dumpcmp.cli.dispatch as cli
 
     def slow(f):
         f.write(b"x" * 1000)
@@ -182,15 +181,6 @@ CHILD = textwrap.dedent("""
         with _io.file_set(sys.argv[1]) as s:
             _io.atomic_write(s.path("a"), slow)
         return 0
-
-    class Fake:
-        @staticmethod
-        def add_parser(sub):
-            sub.add_parser("slow").set_defaults(run=run)
-
-    sys.modules["fake_slow"] = Fake
-    cli.COMMANDS = {"slow": "fake_slow"}
-    sys.exit(main(["slow"]))
 """)
 
 

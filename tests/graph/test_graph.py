@@ -328,3 +328,17 @@ def test_quant_file_alone_is_a_graph(tmp_path):
 def test_parse_graph_without_path_labels_the_document():
     with pytest.raises(ConfigError, match="<graph JSON>"):
         parse_graph({"op": []})
+
+
+def test_ops_shared_by_two_graphs_keep_each_graphs_order():
+    """A parsed op takes its place in itself (no copy, #35); an op placed by one Graph is copied by another that
+    orders it elsewhere, and the first Graph's op keeps its place."""
+    from dumpcmp.graph.graph_json import Graph
+
+    doc = {"graph": [{"name": "a", "op": [{"name": "x", "id": 1}, {"name": "y", "id": 0}]}]}
+    first = parse_graph(doc)
+    ops = list(first.ops)
+    assert [(o.name, o.position) for o in ops] == [("y", 0), ("x", 1)]
+    reordered = Graph([ops[1]], ("a",))
+    assert [(o.name, o.position) for o in reordered.ops] == [("x", 0)]
+    assert [(o.name, o.position) for o in first.ops] == [("y", 0), ("x", 1)]

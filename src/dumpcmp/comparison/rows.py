@@ -133,6 +133,8 @@ class ComparisonResult:
     """Dumped device ops with no row, left out as the original tool leaves out ops inside a quant/dequant pair."""
     graph: Graph | None = field(default=None, repr=False, compare=False)
     """The graph JSON the rows were paired through (None: paired by name): its edges measure `drops`."""
+    _drops: tuple[Any, list[tuple[Row | None, Row, float]]] | None = field(default=None, init=False, repr=False,
+                                                                           compare=False)
 
     def below_fp16_range(self, row: Row) -> bool:
         """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
@@ -158,6 +160,12 @@ class ComparisonResult:
         graph = self.graph
         if graph is None:
             return []
+        key = (id(self.rows), len(self.rows), id(graph))  # the summary, advice and report each ask: measured once
+        if self._drops is None or self._drops[0] != key:
+            self._drops = (key, self._measure_drops(graph))
+        return list(self._drops[1])
+
+    def _measure_drops(self, graph: Graph) -> list[tuple[Row | None, Row, float]]:
         usable: dict[tuple[str, int], Row] = {}
         for r in self.rows:
             p = r.pair

@@ -48,6 +48,8 @@ _LIST_FIELDS = ("s", "i", "f", "b", "bt", "dt", "tf", "g", "t", "na")
 
 def _to_int(value: Any) -> int:
     # The JSON printer writes int64 as a string on some versions; a bool is not an int here.
+    if type(value) is int:  # the common case first: a graph of 10^5 ops holds millions of these
+        return value
     if isinstance(value, bool):
         raise ValueError(f"expected an integer, got {value!r}")
     if isinstance(value, int):
@@ -57,6 +59,15 @@ def _to_int(value: Any) -> int:
     if isinstance(value, str):
         return int(value.strip())
     raise ValueError(f"expected an integer, got {value!r}")
+
+
+def _ints(items: Any) -> tuple[int, ...]:
+    """`tuple(_to_int(d) for d in items)`, with plain integers taken as they are."""
+    dims = tuple(items)
+    for d in dims:
+        if type(d) is not int:
+            return tuple(_to_int(d) for d in dims)
+    return dims
 
 
 def _to_bool(value: Any) -> bool:
@@ -89,7 +100,12 @@ def attr_value(value: Any) -> Any:
     """
     if value is None:
         return None
-    if not isinstance(value, Mapping):
+    if type(value) is dict and len(value) == 1:  # the common case, `{"s": ...}`, without walking every kind
+        key, raw = next(iter(value.items()))
+        convert = _SCALAR_CONVERTERS.get(key)
+        if convert is not None:
+            return None if raw is None else convert(raw)
+    elif not isinstance(value, Mapping):
         raise ValueError(f"attribute value is not an object: {value!r}")
     for key, convert in _SCALAR_CONVERTERS.items():
         if key in value:
@@ -108,6 +124,8 @@ def attr_value(value: Any) -> Any:
             if not isinstance(items, list):
                 raise ValueError(f"list field {key!r} is not an array: {items!r}")
             convert = _SCALAR_CONVERTERS.get(key)
+            if convert is _to_int:
+                return list(_ints(items))
             return [convert(x) for x in items] if convert else list(items)
         return []
     return dict(value)
@@ -121,9 +139,9 @@ def _parse_attrs(raw: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: 'attr' is not an array")
     attrs: dict[str, Any] = {}
     for n, item in enumerate(raw):
-        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+        key = item.get("key") if type(item) is dict or isinstance(item, Mapping) else None
+        if type(key) is not str and not isinstance(key, str):
             raise ValueError(f"{where}: attr[{n}] has no string 'key'")
-        key = item["key"]
         try:
             attrs[key] = attr_value(item.get("value"))
         except ValueError as exc:
@@ -137,9 +155,9 @@ def _shape(raw: Any) -> tuple[int, ...] | None:
     if isinstance(raw, Mapping):
         dims = raw.get("dim")
         # A shape object without dims is a scalar.
-        return () if dims is None else tuple(_to_int(d) for d in dims)
+        return () if dims is None else _ints(dims)
     if isinstance(raw, list):
-        return tuple(_to_int(d) for d in raw)
+        return _ints(raw)
     raise ValueError(f"shape is neither an object nor an array: {raw!r}")
 
 
@@ -182,7 +200,7 @@ def _parse_desc(raw: Any, where: str) -> TensorDesc:
     origin_shape = attrs.get("origin_shape")
     try:
         shape = _shape(raw.get("shape"))
-        origin_shape_t = None if origin_shape is None else tuple(_to_int(d) for d in origin_shape)
+        origin_shape_t = None if origin_shape is None else _ints(origin_shape)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: bad shape: {exc}") from None
     return TensorDesc(
@@ -342,6 +360,17 @@ def _parse_op(raw: Any, graph_name: str, n: int) -> Op:
 _ABSENT = object()
 
 
+def _placed(op: Op, position: int) -> Op:
+    """`op` at `position`: a parsed op not yet placed (-1) gets its place in itself (a copy of each of 10^5 ops
+    costs as much as parsing them); an op already placed elsewhere is copied."""
+    if op.position == position:
+        return op
+    if op.position == -1:
+        object.__setattr__(op, "position", position)
+        return op
+    return replace(op, position=position)
+
+
 class Graph:
     """The compiled graph(s) of one file: ops by name, in execution order, and who produces each input.
 
@@ -353,7 +382,7 @@ class Graph:
     def __init__(self, ops: list[Op], graph_names: tuple[str, ...], path: str | None = None, name: str = "") -> None:
         graph_rank = {g: n for n, g in enumerate(graph_names)}
         indexed = sorted(enumerate(ops), key=lambda t: (graph_rank.get(t[1].graph, len(graph_rank)), t[1].id, t[0]))
-        self._ops: tuple[Op, ...] = tuple(replace(op, position=pos) for pos, (_, op) in enumerate(indexed))
+        self._ops: tuple[Op, ...] = tuple(_placed(op, pos) for pos, (_, op) in enumerate(indexed))
         self.graph_names = graph_names
         self.path = path
         self.name = name
@@ -473,10 +502,13 @@ def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str
     With only a quantization fusion rule file at hand (quantized Caffe dumps against non-quantized ones), load it
     alone: `load_graph(q_path)`. Raises ConfigError naming the file and what is wrong with it.
     """
-    graph = parse_graph(_read_json(path), os.fspath(path))
-    if quant_fusion is None:
-        return graph
-    return merge(graph, parse_graph(_read_json(quant_fusion), os.fspath(quant_fusion)))
+    from dumpcmp.support.gcpause import paused
+
+    with paused():  # the JSON's objects and the ops: see dumpcmp.support.gcpause
+        graph = parse_graph(_read_json(path), os.fspath(path))
+        if quant_fusion is None:
+            return graph
+        return merge(graph, parse_graph(_read_json(quant_fusion), os.fspath(quant_fusion)))
 
 
 def merge(fusion: Graph, quant: Graph) -> Graph:

@@ -1,3 +1,3 @@
-"""Plumbing every stage uses: the one safe writer, bounded JSON reading, progress lines, the compiled core imported
-once, NumPy imported on first use.
+"""Plumbing every stage uses: the one safe writer, bounded JSON reading, progress lines, the garbage collector paused
+while records are built in bulk, the compiled core imported once, NumPy imported on first use.
 """

@@ -217,7 +217,8 @@ def _tensor(dump: SigmaDump, line_at: Any, pos: int, end: int) -> SigmaTensor:
         return DumpError(f"{dump.path}: {who}: {what}")
 
     if m is None:
-        raise bad(f"bad header line {header[:120]!r}")
+        found = re.search(rb" name: (.*?)(?: bConstant:|\s*$)", header)
+        raise bad(f"bad header line {header[:120]!r}", found.group(1).decode("utf-8", "replace") if found else "")
     name = m.group(6).decode("utf-8", "replace")
     try:
         scale, zero_point = float(m.group(3)), int(float(m.group(4)))

@@ -70,6 +70,12 @@ def test_scale_zero_keeps_integers(tmp_path):
     np.testing.assert_array_equal(dump.values(dump.tensors[0]), q.astype(np.float32))
 
 
+def test_dequantised_beyond_float32_is_inf_without_warning(tmp_path):
+    spec = TensorSpec("t", np.array([1, -1, 0], np.int16), data_type="SGS_S16", scale=1e300)
+    dump = open_sigmastar(write_sigmastar_dump(tmp_path / "f.bin", [spec], is_float=False))
+    np.testing.assert_array_equal(dump.values(dump.tensors[0]), [np.inf, -np.inf, 0])
+
+
 @pytest.mark.parametrize("is_float", [True, False])
 def test_padding_of_innermost_dimension_is_cropped(tmp_path, is_float):
     data = np.arange(1 * 3 * 3 * 5, dtype=np.int8).reshape(1, 3, 3, 5)
@@ -127,6 +133,7 @@ HEADER = b"//out 0 s: 0.000000 z: 0 type: float name: conv1 bConstant:0 shape:[1
     (HEADER.replace(b"op_out[3] CONV = {", b"garbage"), "expected the 'op_out[k] TYPE = {' line"),
     (HEADER.replace(b"dims:2", b"dims:3") + b"//buffer data size: 8\n", "does not match dims:3"),
     (HEADER.replace(b"s: 0.000000", b"s: zz"), "bad number in the header line"),
+    (HEADER.replace(b"z: 0", b"z: inf"), "bad number in the header line"),
     (b"//out 0 garbage\n", "tensor 0: bad header line"),
     (b"hello\n", "before the first tensor"),
 ])

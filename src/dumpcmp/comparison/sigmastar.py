@@ -48,7 +48,7 @@ def sigmastar_metrics(a: Any, b: Any) -> tuple[float, float, float]:
     by SigmaStar's formulas (a zero norm or a zero sum|b| gives NaN or inf, as their C code does)."""
     x = np.asarray(a, dtype=np.float64).reshape(-1)
     y = np.asarray(b, dtype=np.float64).reshape(-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         d = x - y
         mse = float(np.dot(d, d) / x.size) if x.size else math.nan
         cos = float(np.float64(np.dot(x, y)) / (np.sqrt(np.dot(x, x)) * np.sqrt(np.dot(y, y))))

@@ -45,6 +45,9 @@ _HEADER = re.compile(
 _OP = re.compile(rb"(\w+)\[(-?\d+)\] (.*) = \{\s*")
 _SIZE = re.compile(rb"//buffer data size: (\d+)\s*")
 _TRAILER_LINE = re.compile(rb"\s*(\};?)?\s*")
+_CLOSE = re.compile(rb"^[ \t\r]*\};?[ \t\r]*$", re.MULTILINE)
+#: the longest header or text line read (a file without line breaks is refused, never copied whole)
+MAX_LINE = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,8 @@ class SigmaDump:
                                      f"{list(t.shape)} needs {n} (more only as padding of the innermost dimension)")
             raw = raw.reshape(outer, raw.size // outer)[:, :last]
         if raw.dtype.kind in "iub" and t.scale != 0:
-            out = ((raw.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):  # out of float32's range: inf, as a cast gives
+                out = ((raw.astype(np.float64) - t.zero_point) * t.scale).astype(np.float32)
         else:
             out = np.ascontiguousarray(raw, dtype=np.float32)
         return out.reshape(t.shape)
@@ -177,16 +181,23 @@ def open_sigmastar(path: str | os.PathLike[str], *, text: bool | None = None) ->
     end = len(data)
 
     def line_at(pos: int) -> tuple[bytes, int]:
-        stop = data.find(b"\n", pos)
-        stop = end if stop < 0 else stop + 1
+        stop = data.find(b"\n", pos, pos + MAX_LINE)
+        if stop < 0:
+            if end - pos > MAX_LINE:
+                where = f"after {dump.tensors[-1].describe()}" if dump.tensors else "in its header"
+                raise DumpError(f"{path}: a line longer than {MAX_LINE} bytes at offset {pos} {where}")
+            stop = end
+        else:
+            stop += 1
         return bytes(data[pos:stop]), stop
 
-    first, pos = line_at(0)
+    dump = SigmaDump(path, False, text, [], data)
+    first = bytes(data[:64]).split(b"\n", 1)[0] + b"\n"
     m = re.fullmatch(rb"isFloat: ?([01])\s*", first)
     if m is None:
         raise DumpError(f"{path}: not a SigmaStar dump (the first line is not 'isFloat: 0' or 'isFloat: 1')")
-    is_float = m.group(1) == b"1"
-    dump = SigmaDump(path, is_float, text, [], data)
+    dump.is_float = m.group(1) == b"1"
+    pos = min(len(first), end)
     while True:
         # between tensors: only trailer lines (`};`, `}`, empty); then the next `//out` / `//in` header
         while pos < end:
@@ -224,7 +235,7 @@ def _tensor(dump: SigmaDump, line_at: Any, pos: int, end: int) -> SigmaTensor:
         scale, zero_point = float(m.group(3)), int(float(m.group(4)))
         shape_text = m.group(8).strip()
         shape = tuple(int(d) for d in shape_text.split(b",")) if shape_text else ()
-    except ValueError:
+    except (ValueError, OverflowError):
         raise bad(f"bad number in the header line {header[:120]!r}", name) from None
     data_type = m.group(5).decode("ascii", "replace")
     if len(shape) != int(m.group(9)) or any(d < 0 for d in shape):
@@ -246,15 +257,10 @@ def _tensor(dump: SigmaDump, line_at: Any, pos: int, end: int) -> SigmaTensor:
     if size % width:
         raise bad(f"buffer data size {size} is not a whole number of {width}-byte {data_type} values", name)
     if dump.text:
-        close = pos
-        while True:
-            if close >= end:
-                raise bad("truncated: its values are not closed by a '}' line", name)
-            line, after = line_at(close)
-            if line.strip() in (b"}", b"};"):
-                break
-            close = after
-        stop = close
+        closing = _CLOSE.search(dump._data, pos)
+        if closing is None:
+            raise bad("truncated: its values are not closed by a '}' line", name)
+        stop = closing.start()
     else:
         stop = pos + size
         if stop > end:

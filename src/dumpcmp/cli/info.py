@@ -67,7 +67,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("info", help="show what dump files, .npy files or dump trees hold",
                        description="Show op name and type, and each tensor's dtype, format, shape, original "
                                    "shape and bytes, for dump files, .npy files or whole dump trees.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a dump file, a .npy file or a folder (scanned whole)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a dump file, a .npy file, a SigmaStar DumpDebug dump (.bin/.txt) or a folder (scanned whole)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout (schema: dumpcmp.cli.info)")
     p.set_defaults(run=run)
 

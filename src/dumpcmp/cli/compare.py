@@ -109,6 +109,10 @@ def _check_output(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.support.gcpause import paused
 
+    from dumpcmp.dumps.sigmastar import is_sigmastar_dump
+
+    if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
+        return _run_sigmastar(args)
     selection = run_selection(args)
     if args.op is not None:
         return _run_single_op(args, selection)
@@ -164,6 +168,26 @@ def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
     if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
         return 2
     return code
+
+
+def _run_sigmastar(args: argparse.Namespace) -> int:
+    from dumpcmp.comparison.sigmastar import compare_sigmastar
+    from dumpcmp.errors import ConfigError
+
+    for flag, given in (("-d", args.op), ("--locate", args.locate), ("--html", args.html), ("-f", args.fusion_json)):
+        if given is not None:
+            raise ConfigError(f"{flag} is not available when -l is a SigmaStar dump")
+    _check_output(args)
+    result = compare_sigmastar(args.left, args.right, threads=args.threads)
+    path = _result_path(args.output, True, "", [""])[0]
+    if path is not None:
+        result.write(path, force=args.force)
+    sys.stdout.write("".join(line + "\n" for line in result.lines()))
+    for note in [] if args.quiet else result.notes:
+        print(f"dumpcmp: note: {note}", file=sys.stderr)
+    if path is not None and not args.quiet:
+        print(f"  result: {path}")
+    return 0
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:

@@ -6,6 +6,8 @@ dtype, note). Needs `pip install 'dumpcmp[onnx]'`."""
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 EPILOG = """\
 inputs (-i, several values or repeated):
@@ -42,6 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="memory for exposed outputs per onnxruntime run, MB (default 512); more runs when smaller")
     p.add_argument("--no-check", action="store_true",
                    help="skip the plain run that checks exposing outputs does not change the final outputs")
+    p.add_argument("--format", dest="golden_format", choices=("npy", "sigmastar"), default="npy",
+                   help="sigmastar: also write SigmaStar's onnx_NHWC_outtensor_dump.bin (4-D tensors NHWC, float32) "
+                        "beside the .npy files, the benchmark of SigmaStar's DumpDebug compare")
     p.add_argument("--force", action="store_true", help="write into a folder that already has ground truth")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(run=run)
@@ -54,6 +59,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_mb <= 0:
         raise ConfigError(f"--batch-mb {args.batch_mb}: must be positive")
+    if args.golden_format == "sigmastar":
+        from dumpcmp.onnx.sigmastar import SIGMASTAR_GOLDEN_NAME
+        from dumpcmp.support.files import exists_error
+
+        taken = Path(args.output) / SIGMASTAR_GOLDEN_NAME
+        if not args.force and os.path.lexists(taken):
+            raise exists_error(taken, "SigmaStar dump")
     runs = golden_from_sources(args.model, args.output, args.inputs, args.preprocess, seed=args.seed,
                                batch_bytes=int(args.batch_mb * 1024 * 1024), check=not args.no_check,
                                force=args.force, include_constants=args.include_constants,
@@ -73,4 +85,12 @@ def run(args: argparse.Namespace) -> int:
         for rec in inside.values():
             print(f"  {rec.op_name} ({rec.op_type}): {rec.note[rec.note.index('outputs inside'):]}")
         print(f"  index: {r.index_path}")
+    if args.golden_format == "sigmastar":
+        from dumpcmp.onnx.sigmastar import write_sigmastar_golden
+
+        for r in runs:
+            path, left_out = write_sigmastar_golden(r, force=args.force)
+            if not args.quiet:
+                print(f"  SigmaStar dump: {path}" + (f" ({len(left_out)} scalar or non-numeric tensors left out)"
+                                                     if left_out else ""))
     return 0

@@ -16,6 +16,7 @@ JSON (``--json``), one object on stdout::
      "paths": [                               # one item per PATH, in order
        {"path": str, "kind": "dump", "file": DUMP},
        {"path": str, "kind": "npy", "file": NPY},
+       {"path": str, "kind": "sigmastar", "file": SIGMASTAR},   # a SigmaStar DumpDebug dump (.bin or .txt)
        {"path": str, "kind": "tree", "root": str,
         "runs": [{"key": RUN, "dumps": [DUMP, ...]}, ...],      # execution order within a run
         "ground_truth": [DUMP | NPY, ...],    # newest file per {op_name}.{output_index}
@@ -36,6 +37,10 @@ JSON (``--json``), one object on stdout::
             "file_size": int, "tensors": [TENSOR, ...]}
     TENSOR = {"kind": "input"|"output"|"buffer"|"workspace", "index": int, "data_type": str, "format": str,
               "shape": [int], "original_shape": [int]|null, "sub_format": int, "size": int (bytes)}
+    SIGMASTAR = {"path": str, "file_name": str, "type": "sigmastar", "is_float": bool, "text": bool,
+                 "file_size": int, "tensors": [{"index": int, "direction": "out"|"in", "slot": int, "name": str,
+                 "op_kind": str, "op_index": int, "op_type": str, "data_type": str, "shape": [int], "size": int,
+                 "scale": float, "zero_point": int, "constant": bool}, ...]}
     NPY  = {"path": str, "file_name": str, "name": NAME, "type": "npy", "dtype": str, "shape": [int],
             "bytes": int, "fortran_order": bool}
 """
@@ -53,6 +58,7 @@ from dumpcmp.dumps import naming
 from dumpcmp.errors import DumpcmpError, NamingError, NotFoundError
 from dumpcmp.dumps.ground_truth import open_npy
 from dumpcmp.dumps.scan import DumpIndex, scan
+from dumpcmp.dumps.sigmastar import is_sigmastar_dump
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -61,7 +67,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("info", help="show what dump files, .npy files or dump trees hold",
                        description="Show op name and type, and each tensor's dtype, format, shape, original "
                                    "shape and bytes, for dump files, .npy files or whole dump trees.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a dump file, a .npy file or a folder (scanned whole)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a dump file, a .npy file, a SigmaStar DumpDebug dump (.bin/.txt) or a folder (scanned whole)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout (schema: dumpcmp.cli.info)")
     p.set_defaults(run=run)
 
@@ -114,6 +121,8 @@ def _file_info(path: str) -> dict[str, Any]:
     name = _name_dict(os.path.basename(path), os.path.dirname(path) or ".")
     if path.endswith(".npy"):
         return {"path": path, "kind": "npy", "file": _npy_dict(path, name)}
+    if is_sigmastar_dump(path):
+        return {"path": path, "kind": "sigmastar", "file": sigmastar_dict(path)}
     return {"path": path, "kind": "dump", "file": _dump_dict(open_dump(path), name)}
 
 
@@ -225,6 +234,31 @@ def _print_dump(d: dict[str, Any], indent: str, out: Any) -> None:
               f"original {_dims(t['original_shape'])}  {t['size']} bytes", file=out)
 
 
+def sigmastar_dict(path: str) -> dict[str, Any]:
+    from dumpcmp.dumps.sigmastar import open_sigmastar
+
+    dump = open_sigmastar(path)
+    tensors = [{"index": t.index, "direction": t.direction, "slot": t.slot, "name": t.name, "op_kind": t.op_kind,
+                "op_index": t.op_index, "op_type": t.op_type, "data_type": t.data_type, "shape": list(t.shape),
+                "size": t.size, "scale": t.scale, "zero_point": t.zero_point, "constant": t.constant}
+               for t in dump.tensors]
+    return {"path": path, "file_name": os.path.basename(path), "type": "sigmastar", "is_float": dump.is_float,
+            "text": dump.text, "file_size": dump.file_size, "tensors": tensors}
+
+
+def print_sigmastar(d: dict[str, Any], indent: str, out: Any) -> None:
+    kind = "text" if d["text"] else "binary"
+    values = "float32 values" if d["is_float"] else "fixed-point values"
+    print(f"{indent}{d['file_name']}", file=out)
+    print(f"{indent}  SigmaStar DumpDebug {kind} dump (isFloat: {int(d['is_float'])}, {values}), "
+          f"{_count(len(d['tensors']), 'tensor')}, {d['file_size']} bytes", file=out)
+    for t in d["tensors"]:
+        const = "  constant" if t["constant"] else ""
+        print(f"{indent}  {t['index']:>4} {t['direction']:<3} {t['slot']:<3} {t['name']}  {t['op_kind']}"
+              f"[{t['op_index']}] {t['op_type']}  {t['data_type']} shape {_dims(t['shape'])}  {t['size']} bytes  "
+              f"s: {t['scale']:g} z: {t['zero_point']}{const}", file=out)
+
+
 def _print_npy(d: dict[str, Any], indent: str, out: Any) -> None:
     order = ", Fortran order" if d["fortran_order"] else ""
     print(f"{indent}{d['file_name']}", file=out)
@@ -233,7 +267,7 @@ def _print_npy(d: dict[str, Any], indent: str, out: Any) -> None:
 
 
 def _print_file(d: dict[str, Any], indent: str, out: Any) -> None:
-    (_print_npy if d["type"] == "npy" else _print_dump)(d, indent, out)
+    {"npy": _print_npy, "sigmastar": print_sigmastar}.get(d["type"], _print_dump)(d, indent, out)
 
 
 def _print_tree(t: dict[str, Any], out: Any) -> None:

@@ -10,11 +10,10 @@ truth overlaid). The bins are numpy.histogram's on the same range, so the counts
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
+from dumpcmp.dumps.sigmastar import read_min_max
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
 from dumpcmp.errors import ConfigError, DumpcmpError
@@ -133,33 +132,6 @@ def top_errors(x: Any, y: Any, n: int = 10, threads: int = 0) -> list[dict[str, 
     """The `n` largest |device - ground truth| elements (index in the compared order, both values, the error)."""
     return [{"index": int(i), "npu": float(a), "ground_truth": float(b), "abs_error": float(e)}
             for i, a, b, e in core.histogram.top_errors(x, y, int(n), threads)]
-
-
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
-
-
-def read_min_max(path: str | Path) -> dict[str, tuple[float, float]]:
-    """A calibrator's tensor_min_max.txt: each non-empty line holds a tensor name and, last on the line, its min and
-    max (`name min max`, `name: min=.., max=..`, `name,min,max` all read). Lines starting with '#' are comments."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise DumpcmpError(f"{path}: cannot read: {error.strerror}") from None
-    out: dict[str, tuple[float, float]] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name = re.split(r"[\s,:]+", line, maxsplit=1)[0]
-        values = [float(v) for v in re.findall(_NUMBER, line[len(name):], flags=re.IGNORECASE)]
-        if len(values) < 2 or not name:
-            raise ConfigError(f"{path}:{number}: expected a tensor name followed by its min and max, got {line!r}")
-        lo, hi = values[-2], values[-1]
-        out[name] = (min(lo, hi), max(lo, hi))
-    if not out:
-        raise ConfigError(f"{path}: no 'name min max' lines")
-    return out
 
 
 def lookup_min_max(table: dict[str, tuple[float, float]], names: Sequence[str]) -> tuple[float, float] | None:

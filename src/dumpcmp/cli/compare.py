@@ -107,9 +107,8 @@ def _check_output(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.support.gcpause import paused
-
     from dumpcmp.dumps.sigmastar import is_sigmastar_dump
+    from dumpcmp.support.gcpause import paused
 
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)

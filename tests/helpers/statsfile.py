@@ -65,7 +65,11 @@ def write_stats(path: str | Path, records: Iterable[dict[str, Any]], columns: st
 def numpy_stats(array: np.ndarray) -> dict[str, Any]:
     """The reference statistics of an array: every element as float32 (as dumpcmp reads it), max/min/mean/L2 norm
     as NumPy gives them in float64 from those values (NaN and inf propagate), and the counts."""
-    x = np.asarray(array).astype(np.float32).ravel()
+    with np.errstate(all="ignore"):
+        return _numpy_stats(np.asarray(array).astype(np.float32).ravel())
+
+
+def _numpy_stats(x: np.ndarray) -> dict[str, Any]:
     d = x.astype(np.float64)
     return {"count": int(x.size), "max": float(d.max()) if x.size else math.nan,
             "min": float(d.min()) if x.size else math.nan, "mean": float(d.mean()) if x.size else math.nan,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -229,7 +230,12 @@ def read_stats(path: str | os.PathLike[str]) -> StatsFile:
     out = StatsFile(text_path)
     line = 0
     try:
-        with open(text_path, newline="", encoding="utf-8-sig") as handle:
+        # opened without blocking and checked to be a regular file: a FIFO or device named statistic.csv never hangs
+        fd = os.open(text_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise DumpError(f"{text_path}: not a regular file")
+        with open(fd, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle, strict=True)
             columns: dict[int, str] | None = None
             width = 0

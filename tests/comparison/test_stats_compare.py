@@ -152,3 +152,17 @@ def test_corrupt_statistics_exit_2_naming_file_and_line(tmp_path, rng):
     assert not (tmp_path / "out.csv").exists()
     done = run_cli("compare", "-l", tmp_path / "stats", "-r", m.gt, "--stats-warning", "0.5", "--stats-error", "0.1")
     assert done.returncode == 2 and "Traceback" not in done.stderr and "warning 0.5 must be between 0" in done.stderr
+
+
+def test_a_tree_with_both_kinds_compares_tensors_unless_asked(tmp_path, rng, capsys):
+    m = Model(tmp_path, rng, fc_error=0.5)
+    stats_dump(m, tmp_path / "dump")  # statistic.csv beside the tensor dumps of the same run
+    args = ["compare", "-l", str(tmp_path / "dump"), "-r", str(m.gt), "-f", str(m.graph)]
+    assert main(args + ["-o", str(tmp_path / "tensors.csv")]) == 0
+    with open(tmp_path / "tensors.csv", newline="") as f:
+        assert "CosineSimilarity" in next(csv.reader(f))
+    capsys.readouterr()
+    assert main(args + ["--stats", "-o", str(tmp_path / "stats.csv")]) == 0
+    assert "first not pass, in execution order: fc1:output:0 (error" in capsys.readouterr().out
+    with open(tmp_path / "stats.csv", newline="") as f:
+        assert "L2Norm RelDiff" in next(csv.reader(f))

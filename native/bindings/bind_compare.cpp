@@ -8,6 +8,7 @@
 #include "dumpcmp/format.hpp"
 #include "dumpcmp/layout.hpp"
 #include "dumpcmp/mapped_file.hpp"
+#include "dumpcmp/stats.hpp"
 #include "pycommon.hpp"
 
 namespace dumpcmp::bindings {
@@ -148,6 +149,40 @@ void bind_compare(py::module_& core) {
     }, py::arg("pairs"), py::arg("metrics") = py::none(), py::arg("threads") = 0u, py::arg("precise") = false,
        "Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. "
        "Returns a MetricResult or the error text per pair.");
+
+    m.def("stats_many", [](const py::list& sources, unsigned threads) {
+        std::vector<std::shared_ptr<TensorSource>> list;
+        list.reserve(sources.size());
+        for (py::handle item : sources) list.push_back(item.cast<std::shared_ptr<TensorSource>>());
+        std::vector<StatsOutcome> out;
+        {
+            py::gil_scoped_release release;
+            out = stats_many(list, threads);
+        }
+        py::list results;
+        for (auto& o : out) {
+            if (!o.ok) {
+                results.append(py::str(o.error));
+                continue;
+            }
+            const TensorStats& t = o.stats;
+            py::dict d;
+            d["count"] = t.count;
+            d["max"] = t.max;
+            d["min"] = t.min;
+            d["mean"] = t.mean;
+            d["l2norm"] = t.l2norm;
+            d["nan_count"] = t.nan;
+            d["pos_inf_count"] = t.pos_inf;
+            d["neg_inf_count"] = t.neg_inf;
+            d["zero_count"] = t.zero;
+            results.append(std::move(d));
+        }
+        return results;
+    }, py::arg("sources"), py::arg("threads") = 0u,
+       "Each source's statistics in one pass, in the compared order (its layout plan): a dict with count, max, "
+       "min, mean, l2norm (float32 values, float64 sums; NaN in the tensor makes the four NaN) and nan_count, "
+       "pos_inf_count, neg_inf_count, zero_count; or the error text of a source that could not be read.");
 }
 
 }  // namespace dumpcmp::bindings

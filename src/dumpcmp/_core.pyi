@@ -417,6 +417,11 @@ class compare:
         """
         Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. Returns a MetricResult or the error text per pair.
         """
+    @staticmethod
+    def stats_many(sources: list, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+        """
+        Each source's statistics in one pass, in the compared order (its layout plan): a dict with count, max, min, mean, l2norm (float32 values, float64 sums; NaN in the tensor makes the four NaN) and nan_count, pos_inf_count, neg_inf_count, zero_count; or the error text of a source that could not be read.
+        """
 class detail:
     """Element-level detail files (export_detail) and how they print values."""
     class OutputError(OSError):

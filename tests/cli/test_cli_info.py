@@ -110,7 +110,8 @@ def test_tree_json_groups_and_summary(tmp_path, capsys):
     assert code == 0 and doc["ok"] and err == ""
     [tree] = doc["paths"]
     assert tree["kind"] == "tree" and tree["root"] == str(tmp_path)
-    assert tree["summary"] == {"runs": 2, "dumps": 3, "ground_truth": 1, "converted": 0, "skipped": 0}
+    assert tree["summary"] == {"runs": 2, "dumps": 3, "ground_truth": 1, "converted": 0, "stats": 0,
+                               "skipped": 0}
     assert [r["key"] for r in tree["runs"]] == [
         {"layout": "model", "folder": run, "time": "20240101120000", "device_id": 0, "model_name": "resnet50",
          "model_id": 1, "data_index": i} for i, run in enumerate((run0, run1))]

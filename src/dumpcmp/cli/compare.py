@@ -26,6 +26,11 @@ examples:
   dumpcmp compare -l dump/ -r golden/ -f model.json -d conv1 -t output -i 0 -o detail/
   dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
   dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
+  dumpcmp compare -l stats_dump/ -r golden/ -f model.json -o stats.csv   # statistics dump (dump_data stats)
+
+statistics: a left side holding statistics files (statistic.csv) and no tensor dump, or --stats, compares each
+tensor's Max/Min/Mean/L2Norm and NaN/Inf counts with the ground truth's, computed from its tensors (or with another
+dump's); verdict error above --stats-error, warning above --stats-warning (docs/statistics.md).
 """
 
 
@@ -71,6 +76,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
                    help="with -d: detail as CSV files (default) or .npy columns")
     p.add_argument("--html", metavar="HTML", help="also write the HTML report (see dumpcmp report)")
+    p.add_argument("--stats", action="store_true", help="compare the left side's statistics files (statistic.csv) "
+                                                        "even where tensor dumps are beside them")
+    p.add_argument("--stats-warning", type=float, default=1e-3, metavar="REL",
+                   help="statistics compare: RelDiff above which a tensor is a warning (default 1e-3)")
+    p.add_argument("--stats-error", type=float, default=1e-2, metavar="REL",
+                   help="statistics compare: RelDiff above which a tensor is an error (default 1e-2)")
     from dumpcmp.cli.advice_options import add_options
 
     add_options(p)
@@ -113,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
+    if args.op is None:
+        from dumpcmp.comparison.stats import has_stats_dump
+
+        if args.stats or has_stats_dump(args.left):
+            return _run_stats(args, selection)
     if args.op is not None:
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
@@ -209,4 +225,31 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
         print(f"  {len(result.detail_files)} detail file(s) in {args.output}")
         if args.top_n > 0:
             print(format_top_table(result, args.top_n))
+    return 0
+
+
+def _run_stats(args: argparse.Namespace, selection: dict) -> int:
+    """The statistics compare (dumpcmp.comparison.stats): one CSV per run, or the table on standard output."""
+    from dumpcmp.comparison.stats import compare_stats
+    from dumpcmp.output.table import text_table
+    from dumpcmp.support.files import exists_error
+
+    _check_output(args)
+    results = compare_stats(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+                            warning=args.stats_warning, error=args.stats_error, threads=args.threads,
+                            gt_sample=args.gt_sample, **selection)
+    paths = [_result_path(args.output, True, r.run, [x.run for x in results])[0] for r in results]
+    if not args.force:
+        for path in paths:
+            if path is not None and path.exists():
+                raise exists_error(path, "result file")
+    for result, path in zip(results, paths):
+        if path is not None:
+            result.write(path, force=args.force)
+        else:
+            sys.stdout.write(text_table(result.table()))
+        if not args.quiet:
+            print(result.summary(), file=sys.stderr if path is None else sys.stdout)
+            if path is not None:
+                print(f"  result: {path}")
     return 0

@@ -17,13 +17,16 @@ JSON (``--json``), one object on stdout::
        {"path": str, "kind": "dump", "file": DUMP},
        {"path": str, "kind": "npy", "file": NPY},
        {"path": str, "kind": "sigmastar", "file": SIGMASTAR},   # a SigmaStar DumpDebug dump (.bin or .txt)
+       {"path": str, "kind": "stats", "file": STATS},
        {"path": str, "kind": "tree", "root": str,
         "runs": [{"key": RUN, "dumps": [DUMP, ...]}, ...],      # execution order within a run
         "ground_truth": [DUMP | NPY, ...],    # newest file per {op_name}.{output_index}
         "superseded": [str, ...],             # older ground-truth files of the same keys (paths)
         "converted": [NPY, ...],
+        "stats": [STATS, ...],                # statistics dumps (statistic.csv), by run
         "skipped": [{"path": str, "reason": str}, ...],
-        "summary": {"runs": int, "dumps": int, "ground_truth": int, "converted": int, "skipped": int}},
+        "summary": {"runs": int, "dumps": int, "ground_truth": int, "converted": int, "stats": int,
+                    "skipped": int}},
        {"path": str, "kind": "error", "error": str,
         "skipped": [{"path": str, "reason": str}, ...]}]}   # why each file of an unusable folder was skipped
     RUN  = {"layout": "model"|"single_op"|"flat", "folder": str, "time": str|null, "device_id": int|null,
@@ -43,6 +46,8 @@ JSON (``--json``), one object on stdout::
                  "scale": float, "zero_point": int, "constant": bool}, ...]}
     NPY  = {"path": str, "file_name": str, "name": NAME, "type": "npy", "dtype": str, "shape": [int],
             "bytes": int, "fortran_order": bool}
+    STATS = {"path": str, "file_name": str, "type": "stats", "run": RUN|null (null for a file named alone),
+             "columns": [str, ...] (record fields found), "tensors": int (records), "ops": int}
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from dumpcmp.errors import DumpcmpError, NamingError, NotFoundError
 from dumpcmp.dumps.ground_truth import open_npy
 from dumpcmp.dumps.scan import DumpIndex, scan
 from dumpcmp.dumps.sigmastar import is_sigmastar_dump
+from dumpcmp.dumps.stats import is_stats_file_name, read_stats
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -114,10 +120,19 @@ def _npy_dict(path: str, name: dict[str, Any] | None) -> dict[str, Any]:
             "fortran_order": bool(array.flags.f_contiguous and not array.flags.c_contiguous)}
 
 
+def _stats_dict(path: str, run: dict[str, Any] | None) -> dict[str, Any]:
+    f = read_stats(path)
+    return {"path": path, "file_name": os.path.basename(path), "type": "stats", "run": run, "columns": f.columns,
+            "tensors": len(f), "ops": len(f.op_names)}
+
+
 def _file_info(path: str) -> dict[str, Any]:
-    """A named file: .npy by its extension, anything else read as a dump (whatever its name)."""
+    """A named file: .npy by its extension, a statistics dump by its name (statistic.csv), anything else read as a
+    dump (whatever its name)."""
     from dumpcmp.dumps.dump import open_dump
 
+    if is_stats_file_name(os.path.basename(path)):
+        return {"path": path, "kind": "stats", "file": _stats_dict(path, None)}
     name = _name_dict(os.path.basename(path), os.path.dirname(path) or ".")
     if path.endswith(".npy"):
         return {"path": path, "kind": "npy", "file": _npy_dict(path, name)}
@@ -149,14 +164,21 @@ def _tree_info(path: str) -> tuple[dict[str, Any], bool]:
             converted.append(_npy_dict(c.path, _parsed_dict(c.name)))
         except DumpcmpError as error:
             skipped.append({"path": c.path, "reason": str(error)})
+    stats = []
+    for st in index.stats:
+        try:
+            stats.append(_stats_dict(st.path, st.key.to_dict()))
+        except DumpcmpError as error:
+            reason = str(error)  # a Skipped names the file already
+            skipped.append({"path": st.path, "reason": reason.removeprefix(st.path + ": ")})
     skipped.sort(key=lambda s: s["path"])
     dumps = sum(len(r["dumps"]) for r in runs)
-    usable = dumps + len(ground_truth) + len(converted) > 0
+    usable = dumps + len(ground_truth) + len(converted) + len(stats) > 0
     info = {"path": path, "kind": "tree", "root": index.root, "runs": runs, "ground_truth": ground_truth,
             "superseded": [e.path for e in index.ground_truth.superseded], "converted": converted,
-            "skipped": skipped,
+            "stats": stats, "skipped": skipped,
             "summary": {"runs": len(runs), "dumps": dumps, "ground_truth": len(ground_truth),
-                        "converted": len(converted), "skipped": len(skipped)}}
+                        "converted": len(converted), "stats": len(stats), "skipped": len(skipped)}}
     return info, usable
 
 
@@ -266,14 +288,22 @@ def _print_npy(d: dict[str, Any], indent: str, out: Any) -> None:
           file=out)
 
 
+def _print_stats(d: dict[str, Any], indent: str, out: Any) -> None:
+    print(f"{indent}{d['path'] if indent else d['file_name']}", file=out)
+    print(f"{indent}  statistics: {_count(d['tensors'], 'tensor')} of {_count(d['ops'], 'op')}; columns "
+          f"{', '.join(d['columns'])}", file=out)
+
+
 def _print_file(d: dict[str, Any], indent: str, out: Any) -> None:
-    {"npy": _print_npy, "sigmastar": print_sigmastar}.get(d["type"], _print_dump)(d, indent, out)
+    {"npy": _print_npy, "sigmastar": print_sigmastar, "stats": _print_stats}.get(d["type"], _print_dump)(d, indent,
+                                                                                                     out)
 
 
 def _print_tree(t: dict[str, Any], out: Any) -> None:
     s = t["summary"]
     print(f"{t['root']}: {_count(s['runs'], 'run')}, {_count(s['dumps'], 'dump')}, "
-          f"{_count(s['ground_truth'], 'ground-truth file')}, {s['converted']} converted, {s['skipped']} skipped",
+          f"{_count(s['ground_truth'], 'ground-truth file')}, {s['converted']} converted, "
+          + (f"{_count(s['stats'], 'statistics file')}, " if s["stats"] else "") + f"{s['skipped']} skipped",
           file=out)
     for run in t["runs"]:
         k = run["key"]
@@ -295,6 +325,10 @@ def _print_tree(t: dict[str, Any], out: Any) -> None:
         print(f"converted: {_count(len(t['converted']), 'file')}", file=out)
         for d in t["converted"]:
             _print_npy(d, "  ", out)
+    if t["stats"]:
+        print(f"statistics: {_count(len(t['stats']), 'file')}", file=out)
+        for d in t["stats"]:
+            _print_stats(d, "  ", out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,8 @@ Names are parsed with `dumpcmp.dumps.naming`; a digits-only name is resolved thr
 No file is opened unless ``read_headers=True``, which reads every dump header in parallel in C++ and moves the
 files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and ground-truth ``.npy`` files go to
 `DumpIndex.ground_truth` (newest wins per ``{op_name}.{output_index}``), NPU dumps converted to ``.npy`` to
-`DumpIndex.converted`.
+`DumpIndex.converted`. Statistics dumps (``statistic.csv``, what ``"dump_data": "stats"`` makes the runtime write;
+`dumpcmp.dumps.stats`) go to `DumpIndex.stats`, each with the run its folder is.
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ from dumpcmp.dumps import naming
 from dumpcmp.dumps.ground_truth import open_npy
 from dumpcmp.errors import NamingError, NotFoundError
 from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FrameworkDumpName
+from dumpcmp.dumps.stats import is_stats_file_name
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
-    "Skipped", "SELECT_FLAGS", "scan", "scan_ground_truth", "several_runs_error",
+    "Skipped", "SELECT_FLAGS", "StatsEntry", "scan", "scan_ground_truth", "several_runs_error",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
@@ -171,6 +173,20 @@ class ConvertedEntry:
         return open_npy(self.path)
 
 
+@dataclass(frozen=True, slots=True)
+class StatsEntry:
+    """A statistics dump (``statistic.csv``) and the run its folder is (not opened by the scan)."""
+
+    path: str
+    file_name: str
+    key: RunKey
+
+    def open(self) -> Any:
+        """The file read whole (`dumpcmp.dumps.stats.StatsFile`); DumpError naming the file and line if it is bad."""
+        from dumpcmp.dumps.stats import read_stats
+        return read_stats(self.path)
+
+
 @dataclass
 class DumpGroup:
     """The dumps of one run, in execution order."""
@@ -259,6 +275,8 @@ class DumpIndex:
     ground_truth: GroundTruthIndex = field(default_factory=GroundTruthIndex)
     converted: list[ConvertedEntry] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    stats: list[StatsEntry] = field(default_factory=list)
+    """Statistics dumps, by run key then path."""
 
     def __iter__(self) -> Iterator[DumpGroup]:
         return iter(self.groups)
@@ -272,8 +290,9 @@ class DumpIndex:
 
     @property
     def file_count(self) -> int:
-        """Usable files of every kind: NPU dumps, ground truth (including superseded ones), converted."""
-        return self.dump_count + len(self.ground_truth) + len(self.ground_truth.superseded) + len(self.converted)
+        """Usable files of every kind: NPU dumps, ground truth (including superseded ones), converted, statistics."""
+        return self.dump_count + len(self.ground_truth) + len(self.ground_truth.superseded) + len(self.converted) \
+            + len(self.stats)
 
     def entries(self) -> Iterator[DumpEntry]:
         for g in self.groups:
@@ -337,8 +356,10 @@ class _Scanner:
         self.dumps: dict[RunKey, list[DumpEntry]] = {}
         self.framework: list[GroundTruthEntry] = []
         self.converted: list[ConvertedEntry] = []
+        self.stats: list[StatsEntry] = []
         self.skipped: list[Skipped] = []
         self.seen_dirs: set[tuple[int, int]] = set()
+        self.stop_at_dump = False  # `holds_stats_only`: the first device dump ends the walk
 
     def walk(self, top: str) -> None:
         stack = [top]
@@ -386,6 +407,12 @@ class _Scanner:
                 continue
             path = prefix + file_name
             name = file_name
+            if is_stats_file_name(file_name):
+                if not readable(path, os.R_OK):
+                    self.skipped.append(Skipped(path, "not readable (permission denied)"))
+                else:
+                    self.stats.append(StatsEntry(path, file_name, _run_key(folder, set())))
+                continue
             if file_name.isdigit() and file_name.isascii():  # a hashed name
                 if mapping is None:
                     self.skipped.append(Skipped(path, f"hashed (digits-only) name but the folder has no "
@@ -406,6 +433,8 @@ class _Scanner:
                 self.skipped.append(Skipped(path, "not readable (permission denied)"))
                 continue
             if isinstance(parsed, DeviceDumpName):
+                if self.stop_at_dump:
+                    raise _DumpFound
                 device.append((path, file_name, parsed))
             elif isinstance(parsed, FrameworkDumpName):
                 self.framework.append(GroundTruthEntry(path, file_name, parsed))
@@ -437,6 +466,7 @@ class _Scanner:
         gt._add_all(self.framework)
         return DumpIndex(root=root, groups=groups, ground_truth=gt,
                          converted=sorted(self.converted, key=lambda c: c.path),
+                         stats=sorted(self.stats, key=lambda e: (e.key.sort_key(), e.path)),
                          skipped=sorted(self.skipped, key=lambda s: s.path))
 
 
@@ -471,6 +501,27 @@ def scan(path: str | os.PathLike[str], *, read_headers: bool = False, threads: i
     if read_headers:
         scanner.read_headers(threads)
     return scanner.index(root)
+
+
+class _DumpFound(Exception):
+    pass
+
+
+def holds_stats_only(path: str | os.PathLike[str]) -> bool:
+    """`scan(path)` holds statistics files and no device dump: what `dumpcmp compare` takes for a statistics dump.
+    The walk ends at the first device dump (in the first folder of a tensor dump tree, whatever its size), by the
+    rules `scan` follows."""
+    root = _absolute(path)
+    scanner = _Scanner()
+    scanner.stop_at_dump = True
+    try:
+        if os.path.isdir(root):
+            scanner.walk(root)
+        elif os.path.isfile(root):
+            scanner.add_folder(os.path.dirname(root), [os.path.basename(root)])
+    except _DumpFound:
+        return False
+    return bool(scanner.stats)
 
 
 def scan_ground_truth(path: str | os.PathLike[str]) -> GroundTruthIndex:

@@ -81,59 +81,129 @@ def drop_caches() -> None:
         f.write("3\n")
 
 
-def disk_read(files: list[Path], block: int = 8 << 20) -> float:
-    """Seconds to read every file once, in order, with `block`-byte reads into one buffer."""
-    buf = bytearray(block)
+def disk_read(files: list[Path], block: int = 8 << 20, direct: bool = False) -> float:
+    """Seconds to read every file once, in order, with `block`-byte reads into one buffer: through the page cache,
+    or with O_DIRECT (the device's own rate, without the page cache's work; a page-aligned buffer)."""
+    import mmap
+
+    buf = mmap.mmap(-1, block)  # page-aligned, as O_DIRECT needs
     view = memoryview(buf)
     start = time.perf_counter()
     for p in files:
-        with open(p, "rb", buffering=0) as f:
-            while f.readinto(view):
+        fd = os.open(p, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+        try:
+            while os.readv(fd, [view]) == block:
                 pass
-    return time.perf_counter() - start
+        finally:
+            os.close(fd)
+    elapsed = time.perf_counter() - start
+    view.release()
+    buf.close()
+    return elapsed
+
+
+def generate_single(root: Path, gigabytes: float) -> dict[str, Path]:
+    """One MatMul whose ground truth is `gigabytes` GB of float32 (FRACTAL_NZ fp16 on the device)."""
+    dev = root / "dump" / "20260101000000" / "0" / "bench_net" / "1" / "0"
+    gt = root / "gt"
+    dev.mkdir(parents=True)
+    gt.mkdir()
+    pool = np.random.default_rng(0).standard_normal(POOL_VALUES, dtype=np.float32)
+    layout, shape = "FRACTAL_NZ", (64, int(gigabytes * 1e9) // 4 // 64)
+    truth = np.resize(pool, shape)
+    device = convert(truth.astype(np.float16), PLAIN[layout], layout)
+    out = gj.desc(dtype="DT_FLOAT16", layout=layout, shape=device.shape, origin_name="op0", origin_index=0,
+                  origin_format=PLAIN[layout], ge_origin_format=PLAIN[layout], origin_shape=shape)
+    write_dump(dev / f"MatMul.op0.1.{TS + 1}", op_name="op0",
+               outputs=[TensorData(device, format=layout, original_shape=shape)])
+    del device
+    np.save(gt / f"op0.0.{TS + 1}.npy", truth)
+    gj.write(root / "model.json", gj.document(gj.op("op0", "MatMul", 0, outputs=[out]), model="bench_net"))
+    return generate_paths(root)
+
+
+def memory_cgroup(limit: int) -> Path:
+    """A new memory cgroup (v2, else v1) under this process's own, limited to `limit` bytes of memory, page cache
+    included: a file larger than the limit is larger than the memory its reader has."""
+    own = Path("/proc/self/cgroup").read_text().splitlines()
+    v2 = Path("/sys/fs/cgroup/cgroup.controllers").is_file()
+    for line in own:
+        _, controllers, path = line.split(":", 2)
+        if (v2 and controllers == "") or (not v2 and "memory" in controllers.split(",")):
+            base = Path("/sys/fs/cgroup") if v2 else Path("/sys/fs/cgroup/memory")
+            group = base / path.lstrip("/") / f"dumpcmp-bench-{os.getpid()}"
+            group.mkdir()
+            (group / ("memory.max" if v2 else "memory.limit_in_bytes")).write_text(str(limit))
+            return group
+    raise SystemExit("no memory cgroup to limit the run's memory")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gb", type=float, default=32.0, help="size of the dump set in GB (default 32)")
+    ap.add_argument("--single-gb", type=float, help="instead: one tensor of this many GB of ground truth, compared "
+                    "with --memory-limit-gb of memory (a memory cgroup, page cache included)")
+    ap.add_argument("--memory-limit-gb", type=float, default=1.5, help="with --single-gb (default 1.5)")
     ap.add_argument("--rounds", type=int, default=1, help="cold rounds of the baseline and the compare")
     ap.add_argument("--keep", type=Path, help="generate under this folder and keep it (a model there is reused)")
     ap.add_argument("--extra", nargs="*", default=[], help="more options for dumpcmp compare (e.g. --threads 1)")
-    ap.add_argument("--no-check", action="store_true", help="skip the warm run whose result must be identical")
+    ap.add_argument("--no-check", action="store_true", help="skip the run with --threads 1 whose result must be "
+                    "identical")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
     command = dumpcmp_command()
     machine = machine_info()
     print(machine_line(machine))
+    group = None
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp:
-        root = (args.keep or Path(tmp)) / f"cold_{args.gb:g}gb"
+        name = f"single_{args.single_gb:g}gb" if args.single_gb else f"cold_{args.gb:g}gb"
+        root = (args.keep or Path(tmp)) / name
         started = time.perf_counter()
-        paths = generate_paths(root) if (root / "model.json").is_file() else generate_cold(root, args.gb)
+        if (root / "model.json").is_file():
+            paths = generate_paths(root)
+        else:
+            paths = generate_single(root, args.single_gb) if args.single_gb else generate_cold(root, args.gb)
         generated = time.perf_counter() - started
         files = sorted(p for key in ("dump", "gt") for p in paths[key].rglob("*") if p.is_file())
         data_bytes = sum(p.stat().st_size for p in files) + paths["graph"].stat().st_size
-        print(f"{len(files)} files, {data_bytes / 1e9:.1f} GB (generated in {generated:.0f} s), memory "
-              f"{machine['memory_total_bytes'] / 2**30:.1f} GiB")
+        memory = machine["memory_total_bytes"]
+        if args.single_gb:
+            memory = int(args.memory_limit_gb * 1e9)
+            group = memory_cgroup(memory)
+            command = ["sh", "-c", f'echo $$ > {group / "cgroup.procs"} && exec "$@"', "sh", *command]
+        print(f"{len(files)} files, {data_bytes / 1e9:.1f} GB (generated in {generated:.0f} s), the largest "
+              f"{max(p.stat().st_size for p in files) / 1e9:.1f} GB; memory {memory / 2**30:.1f} GiB"
+              + (" (a memory cgroup, page cache included)" if group else ""))
         rounds = []
-        for n in range(args.rounds):
-            drop_caches()
-            disk = disk_read(files)
-            drop_caches()
-            run = measured_run(compare_cmd(command, paths, root / "result.csv", *args.extra))
-            r = {"disk_s": disk, "disk_gbps": data_bytes / disk / 1e9, **run, "gbps": data_bytes / run["wall_s"] / 1e9}
-            rounds.append(r)
-            print(f"round {n + 1}: disk read {disk:7.1f} s {r['disk_gbps']:6.2f} GB/s; dumpcmp compare -f "
-                  f"{run['wall_s']:7.1f} s {r['gbps']:6.2f} GB/s ({100 * r['gbps'] / r['disk_gbps']:.0f}% of the "
-                  f"disk's), CPU {run['cpu_s']:.1f} s (user {run['user_s']:.1f}, sys {run['sys_s']:.1f}), peak RSS "
-                  f"{mib(run['peak_rss_bytes'])}, peak anonymous {mib(run['peak_anon_bytes'])}")
-        identical = None
-        if not args.no_check:
-            measured_run(compare_cmd(command, paths, root / "result_check.csv", "--threads", "1"))
-            identical = (root / "result.csv").read_bytes() == (root / "result_check.csv").read_bytes()
-            print(f"result with --threads 1: {'byte-identical' if identical else 'DIFFERENT'}")
+        try:
+            for n in range(args.rounds):
+                drop_caches()
+                cached = disk_read(files)
+                drop_caches()
+                direct = disk_read(files, direct=True)
+                drop_caches()
+                run = measured_run(compare_cmd(command, paths, root / "result.csv", *args.extra))
+                disk = min(cached, direct)
+                r = {"disk_cached_s": cached, "disk_direct_s": direct, "disk_gbps": data_bytes / disk / 1e9, **run,
+                     "gbps": data_bytes / run["wall_s"] / 1e9}
+                rounds.append(r)
+                print(f"round {n + 1}: disk read {data_bytes / cached / 1e9:.2f} GB/s through the page cache, "
+                      f"{data_bytes / direct / 1e9:.2f} GB/s direct; dumpcmp compare -f {run['wall_s']:7.1f} s "
+                      f"{r['gbps']:6.2f} GB/s ({100 * r['gbps'] / r['disk_gbps']:.0f}% of the faster read), CPU "
+                      f"{run['cpu_s']:.1f} s (user {run['user_s']:.1f}, sys {run['sys_s']:.1f}), peak RSS "
+                      f"{mib(run['peak_rss_bytes'])}, peak anonymous {mib(run['peak_anon_bytes'])}")
+            identical = None
+            if not args.no_check:
+                measured_run(compare_cmd(command, paths, root / "result_check.csv", "--threads", "1"))
+                identical = (root / "result.csv").read_bytes() == (root / "result_check.csv").read_bytes()
+                print(f"result with --threads 1: {'byte-identical' if identical else 'DIFFERENT'}")
+        finally:
+            if group is not None:
+                group.rmdir()
         if args.json:
             args.json.write_text(json.dumps({"machine": machine, "files": len(files), "data_bytes": data_bytes,
-                                             "rounds": rounds, "identical": identical}, indent=2))
+                                             "memory_bytes": memory, "rounds": rounds, "identical": identical},
+                                            indent=2))
         if not args.keep:
             shutil.rmtree(root)
         if identical is False:

@@ -1,12 +1,15 @@
 #include "dumpcmp/engine.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "dumpcmp/layout.hpp"
 #include "dumpcmp/parallel.hpp"
@@ -19,17 +22,72 @@ namespace {
 // partials take fixed memory however large the tensor.
 constexpr std::size_t kWindowsPerRound = 256;
 
+// Windows of `window` elements over [0, n): per_window(slot, first, count) fills the partial of `slot`, and
+// merge_k(slot) folds it in, always in window order, so the result never depends on the threads nor on the order in
+// which windows are read. Without `order`, windows are read in their own order, a round of kWindowsPerRound at a time
+// (slot = the window's place in its round). With `order` (every window index once: storage_order), they are read in
+// that order, and slot = the window's index: the caller holds a partial per window, each folded in (and free to be
+// dropped) as soon as every window before it has been.
 template <class PerWindow, class MergeInOrder>
-void run_windows(std::uint64_t n, std::size_t window, unsigned threads, PerWindow&& per_window, MergeInOrder&& merge_k) {
+void run_windows(std::uint64_t n, std::size_t window, unsigned threads, PerWindow&& per_window, MergeInOrder&& merge_k,
+                 const std::vector<std::uint64_t>* order = nullptr) {
     const std::uint64_t windows = (n + window - 1) / window;
+    std::vector<bool> done(order != nullptr ? windows : 0);
+    std::uint64_t next = 0;  // with an order: the first window not yet merged
     for (std::uint64_t round = 0; round < windows; round += kWindowsPerRound) {
         const auto in_round = static_cast<std::size_t>(std::min<std::uint64_t>(kWindowsPerRound, windows - round));
         parallel_for(in_round, [&](std::size_t k) {
-            const std::uint64_t first = (round + k) * window;
-            per_window(k, first, static_cast<std::size_t>(std::min<std::uint64_t>(window, n - first)));
+            const std::uint64_t w = order != nullptr ? (*order)[round + k] : round + k;
+            const std::uint64_t first = w * window;
+            per_window(order != nullptr ? static_cast<std::size_t>(w) : k, first,
+                       static_cast<std::size_t>(std::min<std::uint64_t>(window, n - first)));
         }, threads);
-        for (std::size_t k = 0; k < in_round; ++k) merge_k(k);
+        if (order == nullptr) {
+            for (std::size_t k = 0; k < in_round; ++k) merge_k(k);
+            continue;
+        }
+        for (std::size_t k = 0; k < in_round; ++k) done[(*order)[round + k]] = true;
+        for (; next < windows && done[next]; ++next) merge_k(static_cast<std::size_t>(next));
     }
+}
+
+// A pair whose stored bytes reach this many is read in storage order (storage_order) and not faulted in ahead
+// (compare_many): it may not fit in memory at once. DUMPCMP_STORAGE_ORDER_BYTES sets another size (the tests read
+// small pairs in storage order with 0).
+constexpr std::uint64_t kStorageOrderBytes = std::uint64_t{1} << 30;
+
+std::uint64_t storage_order_bytes() noexcept {
+    static const std::uint64_t bytes = [] {
+        const char* v = std::getenv("DUMPCMP_STORAGE_ORDER_BYTES");
+        char* end = nullptr;
+        const unsigned long long n = v != nullptr && *v != '\0' ? std::strtoull(v, &end, 10) : 0;
+        return end != nullptr && *end == '\0' ? static_cast<std::uint64_t>(n) : kStorageOrderBytes;
+    }();
+    return bytes;
+}
+
+// The windows of a side read through a layout plan, ordered by where their first element is stored; empty when the
+// windows are best read in their own order (no plan, or a pair small enough for memory). A device layout scatters a
+// window of the compared order over the stored tensor: in FRACTAL_NZ a row of an (m, n) matrix crosses every one of
+// its n/16 tiles, and a row after row read sweeps the whole stored tensor for every row. Held in memory, that costs
+// nothing; larger than memory, every sweep reads it from disk again (a 6 GB pair under 1.4 GiB of memory took 296 s
+// instead of 5). In storage order the windows that share stored pages are read one after another, so each page is
+// read from disk once per pass (docs/performance.md#larger-than-memory).
+std::vector<std::uint64_t> storage_order(const TensorSource& x, const TensorSource& y, std::size_t window) {
+    const TensorSource* planned = x.plan() != nullptr ? &x : (y.plan() != nullptr ? &y : nullptr);
+    if (planned == nullptr || x.stored_bytes() + y.stored_bytes() < storage_order_bytes()) return {};
+    const std::uint64_t n = x.count();
+    const std::uint64_t windows = (n + window - 1) / window;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(windows);
+    for (std::uint64_t w = 0; w < windows; ++w) {
+        std::uint64_t at = 0;
+        planned->source_indices(w * window, 1, &at);
+        keyed[w] = {at, w};
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<std::uint64_t> order(windows);
+    for (std::uint64_t k = 0; k < windows; ++k) order[k] = keyed[k].second;
+    return order;
 }
 
 struct ThreadScratch {
@@ -144,7 +202,10 @@ MetricResult compare_in(const TensorSource& x_in, const TensorSource& y_in, cons
     const TensorSource& y = gy ? gy->source : y_in;
     const MetricOptions mopt{options.metrics, options.scalar, both_bool, options.precise};
 
-    std::vector<MetricPartial> partials(kWindowsPerRound);
+    const std::vector<std::uint64_t> order = storage_order(x, y, window);
+    const std::vector<std::uint64_t>* ordered = order.empty() ? nullptr : &order;
+    const std::size_t slots = ordered != nullptr ? order.size() : kWindowsPerRound;
+    std::vector<MetricPartial> partials(slots);
     MetricPartial total;
     // Windows reach the metrics in their stored data type (fp32/fp16 read in place, fp16 decoded in registers);
     // a layout plan first gathers a window's bytes into compared order.
@@ -155,13 +216,17 @@ MetricResult compare_in(const TensorSource& x_in, const TensorSource& y_in, cons
                 accumulate_stored(wx.data, wx.type, wy.data, wy.type, 0, count, partials[k], options.precise);
             });
         },
-        [&](std::size_t k) { merge(total, partials[k]); });
+        [&](std::size_t k) {
+            merge(total, partials[k]);
+            if (ordered != nullptr) partials[k] = MetricPartial{};  // its blocks are in total now
+        },
+        ordered);
 
     // KLD normalises by each side's min and max, known only after the first pass: a second pass over the data.
     const bool kld_wanted = (options.metrics & metric_bit(Metric::KullbackLeiblerDivergence)) && !both_bool;
     const KldParams params = kld_params(total, options.precise);
     KldPartial kld_total;
-    std::vector<KldPartial> kparts(kWindowsPerRound);
+    std::vector<KldPartial> kparts(slots);
     auto pass = [&](const KldParams& p) {
         run_windows(n, window, options.threads,
             [&](std::size_t k, std::uint64_t first, std::size_t count) {
@@ -170,7 +235,11 @@ MetricResult compare_in(const TensorSource& x_in, const TensorSource& y_in, cons
                     accumulate_kld_stored(wx.data, wx.type, wy.data, wy.type, 0, count, p, kparts[k]);
                 });
             },
-            [&](std::size_t k) { merge(kld_total, kparts[k]); });
+            [&](std::size_t k) {
+                merge(kld_total, kparts[k]);
+                if (ordered != nullptr) kparts[k] = KldPartial{};
+            },
+            ordered);
     };
     const bool cosine_wanted = (options.metrics & metric_bit(Metric::CosineSimilarity)) && !options.scalar;
     if (options.precise || both_bool) {
@@ -224,6 +293,11 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
     std::vector<std::size_t> small, large;
     for (std::size_t i = 0; i < jobs.size(); ++i)
         (jobs[i].x->count() >= kLargePairElements ? large : small).push_back(i);
+    // A pair that may not fit in memory is not faulted in ahead: pages faulted in ahead of the comparison would push
+    // out the pages it is reading (storage_order).
+    auto fits = [&](std::size_t i) {
+        return jobs[i].x->stored_bytes() + jobs[i].y->stored_bytes() < storage_order_bytes();
+    };
     // Faulting in the large pairs' pages (one read per page, kernel work on one core) runs on a thread of its own,
     // pair after pair, from the start. The comparison never waits for it: a pair it has not reached yet faults its
     // pages in as it reads them, on every thread, and the fault-ahead thread skips the pairs already begun. Waiting
@@ -236,7 +310,7 @@ std::vector<JobOutcome> compare_many(const std::vector<CompareJob>& jobs, unsign
         ahead.spawn([&] {
             for (std::size_t k = begun.load(std::memory_order_relaxed); k < large.size();
                  k = std::max(k + 1, begun.load(std::memory_order_relaxed)))
-                fault_in(large[k]);
+                if (fits(large[k])) fault_in(large[k]);
         });
     }
     parallel_for(small.size(), [&](std::size_t k) {

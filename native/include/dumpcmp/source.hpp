@@ -34,6 +34,7 @@ public:
     DataType type() const noexcept { return type_; }
     const Plan* plan() const noexcept { return plan_.get(); }
     const std::uint8_t* data() const noexcept { return data_; }
+    std::uint64_t stored_bytes() const noexcept { return stored_bytes_; }
 
     // Elements [first, first + n) of the compared order as float32. Returns a pointer to them: into the stored bytes
     // when they already are aligned float32 in order, else into scratch.values.

@@ -344,7 +344,10 @@ def _payload(spec: TensorSpec, is_float: bool) -> Any:
 
 def _header(spec: TensorSpec, shape: tuple[int, ...], size: int) -> bytes:
     dims = ", ".join(str(d) for d in shape)
-    return (f"//{spec.direction} {spec.slot} s: {spec.scale:f} z: {spec.zero_point} type: {spec.data_type} "
+    scale = f"{spec.scale:f}"  # as the SDK's writers print it, unless six decimals would lose the scale
+    if float(scale) != spec.scale:
+        scale = f"{spec.scale:.9g}"
+    return (f"//{spec.direction} {spec.slot} s: {scale} z: {spec.zero_point} type: {spec.data_type} "
             f"name: {spec.name} bConstant:{int(spec.constant)} shape:[{dims}] dims:{len(shape)}\n"
             f"{spec.op_kind}[{spec.op_index}] {spec.op_type} = {{\n"
             f"//buffer data size: {size}\n").encode("utf-8")

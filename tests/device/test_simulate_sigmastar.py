@@ -219,3 +219,33 @@ def test_old_opset_and_several_samples_exit_2(tmp_path, net, capsys):
     assert "-o DIR" in capsys.readouterr().err
     assert main(["simulate", str(model), "-i", str(xfile), "-o", str(tmp_path / "n"), "--fault", "r"]) == 2
     assert "--target sigmastar" in capsys.readouterr().err
+
+
+def test_names_that_look_like_ours_and_line_breaks(tmp_path, capsys):
+    """A model holding the names the fixed model adds (`t::sgs_dq`) and a name with a line break: no collision, a
+    readable dump, and the same rows against golden's dump."""
+    nodes = [helper.make_node("Relu", ["x"], ["a\nb"], name="r"),
+             helper.make_node("Neg", ["a\nb"], ["a\nb::sgs_dq"], name="n"),
+             helper.make_node("Abs", ["a\nb::sgs_dq"], ["x::sgs_q"], name="x::sgs_div")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])],
+                              [helper.make_tensor_value_info("x::sgs_q", TensorProto.FLOAT, None)])
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    assert main(["simulate", "--target", "sigmastar", str(model), "--seed", "0", "-o", str(tmp_path / "s"),
+                 "--quiet"]) == 0
+    fix = open_sigmastar(tmp_path / "s/fixed/sigma_outtensor_dump.bin")
+    assert [t.name for t in fix.tensors] == ["a b", "a b::sgs_dq", "x::sgs_q"]
+    assert set(read_min_max(tmp_path / "s/tensor_min_max.txt")) == {"x", "a b", "a b::sgs_dq", "x::sgs_q"}
+    x = np.random.default_rng([0, 0]).standard_normal((1, 2, 2, 2)).astype(np.float32)
+    np.testing.assert_allclose(nchw(fix.values(fix.tensors[2])), np.abs(np.maximum(x, 0)), atol=1e-4)
+
+
+def test_a_model_without_float32_activations(tmp_path, capsys):
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)])
+    model = tmp_path / "h.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    assert main(["simulate", "--target", "sigmastar", str(model), "--seed", "0", "-o", str(tmp_path / "s")]) == 2
+    assert "no float32 activation" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dumpcmp.dumps.sigmastar import TensorSpec, write_sigmastar_dump
+from dumpcmp.dumps.sigmastar import TensorSpec, one_line, write_sigmastar_dump
 from dumpcmp.errors import ConfigError, NotFoundError
 from dumpcmp.support.lazy_numpy import np
 
@@ -47,7 +47,6 @@ MIN_MAX_NAME = "tensor_min_max.txt"
 QUANT_LEVELS = ("mixed", "int16", "int8")
 #: ops whose activation inputs the SDK quantises to 8 bits by default (its convolution input buffers)
 EIGHT_BIT_INPUTS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
-_SUFFIX = "::sgs"
 
 
 @dataclass
@@ -85,9 +84,21 @@ def _bits(level: str, consumers: Sequence[str]) -> int:
     return 8 if any(t in EIGHT_BIT_INPUTS for t in consumers) else 16
 
 
-def _fixed_model(model: Any, params: Mapping[str, tuple[float, int, int]], fault: tuple[str, Any] | None) -> Any:
+def _suffix(model: Any) -> str:
+    """`::sgs`, lengthened until no name of the model holds it (the added tensors and nodes never collide)."""
+    g = model.graph
+    names = [n.name for n in g.node] + [o for n in g.node for o in list(n.input) + list(n.output)] + \
+        [t.name for t in g.initializer] + [v.name for v in g.input]
+    suffix = "::sgs"
+    while any(suffix in n for n in names):
+        suffix += "_"
+    return suffix
+
+
+def _fixed_model(model: Any, params: Mapping[str, tuple[float, int, int]], fault: tuple[str, Any] | None,
+                 suffix: str) -> Any:
     """A copy of `model` with every tensor of `params` (name -> scale, zero, bits) fake-quantised (module doc);
-    the integer values of tensor t are the extra tensor `t::sgs_q`."""
+    the integer values of tensor t are the extra tensor `{t}{suffix}_q`."""
     import onnx
     from onnx import helper, numpy_helper
 
@@ -96,15 +107,15 @@ def _fixed_model(model: Any, params: Mapping[str, tuple[float, int, int]], fault
     g = out.graph
     nodes = list(g.node)
     del g.node[:]
-    renamed = {t: f"{t}{_SUFFIX}_dq" for t in params}
+    renamed = {t: f"{t}{suffix}_dq" for t in params}
     inits = []
     for bits in sorted({b for _, _, b in params.values()}):
-        inits += [numpy_helper.from_array(np.array(-(1 << (bits - 1)), np.float32), f"{_SUFFIX}_qmin{bits}"),
-                  numpy_helper.from_array(np.array((1 << (bits - 1)) - 1, np.float32), f"{_SUFFIX}_qmax{bits}")]
+        inits += [numpy_helper.from_array(np.array(-(1 << (bits - 1)), np.float32), f"{suffix}_qmin{bits}"),
+                  numpy_helper.from_array(np.array((1 << (bits - 1)) - 1, np.float32), f"{suffix}_qmax{bits}")]
 
     def chain(t: str) -> list[Any]:
         scale, zero, bits = params[t]
-        s, z, p = f"{t}{_SUFFIX}_s", f"{t}{_SUFFIX}_z", f"{t}{_SUFFIX}"
+        s, z, p = f"{t}{suffix}_s", f"{t}{suffix}_z", f"{t}{suffix}"
         inits.extend([numpy_helper.from_array(np.array(scale, np.float32), s),
                       numpy_helper.from_array(np.array(zero, np.float32), z)])
         source, made = t, []
@@ -116,7 +127,7 @@ def _fixed_model(model: Any, params: Mapping[str, tuple[float, int, int]], fault
             helper.make_node("Div", [source, s], [f"{p}_a"], name=f"{p}_div"),
             helper.make_node("Round", [f"{p}_a"], [f"{p}_r"], name=f"{p}_round"),
             helper.make_node("Add", [f"{p}_r", z], [f"{p}_b"], name=f"{p}_addz"),
-            helper.make_node("Clip", [f"{p}_b", f"{_SUFFIX}_qmin{bits}", f"{_SUFFIX}_qmax{bits}"], [f"{p}_q"],
+            helper.make_node("Clip", [f"{p}_b", f"{suffix}_qmin{bits}", f"{suffix}_qmax{bits}"], [f"{p}_q"],
                              name=f"{p}_clip"),
             helper.make_node("Sub", [f"{p}_q", z], [f"{p}_c"], name=f"{p}_subz"),
             helper.make_node("Mul", [f"{p}_c", s], [renamed[t]], name=f"{p}_mul"),
@@ -213,10 +224,14 @@ def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.Pat
         v = values[fault].astype(np.float64)
         rms = float(np.sqrt(np.mean(v * v))) or 1.0
         planted = (fault, np.random.default_rng(0).normal(0.0, fault_scale * rms, v.shape).astype(np.float32))
-    fixed = _fixed_model(model, params, planted)
+    suffix = _suffix(model)
+    fixed = _fixed_model(model, params, planted, suffix)
     dumped = [n for n in names if n in params]
+    if not dumped:
+        raise ConfigError(f"{path}: no float32 activation to quantise and dump (models computing in float16 or "
+                          "double are not simulated)")
     fixed_runner = Runner(fixed, path, False)
-    q_names = [f"{n}{_SUFFIX}_q" for n in dumped]
+    q_names = [f"{n}{suffix}_q" for n in dumped]
     q_values = dict(zip(dumped, fixed_runner.run(fixed_runner.session(q_names), q_names, feeds)))
 
     where = {o: (k, n.op_type) for k, n in enumerate(g.node) for o in n.output}
@@ -237,7 +252,7 @@ def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.Pat
         for side in ("float", "fixed"):
             (tmp / side).mkdir()
             write_sigmastar_dump(tmp / side / DUMP_NAME, specs(side == "fixed"), is_float=True)
-        atomic_write_text(tmp / MIN_MAX_NAME, "".join(f"{n}, min: {lo:f}, max: {hi:f};\n"
+        atomic_write_text(tmp / MIN_MAX_NAME, "".join(f"{one_line(n)}, min: {lo:f}, max: {hi:f};\n"
                                                       for n, (lo, hi) in ranges.items()))
     return SigmaSimulation(out, out / "float" / DUMP_NAME, out / "fixed" / DUMP_NAME, out / MIN_MAX_NAME,
                            quant_level, dumped, {n: b for n, (_, _, b) in params.items()}, notes)

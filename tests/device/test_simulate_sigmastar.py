@@ -231,3 +231,22 @@ def test_a_model_without_float32_activations(tmp_path, capsys):
     assert main(["simulate", "--target", "sigmastar", str(model), "--seed", "0", "-o", str(tmp_path / "s")]) == 2
     assert "no float32 activation" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+
+
+def test_integer_fixed_dump_reads_as_the_dequantised_one(tmp_path, net):
+    """--no-dequant-fixed: isFloat 0 and the integers, which the reader dequantises with the header's s and z to
+    exactly the values of the dequantFixed dump (the scale is written in full, not cut to six decimals)."""
+    model, xfile, _ = net
+    assert run_sim(tmp_path, model, xfile) == 0
+    assert run_sim(tmp_path, model, xfile, "--no-dequant-fixed", "--quant-level", "int8", out="ints") == 0
+    assert run_sim(tmp_path, model, xfile, "--quant-level", "int8", out="reals") == 0
+    a = open_sigmastar(tmp_path / "ints/fixed/sigma_outtensor_dump.bin")
+    b = open_sigmastar(tmp_path / "reals/fixed/sigma_outtensor_dump.bin")
+    assert not a.is_float and b.is_float
+    for ta, tb in zip(a.tensors, b.tensors):
+        assert (ta.name, ta.scale, ta.zero_point, ta.data_type) == (tb.name, tb.scale, tb.zero_point, "SGS_S8")
+        raw = a.raw(ta)
+        assert raw.dtype == np.int8 and raw.size == np.prod(ta.shape)
+        np.testing.assert_array_equal(a.values(ta), b.values(tb))
+    float_dump = (tmp_path / "ints/float/sigma_outtensor_dump.bin").read_bytes()
+    assert float_dump == (tmp_path / "reals/float/sigma_outtensor_dump.bin").read_bytes()

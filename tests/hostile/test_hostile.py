@@ -52,6 +52,7 @@ def cases(c: dict[str, list[Path]], out: Path) -> list[list[str]]:
     for m in c["models"]:
         runs["golden"] += [[s(m), "-i", s(c["npys"][0]), "-o", "{out}"], [s(m), "--seed", "1", "-o", "{out}"]]
         runs["simulate"] += [[s(m), "--seed", "1", "-o", "{out}"]]
+        runs["simulate"] += [[s(m), "--target", "sigmastar", "--seed", "1", "-o", "{out}"]]
     for d in c["dumps"] + c["npys"]:
         runs["debug-config"] += [["check", s(d)]]
     for n in c["npys"]:

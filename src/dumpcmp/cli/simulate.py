@@ -45,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="sigmastar: plant noise in this activation of the fixed model (tests, demonstrations)")
     p.add_argument("--fault-scale", type=float, default=0.5, metavar="X",
                    help="sigmastar: the planted noise's RMS relative to the tensor's (default 0.5)")
+    p.add_argument("--no-dequant-fixed", action="store_true",
+                   help="sigmastar: the fixed dump holds the integers (isFloat 0), as without DebugConfig's "
+                        "dequantFixed")
     p.add_argument("--force", action="store_true", help="sigmastar: replace an existing output folder")
     p.add_argument("--precision", choices=("fp16", "int8"), default="fp16",
                    help="fp16: float16 tensors, fp32 compute; int8: quantized Conv/Gemm/MatMul (default fp16)")
@@ -77,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.target == "sigmastar":
         return _run_sigmastar(args)
-    if args.quant_level or args.fault or args.force:
-        raise ConfigError("--quant-level, --fault and --force are options of --target sigmastar")
+    if args.quant_level or args.fault or args.force or args.no_dequant_fixed:
+        raise ConfigError("--quant-level, --fault, --no-dequant-fixed and --force are options of --target sigmastar")
     if args.batch_mb <= 0:
         raise ConfigError(f"--batch-mb {args.batch_mb}: must be positive")
     if args.device_id < 0 or args.model_id < 0:
@@ -117,7 +120,8 @@ def _run_sigmastar(args: argparse.Namespace) -> int:
         raise ConfigError("--target sigmastar needs an output folder (-o DIR)")
     r = simulate_sigmastar_from_sources(args.model, args.output, args.inputs, args.preprocess, seed=args.seed,
                                         shapes=parse_shapes(args.shape), quant_level=args.quant_level or "mixed",
-                                        fault=args.fault, fault_scale=args.fault_scale, force=args.force)
+                                        fault=args.fault, fault_scale=args.fault_scale,
+                                        dequant_fixed=not args.no_dequant_fixed, force=args.force)
     for note in r.notes:
         print(f"dumpcmp: warning: {note}", file=sys.stderr)
     if not args.quiet:

@@ -352,7 +352,7 @@ def _header(spec: TensorSpec, shape: tuple[int, ...], size: int) -> bytes:
     dims = ", ".join(str(d) for d in shape)
     scale = f"{spec.scale:f}"  # as the SDK's writers print it, unless six decimals would lose the scale
     if float(scale) != spec.scale:
-        scale = f"{spec.scale:.9g}"
+        scale = repr(float(spec.scale))  # the shortest text that reads back as exactly this scale
     return (f"//{spec.direction} {spec.slot} s: {scale} z: {spec.zero_point} type: {spec.data_type} "
             f"name: {one_line(spec.name)} bConstant:{int(spec.constant)} shape:[{dims}] dims:{len(shape)}\n"
             f"{spec.op_kind}[{spec.op_index}] {one_line(spec.op_type)} = {{\n"

@@ -1,7 +1,7 @@
 """`dumpcmp simulate --target sigmastar`: what SigmaStar's SDK would dump for an ONNX model, without the SDK. In: an
 ONNX model and one input sample. Out: a folder with `float/sigma_outtensor_dump.bin` (the SigmaStar float model,
 which equals the original: isFloat 1), `fixed/sigma_outtensor_dump.bin` (a fixed-point model: every float
-activation quantised per tensor, as the dump of a fixed model with `dequantFixed` holds it) and
+activation quantised per tensor, as the dump of a fixed model with `dequantFixed` holds it, or its integers) and
 `tensor_min_max.txt` (the calibration), published whole through support/files.py.
 
 The fixed model is RUN quantised, not quantised after the fact: a copy of the ONNX graph gets, after every float32
@@ -155,10 +155,11 @@ def _nhwc(a: Any) -> Any:
 def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str],
                        sample: Mapping[str, Any] | None = None, *, seed: int | None = None,
                        quant_level: str = "mixed", fault: str | None = None, fault_scale: float = 0.5,
-                       force: bool = False) -> SigmaSimulation:
+                       dequant_fixed: bool = True, force: bool = False) -> SigmaSimulation:
     """Run the float and the fixed-point model on one sample and publish their dumps and the calibration as the
     folder `out_dir` (module doc). Inputs the sample leaves out get random data from `seed`, as `dumpcmp golden
-    --seed` makes it. An existing `out_dir` is replaced only with `force`."""
+    --seed` makes it. `dequant_fixed` False: the fixed dump holds the integers (isFloat 0), as the simulator writes
+    it without DebugConfig's `dequantFixed`. An existing `out_dir` is replaced only with `force`."""
     from dumpcmp.onnx.controlflow import inline_static_ifs
     from dumpcmp.onnx.inputs import sample_feeds
     from dumpcmp.onnx.model import load_model_with_weights, model_inputs, name_nodes
@@ -243,15 +244,18 @@ def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.Pat
                 yield TensorSpec(name, _nhwc(values[name]), op_type, k)
                 continue
             scale, zero, bits = params[name]
-            real = ((q_values[name].astype(np.float64) - zero) * scale).astype(np.float32)
-            yield TensorSpec(name, _nhwc(real), op_type, k, scale=scale, zero_point=zero,
+            q = q_values[name]
+            data = q.astype(np.int16) if not dequant_fixed else \
+                ((q.astype(np.float64) - zero) * scale).astype(np.float32)
+            yield TensorSpec(name, _nhwc(data), op_type, k, scale=scale, zero_point=zero,
                              data_type="SGS_S16" if bits == 16 else "SGS_S8")
 
     out = Path(out_dir)
     with atomic_folder(out, force=force, what="SigmaStar simulation") as tmp:
         for side in ("float", "fixed"):
             (tmp / side).mkdir()
-            write_sigmastar_dump(tmp / side / DUMP_NAME, specs(side == "fixed"), is_float=True)
+            write_sigmastar_dump(tmp / side / DUMP_NAME, specs(side == "fixed"),
+                                 is_float=side == "float" or dequant_fixed)
         atomic_write_text(tmp / MIN_MAX_NAME, "".join(f"{one_line(n)}, min: {lo:f}, max: {hi:f};\n"
                                                       for n, (lo, hi) in ranges.items()))
     return SigmaSimulation(out, out / "float" / DUMP_NAME, out / "fixed" / DUMP_NAME, out / MIN_MAX_NAME,

@@ -250,3 +250,19 @@ def test_integer_fixed_dump_reads_as_the_dequantised_one(tmp_path, net):
         np.testing.assert_array_equal(a.values(ta), b.values(tb))
     float_dump = (tmp_path / "ints/float/sigma_outtensor_dump.bin").read_bytes()
     assert float_dump == (tmp_path / "reals/float/sigma_outtensor_dump.bin").read_bytes()
+
+
+def test_parent_folders_are_made_and_an_existing_output_refused_first(tmp_path, net, capsys, monkeypatch):
+    """`simulate` makes its dump path's parents; --target sigmastar refused a missing parent only after the whole
+    run. An existing output is refused before any work (the model is not even loaded)."""
+    model, xfile, _ = net
+    assert run_sim(tmp_path, model, xfile, out="a/b/sim") == 0
+    assert sorted(os.listdir(tmp_path / "a/b/sim")) == ["fixed", "float", "tensor_min_max.txt"]
+    import dumpcmp.onnx.model as onnx_model
+
+    def no_load(*a, **k):
+        raise AssertionError("loaded")
+
+    monkeypatch.setattr(onnx_model, "load_model_with_weights", no_load)
+    assert run_sim(tmp_path, model, xfile, out="a/b/sim") == 2
+    assert "already exists" in capsys.readouterr().err

@@ -157,14 +157,14 @@ def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.Pat
                        quant_level: str = "mixed", fault: str | None = None, fault_scale: float = 0.5,
                        dequant_fixed: bool = True, force: bool = False) -> SigmaSimulation:
     """Run the float and the fixed-point model on one sample and publish their dumps and the calibration as the
-    folder `out_dir` (module doc). Inputs the sample leaves out get random data from `seed`, as `dumpcmp golden
+    folder `out_dir` (module doc; its parent folders are made). Inputs the sample leaves out get random data from `seed`, as `dumpcmp golden
     --seed` makes it. `dequant_fixed` False: the fixed dump holds the integers (isFloat 0), as the simulator writes
     it without DebugConfig's `dequantFixed`. An existing `out_dir` is replaced only with `force`."""
     from dumpcmp.onnx.controlflow import inline_static_ifs
     from dumpcmp.onnx.inputs import sample_feeds
     from dumpcmp.onnx.model import load_model_with_weights, model_inputs, name_nodes
     from dumpcmp.onnx.runner import Runner
-    from dumpcmp.support.files import atomic_folder, atomic_write_text
+    from dumpcmp.support.files import atomic_folder, atomic_write_text, exists_error, made_folder
 
     if quant_level not in QUANT_LEVELS:
         raise ConfigError(f"quant level {quant_level!r}: choose one of {', '.join(QUANT_LEVELS)}")
@@ -173,6 +173,9 @@ def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.Pat
     path = Path(model_path)
     if not path.is_file():
         raise NotFoundError(f"{path}: no such model file")
+    out = Path(out_dir)
+    if os.path.lexists(out) and not force:  # before the work; atomic_folder checks again when it publishes
+        raise exists_error(out, "SigmaStar simulation")
     model = load_model_with_weights(path)
     name_nodes(model)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
@@ -250,8 +253,8 @@ def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.Pat
             yield TensorSpec(name, _nhwc(data), op_type, k, scale=scale, zero_point=zero,
                              data_type="SGS_S16" if bits == 16 else "SGS_S8")
 
-    out = Path(out_dir)
-    with atomic_folder(out, force=force, what="SigmaStar simulation") as tmp:
+    # the output's parents are made as `simulate` makes its dump path (and removed again when nothing is published)
+    with made_folder(out.parent), atomic_folder(out, force=force, what="SigmaStar simulation") as tmp:
         for side in ("float", "fixed"):
             (tmp / side).mkdir()
             write_sigmastar_dump(tmp / side / DUMP_NAME, specs(side == "fixed"),

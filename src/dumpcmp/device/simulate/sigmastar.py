@@ -157,9 +157,10 @@ def simulate_sigmastar(model_path: str | os.PathLike[str], out_dir: str | os.Pat
                        quant_level: str = "mixed", fault: str | None = None, fault_scale: float = 0.5,
                        dequant_fixed: bool = True, force: bool = False) -> SigmaSimulation:
     """Run the float and the fixed-point model on one sample and publish their dumps and the calibration as the
-    folder `out_dir` (module doc; its parent folders are made). Inputs the sample leaves out get random data from `seed`, as `dumpcmp golden
-    --seed` makes it. `dequant_fixed` False: the fixed dump holds the integers (isFloat 0), as the simulator writes
-    it without DebugConfig's `dequantFixed`. An existing `out_dir` is replaced only with `force`."""
+    folder `out_dir` (module doc; its parent folders are made). Inputs the sample leaves out get random data from
+    `seed`, as `dumpcmp golden --seed` makes it. `dequant_fixed` False: the fixed dump holds the integers (isFloat
+    0), as the simulator writes it without DebugConfig's `dequantFixed`. An existing `out_dir` is replaced only with
+    `force`."""
     from dumpcmp.onnx.controlflow import inline_static_ifs
     from dumpcmp.onnx.inputs import sample_feeds
     from dumpcmp.onnx.model import load_model_with_weights, model_inputs, name_nodes

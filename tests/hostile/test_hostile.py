@@ -47,10 +47,14 @@ def cases(c: dict[str, list[Path]], out: Path) -> list[list[str]]:
         runs["compare"] += [["-l", s(good_dev), "-r", s(good_gt), "-f", s(j), "-o", "{out}/r.csv"],
                             ["-l", s(good_dev), "-r", s(good_gt), "-q", s(j), "-o", "{out}/r.csv"]]
         runs["acl-json"] += [["check", s(j)]]
+        runs["debug-config"] += [["check", s(j)]]
         runs["simulate"] += [[s(c["models"][0]), "--acl-json", s(j), "-o", "{out}"]]
     for m in c["models"]:
         runs["golden"] += [[s(m), "-i", s(c["npys"][0]), "-o", "{out}"], [s(m), "--seed", "1", "-o", "{out}"]]
         runs["simulate"] += [[s(m), "--seed", "1", "-o", "{out}"]]
+        runs["simulate"] += [[s(m), "--target", "sigmastar", "--seed", "1", "-o", "{out}"]]
+    for d in c["dumps"] + c["npys"]:
+        runs["debug-config"] += [["check", s(d)]]
     for n in c["npys"]:
         runs["golden"] += [[s(c["models"][1]), "-i", s(n), "-o", "{out}"]]
     no_input = {"demo", "sample"}  # they read nothing of the user's

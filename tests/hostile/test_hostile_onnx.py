@@ -50,7 +50,7 @@ def hostile_models(folder) -> dict[str, tuple[bytes, str, tuple[str, ...]]]:
     (folder / "w.bin").write_bytes(b"\0" * 16)
     if not (folder / "link.bin").is_symlink():
         (folder / "link.bin").symlink_to(outside)
-    every = ("golden", "simulate", "extract-list", "extract", "locate")
+    every = ("golden", "simulate", "simulate-sigmastar", "extract-list", "extract", "locate")
     split = _model([helper.make_node("Split", ["x"], ["a", ""], name="split1", axis=1),
                     helper.make_node("Relu", ["a"], ["y"], name="relu1")], [_vi()], [_vi("y", shape=(1, 2))])
     split_mid = _model([helper.make_node("Split", ["x"], ["a", "", "c"], name="split1", axis=1, num_outputs=3)],
@@ -80,7 +80,7 @@ def hostile_models(folder) -> dict[str, tuple[bytes, str, tuple[str, ...]]]:
         "huge_input": (_model([helper.make_node("Relu", ["x"], ["y"], name="relu1")], [_vi(shape=huge)],
                               [_vi("y", shape=huge)]).SerializeToString(),
                        f"input 'x' (float32 [{', '.join(map(str, huge))}]) would take {4 * (1 << 50)} bytes",
-                       ("golden", "simulate")),
+                       ("golden", "simulate", "simulate-sigmastar")),
         "split_empty_output": (split.SerializeToString(), "node 'split1' (Split): its output 1 has an empty name",
                                every),
         "split_empty_middle": (split_mid.SerializeToString(), "its output 1 has an empty name", every),
@@ -98,6 +98,7 @@ def _argv(command: str, model, tmp_path) -> list[str]:
     return {
         "golden": ["golden", model, "--seed", "1", "-o", out],
         "simulate": ["simulate", model, "--seed", "1", "-o", out],
+        "simulate-sigmastar": ["simulate", "--target", "sigmastar", model, "--seed", "1", "-o", out],
         "extract-list": ["extract", model, "--list"],
         "extract": ["extract", model, "--start", "x", "--end", "y", "-l", dev, "-f", graph, "-o", out],
         "locate": ["locate", model, "-l", dev, "-r", gt, "-f", graph, "-o", out],

@@ -22,6 +22,7 @@ COMMANDS = {
     "bisect": "dumpcmp.cli.bisect",
     "compare": "dumpcmp.cli.compare",
     "convert": "dumpcmp.cli.convert",
+    "debug-config": "dumpcmp.cli.debug_config",
     "demo": "dumpcmp.cli.demo",
     "diff": "dumpcmp.cli.diff",
     "extract": "dumpcmp.cli.extract",
@@ -41,7 +42,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command's parser. Given the sub-command about to run, only that one gets its options (the others are
-    bare names): building all seventeen takes several times as long as one, on every run
+    bare names): building all of them takes several times as long as one, on every run
     (docs/performance.md#design-measurements)."""
     from dumpcmp import __version__
 

@@ -1,5 +1,7 @@
 """`dumpcmp histogram`: one PNG per layer with the distribution of its values (counts in blue, min and max as red
 dashed lines; the ground truth overlaid with -r), as SigmaStar's DumpDebug histogram.py draws them.
+SigmaStar dumps (sigma_outtensor_dump.bin, onnx_NHWC_outtensor_dump.bin, text forms) are read too, -r another one
+(tensors paired by name), --min-max their calibrator's tensor_min_max.txt.
 
 The counts come from a C++ reduction over the mapped data in at most two passes (range, then counts). An existing
 output folder is never emptied: without --force it is an error, with --force same-named PNGs are replaced and
@@ -17,8 +19,10 @@ from dumpcmp.cli.options import add_run_selection, count, run_selection
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("histogram", help="one histogram PNG per layer (device, and ground truth overlaid)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("target", metavar="DUMP_OR_FOLDER", help="a dump file, a dump folder/tree or a .npy folder")
-    p.add_argument("-r", "--right", metavar="DIR", help="ground truth to overlay (pairs as compare does)")
+    p.add_argument("target", metavar="DUMP_OR_FOLDER",
+                   help="a dump file, a dump folder/tree, a .npy folder or a SigmaStar dump (sigma_outtensor_dump.bin)")
+    p.add_argument("-r", "--right", metavar="DIR",
+                   help="ground truth to overlay (pairs as compare does; for a SigmaStar dump: another one, by name)")
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (with -r)")
     p.add_argument("--min-max", metavar="TXT", help="a calibrator's tensor_min_max.txt: its min/max are the red lines")
     p.add_argument("-o", "--output", default="Histograms", metavar="DIR", help="output folder (default Histograms)")
@@ -37,6 +41,10 @@ def _runs(args: argparse.Namespace) -> list[tuple[str | None, list]]:
     from dumpcmp.output.histogram.layers import compared_layers, dump_layers
 
     selection = run_selection(args)
+    from dumpcmp.dumps.sigmastar import is_sigmastar_dump
+
+    if is_sigmastar_dump(args.target) or (args.right and is_sigmastar_dump(args.right)):
+        return [(None, list(_sigmastar_layers(args)))]
     if args.right:
         from dumpcmp.comparison.compare import compare_runs
 
@@ -58,6 +66,20 @@ def _runs(args: argparse.Namespace) -> list[tuple[str | None, list]]:
     return [(g.key.describe(), list(dump_layers(args.target, inputs=args.inputs,
                                                 selection={k: getattr(g.key, k) for k in fields})))
             for g in groups]
+
+
+def _sigmastar_layers(args: argparse.Namespace) -> list:
+    """SigmaStar dumps (both sides when -r is given): every tensor by name, no run selection."""
+    from dumpcmp.dumps.sigmastar import is_sigmastar_dump
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.output.histogram.layers import sigmastar_layers
+
+    for path in [args.target] + ([args.right] if args.right else []):
+        if not is_sigmastar_dump(path):
+            raise ConfigError(f"{path}: not a SigmaStar dump; a SigmaStar dump's histograms pair with another one")
+    if args.fusion_json or args.inputs:
+        raise ConfigError("-f and --inputs do not apply to SigmaStar dumps")
+    return list(sigmastar_layers(args.target, args.right))
 
 
 def run(args: argparse.Namespace) -> int:

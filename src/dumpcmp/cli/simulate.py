@@ -23,6 +23,13 @@ examples:
   dumpcmp simulate net.onnx --precision fp16 --seed 0 -o npu
   dumpcmp golden net.onnx --seed 0 -o golden          # the same random input, in fp32
   dumpcmp simulate net.onnx --precision int8 -i images/ --preprocess prep.py --acl-json acl.json
+  dumpcmp simulate --target sigmastar net.onnx --seed 0 -o sim   # sim/float/, sim/fixed/, sim/tensor_min_max.txt
+
+--target sigmastar: SigmaStar's DumpDebug files instead of Ascend dumps: -o DIR gets float/sigma_outtensor_dump.bin
+(the float model), fixed/sigma_outtensor_dump.bin (every float activation quantised per tensor with min/max
+calibration on the one input sample, the quantised model run so its error accumulates layer by layer) and
+tensor_min_max.txt. --quant-level int16, int8 or mixed (8-bit Conv/Gemm/MatMul inputs, 16-bit others: the SDK's
+default). --fault TENSOR adds noise to one activation of the fixed model. The Ascend options do not apply.
 """
 
 
@@ -30,6 +37,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="write the dumps an NPU would produce for an ONNX model (fp16 or int8)",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="the .onnx file")
+    p.add_argument("--target", choices=("ascend", "sigmastar"), default="ascend",
+                   help="whose dumps to write: Ascend NPU dump files (default) or SigmaStar's sigma_outtensor_dump.bin")
+    p.add_argument("--quant-level", choices=("mixed", "int16", "int8"), default=None,
+                   help="sigmastar: activation widths of the fixed model (default mixed)")
+    p.add_argument("--fault", default=None, metavar="TENSOR",
+                   help="sigmastar: plant noise in this activation of the fixed model (tests, demonstrations)")
+    p.add_argument("--fault-scale", type=float, default=0.5, metavar="X",
+                   help="sigmastar: the planted noise's RMS relative to the tensor's (default 0.5)")
+    p.add_argument("--no-dequant-fixed", action="store_true",
+                   help="sigmastar: the fixed dump holds the integers (isFloat 0), as without DebugConfig's "
+                        "dequantFixed")
+    p.add_argument("--force", action="store_true", help="sigmastar: replace an existing output folder")
     p.add_argument("--precision", choices=("fp16", "int8"), default="fp16",
                    help="fp16: float16 tensors, fp32 compute; int8: quantized Conv/Gemm/MatMul (default fp16)")
     p.add_argument("-i", "--input", dest="inputs", nargs="+", action="extend", default=[], metavar="INPUT",
@@ -59,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.onnx.inputs import parse_shapes
     from dumpcmp.device.simulate import simulate_from_sources
 
+    if args.target == "sigmastar":
+        return _run_sigmastar(args)
+    if args.quant_level or args.fault or args.force or args.no_dequant_fixed:
+        raise ConfigError("--quant-level, --fault, --no-dequant-fixed and --force are options of --target sigmastar")
     if args.batch_mb <= 0:
         raise ConfigError(f"--batch-mb {args.batch_mb}: must be positive")
     if args.device_id < 0 or args.model_id < 0:
@@ -80,4 +103,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {d}")
     print(f"  fused: {fused}")
     print(f"  graph JSON: {r.json_path}")
+    return 0
+
+
+def _run_sigmastar(args: argparse.Namespace) -> int:
+    from dumpcmp.device.simulate.sigmastar import simulate_sigmastar_from_sources
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.onnx.inputs import parse_shapes
+
+    ascend = [f"--{o.replace('_', '-')}" for o in ("acl_json", "dump_mode", "model_name", "json_out")
+              if getattr(args, o) is not None]
+    if ascend or args.precision != "fp16":
+        raise ConfigError(f"{', '.join(ascend) or '--precision'}: an option of Ascend simulation, not of --target "
+                          "sigmastar (its widths: --quant-level)")
+    if args.output is None:
+        raise ConfigError("--target sigmastar needs an output folder (-o DIR)")
+    r = simulate_sigmastar_from_sources(args.model, args.output, args.inputs, args.preprocess, seed=args.seed,
+                                        shapes=parse_shapes(args.shape), quant_level=args.quant_level or "mixed",
+                                        fault=args.fault, fault_scale=args.fault_scale,
+                                        dequant_fixed=not args.no_dequant_fixed, force=args.force)
+    for note in r.notes:
+        print(f"dumpcmp: warning: {note}", file=sys.stderr)
+    if not args.quiet:
+        counts = {b: sum(1 for v in r.bits.values() if v == b) for b in (8, 16)}
+        print(f"SigmaStar simulation ({r.quant_level}: {counts[16]} tensors 16-bit, {counts[8]} 8-bit): "
+              f"{len(r.tensors)} tensors dumped")
+        for p in (r.float_dump, r.fixed_dump, r.min_max):
+            print(f"  {p}")
     return 0

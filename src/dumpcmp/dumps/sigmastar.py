@@ -28,7 +28,7 @@ from dumpcmp.errors import ConfigError, DumpcmpError, DumpError
 from dumpcmp.support.lazy_numpy import np
 
 __all__ = [
-    "DTYPES", "SigmaDump", "SigmaTensor", "TensorSpec", "TRAILERS", "is_sigmastar_dump", "open_sigmastar",
+    "DTYPES", "SigmaDump", "SigmaTensor", "TensorSpec", "TRAILERS", "is_sigmastar_dump", "one_line", "open_sigmastar",
     "read_min_max", "write_sigmastar_dump",
 ]
 
@@ -342,11 +342,20 @@ def _payload(spec: TensorSpec, is_float: bool) -> Any:
     return shape, values
 
 
+def one_line(name: str) -> str:
+    """A tensor or op name as the dumps' line-based headers (and tensor_min_max.txt) can hold it: line breaks become
+    spaces (an ONNX name may hold any character; written raw, it would split its header line in two)."""
+    return name.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+
+
 def _header(spec: TensorSpec, shape: tuple[int, ...], size: int) -> bytes:
     dims = ", ".join(str(d) for d in shape)
-    return (f"//{spec.direction} {spec.slot} s: {spec.scale:f} z: {spec.zero_point} type: {spec.data_type} "
-            f"name: {spec.name} bConstant:{int(spec.constant)} shape:[{dims}] dims:{len(shape)}\n"
-            f"{spec.op_kind}[{spec.op_index}] {spec.op_type} = {{\n"
+    scale = f"{spec.scale:f}"  # as the SDK's writers print it, unless six decimals would lose the scale
+    if float(scale) != spec.scale:
+        scale = repr(float(spec.scale))  # the shortest text that reads back as exactly this scale
+    return (f"//{spec.direction} {spec.slot} s: {scale} z: {spec.zero_point} type: {spec.data_type} "
+            f"name: {one_line(spec.name)} bConstant:{int(spec.constant)} shape:[{dims}] dims:{len(shape)}\n"
+            f"{spec.op_kind}[{spec.op_index}] {one_line(spec.op_type)} = {{\n"
             f"//buffer data size: {size}\n").encode("utf-8")
 
 

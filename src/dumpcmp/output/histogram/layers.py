@@ -96,3 +96,31 @@ def compared_layers(result: Any, custom: Any = None) -> Iterator[Layer]:
             yield Layer(name, row.op_type, x, y)
         except (DumpcmpError, ValueError, OSError) as error:
             yield Layer(name, row.op_type, None, error=str(error))
+
+
+def sigmastar_layers(target: str | os.PathLike[str], right: str | os.PathLike[str] | None = None) -> Iterator[Layer]:
+    """Every non-constant tensor of a SigmaStar dump (`sigma_outtensor_dump.bin`, its text form, ...), in file order,
+    by tensor name; with `right` (another SigmaStar dump) the tensor of the same name there as the ground truth.
+    Constants (bConstant:1, weights) are left out, as the SDK's compare leaves them out."""
+    from dumpcmp.dumps.sigmastar import open_sigmastar
+
+    dump = open_sigmastar(target)
+    other = open_sigmastar(right) if right is not None else None
+    theirs = {t.name: t for t in other.tensors if not t.constant} if other is not None else {}
+
+    def source(d: Any, t: Any) -> Any:
+        return core.compare.source_from_array(np.ascontiguousarray(d.values(t), dtype=np.float32))
+
+    for t in dump.tensors:
+        if t.constant:
+            continue
+        try:
+            gt = None
+            if other is not None:
+                if t.name not in theirs:
+                    yield Layer(t.name, t.op_type, None, error=f"no tensor of this name in {other.path}")
+                    continue
+                gt = source(other, theirs[t.name])
+            yield Layer(t.name, t.op_type, source(dump, t), gt)
+        except (DumpcmpError, ValueError) as error:
+            yield Layer(t.name, t.op_type, None, error=str(error))

@@ -202,11 +202,26 @@ class StatsResult:
     notes: list[str] = field(default_factory=list)
     warning: float = DEFAULT_WARNING
     error: float = DEFAULT_ERROR
+    model_name: str | None = None
+    """The run's model name (its dump folder's), as an acl.json's dump_list names it."""
 
     def counts(self) -> dict[str, int]:
         out = {PASS: 0, WARNING: 0, ERROR: 0, "": 0}
         for r in self.rows:
             out[r.verdict] += 1
+        return out
+
+    def first_error(self) -> StatsRow | None:
+        """The first tensor in execution order whose verdict is error."""
+        return next((r for r in self.rows if r.verdict == ERROR), None)
+
+    def records_by_op(self) -> dict[str, list[StatsRecord]]:
+        """The device side's statistics records of each device op of the rows, ops in execution order."""
+        out: dict[str, list[StatsRecord]] = {}
+        for r in self.rows:
+            ref = r.pair.npu_ref
+            if r.pair.npu_op is not None and r.pair.npu_op not in out and isinstance(ref, _StatsOp):
+                out[r.pair.npu_op] = list(ref.records.values())
         return out
 
     def first_not_pass(self) -> StatsRow | None:
@@ -409,7 +424,8 @@ def compare_stats(
             pairs, sides = _pair_stats_with_dumps(ops, right_index, group, threads)
         else:
             raise NotFoundError(f"{right}: no ground truth, no dumps and no statistics files found")
-        results.append(StatsResult(group.key.describe(), _rows(pairs, sides, warning, error), notes, warning, error))
+        results.append(StatsResult(group.key.describe(), _rows(pairs, sides, warning, error), notes, warning, error,
+                                   group.key.model_name))
     return results
 
 

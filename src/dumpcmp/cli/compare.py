@@ -250,6 +250,10 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
 
     _check_output(args)
     budget = _check_narrow(args)
+    if args.html is not None:
+        from dumpcmp.cli.finish import check_outputs
+
+        check_outputs(args, args.html)
     results = compare_stats(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                             warning=args.stats_warning, error=args.stats_error, threads=args.threads,
                             gt_sample=args.gt_sample, **selection)
@@ -267,6 +271,10 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
             print(result.summary(), file=sys.stderr if path is None else sys.stdout)
             if path is not None:
                 print(f"  result: {path}")
+    if args.html is not None:
+        from dumpcmp.cli.finish import write_stats_reports
+
+        write_stats_reports(results, args, args.html, sys.stderr if args.output is None else sys.stdout)
     if args.narrow is not None:
         _write_narrow(args, results, budget)
     return 0

@@ -313,7 +313,8 @@ def _write_narrow(args: argparse.Namespace, results: list, budget: int) -> None:
     dump_path = args.narrow_dump_path or os.path.abspath(args.left)
     written = write_narrow_acl_json(plan, args.narrow, dump_path=dump_path, force=args.force)
     if not args.quiet:
-        print(plan.summary())
+        out = sys.stderr if args.output is None else sys.stdout  # the table alone on standard output without -o
+        print(plan.summary(), file=out)
         for note in plan.notes:
-            print(f"  note: {note}")
-        print(f"  acl.json: {written} (dump_path {dump_path})")
+            print(f"  note: {note}", file=out)
+        print(f"  acl.json: {written} (dump_path {dump_path})", file=out)

@@ -28,7 +28,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from dumpcmp.errors import ConfigError, DumpcmpError
 
@@ -162,31 +162,16 @@ def _dumped(op: str, records: Mapping[str, Any], graph: Any) -> bool:
     return g is not None and g.type not in NO_DUMP_TYPES
 
 
-def _upstream(first: str, graph: Any, order: Sequence[str]) -> Iterable[tuple[str, list[str]]]:
-    """(op, ops through which it was reached) upstream of `first`, nearest first; with no graph, the ops before it
-    in `order`, nearest first."""
-    if graph is None:
-        at = order.index(first)
-        for k, op in enumerate(reversed(order[:at])):
-            yield op, list(reversed(order[at - k:at]))
-        return
-    rank = {op.name: op.position for op in graph.ops}
-    seen = {first}
-    frontier = [(first, [])]
-    while frontier:
-        nxt = []
-        for name, path in frontier:
-            op = graph.get(name)
-            if op is None:
-                continue
-            for prod in graph.producers(op):
-                if prod is None or prod[0].name in seen:
-                    continue
+def _producers_of(names: Sequence[str], graph: Any, seen: set[str]) -> list[str]:
+    """The producers of `names`' inputs not seen yet, latest in execution order first (the nearest)."""
+    out = []
+    for name in names:
+        op = graph.get(name)
+        for prod in graph.producers(op) if op is not None else ():
+            if prod is not None and prod[0].name not in seen:
                 seen.add(prod[0].name)
-                nxt.append((prod[0].name, path + [name]))
-        nxt.sort(key=lambda item: rank.get(item[0], 0), reverse=True)  # nearest in execution order first
-        yield from ((n, p) for n, p in nxt)
-        frontier = nxt
+                out.append(prod[0])
+    return [op.name for op in sorted(out, key=lambda op: op.position, reverse=True)]
 
 
 def narrow(result: Any, graph: Any = None, *, budget: int = DEFAULT_BUDGET) -> Narrowed | None:
@@ -210,23 +195,30 @@ def narrow(result: Any, graph: Any = None, *, budget: int = DEFAULT_BUDGET) -> N
         notes.append(f"{first_op} alone holds {_mib(total)} of tensors, more than the budget {_mib(budget)}: "
                      "it is dumped alone")
     left_out: list[str] = []
-    blocked: set[str] = set()
-    for op, through in _upstream(first_op, graph, order):
-        if any(t in blocked for t in through):
-            blocked.add(op)
-            continue
-        if not _dumped(op, records, graph):
-            continue  # passed through, not listed
+
+    def fits(op: str) -> bool:
+        nonlocal total
         size = sizes.of(op)
         if total + size > budget:
             left_out.append(op)
-            blocked.add(op)
-            if graph is None:
-                break  # the region stays the ops just before the error
-            continue
+            return False
         layers.append(op)
         taken[op] = size
         total += size
+        return True
+
+    if graph is None:
+        at = order.index(first_op)
+        for op in reversed(order[:at]):  # the ops just before it, nearest first, until one does not fit
+            if _dumped(op, records, graph) and not fits(op):
+                break
+    else:
+        seen = {first_op}
+        frontier = [first_op]
+        while frontier:  # breadth first: each distance upstream, nearest in execution order first
+            # an op that does not fit is not gone through; one that is not dumped is passed through, not listed
+            frontier = [op for op in _producers_of(frontier, graph, seen)
+                        if not _dumped(op, records, graph) or fits(op)]
     if sizes.unknown:
         shown = ", ".join(sizes.unknown[:5]) + (", ..." if len(sizes.unknown) > 5 else "")
         notes.append(f"size unknown (counted 0): {shown}")
@@ -242,7 +234,8 @@ def write_narrow_acl_json(plan: Narrowed, path: str | Path, *, dump_path: str, m
 
     name = model_name or plan.model_name
     if not name:
-        raise ConfigError(f"{plan.run}: the run has no model name (a flat or single-op dump); give --model-name")
+        raise ConfigError(f"{plan.run}: the run has no model name (its statistics file is not in a "
+                          "{time}/{device}/{model}/{model_id}/{data_index} folder): the acl.json cannot name the model")
     config = new_acl_json([ModelDump(name, list(plan.layers))], dump_path=dump_path, dump_mode="all",
                           dump_data="tensor")
     return write_acl_json(config, path, force=force)

@@ -8,6 +8,7 @@ The original tool's flags work as they did (`-l`, `-r`, `-f`, `-q`, `-o`, `-csv`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -82,6 +83,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="statistics compare: RelDiff above which a tensor is a warning (default 1e-3)")
     p.add_argument("--stats-error", type=float, default=1e-2, metavar="REL",
                    help="statistics compare: RelDiff above which a tensor is an error (default 1e-2)")
+    p.add_argument("--narrow", metavar="ACL_JSON",
+                   help="statistics compare: write an acl.json dumping full tensors (dump_mode all) only of the "
+                        "first error's op and its upstream neighbours (graph producers with -f, else the ops just "
+                        "before it), up to --narrow-budget")
+    p.add_argument("--narrow-budget", default="1G", metavar="BYTES",
+                   help="with --narrow: bytes of tensors the region may hold, e.g. 512M, 2G (default 1G)")
+    p.add_argument("--narrow-dump-path", metavar="DIR",
+                   help="with --narrow: the acl.json's dump_path (default: the -l folder, made absolute)")
     from dumpcmp.cli.advice_options import add_options
 
     add_options(p)
@@ -129,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
 
         if args.stats or has_stats_dump(args.left):
             return _run_stats(args, selection)
+    if args.narrow is not None:
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--narrow needs a statistics compare: a -l folder holding statistics files (or --stats), "
+                          "without -d")
     if args.op is not None:
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
@@ -235,6 +249,11 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
     from dumpcmp.support.files import exists_error
 
     _check_output(args)
+    budget = _check_narrow(args)
+    if args.html is not None:
+        from dumpcmp.cli.finish import check_outputs
+
+        check_outputs(args, args.html)
     results = compare_stats(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                             warning=args.stats_warning, error=args.stats_error, threads=args.threads,
                             gt_sample=args.gt_sample, **selection)
@@ -252,4 +271,50 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
             print(result.summary(), file=sys.stderr if path is None else sys.stdout)
             if path is not None:
                 print(f"  result: {path}")
+    if args.html is not None:
+        from dumpcmp.cli.finish import write_stats_reports
+
+        write_stats_reports(results, args, args.html, sys.stderr if args.output is None else sys.stdout)
+    if args.narrow is not None:
+        _write_narrow(args, results, budget)
     return 0
+
+
+def _check_narrow(args: argparse.Namespace) -> int:
+    """--narrow's budget, and its file checked before the run (an existing one is kept without --force)."""
+    from dumpcmp.debug.narrow import parse_size
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.support.files import exists_error
+
+    if args.narrow is None:
+        return 0
+    path = Path(args.narrow)
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; --narrow takes the acl.json file to write")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: the folder {folder} does not exist")
+    if os.path.lexists(path) and not args.force:
+        raise exists_error(path, "config")
+    return parse_size(args.narrow_budget)
+
+
+def _write_narrow(args: argparse.Namespace, results: list, budget: int) -> None:
+    from dumpcmp.debug.narrow import narrow, write_narrow_acl_json
+    from dumpcmp.graph.graph_json import load_graph
+
+    graph = None
+    if args.fusion_json is not None:
+        graph = load_graph(args.fusion_json, quant_fusion=args.quant_fusion_rule)
+    plan = next((p for p in (narrow(r, graph, budget=budget) for r in results) if p is not None), None)
+    if plan is None:
+        print(f"dumpcmp: no tensor is an error: nothing to narrow; {args.narrow} not written", file=sys.stderr)
+        return
+    dump_path = args.narrow_dump_path or os.path.abspath(args.left)
+    written = write_narrow_acl_json(plan, args.narrow, dump_path=dump_path, force=args.force)
+    if not args.quiet:
+        out = sys.stderr if args.output is None else sys.stdout  # the table alone on standard output without -o
+        print(plan.summary(), file=out)
+        for note in plan.notes:
+            print(f"  note: {note}", file=out)
+        print(f"  acl.json: {written} (dump_path {dump_path})", file=out)

@@ -80,6 +80,9 @@ def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
     import numpy as np
 
     text = os.fspath(path)
+    plain = plain_npy(text)  # a plain header, read without NumPy's parser (which compiles it: ~100 us a file)
+    if plain is not None:
+        return NpyHeader(np.dtype(plain.descr), plain.shape, False, plain.offset)
     try:
         with open(text, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -124,6 +127,7 @@ class PlainNpy:
     data_type: str  # the core's name (FLOAT, FLOAT16, ...)
     shape: tuple[int, ...]
     offset: int  # where the data starts
+    descr: str = ""  # NumPy's ('<f4', '|b1', ...)
 
 
 _NPY_SPACE = "[ \t\n]*"
@@ -213,7 +217,7 @@ def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:
         return None
     if math.prod(shape) * int(descr[2:]) != size - offset:
         return None
-    return PlainNpy(data_type, shape, offset)
+    return PlainNpy(data_type, shape, offset, descr)
 
 
 def load_npy(path: str | os.PathLike[str]) -> Any:

@@ -170,3 +170,20 @@ def load(path: str | os.PathLike[str], what: str = "JSON file", *, max_bytes: in
     """Read and parse a JSON file (see the module docstring)."""
     name = os.fspath(path)
     return loads(decode(read_bytes(name, what, max_bytes), name), name, max_depth=max_depth, **kwargs)
+
+
+def dumps_text(value: Any) -> str:
+    """`value` as JSON text indented by two spaces, ending in a newline: written by orjson (a tree of 10^6 dumps'
+    `info` in seconds; the standard library's indented writer is pure Python and takes minutes), by the standard
+    library where orjson cannot or would write otherwise (names that are not UTF-8, which only `\\u` escapes carry;
+    non-ASCII text, escaped as before for terminals that take ASCII only; integers past 64 bits). A float that is
+    not finite is null (valid JSON), not the standard library's NaN."""
+    try:
+        import orjson
+
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        if data.isascii():
+            return data.decode("ascii")
+    except (ImportError, TypeError):  # orjson.JSONEncodeError is a TypeError
+        pass
+    return json.dumps(value, indent=2) + "\n"

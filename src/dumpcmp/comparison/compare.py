@@ -206,7 +206,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
             else:
                 row.result = out
                 finish_row(row, out, algos, ctx)
-        progress.advance(len(batch.entries))
+        progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries))
 
     def flush() -> None:
         nonlocal pending, pending_elements, running

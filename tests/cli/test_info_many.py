@@ -43,7 +43,7 @@ def test_names_and_npy_entries_are_the_references(tmp_path, capsys):
     arrays = {f"conv1.0.{T0}.npy": np.arange(6, dtype=np.float16).reshape(2, 3),
               f"mm.0.{T0}.npy": np.asfortranarray(np.ones((3, 4), np.float32)),  # not plain: NumPy reads it
               f"r.0.{T0}.npy": np.zeros((0, 5), np.int32),
-              f"conv1.output.0.2x3.npy": np.ones((2, 3), np.float32)}
+              "conv1.output.0.2x3.npy": np.ones((2, 3), np.float32)}
     for file_name, a in arrays.items():
         np.save(gt / file_name, a)
     code, text, doc = run_json(capsys, tmp_path / "dump", gt)

@@ -351,6 +351,13 @@ def _print_tree(t: dict[str, Any], out: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dumpcmp.support.gcpause import paused
+
+    with paused():  # a dict per dump of a tree of 10^6: see dumpcmp.support.gcpause
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     items, ok = gather(list(args.paths))
     out, err = sys.stdout, sys.stderr
     for item in items:

@@ -62,6 +62,8 @@ _SHAPE_SEPARATORS = re.compile(r"[,x×*\s]+")
 
 def is_stats_file_name(name: str) -> bool:
     """True for ``statistic.csv`` and names ending in it (``..._statistic.csv``), any case."""
+    if name[-4:].lower() != ".csv":  # every file of a scan passes here: the whole name lowered only for a CSV
+        return False
     lower = name.lower()
     return lower == STATS_FILE or (lower.endswith(STATS_FILE) and lower[-len(STATS_FILE) - 1] in "._-")
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from dumpcmp.cli.options import add_run_selection, count, positive, run_selection
+from dumpcmp.support.gcpause import paused
 
 
 EPILOG = """\
@@ -126,9 +127,13 @@ def _check_output(args: argparse.Namespace) -> None:
         raise exists_error(path, "result file")
 
 
+@paused()  # the rows, their cells, the summary and advice of a large model: see dumpcmp.support.gcpause
 def run(args: argparse.Namespace) -> int:
+    from dumpcmp.comparison.compare import compare_runs
     from dumpcmp.dumps.sigmastar import is_sigmastar_dump
-    from dumpcmp.support.gcpause import paused
+    from dumpcmp.output.table import text_table
+    from dumpcmp.support.files import exists_error
+    from dumpcmp.errors import DumpcmpError
 
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
@@ -146,20 +151,9 @@ def run(args: argparse.Namespace) -> int:
     if args.op is not None:
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
-    from dumpcmp.cli.finish import check_outputs
+    from dumpcmp.cli.finish import check_outputs, finish
 
     check_outputs(args, args.html)
-    with paused():  # the rows, their cells, the summary and advice of a large model: see dumpcmp.support.gcpause
-        return _compare_and_write(args, selection)
-
-
-def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
-    from dumpcmp.cli.finish import finish
-    from dumpcmp.comparison.compare import compare_runs
-    from dumpcmp.output.table import text_table
-    from dumpcmp.support.files import exists_error
-    from dumpcmp.errors import DumpcmpError
-
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,

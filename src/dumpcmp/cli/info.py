@@ -65,6 +65,7 @@ from dumpcmp.errors import DumpcmpError, NamingError, NotFoundError
 from dumpcmp.dumps.ground_truth import open_npy, plain_npy
 from dumpcmp.dumps.scan import DumpIndex, scan
 from dumpcmp.support import jsonfile
+from dumpcmp.support.gcpause import paused
 from dumpcmp.dumps.sigmastar import is_sigmastar_dump
 from dumpcmp.dumps.stats import is_stats_file_name, read_stats
 
@@ -350,14 +351,8 @@ def _print_tree(t: dict[str, Any], out: Any) -> None:
             _print_stats(d, "  ", out)
 
 
+@paused()  # a dict per dump of a tree of 10^6: see dumpcmp.support.gcpause
 def run(args: argparse.Namespace) -> int:
-    from dumpcmp.support.gcpause import paused
-
-    with paused():  # a dict per dump of a tree of 10^6: see dumpcmp.support.gcpause
-        return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
     items, ok = gather(list(args.paths))
     out, err = sys.stdout, sys.stderr
     for item in items:

@@ -60,6 +60,7 @@ def _shape(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
+@paused()  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
 def compare_runs(
     left: str | os.PathLike[str],
     right: str | os.PathLike[str],
@@ -89,18 +90,6 @@ def compare_runs(
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
     comparison.
     """
-    with paused():  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
-        return _compare_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, algorithms=algorithms,
-                             time=time, device_id=device_id, model_name=model_name, model_id=model_id,
-                             data_index=data_index, custom=custom, threads=threads, quiet=quiet, precise=precise,
-                             gt_sample=gt_sample, right_time=right_time, right_data_index=right_data_index)
-
-
-def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *, fusion_json: Any, quant_json: Any,
-                  algorithms: Any, time: str | None, device_id: int | None, model_name: str | None,
-                  model_id: int | None, data_index: int | None, custom: Any, threads: int, quiet: bool,
-                  precise: bool, gt_sample: Any, right_time: str | None,
-                  right_data_index: int | None) -> list[ComparisonResult]:
     algos = parse_algorithms(algorithms)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,

@@ -193,13 +193,24 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _run_sigmastar(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison.sigmastar import compare_sigmastar
+_GATES = ("--fail-below", "--fail-on", "--json")
+_FLAG_DEST = {"-d": "op", "--locate": "locate", "--html": "html", "-f": "fusion_json", "--fail-below": "fail_below",
+              "--fail-on": "fail_on", "--json": "json_path"}
+
+
+def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> None:
+    """Exit 2 naming the first of `flags` given: an option a route does not apply is refused, never ignored."""
     from dumpcmp.errors import ConfigError
 
-    for flag, given in (("-d", args.op), ("--locate", args.locate), ("--html", args.html), ("-f", args.fusion_json)):
-        if given is not None:
-            raise ConfigError(f"{flag} is not available when -l is a SigmaStar dump")
+    for flag in flags:
+        if getattr(args, _FLAG_DEST[flag], None) is not None:
+            raise ConfigError(f"{flag} is not available {where}")
+
+
+def _run_sigmastar(args: argparse.Namespace) -> int:
+    from dumpcmp.comparison.sigmastar import compare_sigmastar
+
+    _refuse(args, ("-d", "--locate", "--html", "-f") + _GATES, "when -l is a SigmaStar dump")
     _check_output(args)
     result = compare_sigmastar(args.left, args.right, threads=args.threads)
     path = _result_path(args.output, True, "", [""])[0]
@@ -242,6 +253,8 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
     from dumpcmp.output.table import text_table
     from dumpcmp.support.files import exists_error
 
+    # a gate the statistics compare does not apply must not pass in silence (a CI job would read it as passed)
+    _refuse(args, ("--locate",) + _GATES, "for a statistics compare (its verdicts are in the result's Verdict column)")
     _check_output(args)
     budget = _check_narrow(args)
     if args.html is not None:

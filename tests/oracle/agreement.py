@@ -25,12 +25,24 @@ PLACEHOLDER = "{CORPUS}"
 METRICS = {"CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
            "KullbackLeiblerDivergence", "StandardDeviation", "MeanAbsoluteError", "RootMeanSquareError",
            "MaxRelativeError", "MeanRelativeError"}
-# result file -> (left, right, graph, quant rule) corpus paths of its run; NPU vs NPU has no graph
+# the custom algorithm runs' flags (the same spelling in both tools), the folder -c names added by `run_args`
+CUSTOM_FLAGS = ("-alg", make_corpus.CUSTOM_ALG_SELECTION, "-a", make_corpus.CUSTOM_ALG_OPTIONS)
+CUSTOM_NPU_FLAGS = ("-alg", "MeanDiff,3,Raiser", "-a", "MeanDiff:scale=1")
+# result file -> (left, right, graph, quant rule) corpus paths of its run, and the flags both tools take (-c: the
+# corpus's custom algorithm folder); NPU vs NPU has no graph
 MODEL_RUNS = {
-    "model_result.csv": ("dump", "gt", "graph", None),
-    "npu_vs_npu_result.csv": ("dump", "npu2", None, None),
-    "quant_result.csv": ("q_dump", "q_gt", "q_graph", "q_rule"),
+    "model_result.csv": ("dump", "gt", "graph", None, ()),
+    "npu_vs_npu_result.csv": ("dump", "npu2", None, None, ()),
+    "quant_result.csv": ("q_dump", "q_gt", "q_graph", "q_rule", ()),
+    "custom_alg_result.csv": ("dump", "gt", "graph", None, CUSTOM_FLAGS),
+    "custom_alg_npu_vs_npu_result.csv": ("dump", "npu2", None, None, CUSTOM_NPU_FLAGS),
 }
+
+
+def run_flags(name: str, paths: dict[str, Path]) -> list[str]:
+    """The flags of a model-level run beyond -l/-r/-f/-q: -c with the corpus's custom folder where -alg is given."""
+    flags = list(MODEL_RUNS[name][4])
+    return ["-c", str(paths["custom"]), *flags] if flags else []
 
 
 def with_graph(name: str) -> bool:
@@ -46,8 +58,9 @@ def run_ours(directory: Path) -> dict[str, Path]:
     out = directory / "ours"
     out.mkdir()
     files = {}
-    for name, (left, right, graph, rule) in MODEL_RUNS.items():
-        args = ["compare", "-l", str(paths[left]), "-r", str(paths[right]), "-o", str(out / name), "--quiet"]
+    for name, (left, right, graph, rule, _) in MODEL_RUNS.items():
+        args = ["compare", "-l", str(paths[left]), "-r", str(paths[right]), "-o", str(out / name), "--quiet",
+                *run_flags(name, paths)]
         if graph:
             args += ["-f", str(paths[graph])]
         if rule:

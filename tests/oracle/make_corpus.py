@@ -387,7 +387,46 @@ def build(directory: str | Path, seed: int = SEED) -> dict[str, Path]:
     rule = directory / "quant" / "quant_rule.json"
     rule.write_text(json.dumps(quant_rule(qc)), encoding="utf-8")
     paths.update(q_dump=q["dump"], q_gt=q["gt"], q_graph=q["graph"], q_rule=rule)
+    paths["custom"] = write_custom_scripts(directory / "custom")
     return paths
+
+
+# The custom algorithm run (`compare -c DIR -alg ... -a ...`): plug-ins written into the corpus as text. One takes
+# options, one raises on large tensors, two return what is not two strings, one takes two arguments (left out with a
+# warning), a file whose name does not fit (left out), and a name that exists nowhere in the selection.
+CUSTOM_ALG_SELECTION = "0,MeanDiff,Raiser,NotString,NoneRet,BadArgs,Nope,1"
+CUSTOM_ALG_OPTIONS = "MeanDiff:scale=2;Raiser:limit=100"
+CUSTOM_ALGS = {
+    "alg_MeanDiff.py": (
+        "import numpy as np\n\n\n"
+        "def compare(my_output, ground_truth, args):\n"
+        "    value = float(np.mean(np.abs(my_output.astype(np.float64) - ground_truth))) * float(args.scale)\n"
+        "    return '%.4f' % value, '%s:%d:%s' % (my_output.dtype, my_output.size, args.shape_type.name)\n"),
+    "alg_Raiser.py": (
+        "def compare(my_output, ground_truth, args):\n"
+        "    if my_output.size > int(args.limit):\n"
+        "        raise ValueError('%d elements, more than %s' % (my_output.size, args.limit))\n"
+        "    return str(my_output.size), ''\n"),
+    "alg_NotString.py": (
+        "def compare(my_output, ground_truth, args):\n"
+        "    return float(my_output.size), ''\n"),
+    "alg_NoneRet.py": (
+        "def compare(my_output, ground_truth, args):\n"
+        "    return None\n"),
+    "alg_BadArgs.py": (
+        "def compare(my_output, ground_truth):\n"
+        "    return '1', ''\n"),
+    "badname.py": "def compare(a, b, c):\n    return '1', ''\n",
+}
+
+
+def write_custom_scripts(directory: str | Path) -> Path:
+    """The `-c DIR` folder of the custom algorithm run: DIR/algorithm/alg_*.py."""
+    folder = Path(directory) / "algorithm"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in CUSTOM_ALGS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return Path(directory)
 
 
 if __name__ == "__main__":

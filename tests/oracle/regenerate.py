@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import make_corpus  # noqa: E402
+from agreement import MODEL_RUNS, run_flags  # noqa: E402
 
 PLACEHOLDER = "{CORPUS}"
 
@@ -91,6 +92,15 @@ def main() -> None:
         out.mkdir()
         run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["npu2"]), "-out", str(out)])
         keep(model_result(out), expected / "npu_vs_npu_result.csv", corpus)
+
+        for name in ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv"):  # -c DIR -alg ... -a ...
+            left, right, graph, _, _ = MODEL_RUNS[name]
+            out = root / name
+            out.mkdir()
+            run_tool(args.python, tool, ["-m", str(paths[left]), "-g", str(paths[right]),
+                                         *(["-f", str(paths[graph])] if graph else []), *run_flags(name, paths),
+                                         "-out", str(out)])
+            keep(model_result(out), expected / name, corpus)
 
         for op, kind, index in make_corpus.SINGLE_OPS:
             out = root / f"single_{op}_{kind}_{index}"

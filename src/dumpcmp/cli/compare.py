@@ -48,7 +48,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
     p.add_argument("-alg", "--algorithms", metavar="LIST",
                    help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
-                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel); default all")
+                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel) or name; with -c, also custom algorithm names, in "
+                        "column order; default all")
+    p.add_argument("-c", "--custom_script_path", "--custom-script-path", dest="custom_script_path", metavar="DIR",
+                   help="the original tool's user script folder: DIR/algorithm/alg_{Name}.py custom algorithms "
+                        "(select them with -alg Name) and DIR/format_convert converters (as -custom)")
+    p.add_argument("-a", "--algorithm_options", "--algorithm-options", dest="algorithm_options", metavar="OPTIONS",
+                   help='options of each algorithm, "Name:key=value,key=value;Other:key=value" (given to custom '
+                        'algorithms as args.key)')
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
@@ -121,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.dumps.sigmastar import is_sigmastar_dump
     from dumpcmp.support.gcpause import paused
 
+    _custom_scripts(args)
+
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
@@ -149,7 +158,8 @@ def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
-                           right_data_index=args.right_data_index, **selection)
+                           right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
+                           **selection)
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:
@@ -183,6 +193,28 @@ def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
     if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
         return 2
     return code
+
+
+def _custom_scripts(args: argparse.Namespace) -> None:
+    """-c DIR (the original's user script folder): its algorithm/ plug-ins for -alg, its format_convert/ converters
+    as -custom; -a checked (it only reaches custom algorithms)."""
+    from dumpcmp.comparison.custom_alg import CustomAlgorithms, parse_algorithm_options
+    from dumpcmp.errors import ConfigError
+
+    args.custom_algorithms = None
+    folder = args.custom_script_path
+    if folder is None:
+        parse_algorithm_options(args.algorithm_options)
+        return
+    if args.custom is None and (Path(folder) / "format_convert").is_dir():
+        args.custom = folder
+    elif args.custom is not None and Path(args.custom).resolve() != Path(folder).resolve() and \
+            (Path(folder) / "format_convert").is_dir():
+        raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
+    if args.op is None:
+        args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
+        for note in args.custom_algorithms.warnings:
+            print(f"dumpcmp: warning: {note}", file=sys.stderr)
 
 
 def _run_sigmastar(args: argparse.Namespace) -> int:

@@ -79,6 +79,7 @@ def compare_runs(
     gt_sample: int | Mapping[int, int] | None = None,
     right_time: str | None = None,
     right_data_index: int | None = None,
+    custom_algorithms: Any = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -87,28 +88,31 @@ def compare_runs(
     quiet: no progress bar; precise: float64 per-element terms instead of the original tool's float32 ones;
     gt_sample: the ground truth's sample folder for every run, or {data_index: folder}
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
-    comparison.
+    comparison; custom_algorithms: the `-c DIR -alg` plug-ins (`dumpcmp.comparison.custom_alg.CustomAlgorithms`),
+    whose columns then replace `algorithms`.
     """
     with paused():  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
         return _compare_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, algorithms=algorithms,
                              time=time, device_id=device_id, model_name=model_name, model_id=model_id,
                              data_index=data_index, custom=custom, threads=threads, quiet=quiet, precise=precise,
-                             gt_sample=gt_sample, right_time=right_time, right_data_index=right_data_index)
+                             gt_sample=gt_sample, right_time=right_time, right_data_index=right_data_index,
+                             custom_algorithms=custom_algorithms)
 
 
 def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *, fusion_json: Any, quant_json: Any,
                   algorithms: Any, time: str | None, device_id: int | None, model_name: str | None,
                   model_id: int | None, data_index: int | None, custom: Any, threads: int, quiet: bool,
                   precise: bool, gt_sample: Any, right_time: str | None,
-                  right_data_index: int | None) -> list[ComparisonResult]:
-    algos = parse_algorithms(algorithms)
+                  right_data_index: int | None, custom_algorithms: Any = None) -> list[ComparisonResult]:
+    algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
                        right_time=right_time, right_data_index=right_data_index)
     sides = Sides(custom)
     results = []
     for run in runs:
-        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
+        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
+                              custom_algorithms)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
@@ -118,7 +122,8 @@ def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                                         ground_truth_has_address=run.device_vs_device, notes=run.notes,
                                         constant_files=_constant_files(right), weight_inputs=weights,
-                                        dumped_ops=dumped, left_out=left_out, graph=run.graph))
+                                        dumped_ops=dumped, left_out=left_out, graph=run.graph,
+                                        custom_algorithms=custom_algorithms))
     return results
 
 
@@ -190,7 +195,7 @@ def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: in
 
 
 def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
-                   threads: int, quiet: bool, label: str, precise: bool = False) -> list[Row]:
+                   threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None) -> list[Row]:
     rows: list[Row] = []
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
@@ -200,12 +205,14 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     running: _Batch | None = None
 
     def finish(batch: _Batch, outcomes: list) -> None:
-        for (row, _, _, _, ctx), out in zip(batch.entries, outcomes):
+        for (row, x, y, _, ctx), out in zip(batch.entries, outcomes):
             if isinstance(out, str):
                 row.failed, row.fail_reason = True, out
             else:
                 row.result = out
                 finish_row(row, out, algos, ctx)
+                if custom is not None:  # the -c DIR plug-ins, on both whole tensors
+                    custom.run_row(row, x, y, out, algos, ctx, threads)
         progress.advance(len(batch.entries))
 
     def flush() -> None:

@@ -59,7 +59,8 @@ def header(result: ComparisonResult, *, extra: bool = False, overflow: bool = Fa
     cols += [tensor, shape]
     if overflow:
         cols.append(OVERFLOW_COLUMN)
-    cols += [METRICS[i] for i in result.algorithms]
+    custom = result.custom_algorithms
+    cols += [METRICS[i] for i in result.algorithms] if custom is None else custom.names()
     if extra:
         cols += list(EXTRA_COLUMNS)
     cols.append(REASON_COLUMN)
@@ -128,7 +129,8 @@ def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow
     cells += [side["TensorIndex"], side["Shape"]]
     if overflow:
         cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
-    cells += [_metric_cell(r, i) for i in result.algorithms]
+    custom = result.custom_algorithms
+    cells += [_metric_cell(r, i) for i in result.algorithms] if custom is None else custom.cells(r, _metric_cell)
     if extra:
         cells += _extra_cells(r.result)
     cells.append(r.fail_reason)

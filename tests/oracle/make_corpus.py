@@ -388,6 +388,7 @@ def build(directory: str | Path, seed: int = SEED) -> dict[str, Path]:
     rule.write_text(json.dumps(quant_rule(qc)), encoding="utf-8")
     paths.update(q_dump=q["dump"], q_gt=q["gt"], q_graph=q["graph"], q_rule=rule)
     paths["custom"] = write_custom_scripts(directory / "custom")
+    paths["file_compare"] = write_file_compare(directory / "file_compare")
     return paths
 
 
@@ -427,6 +428,35 @@ def write_custom_scripts(directory: str | Path) -> Path:
     for name, text in CUSTOM_ALGS.items():
         (folder / name).write_text(text, encoding="utf-8")
     return Path(directory)
+
+
+# file_compare runs: name -> (my output, ground truth) arrays, written as corpus/file_compare/{name}_{my,golden}.npy
+def file_compare_cases(seed: int = SEED) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    noisy = a + rng.standard_normal(a.shape).astype(np.float32) * np.float32(0.01)
+    with_nan = a.copy()
+    with_nan[0, 1, 2] = np.nan
+    return {
+        "fp32_fp16": (a, noisy.astype(np.float16)),
+        "zero_golden": (a, np.zeros_like(a)),
+        "zero_mine": (np.zeros_like(a), a),
+        "scalar": (np.array([[2.5]], np.float32), np.array([[2.0]], np.float32)),
+        "zero_d": (np.array(1.5, np.float32), np.array(1.25, np.float32)),
+        "bool": (rng.random(24) > 0.5, rng.random(24) > 0.5),
+        "bool_float": (rng.random(24) > 0.5, rng.random(24).astype(np.float32)),
+        "int32_fp64": (rng.integers(-50, 50, (5, 7)).astype(np.int32), rng.standard_normal((5, 7)) * 30),
+        "nan": (with_nan, noisy),
+    }
+
+
+def write_file_compare(directory: str | Path) -> Path:
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (mine, golden) in file_compare_cases().items():
+        np.save(folder / f"{name}_my.npy", mine)
+        np.save(folder / f"{name}_golden.npy", golden)
+    return folder
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ COMMANDS = {
     "demo": "dumpcmp.cli.demo",
     "diff": "dumpcmp.cli.diff",
     "extract": "dumpcmp.cli.extract",
+    "file_compare": "dumpcmp.cli.file_compare",
     "golden": "dumpcmp.cli.golden",
     "histogram": "dumpcmp.cli.histogram",
     "info": "dumpcmp.cli.info",

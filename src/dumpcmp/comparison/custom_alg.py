@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dumpcmp.comparison.metrics import METRICS, METRIC_INDEX
+from dumpcmp.comparison.rows import column_note
 from dumpcmp.errors import ConfigError
 from dumpcmp.support.lazy_numpy import np
 
@@ -266,7 +267,5 @@ class CustomAlgorithms:
                 for name in names:
                     cells[name], messages[name] = self._call(name, x, y, args)
         self._cells[id(row)] = cells
-        # the original's cosine similarity says "This tensor is scalar." and nothing else for a scalar
-        parts = [(notes.get("scalar") or notes.get(0, "") if c == 0 else notes.get(c, "")) if isinstance(c, int)
-                 else messages.get(c, "") for c in self.plan]
+        parts = [column_note(notes, c) if isinstance(c, int) else messages.get(c, "") for c in self.plan]
         row.fail_reason = ",".join(p for p in parts if p)

@@ -19,7 +19,7 @@ from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
 __all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "graph_rows", "weight_inputs",
            "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
-           "metric_notes"]
+           "metric_notes", "column_note"]
 
 FP16_TINY = 6.103515625e-05  # float16's smallest normal value
 
@@ -390,6 +390,12 @@ def metric_notes(res: MetricResult, algos: Sequence[int], ctx: tuple[bool, bool,
     if scalar:
         notes["scalar"] = _SCALAR_REASON
     return notes
+
+
+def column_note(notes: Mapping[int | str, str], metric: int) -> str:
+    """The note a metric's own column gives in the original (its algorithms, one message each, in column order):
+    for cosine similarity the scalar note, which it gives instead of any other."""
+    return (notes.get("scalar") or notes.get(0, "")) if metric == 0 else notes.get(metric, "")
 
 
 def finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bool, bool, str, str]) -> None:

@@ -430,6 +430,11 @@ def write_custom_scripts(directory: str | Path) -> Path:
     return Path(directory)
 
 
+def convert_dump(paths: dict[str, Path]) -> Path:
+    """The device dump the convert run converts (a fused conv: NC1HWC0 and FRACTAL_Z tensors)."""
+    return next(p for p in sorted(Path(paths["dump"]).iterdir()) if ".conv1relu1." in p.name)
+
+
 # file_compare runs: name -> (my output, ground truth) arrays, written as corpus/file_compare/{name}_{my,golden}.npy
 def file_compare_cases(seed: int = SEED) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(seed)

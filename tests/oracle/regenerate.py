@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import make_corpus  # noqa: E402
-from agreement import MODEL_RUNS, run_flags  # noqa: E402
+from agreement import ADDED_RUNS, MODEL_RUNS, run_flags  # noqa: E402
 
 PLACEHOLDER = "{CORPUS}"
 
@@ -94,14 +94,20 @@ def main() -> None:
         run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["npu2"]), "-out", str(out)])
         keep(model_result(out), expected / "npu_vs_npu_result.csv", corpus)
 
-        for name in ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv"):  # -c DIR -alg ... -a ...
-            left, right, graph, _, _ = MODEL_RUNS[name]
+        for name in ADDED_RUNS:  # -c DIR -alg ... -a ..., -max N, -overflow_detection
+            left, right, graph, _, _, _ = MODEL_RUNS[name]
             out = root / name
             out.mkdir()
             run_tool(args.python, tool, ["-m", str(paths[left]), "-g", str(paths[right]),
-                                         *(["-f", str(paths[graph])] if graph else []), *run_flags(name, paths),
-                                         "-out", str(out)])
+                                         *(["-f", str(paths[graph])] if graph else []),
+                                         *run_flags(name, paths, original=True), "-out", str(out)])
             keep(model_result(out), expected / name, corpus)
+
+        out = root / "convert"  # convert -d DUMP -out DIR: each tensor as {dump}.{input|output}.{i}.npy
+        out.mkdir()
+        run_tool(args.python, tool, ["-d", str(make_corpus.convert_dump(paths)), "-out", str(out)], command="convert")
+        for f in sorted(out.iterdir()):
+            keep(f, expected / "convert" / f.name, corpus)
 
         for name in make_corpus.file_compare_cases():  # file_compare -m -g -out: its file_result_{time}.txt
             out = root / f"file_compare_{name}"

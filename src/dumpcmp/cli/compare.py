@@ -56,11 +56,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-a", "--algorithm_options", "--algorithm-options", dest="algorithm_options", metavar="OPTIONS",
                    help='options of each algorithm, "Name:key=value,key=value;Other:key=value" (given to custom '
                         'algorithms as args.key)')
+    p.add_argument("--max-elements", type=count, default=0, metavar="N",
+                   help="compare only each tensor's first N elements (the original's -max N; the summary says so)")
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
     p.add_argument("--extra", action="store_true", help="add MSE, SQNR(dB) and NaN/Inf counts per side")
     p.add_argument("--overflow", action="store_true", help="add the OverFlow column (device side holds NaN/inf)")
+    p.add_argument("--overflow-like-original", dest="overflow", action="store_const", const="original",
+                   help="add the original's OverFlow column (-overflow_detection): YES for a float16 device tensor "
+                        "reaching 65504 in magnitude, NaN for other types")
     p.add_argument("--exit-like-original", action="store_true",
                    help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
@@ -133,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
+    if args.max_elements and (args.op is not None or args.stats or args.locate is not None):
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--max-elements (-max) applies to the model-level compare only, not with -d/-op, --stats "
+                          "or --locate")
     if args.op is None:
         from dumpcmp.comparison.stats import has_stats_dump
 
@@ -159,7 +169,7 @@ def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
                            right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
-                           **selection)
+                           max_elements=args.max_elements, **selection)
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:

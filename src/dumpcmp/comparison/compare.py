@@ -44,6 +44,7 @@ from dumpcmp.comparison.rows import (
     quant_left_out,
     weight_inputs,
 )
+from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
 from dumpcmp.comparison.sources import DeviceRef, Sides
 from dumpcmp.graph.pairing import TensorPair
@@ -80,6 +81,7 @@ def compare_runs(
     right_time: str | None = None,
     right_data_index: int | None = None,
     custom_algorithms: Any = None,
+    max_elements: int = 0,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -89,21 +91,23 @@ def compare_runs(
     gt_sample: the ground truth's sample folder for every run, or {data_index: folder}
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
     comparison; custom_algorithms: the `-c DIR -alg` plug-ins (`dumpcmp.comparison.custom_alg.CustomAlgorithms`),
-    whose columns then replace `algorithms`.
+    whose columns then replace `algorithms`; max_elements: compare only each tensor's first N elements (the
+    original's `-max N`; 0: whole tensors), noted in the result's notes.
     """
     with paused():  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
         return _compare_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, algorithms=algorithms,
                              time=time, device_id=device_id, model_name=model_name, model_id=model_id,
                              data_index=data_index, custom=custom, threads=threads, quiet=quiet, precise=precise,
                              gt_sample=gt_sample, right_time=right_time, right_data_index=right_data_index,
-                             custom_algorithms=custom_algorithms)
+                             custom_algorithms=custom_algorithms, max_elements=max_elements)
 
 
 def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *, fusion_json: Any, quant_json: Any,
                   algorithms: Any, time: str | None, device_id: int | None, model_name: str | None,
                   model_id: int | None, data_index: int | None, custom: Any, threads: int, quiet: bool,
                   precise: bool, gt_sample: Any, right_time: str | None,
-                  right_data_index: int | None, custom_algorithms: Any = None) -> list[ComparisonResult]:
+                  right_data_index: int | None, custom_algorithms: Any = None,
+                  max_elements: int = 0) -> list[ComparisonResult]:
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
@@ -112,7 +116,7 @@ def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *
     results = []
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
-                              custom_algorithms)
+                              custom_algorithms, max_elements)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
@@ -120,7 +124,8 @@ def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *
             rows = graph_rows(rows, run.graph)
             weights = weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
-                                        ground_truth_has_address=run.device_vs_device, notes=run.notes,
+                                        ground_truth_has_address=run.device_vs_device,
+                                        notes=run.notes + prefix_notes(max_elements),
                                         constant_files=_constant_files(right), weight_inputs=weights,
                                         dumped_ops=dumped, left_out=left_out, graph=run.graph,
                                         custom_algorithms=custom_algorithms))
@@ -195,7 +200,8 @@ def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: in
 
 
 def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
-                   threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None) -> list[Row]:
+                   threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None,
+                   max_elements: int = 0) -> list[Row]:
     rows: list[Row] = []
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
@@ -307,6 +313,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 row.failed, row.fail_reason = True, str(error)
                 progress.advance()
                 continue
+            if max_elements and x_src.count > max_elements:  # -max N: the first N elements only
+                x_src, y_src = prefix_sources(x_src, y_src, max_elements, threads)
             pending.append((row, x_src, y_src, scalar, ctx))
             pending_elements += int(x_src.count)
             if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:

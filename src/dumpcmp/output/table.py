@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from dumpcmp.comparison.rows import FP16_TINY, dumped_ops
 from dumpcmp.comparison.metrics import METRICS, MetricResult
+from dumpcmp.comparison.overflow import original_overflow
 from dumpcmp.support.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -127,7 +128,9 @@ def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow
     if result.ground_truth_has_address:
         cells.append(side["GroundTruthAddress"])
     cells += [side["TensorIndex"], side["Shape"]]
-    if overflow:
+    if overflow == "original":  # compare --overflow-like-original (the original's -overflow_detection)
+        cells.append(original_overflow(r))
+    elif overflow:
         cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
     custom = result.custom_algorithms
     cells += [_metric_cell(r, i) for i in result.algorithms] if custom is None else custom.cells(r, _metric_cell)

@@ -38,9 +38,11 @@ MODEL_RUNS = {
     "custom_alg_npu_vs_npu_result.csv": ("dump", "npu2", None, None, CUSTOM_NPU_FLAGS, CUSTOM_NPU_FLAGS),
     "max_result.csv": ("dump", "gt", "graph", None, ("--max-elements", "10"), ("-max", "10")),
     "overflow_result.csv": ("dump", "gt", "graph", None, ("--overflow-like-original",), ("-overflow_detection",)),
+    "alg_order_result.csv": ("dump", "gt", "graph", None, ("-alg", "7,0,3"), ("-alg", "7", "0", "3")),
 }
-#: the runs regenerate.py added for issue #38 (the first three are run by it on their own)
-ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_result.csv", "overflow_result.csv")
+#: the runs added for issue #38 (regenerate.py runs them apart from the first three)
+ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_result.csv", "overflow_result.csv",
+              "alg_order_result.csv")
 
 
 def run_flags(name: str, paths: dict[str, Path], original: bool = False) -> list[str]:

@@ -215,6 +215,8 @@ def _custom_scripts(args: argparse.Namespace) -> None:
     folder = args.custom_script_path
     if folder is None:
         parse_algorithm_options(args.algorithm_options)
+        if args.op is None and _alg_order_matters(args.algorithms):  # the columns in -alg's order, as the original
+            args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options)
         return
     if args.custom is None and (Path(folder) / "format_convert").is_dir():
         args.custom = folder
@@ -225,6 +227,16 @@ def _custom_scripts(args: argparse.Namespace) -> None:
         args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
         for note in args.custom_algorithms.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
+
+
+def _alg_order_matters(selection: str | None) -> bool:
+    """-alg names the built-ins in another order than the result file's usual one (the original follows -alg)."""
+    from dumpcmp.comparison.metrics import parse_algorithms
+
+    if selection is None or selection.strip().lower() == "all":
+        return False
+    seen = list(dict.fromkeys(parse_algorithms(item) for item in selection.split(",") if item.strip()))
+    return seen != sorted(seen)
 
 
 def _run_sigmastar(args: argparse.Namespace) -> int:

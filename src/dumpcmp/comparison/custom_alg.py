@@ -104,13 +104,15 @@ class CustomAlgorithms:
     index or a plug-in's name. `run` computes a compared row's plug-in cells (and its CompareFailReason in the
     original's order); `cells` gives a row's metric cells."""
 
-    def __init__(self, script_dir: str | os.PathLike[str], selection: str | Sequence[Any] | None,
+    def __init__(self, script_dir: str | os.PathLike[str] | None, selection: str | Sequence[Any] | None,
                  options: str | None = None) -> None:
-        self.root = Path(script_dir)
-        if not self.root.is_dir():
+        """`script_dir` None: no plug-ins, only the built-ins in `selection`'s order (an unknown name is an error
+        then, as nothing could define it)."""
+        self.root = Path(script_dir) if script_dir is not None else None
+        if self.root is not None and not self.root.is_dir():
             raise ConfigError(f"-c {self.root}: not a folder (it should hold {ALGORITHM_DIR}/alg_{{Name}}.py)")
         self.warnings: list[str] = []
-        self.files = self._find()
+        self.files = self._find() if self.root is not None else {}
         self.options = parse_algorithm_options(options)
         names = self._select(selection)
         self.functions: dict[str, Callable[..., Any]] = {}
@@ -125,12 +127,13 @@ class CustomAlgorithms:
                 plan.append(METRIC_INDEX[name])
         if not plan:
             raise ConfigError(f"-alg: no algorithm of {list(names)} can be used (see the warnings); built-in: "
-                              f"{list(METRICS.values())}, in {self.root / ALGORITHM_DIR}: {sorted(self.files)}")
+                              f"{list(METRICS.values())}, in {self.root}/{ALGORITHM_DIR}: {sorted(self.files)}")
         self.plan: tuple[int | str, ...] = tuple(plan)
         self._cells: dict[int, dict[str, str]] = {}
 
     # ---- loading --------------------------------------------------------------------------------------------
     def _find(self) -> dict[str, Path]:
+        assert self.root is not None
         folder = self.root / ALGORITHM_DIR
         if not folder.is_dir():
             self.warnings.append(f"there is no '{ALGORITHM_DIR}' folder in {self.root}: no custom algorithm")
@@ -164,17 +167,22 @@ class CustomAlgorithms:
                 continue
             name = METRICS[int(item)] if _INDEX.match(item) else item
             if name not in METRIC_INDEX and name not in self.files:
+                if self.root is None:
+                    raise ConfigError(f"-alg: {item!r} is not one of the built-in metrics "
+                                      f"({', '.join(f'{i}={n}' for i, n in METRICS.items())}); custom algorithms "
+                                      f"need -c DIR")
                 self.warnings.append(f"-alg: '{item}' is neither a built-in algorithm nor a file "
-                                     f"alg_{item}.py in {self.root / ALGORITHM_DIR}: left out")
+                                     f"alg_{item}.py in {self.root}/{ALGORITHM_DIR}: left out")
                 continue
             if name not in chosen:
                 chosen.append(name)
         if not chosen:
             raise ConfigError(f"-alg {text!r}: no algorithm it names exists; built-in: {list(METRICS.values())} "
-                              f"(or 0-9), in {self.root / ALGORITHM_DIR}: {sorted(self.files)}")
+                              f"(or 0-9), in {self.root}/{ALGORITHM_DIR}: {sorted(self.files)}")
         return chosen
 
     def _load(self, name: str) -> Callable[..., Any] | None:
+        assert self.root is not None
         path = self.files[name]
         digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         added = str(self.root) not in sys.path

@@ -45,6 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="PATH",
                    help="result file (or an existing folder: result_{time}.csv is written in it); with -d, a folder")
     p.add_argument("-csv", "--csv", action="store_true", help="write CSV (default for a .csv name)")
+    p.add_argument("--output-folder", action="store_true",
+                   help="-o is a folder, made when missing (as the original's -out)")
     p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
     p.add_argument("-alg", "--algorithms", metavar="LIST",
                    help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
@@ -58,6 +60,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         'algorithms as args.key)')
     p.add_argument("--max-elements", type=count, default=0, metavar="N",
                    help="compare only each tensor's first N elements (the original's -max N; the summary says so)")
+    p.add_argument("--op-range", metavar="START,END,STEP",
+                   help="only the fusion ops holding graph ops of these ids (the original's -r; needs -f), with an "
+                        "OpSequence column")
+    p.add_argument("--op-select", metavar="ID,ID,...",
+                   help="only the fusion ops holding graph ops of these ids (the original's -s; needs -f), with an "
+                        "OpSequence column")
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
@@ -119,6 +127,8 @@ def _check_output(args: argparse.Namespace) -> None:
     from dumpcmp.errors import DumpcmpError
     from dumpcmp.support.files import exists_error
 
+    if args.output is not None and getattr(args, "output_folder", False) and not Path(args.output).is_dir():
+        Path(args.output).mkdir(mode=0o700, parents=True)  # the original's -out: a folder, made when missing
     if args.output is None or Path(args.output).is_dir():
         return
     path = Path(args.output)
@@ -138,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
+    args.op_ranges = _op_range(args)
     if args.max_elements and (args.op is not None or args.stats or args.locate is not None):
         from dumpcmp.errors import ConfigError
 
@@ -170,6 +181,12 @@ def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
                            right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
                            max_elements=args.max_elements, **selection)
+    if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
+        from dumpcmp.comparison.op_range import select_ops
+
+        results = [select_ops(r, args.op_ranges) for r in results]
+        for note in args.op_ranges.warnings:
+            print(f"dumpcmp: warning: {note}", file=sys.stderr)
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:
@@ -227,6 +244,23 @@ def _custom_scripts(args: argparse.Namespace) -> None:
         args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
         for note in args.custom_algorithms.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
+
+
+def _op_range(args: argparse.Namespace) -> object:
+    """--op-range / --op-select (the original's -r / -s), checked as the original checks them."""
+    from dumpcmp.comparison.op_range import OpRange
+    from dumpcmp.errors import ConfigError
+
+    if args.op_range is None and args.op_select is None:
+        return None
+    if args.op_range is not None and args.op_select is not None:
+        raise ConfigError("-r (--op-range) and -s (--op-select) cannot be used at the same time")
+    if args.fusion_json is None:
+        raise ConfigError("-r/-s (--op-range/--op-select) take effect only when the graph JSON (-f) is given")
+    if args.op is not None or args.stats or args.locate is not None:
+        raise ConfigError("-r/-s (--op-range/--op-select) apply to the model-level compare only, not with -d/-op, "
+                          "--stats or --locate")
+    return OpRange.parse_range(args.op_range) if args.op_range is not None else OpRange.parse_select(args.op_select)
 
 
 def _alg_order_matters(selection: str | None) -> bool:

@@ -11,7 +11,6 @@ own options (--force, --quiet, --threads, ...) may be added. `convert` is the or
 
 from __future__ import annotations
 
-import os
 import re
 
 from dumpcmp.errors import ConfigError
@@ -34,6 +33,8 @@ COMPARE_FLAGS: dict[str, tuple[str, ...] | str | None] = {
     "-n": ("--top-n",), "--topn": ("--top-n",),
     "-ml": ("--max-lines",), "--max_line": ("--max-lines",),
     "-max": ("--max-elements",), "--max_cmp_size": ("--max-elements",),
+    "-r": ("--op-range",), "--range": ("--op-range",),
+    "-s": ("--op-select",), "--select": ("--op-select",),
     "-v": "", "--version": "",
 }
 #: the original's compare switches -> dumpcmp's ("" : nothing to add)
@@ -47,18 +48,12 @@ _REFUSED = {
             "file's NPUDump and GroundTruth columns give that pairing",
     "-cf": "-cf (a graph JSON without fusion, to compare a fused model with an unfused one) is not available in "
            "dumpcmp yet",
-    "-r": "-r/--range (compare a range of the graph's fusion ops) is not available in dumpcmp yet; compare the whole "
-          "model",
-    "-s": "-s/--select (compare chosen fusion ops by index) is not available in dumpcmp yet; compare the whole model "
-          "or one op with -op",
     "-ffts": "-ffts (FFTS+ slices compared one by one) is not available in dumpcmp yet",
     "-p": "-p/--post_process only applies to PyTorch (.h5) dumps, which dumpcmp does not read",
     "--ignore_single_op_result": "--ignore_single_op_result is not available in dumpcmp: -op always writes the "
                                  "detail files",
 }
-_REFUSED_NAMES = {"--mapping": "-map", "--close_fusion_rule_file": "-cf", "--range": "-r", "--select": "-s",
-                  "--post_process": "-p"}
-_VALUED_REFUSED = {"-cf", "-r", "-s", "-p"}
+_REFUSED_NAMES = {"--mapping": "-map", "--close_fusion_rule_file": "-cf", "--post_process": "-p"}
 
 #: the original's convert flags -> dumpcmp's
 CONVERT_FLAGS: dict[str, tuple[str, ...] | None] = {
@@ -155,9 +150,7 @@ def compare_words(words: list[str]) -> list[str]:
     if "-o" not in given:
         out += ["-o", "."]  # the original writes into the current folder
     elif not op:
-        folder = out[out.index("-o") + 1]
-        if not os.path.isdir(folder):  # -out is a folder there, made when missing
-            os.makedirs(folder, mode=0o700, exist_ok=True)
+        out.append("--output-folder")  # -out is a folder there, made when missing
     return [words[0], *out]
 
 

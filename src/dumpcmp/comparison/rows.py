@@ -59,6 +59,8 @@ class Row:
     data_types_unknown: bool = False
     """The original gives no data types for this row (a device tensor without ground truth, or element counts that
     differ), whatever was read."""
+    graph_op: str | None = None
+    """The graph op of a row without dump file (`unmatched`); other rows have it in `pair`."""
 
     @property
     def shown_tensor(self) -> str | None:
@@ -134,6 +136,8 @@ class ComparisonResult:
     """Dumped device ops with no row, left out as the original tool leaves out ops inside a quant/dequant pair."""
     graph: Graph | None = field(default=None, repr=False, compare=False)
     """The graph JSON the rows were paired through (None: paired by name): its edges measure `drops`."""
+    op_sequence: Mapping[int, int] | None = field(default=None, repr=False, compare=False)
+    """The OpSequence column (`-r`/`-s`, dumpcmp.comparison.op_range): id(row) -> its graph op's id."""
     custom_algorithms: Any = field(default=None, repr=False, compare=False)
     """The `-alg` columns when custom algorithms are in play (`dumpcmp.comparison.custom_alg.CustomAlgorithms`)."""
     _drops: tuple[Any, list[tuple[Row | None, Row, float]]] | None = field(default=None, init=False, repr=False,
@@ -451,7 +455,7 @@ def graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
                 out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type=None, npu_address=None,
                                ground_truth=truth, ground_truth_data_type=None, ground_truth_address=None,
                                tensor_index=None, shape=None, unmatched=True,
-                               fail_reason=no_dump_reason(op.name, op.type)))
+                               fail_reason=no_dump_reason(op.name, op.type), graph_op=op.name))
                 continue
             for r in mine:
                 r.index, r.npu_dump, r.ground_truth = n, npu, truth

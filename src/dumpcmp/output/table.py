@@ -51,7 +51,8 @@ LOCATED_COLUMNS = ("OwnCosine", "OwnRelRMSE", "InheritedCosine", "InheritedRelRM
 def header(result: ComparisonResult, *, extra: bool = False, overflow: bool = False) -> list[str]:
     """The original tool's header for `result`'s metrics and sides."""
     index, op_type, npu, npu_type, npu_address, truth, truth_type, truth_address, tensor, shape = ROW_COLUMNS
-    cols = [index, op_type, npu, npu_type]
+    cols = [index, op_type, npu, npu_type] if result.op_sequence is None else [index, "OpSequence", op_type, npu,
+                                                                                npu_type]
     if result.npu_has_address:
         cols.append(npu_address)
     cols += [truth, truth_type]
@@ -122,6 +123,8 @@ def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow
     """One row's cells in the original tool's columns."""
     side = side_texts(r)
     cells = [str(r.index), r.op_type, r.npu_dump, side["NPUDataType"]]
+    if result.op_sequence is not None:  # -r/-s: the op's id in the graph, after Index
+        cells.insert(1, str(result.op_sequence.get(id(r), "")))
     if result.npu_has_address:
         cells.append(side["NPUAddress"])
     cells += [r.ground_truth, side["GroundTruthDataType"]]

@@ -101,6 +101,21 @@ def _join_alg(words: list[str]) -> list[str]:
     return out
 
 
+def _value(words: list[str], i: int, name: str, inline: str | None) -> tuple[str, int]:
+    """The value of the flag at words[i] (given inline as --flag=value, or next) and where the next word is."""
+    if inline is not None:
+        return inline, i + 1
+    if i + 1 >= len(words):
+        raise ConfigError(f"{name} needs a value")
+    return words[i + 1], i + 2
+
+
+def _version(name: str, value: str) -> None:
+    """-v/--version: accepted and dropped (dump versions are told apart by their contents)."""
+    if value not in ("1", "2"):
+        raise ConfigError(f"{name} {value}: the dump version is 1 (protobuf) or 2 (binary)")
+
+
 def _is_original(words: list[str], names: set[str]) -> bool:
     return any(_split(w)[0] in names for w in words)
 
@@ -127,16 +142,10 @@ def compare_words(words: list[str]) -> list[str]:
             out.append(rest[i])  # dumpcmp's own option (or its value): as it is
             i += 1
             continue
-        if inline is None:
-            if i + 1 >= len(rest):
-                raise ConfigError(f"{name} needs a value")
-            value, i = rest[i + 1], i + 2
-        else:
-            value, i = inline, i + 1
+        value, i = _value(rest, i, name, inline)
         given.add(" ".join(spelling[:2]) if spelling and spelling[0] == "-t" else (spelling[0] if spelling else name))
         if spelling == "":
-            if name in ("-v", "--version") and value not in ("1", "2"):
-                raise ConfigError(f"{name} {value}: the dump version is 1 (protobuf) or 2 (binary)")
+            _version(name, value)
             continue  # dumpcmp reads both dump versions by their contents
         assert isinstance(spelling, tuple)
         out += [*spelling, value]
@@ -171,20 +180,14 @@ def convert_words(words: list[str]) -> list[str]:
             out.append(rest[i])
             i += 1
             continue
-        if inline is None:
-            if i + 1 >= len(rest):
-                raise ConfigError(f"{name} needs a value")
-            value, i = rest[i + 1], i + 2
-        else:
-            value, i = inline, i + 1
+        value, i = _value(rest, i, name, inline)
         spelling = CONVERT_FLAGS[name]
         if name in ("-t", "--type"):
             if value != "npy":
                 raise ConfigError(f"{name} {value}: dumpcmp convert writes .npy files only (-t npy)")
             continue
         if spelling is None:
-            if value not in ("1", "2"):
-                raise ConfigError(f"{name} {value}: the dump version is 1 (protobuf) or 2 (binary)")
+            _version(name, value)
             continue
         out += [*spelling, value]
     if "-o" not in out:

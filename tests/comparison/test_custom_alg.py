@@ -104,3 +104,30 @@ def test_a_plugin_others_may_write_is_refused(corpus, tmp_path):
     os.chmod(folder / "algorithm" / "alg_A.py", 0o646)
     code, out = _compare(corpus, tmp_path, "-c", str(folder), "-alg", "A")
     assert code == 2 and not out.exists()
+
+
+def test_sigterm_inside_a_plugin_leaves_no_result_and_no_scratch(corpus, tmp_path):
+    import signal
+    import time
+
+    marker = tmp_path / "inside"
+    folder = _plugins(tmp_path / "c", {"alg_Slow.py": (
+        "import pathlib, time\n"
+        "def compare(x, y, args):\n"
+        f"    pathlib.Path({str(marker)!r}).touch()\n"
+        "    time.sleep(60)\n"
+        "    return '1', ''\n")})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), TMPDIR=str(scratch))
+    proc = subprocess.Popen([sys.executable, "-m", "dumpcmp", "compare", "-l", str(corpus["dump"]), "-r",
+                             str(corpus["gt"]), "-f", str(corpus["graph"]), "-c", str(folder), "-alg", "Slow",
+                             "-o", str(tmp_path / "r.csv"), "--quiet"], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and "stopped by signal 15" in err
+    assert not (tmp_path / "r.csv").exists() and list(scratch.iterdir()) == []

@@ -47,15 +47,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="PATH",
                    help="result file (or an existing folder: result_{time}.csv is written in it); with -d, a folder")
     p.add_argument("-csv", "--csv", action="store_true", help="write CSV (default for a .csv name)")
+    p.add_argument("--output-folder", action="store_true",
+                   help="-o is a folder, made when missing (as the original's -out)")
     p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
     p.add_argument("-alg", "--algorithms", metavar="LIST",
                    help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
-                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel); default all")
+                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel) or name; with -c, also custom algorithm names, in "
+                        "column order; default all")
+    p.add_argument("-c", "--custom_script_path", "--custom-script-path", dest="custom_script_path", metavar="DIR",
+                   help="the original tool's user script folder: DIR/algorithm/alg_{Name}.py custom algorithms "
+                        "(select them with -alg Name) and DIR/format_convert converters (as -custom)")
+    p.add_argument("-a", "--algorithm_options", "--algorithm-options", dest="algorithm_options", metavar="OPTIONS",
+                   help='options of each algorithm, "Name:key=value,key=value;Other:key=value" (given to custom '
+                        'algorithms as args.key)')
+    p.add_argument("--max-elements", type=count, default=0, metavar="N",
+                   help="compare only each tensor's first N elements (the original's -max N; the summary says so)")
+    p.add_argument("--op-range", metavar="START,END,STEP",
+                   help="only the fusion ops holding graph ops of these ids (the original's -r; needs -f), with an "
+                        "OpSequence column")
+    p.add_argument("--op-select", metavar="ID,ID,...",
+                   help="only the fusion ops holding graph ops of these ids (the original's -s; needs -f), with an "
+                        "OpSequence column")
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
     p.add_argument("--extra", action="store_true", help="add MSE, SQNR(dB) and NaN/Inf counts per side")
     p.add_argument("--overflow", action="store_true", help="add the OverFlow column (device side holds NaN/inf)")
+    p.add_argument("--overflow-like-original", dest="overflow", action="store_const", const="original",
+                   help="add the original's OverFlow column (-overflow_detection): YES for a float16 device tensor "
+                        "reaching 65504 in magnitude, NaN for other types")
     p.add_argument("--exit-like-original", action="store_true",
                    help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
@@ -117,6 +137,8 @@ def _check_output(args: argparse.Namespace) -> None:
     from dumpcmp.errors import DumpcmpError
     from dumpcmp.support.files import exists_error
 
+    if args.output is not None and getattr(args, "output_folder", False) and not Path(args.output).is_dir():
+        Path(args.output).mkdir(mode=0o700, parents=True)  # the original's -out: a folder, made when missing
     if args.output is None or Path(args.output).is_dir():
         return
     path = Path(args.output)
@@ -135,9 +157,17 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.support.files import exists_error
     from dumpcmp.errors import DumpcmpError
 
+    _custom_scripts(args)
+
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
+    args.op_ranges = _op_range(args)
+    if args.max_elements and (args.op is not None or args.stats or args.locate is not None):
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--max-elements (-max) applies to the model-level compare only, not with -d/-op, --stats "
+                          "or --locate")
     if args.op is None:
         from dumpcmp.comparison.stats import has_stats_dump
 
@@ -157,7 +187,14 @@ def run(args: argparse.Namespace) -> int:
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
-                           right_data_index=args.right_data_index, **selection)
+                           right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
+                           max_elements=args.max_elements, **selection)
+    if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
+        from dumpcmp.comparison.op_range import select_ops
+
+        results = [select_ops(r, args.op_ranges) for r in results]
+        for note in args.op_ranges.warnings:
+            print(f"dumpcmp: warning: {note}", file=sys.stderr)
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:
@@ -191,6 +228,57 @@ def run(args: argparse.Namespace) -> int:
     if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
         return 2
     return code
+
+
+def _custom_scripts(args: argparse.Namespace) -> None:
+    """-c DIR (the original's user script folder): its algorithm/ plug-ins for -alg, its format_convert/ converters
+    as -custom; -a checked (it only reaches custom algorithms)."""
+    from dumpcmp.comparison.custom_alg import CustomAlgorithms, parse_algorithm_options
+    from dumpcmp.errors import ConfigError
+
+    args.custom_algorithms = None
+    folder = args.custom_script_path
+    if folder is None:
+        parse_algorithm_options(args.algorithm_options)
+        if args.op is None and _alg_order_matters(args.algorithms):  # the columns in -alg's order, as the original
+            args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options)
+        return
+    if args.custom is None and (Path(folder) / "format_convert").is_dir():
+        args.custom = folder
+    elif args.custom is not None and Path(args.custom).resolve() != Path(folder).resolve() and \
+            (Path(folder) / "format_convert").is_dir():
+        raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
+    if args.op is None:
+        args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
+        for note in args.custom_algorithms.warnings:
+            print(f"dumpcmp: warning: {note}", file=sys.stderr)
+
+
+def _op_range(args: argparse.Namespace) -> object:
+    """--op-range / --op-select (the original's -r / -s), checked as the original checks them."""
+    from dumpcmp.comparison.op_range import OpRange
+    from dumpcmp.errors import ConfigError
+
+    if args.op_range is None and args.op_select is None:
+        return None
+    if args.op_range is not None and args.op_select is not None:
+        raise ConfigError("-r (--op-range) and -s (--op-select) cannot be used at the same time")
+    if args.fusion_json is None:
+        raise ConfigError("-r/-s (--op-range/--op-select) take effect only when the graph JSON (-f) is given")
+    if args.op is not None or args.stats or args.locate is not None:
+        raise ConfigError("-r/-s (--op-range/--op-select) apply to the model-level compare only, not with -d/-op, "
+                          "--stats or --locate")
+    return OpRange.parse_range(args.op_range) if args.op_range is not None else OpRange.parse_select(args.op_select)
+
+
+def _alg_order_matters(selection: str | None) -> bool:
+    """-alg names the built-ins in another order than the result file's usual one (the original follows -alg)."""
+    from dumpcmp.comparison.metrics import parse_algorithms
+
+    if selection is None or selection.strip().lower() == "all":
+        return False
+    seen = list(dict.fromkeys(parse_algorithms(item) for item in selection.split(",") if item.strip()))
+    return seen != sorted(seen)
 
 
 _GATES = ("--fail-below", "--fail-on", "--json")

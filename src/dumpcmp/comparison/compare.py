@@ -44,6 +44,7 @@ from dumpcmp.comparison.rows import (
     quant_left_out,
     weight_inputs,
 )
+from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
 from dumpcmp.comparison.sources import DeviceRef, Sides
 from dumpcmp.graph.pairing import TensorPair
@@ -80,6 +81,8 @@ def compare_runs(
     gt_sample: int | Mapping[int, int] | None = None,
     right_time: str | None = None,
     right_data_index: int | None = None,
+    custom_algorithms: Any = None,
+    max_elements: int = 0,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -88,16 +91,19 @@ def compare_runs(
     quiet: no progress bar; precise: float64 per-element terms instead of the original tool's float32 ones;
     gt_sample: the ground truth's sample folder for every run, or {data_index: folder}
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
-    comparison.
+    comparison; custom_algorithms: the `-c DIR -alg` plug-ins (`dumpcmp.comparison.custom_alg.CustomAlgorithms`),
+    whose columns then replace `algorithms`; max_elements: compare only each tensor's first N elements (the
+    original's `-max N`; 0: whole tensors), noted in the result's notes.
     """
-    algos = parse_algorithms(algorithms)
+    algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
                        right_time=right_time, right_data_index=right_data_index)
     sides = Sides(custom)
     results = []
     for run in runs:
-        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
+        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
+                              custom_algorithms, max_elements)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
@@ -105,9 +111,11 @@ def compare_runs(
             rows = graph_rows(rows, run.graph)
             weights = weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
-                                        ground_truth_has_address=run.device_vs_device, notes=run.notes,
+                                        ground_truth_has_address=run.device_vs_device,
+                                        notes=run.notes + prefix_notes(max_elements),
                                         constant_files=_constant_files(right), weight_inputs=weights,
-                                        dumped_ops=dumped, left_out=left_out, graph=run.graph))
+                                        dumped_ops=dumped, left_out=left_out, graph=run.graph,
+                                        custom_algorithms=custom_algorithms))
     return results
 
 
@@ -179,7 +187,8 @@ def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: in
 
 
 def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
-                   threads: int, quiet: bool, label: str, precise: bool = False) -> list[Row]:
+                   threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None,
+                   max_elements: int = 0) -> list[Row]:
     rows: list[Row] = []
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
@@ -189,12 +198,14 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     running: _Batch | None = None
 
     def finish(batch: _Batch, outcomes: list) -> None:
-        for (row, _, _, _, ctx), out in zip(batch.entries, outcomes):
+        for (row, x, y, _, ctx), out in zip(batch.entries, outcomes):
             if isinstance(out, str):
                 row.failed, row.fail_reason = True, out
             else:
                 row.result = out
                 finish_row(row, out, algos, ctx)
+                if custom is not None:  # the -c DIR plug-ins, on both whole tensors
+                    custom.run_row(row, x, y, out, algos, ctx, threads)
         progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries))
 
     def flush() -> None:
@@ -289,6 +300,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 row.failed, row.fail_reason = True, str(error)
                 progress.advance()
                 continue
+            if max_elements and x_src.count > max_elements:  # -max N: the first N elements only
+                x_src, y_src = prefix_sources(x_src, y_src, max_elements, threads)
             pending.append((row, x_src, y_src, scalar, ctx))
             pending_elements += int(x_src.count)
             if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:

@@ -262,3 +262,11 @@ PLANTED = [  # (file under src/dumpcmp, source, rule, the violations' count)
 def test_a_rule_on_planted_code(file, source, rule, count):
     found = rule(Module.read(PACKAGE / file, textwrap.dedent(source)))
     assert len(found) == count, found
+
+
+def test_test_file_names_are_unique_across_folders():
+    """The test folders are not packages: two test files of one name make the whole run stop at collection."""
+    names: dict[str, list[str]] = {}
+    for path in Path(__file__).resolve().parent.rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path))
+    assert not {n: p for n, p in names.items() if len(p) > 1}

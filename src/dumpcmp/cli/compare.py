@@ -63,6 +63,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="device vs device: the right-hand run's iteration")
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="compare on a Dask cluster: a scheduler's tcp://HOST:PORT, or local:N for N worker processes "
+                        'here (pip install "dumpcmp[cluster]"; docs/cluster.md)')
+    p.add_argument("--cluster-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="with --cluster: how long the cluster may have no worker before the rows not compared yet "
+                        "fail, saying so (default 60)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
                                                         "standard output when there is no -o)")
     p.add_argument("--locate", metavar="MODEL.onnx",
@@ -128,9 +134,13 @@ def run(args: argparse.Namespace) -> int:
         from dumpcmp.comparison.stats import has_stats_dump
 
         if args.stats or has_stats_dump(args.left):
+            _no_cluster(args, "a statistics compare")
             return _run_stats(args, selection)
     if args.op is not None:
+        _no_cluster(args, "-d (one operator)")
         return _run_single_op(args, selection)
+    if args.cluster is not None:
+        return _run_cluster(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
     from dumpcmp.cli.finish import check_outputs
 
@@ -139,7 +149,34 @@ def run(args: argparse.Namespace) -> int:
         return _compare_and_write(args, selection)
 
 
-def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
+def _no_cluster(args: argparse.Namespace, what: str) -> None:
+    from dumpcmp.errors import ConfigError
+
+    if args.cluster is not None:
+        raise ConfigError(f"--cluster compares model-level runs; {what} runs on this machine (leave out --cluster)")
+
+
+def _run_cluster(args: argparse.Namespace, selection: dict) -> int:
+    """The model-level compare with its pairs compared on a Dask cluster (dumpcmp.comparison.cluster)."""
+    from dumpcmp.cli.finish import check_outputs
+    from dumpcmp.comparison.cluster import connect
+    from dumpcmp.support.gcpause import paused
+
+    if not args.cluster_timeout > 0:
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
+    _check_output(args)
+    check_outputs(args, args.html)
+    with connect(args.cluster) as cluster:
+        cluster.timeout = args.cluster_timeout
+        if not args.quiet and cluster.dashboard:
+            print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)
+        with paused():
+            return _compare_and_write(args, selection, client=cluster)
+
+
+def _compare_and_write(args: argparse.Namespace, selection: dict, client: object = None) -> int:
     from dumpcmp.cli.finish import finish
     from dumpcmp.comparison.compare import compare_runs
     from dumpcmp.output.table import text_table
@@ -149,7 +186,7 @@ def _compare_and_write(args: argparse.Namespace, selection: dict) -> int:
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
-                           right_data_index=args.right_data_index, **selection)
+                           right_data_index=args.right_data_index, client=client, **selection)
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:
@@ -189,7 +226,8 @@ def _run_sigmastar(args: argparse.Namespace) -> int:
     from dumpcmp.comparison.sigmastar import compare_sigmastar
     from dumpcmp.errors import ConfigError
 
-    for flag, given in (("-d", args.op), ("--locate", args.locate), ("--html", args.html), ("-f", args.fusion_json)):
+    for flag, given in (("-d", args.op), ("--locate", args.locate), ("--html", args.html), ("-f", args.fusion_json),
+                        ("--cluster", args.cluster)):
         if given is not None:
             raise ConfigError(f"{flag} is not available when -l is a SigmaStar dump")
     _check_output(args)

@@ -79,6 +79,7 @@ def compare_runs(
     gt_sample: int | Mapping[int, int] | None = None,
     right_time: str | None = None,
     right_data_index: int | None = None,
+    client: Any = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -87,28 +88,35 @@ def compare_runs(
     quiet: no progress bar; precise: float64 per-element terms instead of the original tool's float32 ones;
     gt_sample: the ground truth's sample folder for every run, or {data_index: folder}
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
-    comparison.
+    comparison; client: a Dask distributed Client (or `dumpcmp.comparison.cluster.connect`'s Cluster) whose
+    workers compare the pairs, with the same rows.
     """
     with paused():  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
         return _compare_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, algorithms=algorithms,
                              time=time, device_id=device_id, model_name=model_name, model_id=model_id,
                              data_index=data_index, custom=custom, threads=threads, quiet=quiet, precise=precise,
-                             gt_sample=gt_sample, right_time=right_time, right_data_index=right_data_index)
+                             gt_sample=gt_sample, right_time=right_time, right_data_index=right_data_index,
+                             client=client)
 
 
 def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *, fusion_json: Any, quant_json: Any,
                   algorithms: Any, time: str | None, device_id: int | None, model_name: str | None,
                   model_id: int | None, data_index: int | None, custom: Any, threads: int, quiet: bool,
                   precise: bool, gt_sample: Any, right_time: str | None,
-                  right_data_index: int | None) -> list[ComparisonResult]:
+                  right_data_index: int | None, client: Any = None) -> list[ComparisonResult]:
     algos = parse_algorithms(algorithms)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
                        right_time=right_time, right_data_index=right_data_index)
     sides = Sides(custom)
     results = []
+    if client is not None:  # the same rows, compared by the cluster's workers
+        from dumpcmp.comparison.cluster import cluster_rows
+
+        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise))
     for run in runs:
-        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise)
+        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise) \
+            if client is None else next(compared)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
@@ -306,6 +314,13 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 flush()
         drain()
     return rows
+
+
+def compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
+                  threads: int, precise: bool = False) -> list[Row]:
+    """The rows of some pairs compared here, quietly: the hook a cluster worker runs a batch of a run through
+    (`dumpcmp.comparison.cluster`), so its rows are a local run's."""
+    return _compare_pairs(pairs, sides, algos, device_vs_device, threads, True, "", precise)
 
 
 @contextlib.contextmanager

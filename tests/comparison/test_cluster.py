@@ -1,0 +1,395 @@
+"""`dumpcmp compare --cluster` (dumpcmp.comparison.cluster): a model-level comparison on a Dask cluster gives the
+local run's result files byte for byte, with real scheduler and worker processes on 127.0.0.1 only; a worker lost
+mid-run, a cluster left without workers, an unreachable scheduler, Ctrl-C, and no `distributed` installed.
+
+Every process a test starts it stops (the `cluster` fixture kills what is still running)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dumpcmp.benchmark.model import generate_model
+from dumpcmp.comparison.metrics import compare_arrays
+
+pytest.importorskip("distributed")
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+DASK = Path(sys.executable).parent / "dask"
+ENV = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+       "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+DEVICES, ITERATIONS = 4, 2
+
+
+def make_tree(root: Path, seed: int = 0) -> tuple[Path, Path]:
+    """A dump tree of 4 devices x 2 iterations of 12 operators (NC1HWC0 and FRACTAL_NZ, fp16) and one ground truth;
+    one dump file truncated and one ground-truth file missing, so rows fail and say why."""
+    tree = root / "dump" / "20260101000000"
+    for dev in range(DEVICES):
+        for it in range(ITERATIONS):
+            dump, gt = generate_model(root / f"g{dev}{it}", ops=12, bytes_per_side=1 << 19, seed=seed + dev * 2 + it)
+            dst = tree / str(dev) / "net" / "1" / str(it)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(dump / "20260101000000" / "0" / "net" / "1" / "0"), str(dst))
+            if (dev, it) != (0, 0):
+                shutil.rmtree(root / f"g{dev}{it}")
+    shutil.move(str(root / "g00" / "gt"), str(root / "gt"))
+    shutil.rmtree(root / "g00")
+    bad = next((tree / "1" / "net" / "1" / "1").glob("Conv2D.op3.*"))
+    bad.write_bytes(bad.read_bytes()[:100])
+    next((root / "gt").glob("op5.0.*.npy")).unlink()
+    return root / "dump", root / "gt"
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two trees, the ground truth, and the local run's result files (device vs ground truth, device vs device)."""
+    base = tmp_path_factory.mktemp("cluster")
+    left, gt = make_tree(base / "a")
+    right, _ = make_tree(base / "b", seed=100)
+    local = base / "local"
+    local.mkdir()
+    for name, r in (("gt", gt), ("dvd", right)):
+        out = cli("compare", "-l", left, "-r", r, "-o", local / f"{name}.csv", "--quiet")
+        assert out.returncode == 0, out.stderr
+    return {"left": left, "gt": gt, "right": right, "local": local}
+
+
+def cli(*args: object, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dumpcmp", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env or ENV)
+
+
+def same_files(local: Path, name: str, folder: Path) -> None:
+    """The result files of the cluster's run: one per run, each byte-identical to the local run's."""
+    expected = sorted(p.name for p in local.glob(f"{name}_*.csv"))
+    assert len(expected) == DEVICES * ITERATIONS
+    assert sorted(p.name for p in folder.glob(f"{name}_*.csv")) == expected
+    for file in expected:
+        assert (folder / file).read_bytes() == (local / file).read_bytes(), file
+
+
+class Cluster:
+    """A `dask scheduler` and `dask worker` processes on 127.0.0.1 (random ports): real processes, stopped at the
+    end."""
+
+    def __init__(self, folder: Path, scheduler_env: dict | None = None) -> None:
+        self.folder = folder
+        self.procs: list[subprocess.Popen] = []
+        self.file = folder / "scheduler.json"
+        self.scheduler = self._start([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                      "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(self.file)],
+                                     {**ENV, **(scheduler_env or {})})
+        deadline = time.monotonic() + 30
+        while not self.file.is_file() or not self.file.read_text().strip():
+            assert self.scheduler.poll() is None, "the scheduler did not start"
+            assert time.monotonic() < deadline, "the scheduler wrote no address"
+            time.sleep(0.1)
+        time.sleep(0.1)
+        self.address = json.loads(self.file.read_text())["address"]
+
+    def _start(self, cmd: list[str], env: dict) -> subprocess.Popen:
+        log = open(self.folder / f"p{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, preload: str | None = None, nanny: bool = False) -> subprocess.Popen:
+        cmd = [str(DASK), "worker", "--scheduler-file", str(self.file), "--host", "127.0.0.1", "--nthreads", "1",
+               "--no-dashboard", "--nanny" if nanny else "--no-nanny"]
+        if preload is not None:
+            script = self.folder / f"preload{len(self.procs)}.py"
+            script.write_text(preload)
+            cmd += ["--preload", str(script)]
+        return self._start(cmd, ENV)
+
+    def wait_workers(self, count: int) -> None:
+        out = subprocess.run([sys.executable, "-c", WAIT_WORKERS, self.address, str(count)], env=ENV,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):  # workers first, at once; then the scheduler
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM if proc is self.scheduler else signal.SIGKILL)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+WAIT_WORKERS = """
+import sys, time
+from distributed import Client
+with Client(sys.argv[1], timeout=20) as c:
+    c.wait_for_workers(int(sys.argv[2]), timeout=40)
+"""
+
+# a worker that dies (SIGKILL, as a lost host does) on the first batch it is given
+DIE = """
+import os, signal
+import dumpcmp.comparison.cluster as cluster
+
+def compare_batch(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+cluster.compare_batch = compare_batch
+"""
+
+# a worker that takes its first batch and never finishes it (it says so in a file first)
+HANG = """
+import time
+from pathlib import Path
+import dumpcmp.comparison.cluster as cluster
+
+def compare_batch(*args, **kwargs):
+    Path(MARK).touch()
+    time.sleep(600)
+
+cluster.compare_batch = compare_batch
+"""
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    if not DASK.is_file():
+        pytest.skip("the dask command is not installed beside this Python")
+    made: list[Cluster] = []
+
+    def start(**kwargs) -> Cluster:
+        c = Cluster(tmp_path, **kwargs)
+        made.append(c)
+        return c
+
+    yield start
+    for c in made:
+        c.stop()
+
+
+def test_metric_result_pickles_every_field() -> None:
+    """What a worker sends back: a MetricResult pickled and loaded prints and reads the same, the notes the
+    original makes from private fields (an all-zero side's NaN cosine, the "1.0" of two zero norms) included."""
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    for y in (x + 0.01, np.zeros_like(x), x.astype(bool), np.float32(2.0)):
+        xx = x.astype(bool) if y.dtype == bool else (np.float32(1.5) if np.ndim(y) == 0 else x)
+        r = compare_arrays(np.asarray(xx), np.asarray(y))
+        back = pickle.loads(pickle.dumps(r))
+        assert back.formatted() == r.formatted()
+        assert [back.format(i) for i in range(10)] == [r.format(i) for i in range(10)]
+        for name in ("count", "mse", "sqnr_db", "min_x", "max_x", "min_y", "max_y", "nan_x", "inf_x", "scalar",
+                     "both_bool", "precise", "metrics", "mean_x", "std_y"):
+            a, b = getattr(r, name), getattr(back, name)
+            assert a == b or (a != a and b != b), name
+    zero = compare_arrays(np.zeros(8, np.float32), np.zeros(8, np.float32))
+    assert pickle.loads(pickle.dumps(zero)).format(0) == zero.format(0) == "1.0"
+    with pytest.raises((ValueError, TypeError)):
+        type(zero).__new__(type(zero)).__setstate__((2,))
+
+
+def test_local_cluster_gives_the_local_files(trees: dict[str, Path], tmp_path: Path) -> None:
+    """--cluster local:2 (two worker processes): the result file of every run of a 4-device x 2-iteration tree is
+    byte-identical to the local run's, against ground truth and device against device; the summary names the
+    workers."""
+    for name, right in (("gt", trees["gt"]), ("dvd", trees["right"])):
+        out = cli("compare", "-l", trees["left"], "-r", right, "-o", tmp_path / f"{name}.csv", "--cluster", "local:2")
+        assert out.returncode == 0, out.stderr
+        same_files(trees["local"], name, tmp_path)
+        assert "compared on 1 worker(s): tcp://127.0.0.1:" in out.stdout
+        assert "Traceback" not in out.stderr
+
+
+def test_python_api_client(trees: dict[str, Path], tmp_path: Path) -> None:
+    """dumpcmp.compare_runs(..., client=) with a Client of a LocalCluster (in a child process): the same files."""
+    script = f"""
+import sys
+from pathlib import Path
+import dumpcmp
+from dumpcmp.comparison.cluster import connect
+if __name__ == "__main__":
+    with connect("local:2") as cluster:
+        results = dumpcmp.compare_runs({str(trees['left'])!r}, {str(trees['gt'])!r}, client=cluster.client)
+    runs = [r.run for r in results]
+    from dumpcmp.dumps.naming import run_path
+    for r in results:
+        r.write(run_path(Path({str(tmp_path / 'gt.csv')!r}), r.run, runs))
+"""
+    (tmp_path / "api.py").write_text(script)
+    out = subprocess.run([sys.executable, str(tmp_path / "api.py")], capture_output=True, text=True, env=ENV,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    same_files(trees["local"], "gt", tmp_path)
+
+
+def test_scheduler_and_workers_processes(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """A real `dask scheduler` and 2 `dask worker` processes: the same files, compared by both workers."""
+    c = cluster()
+    c.worker()
+    c.worker()
+    c.wait_workers(2)
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", tmp_path / "gt.csv", "--cluster", c.address)
+    assert out.returncode == 0, out.stderr
+    same_files(trees["local"], "gt", tmp_path)
+    assert len(set(line.split("worker(s): ")[1] for line in out.stdout.splitlines() if "worker(s): " in line)) == 2
+
+
+def test_a_worker_lost_mid_run(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """One of two workers dies (SIGKILL) on the first batch it takes: its batch runs again on the other; every row
+    is there and the files are the local run's."""
+    c = cluster()
+    doomed = c.worker(preload=DIE)
+    c.worker()
+    c.wait_workers(2)
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", tmp_path / "gt.csv", "--cluster", c.address,
+              "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert doomed.wait(timeout=10) == -signal.SIGKILL  # it did take a batch, and died of it
+    same_files(trees["local"], "gt", tmp_path)
+
+
+def rows_of(path: Path) -> list[list[str]]:
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
+
+
+def test_no_worker_left_fails_the_rows_with_the_reason(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """The only worker dies on its first batch (no nanny to restart it): after --cluster-timeout the rows not compared
+    say why, every row is in the file, and the run does not hang."""
+    c = cluster()
+    doomed = c.worker(preload=DIE)
+    c.wait_workers(1)
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", tmp_path / "gt.csv", "--cluster", c.address,
+              "--cluster-timeout", "1", "--quiet", timeout=90)
+    assert out.returncode == 0, out.stderr
+    assert doomed.wait(timeout=10) == -signal.SIGKILL
+    for local in sorted(trees["local"].glob("gt_*.csv")):
+        mine, theirs = rows_of(tmp_path / local.name), rows_of(local)
+        assert len(mine) == len(theirs) and [r[:3] for r in mine] == [r[:3] for r in theirs]
+        compared = [r for r in theirs[1:] if r[-1] == ""]
+        assert compared, local.name
+        reasons = {r[-1] for r, t in zip(mine[1:], theirs[1:]) if t[-1] == ""}
+        assert reasons == {"not compared: no worker took its batch within 1 s (the cluster has no worker left, or "
+                           "lost the client)"}
+
+
+def test_a_batch_that_kills_every_worker_says_so(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """A batch that kills the worker running it (restarted by its nanny), with the scheduler allowing no failure:
+    Dask gives up on it (KilledWorker) and its rows say so."""
+    c = cluster(scheduler_env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"})
+    c.worker(preload=DIE, nanny=True)
+    c.wait_workers(1)
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", tmp_path / "gt.csv", "--cluster", c.address,
+              "--quiet", "--device", "0", "--iteration", "0", timeout=90)
+    assert out.returncode == 0, out.stderr
+    rows = rows_of(tmp_path / "gt.csv")
+    local = rows_of(trees["local"] / "gt_dev0_it0.csv")
+    assert len(rows) == len(local)
+    reasons = {r[-1] for r, t in zip(rows[1:], local[1:]) if t[-1] == ""}
+    assert len(reasons) == 1 and reasons.pop().startswith("not compared: the cluster could not run its batch "
+                                                          "(KilledWorker")
+
+
+def test_unreachable_scheduler_exits_2_with_one_line(trees: dict[str, Path], tmp_path: Path) -> None:
+    """No scheduler at the address (a port nothing listens on): exit 2, one line, nothing written."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", tmp_path / "r.csv", "--cluster",
+              f"tcp://127.0.0.1:{port}", timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert f"--cluster tcp://127.0.0.1:{port}: no Dask scheduler answered" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("address", ["local:0", "local:x", "two words"])
+def test_bad_cluster_address(trees: dict[str, Path], address: str) -> None:
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "--cluster", address)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--cluster" in out.stderr
+
+
+def test_without_distributed_cluster_says_how_to_install(trees: dict[str, Path], tmp_path: Path) -> None:
+    """distributed not importable (blocked in sys.modules): --cluster exits 2 with the install line; a compare without
+    it never imports distributed."""
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "from dumpcmp.cli.dispatch import main\n"
+            "code = main(sys.argv[1:])\n"
+            "assert 'dask' not in sys.modules or sys.modules.get('distributed') is None\n"
+            "sys.exit(code)\n")
+    out = subprocess.run([sys.executable, "-c", code, "compare", "-l", str(trees["left"]), "-r", str(trees["gt"]),
+                          "--cluster", "local:2"], capture_output=True, text=True, env=ENV, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr == 'dumpcmp: error: a cluster needs Dask distributed: pip install "dumpcmp[cluster]" (or: pip ' \
+                         'install distributed)\n'
+    plain = ("import sys\n"
+             "from dumpcmp.cli.dispatch import main\n"
+             "code = main(sys.argv[1:])\n"
+             "assert 'distributed' not in sys.modules and 'dask' not in sys.modules\n"
+             "sys.exit(code)\n")
+    out = subprocess.run([sys.executable, "-c", plain, "compare", "-l", str(trees["left"]), "-r", str(trees["gt"]),
+                          "-o", str(tmp_path / "r.csv"), "--quiet"], capture_output=True, text=True, env=ENV,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_ctrl_c_cancels_the_tasks(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """Ctrl-C while a worker holds a batch that never ends: the command stops (130), writes nothing, and the
+    scheduler is left with none of its tasks."""
+    c = cluster()
+    mark = tmp_path / "started"
+    c.worker(preload=f"MARK = {str(mark)!r}\n" + HANG)
+    c.wait_workers(1)
+    (tmp_path / "out").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "dumpcmp", "compare", "-l", str(trees["left"]), "-r",
+                             str(trees["gt"]), "-o", str(tmp_path / "out" / "r.csv"), "--cluster", c.address,
+                             "--quiet"], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not mark.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert list((tmp_path / "out").iterdir()) == []
+    left = subprocess.run([sys.executable, "-c", COUNT_TASKS, c.address], env=ENV, capture_output=True, text=True,
+                          timeout=60)
+    assert left.returncode == 0, left.stderr
+    assert left.stdout.strip() == "0"
+
+
+COUNT_TASKS = """
+import sys, time
+from distributed import Client
+with Client(sys.argv[1], timeout=20) as c:
+    deadline = time.monotonic() + 20
+    while True:
+        n = c.run_on_scheduler(lambda dask_scheduler: sum(1 for k in dask_scheduler.tasks
+                                                          if str(k).startswith("dumpcmp-compare-")))
+        if n == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    print(n)
+"""

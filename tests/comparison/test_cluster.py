@@ -105,9 +105,9 @@ class Cluster:
         self.procs.append(proc)
         return proc
 
-    def worker(self, preload: str | None = None, nanny: bool = False) -> subprocess.Popen:
+    def worker(self, preload: str | None = None, nanny: bool = False, name: str | None = None) -> subprocess.Popen:
         cmd = [str(DASK), "worker", "--scheduler-file", str(self.file), "--host", "127.0.0.1", "--nthreads", "1",
-               "--no-dashboard", "--nanny" if nanny else "--no-nanny"]
+               "--no-dashboard", "--nanny" if nanny else "--no-nanny", *(["--name", name] if name else [])]
         if preload is not None:
             script = self.folder / f"preload{len(self.procs)}.py"
             script.write_text(preload)
@@ -282,8 +282,7 @@ def test_no_worker_left_fails_the_rows_with_the_reason(trees: dict[str, Path], t
         compared = [r for r in theirs[1:] if r[-1] == ""]
         assert compared, local.name
         reasons = {r[-1] for r, t in zip(mine[1:], theirs[1:]) if t[-1] == ""}
-        assert reasons == {"not compared: no worker took its batch within 1 s (the cluster has no worker left, or "
-                           "lost the client)"}
+        assert reasons == {"not compared: no worker was left for 1 s (lost, or the client lost the scheduler)"}
 
 
 def test_a_batch_that_kills_every_worker_says_so(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
@@ -393,3 +392,85 @@ with Client(sys.argv[1], timeout=20) as c:
         time.sleep(0.2)
     print(n)
 """
+
+
+def split_tree(left: Path, into: Path) -> dict[str, Path]:
+    """The tree's devices spread over three roots, as three hosts' disks would hold them: w1 devices 0 and 1, w2
+    device 2, w3 device 3 (hard links: no data copied)."""
+    roots = {"w1": (0, 1), "w2": (2,), "w3": (3,)}
+    out = {}
+    for name, devices in roots.items():
+        for dev in devices:
+            shutil.copytree(left / "20260101000000" / str(dev), into / name / "20260101000000" / str(dev),
+                            copy_function=os.link)
+        out[name] = into / name
+    return out
+
+
+def test_each_worker_compares_the_runs_on_its_own_root(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """-l w1=ROOT1,w2=ROOT2,w3=ROOT3 on a scheduler with 3 `dask worker` processes named w1..w3 (simulated hosts):
+    each worker scans its own root, each run is compared by the worker that holds it, and the files are the local
+    run's of the whole tree."""
+    roots = split_tree(trees["left"], tmp_path / "hosts")
+    c = cluster()
+    for name in roots:
+        c.worker(name=name)
+    c.wait_workers(3)
+    out = cli("compare", "-l", ",".join(f"{n}={r}" for n, r in roots.items()), "-r", trees["gt"],
+              "-o", tmp_path / "gt.csv", "--cluster", c.address)
+    assert out.returncode == 0, out.stderr
+    # the same bytes, but for the root a reason naming a file gives (device 1's truncated dump lies under w1's)
+    for name in (p.name for p in trees["local"].glob("gt_*.csv")):
+        assert (tmp_path / name).read_bytes() == (trees["local"] / name).read_bytes().replace(
+            os.fsencode(trees["left"]), os.fsencode(roots["w1"])), name
+    hosts = [line.split("worker(s): ")[1] for line in out.stdout.splitlines() if "worker(s): " in line]
+    assert len(hosts) == DEVICES * ITERATIONS and all("," not in h for h in hosts)
+    # devices 0 and 1 on one worker, 2 and 3 each on another: three workers, the runs of a device on one
+    assert [len(set(hosts[i:i + 2])) for i in range(0, len(hosts), 2)] == [1, 1, 1, 1]
+    assert hosts[0] == hosts[2] and len({hosts[0], hosts[4], hosts[6]}) == 3
+
+
+def test_roots_that_hold_nothing(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """A worker whose root is missing contributes no run, the others' runs are compared; when no worker finds a
+    dump, or a name matches no worker, exit 2 with one line."""
+    roots = split_tree(trees["left"], tmp_path / "hosts")
+    c = cluster()
+    for name in ("w1", "w2"):
+        c.worker(name=name)
+    c.wait_workers(2)
+    out = cli("compare", "-l", f"w1={roots['w1']},w2={tmp_path / 'nothing'}", "-r", trees["gt"],
+              "-o", tmp_path / "gt.csv", "--cluster", c.address, "--quiet")
+    assert out.returncode == 0, out.stderr
+    written = sorted(p.name for p in tmp_path.glob("gt_*.csv"))
+    assert written == ["gt_dev0_it0.csv", "gt_dev0_it1.csv", "gt_dev1_it0.csv", "gt_dev1_it1.csv"]
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (trees["local"] / name).read_bytes().replace(
+            os.fsencode(trees["left"]), os.fsencode(roots["w1"]))
+    out = cli("compare", "-l", f"w2={tmp_path / 'nothing'}", "-r", trees["gt"], "--cluster", c.address, "--quiet")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "no worker found device dump files there" in out.stderr
+    out = cli("compare", "-l", f"w9={roots['w1']}", "-r", trees["gt"], "--cluster", c.address, "--quiet")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "no worker of the cluster is w9" in out.stderr
+
+
+def test_the_only_holder_lost(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """The worker holding devices 0 and 1 dies on its first batch: no other worker holds those files, so after
+    --cluster-timeout their rows say why; the other worker's runs are compared as ever."""
+    roots = split_tree(trees["left"], tmp_path / "hosts")
+    c = cluster()
+    doomed = c.worker(preload=DIE, name="w1")
+    c.worker(name="w2")
+    c.wait_workers(2)
+    out = cli("compare", "-l", f"w1={roots['w1']},w2={roots['w2']}", "-r", trees["gt"], "-o", tmp_path / "gt.csv",
+              "--cluster", c.address, "--cluster-timeout", "1", "--quiet", timeout=90)
+    assert out.returncode == 0, out.stderr
+    assert doomed.wait(timeout=10) == -signal.SIGKILL
+    for name in ("gt_dev2_it0.csv", "gt_dev2_it1.csv"):
+        assert (tmp_path / name).read_bytes() == (trees["local"] / name).read_bytes()
+    for name in ("gt_dev0_it0.csv", "gt_dev1_it1.csv"):
+        mine, theirs = rows_of(tmp_path / name), rows_of(trees["local"] / name)
+        assert len(mine) == len(theirs)
+        reasons = {r[-1] for r, t in zip(mine[1:], theirs[1:]) if t[-1] == ""}
+        assert reasons == {"not compared: no worker that holds its files was left for 1 s (lost, or the client lost "
+                           "the scheduler)"}, name

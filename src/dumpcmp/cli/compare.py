@@ -127,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.dumps.sigmastar import is_sigmastar_dump
     from dumpcmp.support.gcpause import paused
 
+    if args.cluster is not None and args.op is None and not args.stats:
+        from dumpcmp.comparison.cluster import placed_roots
+
+        if placed_roots(args.left) is not None:  # -l HOST=PATH,...: the left side lies on the workers, not here
+            return _run_cluster(args, run_selection(args))
     if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
@@ -159,13 +164,17 @@ def _no_cluster(args: argparse.Namespace, what: str) -> None:
 def _run_cluster(args: argparse.Namespace, selection: dict) -> int:
     """The model-level compare with its pairs compared on a Dask cluster (dumpcmp.comparison.cluster)."""
     from dumpcmp.cli.finish import check_outputs
-    from dumpcmp.comparison.cluster import connect
+    from dumpcmp.comparison.cluster import connect, placed_roots
     from dumpcmp.support.gcpause import paused
 
     if not args.cluster_timeout > 0:
         from dumpcmp.errors import ConfigError
 
         raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
+    if placed_roots(args.left) is not None and (args.locate is not None or args.html is not None):
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--locate and --html read the left side on this machine: give -l a path it sees")
     _check_output(args)
     check_outputs(args, args.html)
     with connect(args.cluster) as cluster:

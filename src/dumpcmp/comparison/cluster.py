@@ -32,10 +32,11 @@ from dumpcmp.comparison.rows import Row
 from dumpcmp.comparison.runs import PairedRun
 from dumpcmp.comparison.sources import DeviceRef
 from dumpcmp.errors import DumpcmpError
-from dumpcmp.graph.pairing import TensorPair
+from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.progress import Progress
 
-__all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "batches", "cluster_rows", "compare_batch", "connect"]
+__all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "batches", "cluster_rows", "compare_batch",
+           "connect", "placed_roots", "scan_on_workers", "scan_root"]
 
 #: seconds a scheduler has to answer
 CONNECT_TIMEOUT = 5.0
@@ -164,20 +165,160 @@ def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], 
     from dumpcmp.comparison.compare import compare_pairs
     from dumpcmp.comparison.sources import Sides
 
-    address = ""
+    address = _worker_address()
     if isinstance(threads, dict):  # {host: threads of the workers on it}: this host's cores shared among them
-        try:
-            from distributed import get_worker
-
-            address = get_worker().address
-        except (ImportError, ValueError):
-            pass
         host = _host(address)
         threads = max(1, (os.cpu_count() or 1) // max(1, threads.get(host, 1)))
     rows = compare_pairs(_reopened(pairs), Sides(custom), algos, device_vs_device, threads, precise)
     for row in rows:
         row.pair = None
     return address, rows
+
+
+def scan_root(root: str) -> tuple[str, Any, dict[Any, list[DeviceOp]], dict[str, int]]:
+    """A task: scan a dump root as this worker sees it and read its runs' headers; (this worker's address, the index
+    and every run's ops without their opened headers, each dump's size). What travels is names, sizes and header
+    facts, never data. An index of no run when the root is not there."""
+    from dumpcmp.comparison.sources import device_ops
+    from dumpcmp.dumps.scan import DumpGroup, DumpIndex, Skipped, scan
+
+    address = _worker_address()
+    if not os.path.exists(root):
+        return address, DumpIndex(root, skipped=[Skipped(root, "not on this worker")]), {}, {}
+    index = scan(root)
+    ops = {g.key: [dataclasses.replace(op, ref=_portable(op.ref)) for op in device_ops(g)] for g in index.groups}
+    index.groups = [DumpGroup(g.key, [dataclasses.replace(e, dump=None) for e in g.entries]) for g in index.groups]
+    sizes = {}
+    for e in index.entries():
+        try:
+            sizes[e.path] = os.path.getsize(e.path)
+        except OSError:
+            pass
+    return address, index, ops, sizes
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except (ImportError, ValueError):  # not in a worker (called directly)
+        return ""
+
+
+@dataclass
+class Placed:
+    """A left side that lies on the workers' own disks (`-l HOST=PATH,...`), scanned by them: the index and ops
+    `paired_runs` pairs, the workers that hold each run (by its description) and each dump's size."""
+
+    index: Any
+    by_key: dict[Any, list[DeviceOp]]
+    holders: dict[str, list[str]]
+    sizes: dict[str, int]
+
+    def ops(self, group: Any) -> list[DeviceOp]:
+        return self.by_key[group.key]
+
+
+def placed_roots(left: str | os.PathLike[str]) -> dict[str, str] | None:
+    """`host-a=/data/dump,host-b=/data/dump` -> {key: root} (a key: a worker's host, IP or name; `*`: every
+    worker); None for a path (one the client sees, or one without `=`)."""
+    text = os.fspath(left)
+    if not isinstance(text, str) or "=" not in text or os.path.exists(text):
+        return None
+    roots: dict[str, str] = {}
+    for part in text.split(","):
+        key, eq, root = part.partition("=")
+        if not eq or not key.strip() or not root.strip():
+            raise DumpcmpError(f"-l {text}: give HOST=PATH[,HOST=PATH...] (HOST: a worker's host, IP or name, or *), "
+                               f"or a path")
+        if not os.path.isabs(root.strip()):
+            raise DumpcmpError(f"-l {text}: {root.strip()} is not an absolute path (each worker reads it as it is)")
+        roots[key.strip()] = root.strip()
+    return roots
+
+
+def _matches(key: str, address: str, info: dict) -> bool:
+    if key == "*" or key == str(info.get("name", "")) or key == _host(address):
+        return True
+    try:
+        import socket
+
+        return socket.gethostbyname(key) == _host(address)
+    except OSError:
+        return False
+
+
+def scan_on_workers(client: Any, left: str | os.PathLike[str]) -> Placed | None:
+    """The left side scanned by the workers that hold it (`placed_roots`), merged: a run every holder sees alike;
+    None when `left` is a path the client reads itself. DumpcmpError when a key matches no worker, no worker finds
+    a dump, or one run differs between workers."""
+    roots = placed_roots(left)
+    if roots is None:
+        return None
+    timeout = client.timeout if isinstance(client, Cluster) else 60.0
+    client = client.client if isinstance(client, Cluster) else client
+    workers = client.scheduler_info().get("workers", {})
+    jobs = []
+    for key, root in roots.items():
+        chosen = [a for a, info in workers.items() if _matches(key, a, info)]
+        if not chosen:
+            named = ", ".join(f"{a} ({info.get('name')})" for a, info in workers.items()) or "none"
+            raise DumpcmpError(f"-l {os.fspath(left)}: no worker of the cluster is {key} (workers: {named})")
+        jobs += [(a, root) for a in chosen]
+    futures = {client.submit(scan_root, root, workers=[a], allow_other_workers=False, pure=False,
+                             key=f"dumpcmp-scan-{uuid.uuid4().hex[:8]}-{n}"): (a, root)
+               for n, (a, root) in enumerate(jobs)}
+    waiting = _Waiting({f: n for n, f in enumerate(futures)}, {n: [futures[f][0]] for n, f in enumerate(futures)})
+    found: list[tuple[str, str, Any, dict, dict]] = []
+    try:
+        while waiting.futures:
+            for future in _next_done(waiting):
+                del waiting.futures[future]
+                a, root = futures[future]
+                try:
+                    address, index, ops, sizes = future.result()
+                except Exception as error:
+                    raise DumpcmpError(f"{a} could not scan {root}: {type(error).__name__}: {error}") from None
+                found.append((a, root, index, ops, sizes))
+            if waiting.futures and _stalled(client, waiting, timeout):
+                raise DumpcmpError(f"-l {os.fspath(left)}: the workers did not scan within {timeout:g} s")
+    except BaseException:
+        client.cancel(list(waiting.futures))
+        raise
+    return _merged(os.fspath(left), found)
+
+
+def _merged(left: str, found: list[tuple[str, str, Any, dict, dict]]) -> Placed:
+    from dumpcmp.dumps.scan import DumpIndex
+    from dumpcmp.errors import NotFoundError
+
+    groups: dict[Any, Any] = {}
+    holders: dict[Any, list[str]] = {}
+    by_key: dict[Any, list[DeviceOp]] = {}
+    sizes: dict[str, int] = {}
+    skipped = []
+    for address, root, index, ops, got in sorted(found, key=lambda f: (f[1], f[0])):
+        sizes.update(got)
+        skipped += [s for s in index.skipped if s.reason != "not on this worker"]
+        for g in index.groups:
+            if g.key in groups:
+                if [e.path for e in groups[g.key].entries] != [e.path for e in g.entries]:
+                    raise DumpcmpError(f"{root}: {g.key.describe()} holds other files on {address} than on "
+                                       f"{holders[g.key][0]}: give each host's root once")
+            else:
+                groups[g.key], by_key[g.key] = g, ops[g.key]
+            holders.setdefault(g.key, []).append(address)
+    described: dict[str, Any] = {}
+    for key in groups:
+        other = described.setdefault(key.describe(), key)
+        if other != key:
+            raise DumpcmpError(f"-l {left}: {key.describe()} is found in two places ({other.folder} on "
+                               f"{holders[other][0]}, {key.folder} on {holders[key][0]})")
+    if not groups:
+        raise NotFoundError(f"-l {left}: no worker found device dump files there (scanned by {len(found)} worker(s))")
+    index = DumpIndex(left, groups=sorted(groups.values(), key=lambda g: g.key.sort_key()), skipped=skipped)
+    return Placed(index, by_key, {k.describe(): v for k, v in holders.items()}, sizes)
 
 
 # ---- on the client ------------------------------------------------------------------------------------------------
@@ -187,8 +328,9 @@ def _host(address: str) -> str:
     return rest.rpartition(":")[0] or rest
 
 
-def _pair_bytes(pair: TensorPair) -> int:
-    """What comparing a pair reads, about (0 for one that is not compared)."""
+def _pair_bytes(pair: TensorPair, sizes: dict[str, int]) -> int:
+    """What comparing a pair reads, about (0 for one that is not compared); `sizes`: dump sizes a worker measured
+    (a dump the client does not see)."""
     if not pair.comparable:
         return 0
     size = 0
@@ -197,6 +339,8 @@ def _pair_bytes(pair: TensorPair) -> int:
             tensors = [] if ref.dump is None else ref.dump.inputs if pair.kind == "input" else ref.dump.outputs
             if pair.index is not None and pair.index < len(tensors):
                 size += int(tensors[pair.index].size)
+            elif ref.dump is None:
+                size += sizes.get(ref.entry.path, 0)
         else:
             try:
                 size += os.path.getsize(ref.path)
@@ -205,10 +349,10 @@ def _pair_bytes(pair: TensorPair) -> int:
     return size + 4096  # a header and a file to open even for a tiny tensor
 
 
-def batches(pairs: Sequence[TensorPair], workers: int) -> list[range]:
+def batches(pairs: Sequence[TensorPair], workers: int, dump_sizes: dict[str, int] | None = None) -> list[range]:
     """Consecutive ranges of pairs, each about _BATCH_BYTES (less when the run is small, so that every worker gets
     several), at most _BATCH_PAIRS pairs."""
-    sizes = [_pair_bytes(p) for p in pairs]
+    sizes = [_pair_bytes(p, dump_sizes or {}) for p in pairs]
     target = min(_BATCH_BYTES, max(_MIN_BATCH_BYTES, sum(sizes) // max(1, 4 * workers)))
     out, start, held = [], 0, 0
     for i, size in enumerate(sizes):
@@ -223,10 +367,12 @@ def batches(pairs: Sequence[TensorPair], workers: int) -> list[range]:
 
 @dataclass
 class _Waiting:
-    """The futures of a run not yet back, by batch number, and what the cluster looked like while waiting."""
+    """The futures not yet back, by batch number, the workers each may run on (none listed: any), and since when
+    none of those has been there."""
 
     futures: dict[Any, int] = field(default_factory=dict)
-    no_worker_since: float | None = None
+    allowed: dict[int, list[str]] = field(default_factory=dict)
+    since: dict[int, float] = field(default_factory=dict)
 
 
 def _threads_by_host(client: Any) -> dict[str, int]:
@@ -243,11 +389,12 @@ def _reason(error: BaseException) -> str:
 
 
 def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
-                 quiet: bool, precise: bool = False) -> list[list[Row]]:
+                 quiet: bool, precise: bool = False, placed: Placed | None = None) -> list[list[Row]]:
     """The rows of every run's pairs, in pair order (the rows `dumpcmp.comparison.compare` makes on one machine),
     compared in batches on the cluster `client` is connected to: every run's batches are submitted at once, so the
     workers share all of them. `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`);
-    `threads`: engine threads per task (0: the worker's host's cores shared by the worker threads on it). Each run's
+    `threads`: engine threads per task (0: the worker's host's cores shared by the worker threads on it); `placed`:
+    the left side as the workers scanned it (each run's batches go to the workers that hold it). Each run's
     notes say which workers compared it."""
     _distributed()
     retries, timeout = (client.retries, client.timeout) if isinstance(client, Cluster) else (1, 60.0)
@@ -255,7 +402,8 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     engine_threads: int | dict[str, int] = threads if threads > 0 else _threads_by_host(client)
     token = uuid.uuid4().hex[:8]
-    plan = [(k, span) for k, run in enumerate(runs) for span in batches(run.pairs, workers)]
+    plan = [(k, span) for k, run in enumerate(runs)
+            for span in batches(run.pairs, workers, placed.sizes if placed else None)]
     rows: list[list[Row | None]] = [[None] * len(run.pairs) for run in runs]
     failed: dict[tuple[int, int], str] = {}
     seen: list[set[str]] = [set() for _ in runs]
@@ -264,9 +412,13 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
         for number, (k, span) in enumerate(plan):
             run = runs[k]
             travelling = [_travelling(run.pairs[i]) for i in span]
+            holders = placed.holders.get(run.run) if placed else None
             future = client.submit(compare_batch, travelling, custom, algos, run.device_vs_device, engine_threads,
-                                   precise, key=f"dumpcmp-compare-{token}-{number}", pure=False, retries=retries)
+                                   precise, key=f"dumpcmp-compare-{token}-{number}", pure=False, retries=retries,
+                                   **({"workers": holders, "allow_other_workers": False} if holders else {}))
             waiting.futures[future] = number
+            if holders:
+                waiting.allowed[number] = holders
         total = sum(1 for run in runs for p in run.pairs if p.comparable)
         label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
         with Progress(total, f"comparing {label}", quiet=quiet) as progress:
@@ -282,13 +434,16 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
                         seen[k].add(address)
                         rows[k][span.start:span.stop] = got
                     progress.advance(sum(1 for i in span if runs[k].pairs[i].comparable))
-                if not done and waiting.futures and _cluster_gone(client, waiting, timeout):
-                    for number in waiting.futures.values():
-                        k, span = plan[number]
-                        failed.update({(k, i): f"not compared: no worker took its batch within {timeout:g} s (the "
-                                       f"cluster has no worker left, or lost the client)" for i in span})
-                    client.cancel(list(waiting.futures))
-                    waiting.futures.clear()
+                stalled = [] if done else _stalled(client, waiting, timeout)
+                for future in stalled:
+                    number = waiting.futures.pop(future)
+                    k, span = plan[number]
+                    whom = "no worker that holds its files" if number in waiting.allowed else "no worker"
+                    failed.update({(k, i): f"not compared: {whom} was left for {timeout:g} s (lost, or the client "
+                                   f"lost the scheduler)" for i in span})
+                    progress.advance(sum(1 for i in span if runs[k].pairs[i].comparable))
+                if stalled:
+                    client.cancel(stalled)
     except BaseException:  # Ctrl-C, SIGTERM, an error of ours: the run's tasks do not outlive it
         if waiting.futures:
             try:
@@ -315,19 +470,21 @@ def _next_done(waiting: _Waiting) -> list[Any]:
         time.sleep(0.02)
 
 
-def _cluster_gone(client: Any, waiting: _Waiting, timeout: float) -> bool:
-    """True once the cluster has had no worker (or the client no scheduler) for `timeout` seconds."""
+def _stalled(client: Any, waiting: _Waiting, timeout: float) -> list[Any]:
+    """The futures none of whose workers (any, for one not restricted) has been there for `timeout` seconds, or
+    whose client has lost its scheduler that long."""
     try:
-        alive = client.status == "running" and bool(client.scheduler_info().get("workers"))
+        alive = set(client.scheduler_info().get("workers", {})) if client.status == "running" else set()
     except Exception:
-        alive = False
-    now = time.monotonic()
-    if alive:
-        waiting.no_worker_since = None
-        return False
-    if waiting.no_worker_since is None:
-        waiting.no_worker_since = now
-    return now - waiting.no_worker_since >= timeout
+        alive = set()
+    now, out = time.monotonic(), []
+    for future, number in waiting.futures.items():
+        allowed = waiting.allowed.get(number)
+        if alive and (allowed is None or alive.intersection(allowed)):
+            waiting.since.pop(number, None)
+        elif now - waiting.since.setdefault(number, now) >= timeout:
+            out.append(future)
+    return out
 
 
 def _placed(row: Row, number: int, pair: TensorPair) -> Row:

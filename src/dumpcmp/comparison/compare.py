@@ -105,15 +105,21 @@ def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *
                   precise: bool, gt_sample: Any, right_time: str | None,
                   right_data_index: int | None, client: Any = None) -> list[ComparisonResult]:
     algos = parse_algorithms(algorithms)
+    placed = None
+    if client is not None:  # `-l HOST=PATH,...`: the left side scanned where it lies, by the cluster's workers
+        from dumpcmp.comparison.cluster import scan_on_workers
+
+        placed = scan_on_workers(client, left)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
-                       right_time=right_time, right_data_index=right_data_index)
+                       right_time=right_time, right_data_index=right_data_index,
+                       left_index=placed.index if placed else None, left_ops=placed.ops if placed else None)
     sides = Sides(custom)
     results = []
     if client is not None:  # the same rows, compared by the cluster's workers
         from dumpcmp.comparison.cluster import cluster_rows
 
-        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise))
+        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed))
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise) \
             if client is None else next(compared)

@@ -474,3 +474,44 @@ def test_the_only_holder_lost(trees: dict[str, Path], tmp_path: Path, cluster) -
         reasons = {r[-1] for r, t in zip(mine[1:], theirs[1:]) if t[-1] == ""}
         assert reasons == {"not compared: no worker that holds its files was left for 1 s (lost, or the client lost "
                            "the scheduler)"}, name
+
+
+@pytest.mark.parametrize("peer", ["silent", "garbage"])
+def test_a_peer_that_is_not_a_scheduler(trees: dict[str, Path], tmp_path: Path, peer: str) -> None:
+    """A port that accepts and then says nothing (Dask's own connect waited for ever), or answers with bytes that
+    are not Dask's (a traceback: a frame length of exabytes): exit 2, one line, within the connect timeout."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            if peer == "garbage":
+                conn.sendall(b"HTTP/1.1 200 OK\r\n\r\n" + b"\xff" * 64)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", tmp_path / "r.csv", "--cluster",
+                  f"tcp://127.0.0.1:{server.getsockname()[1]}", timeout=60)
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert ("no Dask scheduler answered" if peer == "silent" else "is not a Dask scheduler") in out.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -116,15 +116,41 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Cluster:
         raise DumpcmpError(f"--cluster {address!r}: give a scheduler address (tcp://HOST:PORT) or local:N")
     distributed = _distributed()
     target = text if "://" in text else "tcp://" + text
+    _probe(address, target, timeout)
     try:
         client = distributed.Client(target, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError) as error:  # refused, unreachable, no answer (Dask retries until the timeout)
-        why = "" if isinstance(error, TimeoutError) or not str(error) else f" ({str(error).splitlines()[0]})"
+    except (OSError, TimeoutError) as error:  # went away since the probe
         raise DumpcmpError(f"--cluster {address}: no Dask scheduler answered at {target} within {timeout:g} s"
-                           f"{why}") from None
+                           f"{_why(error)}") from None
+    return Cluster(client, None, target)
+
+
+def _why(error: BaseException) -> str:
+    text = str(error).splitlines()[0] if str(error) else ""
+    return "" if isinstance(error, TimeoutError) else f" ({type(error).__name__}{': ' + text if text else ''})"
+
+
+def _probe(address: str, target: str, timeout: float) -> None:
+    """Connect to `target` and take Dask's handshake within `timeout` seconds, on a loop of our own: a peer that
+    accepts and says nothing, says something else or closes is a DumpcmpError (one line), and no half-made Client
+    is left to close (Dask's own connect waits for ever on a silent peer's handshake)."""
+    import asyncio
+
+    from distributed.comm import connect as comm_connect
+
+    async def shake() -> None:
+        comm = await asyncio.wait_for(comm_connect(target, timeout=timeout), timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(shake())
+    except (OSError, TimeoutError, asyncio.TimeoutError) as error:
+        raise DumpcmpError(f"--cluster {address}: no Dask scheduler answered at {target} within {timeout:g} s"
+                           f"{_why(error)}") from None
     except ValueError as error:  # an address Dask cannot parse
         raise DumpcmpError(f"--cluster {address}: not a scheduler address ({error})") from None
-    return Cluster(client, None, target)
+    except Exception as error:  # a peer that is not a Dask scheduler (its bytes read as a huge frame: MemoryError)
+        raise DumpcmpError(f"--cluster {address}: {target} is not a Dask scheduler{_why(error)}") from None
 
 
 # ---- on the worker ------------------------------------------------------------------------------------------------

@@ -515,3 +515,32 @@ def test_a_peer_that_is_not_a_scheduler(trees: dict[str, Path], tmp_path: Path, 
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
     assert ("no Dask scheduler answered" if peer == "silent" else "is not a Dask scheduler") in out.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_scheduler_lost_mid_run(trees: dict[str, Path], tmp_path: Path, cluster) -> None:
+    """The scheduler killed while a batch is out: the run ends at once, every row in the files, those not compared
+    saying the scheduler was lost; no log line or traceback of Dask's on the terminal."""
+    c = cluster()
+    mark = tmp_path / "started"
+    c.worker(preload=f"MARK = {str(mark)!r}\n" + HANG)
+    c.wait_workers(1)
+    proc = subprocess.Popen([sys.executable, "-m", "dumpcmp", "compare", "-l", str(trees["left"]), "-r",
+                             str(trees["gt"]), "-o", str(tmp_path / "gt.csv"), "--cluster", c.address], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not mark.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        os.killpg(c.scheduler.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert err.startswith("dumpcmp: cluster tcp://127.0.0.1:") and err.count("\n") == 1, err
+    for local in sorted(trees["local"].glob("gt_*.csv")):
+        mine, theirs = rows_of(tmp_path / local.name), rows_of(local)
+        assert len(mine) == len(theirs)
+        assert all("scheduler-connection-lost" in r[-1] for r, t in zip(mine[1:], theirs[1:]) if t[-1] == "")

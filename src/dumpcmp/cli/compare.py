@@ -164,7 +164,7 @@ def _no_cluster(args: argparse.Namespace, what: str) -> None:
 def _run_cluster(args: argparse.Namespace, selection: dict) -> int:
     """The model-level compare with its pairs compared on a Dask cluster (dumpcmp.comparison.cluster)."""
     from dumpcmp.cli.finish import check_outputs
-    from dumpcmp.comparison.cluster import connect, placed_roots
+    from dumpcmp.comparison.cluster import connect, placed_roots, quiet_dask_logs
     from dumpcmp.support.gcpause import paused
 
     if not args.cluster_timeout > 0:
@@ -178,6 +178,7 @@ def _run_cluster(args: argparse.Namespace, selection: dict) -> int:
     _check_output(args)
     check_outputs(args, args.html)
     with connect(args.cluster) as cluster:
+        quiet_dask_logs()
         cluster.timeout = args.cluster_timeout
         if not args.quiet and cluster.dashboard:
             print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)

@@ -36,7 +36,7 @@ from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.progress import Progress
 
 __all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "batches", "cluster_rows", "compare_batch",
-           "connect", "placed_roots", "scan_on_workers", "scan_root"]
+           "connect", "placed_roots", "quiet_dask_logs", "scan_on_workers", "scan_root"]
 
 #: seconds a scheduler has to answer
 CONNECT_TIMEOUT = 5.0
@@ -123,6 +123,14 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Cluster:
         raise DumpcmpError(f"--cluster {address}: no Dask scheduler answered at {target} within {timeout:g} s"
                            f"{_why(error)}") from None
     return Cluster(client, None, target)
+
+
+def quiet_dask_logs() -> None:
+    """Keep Dask's own log lines (a lost scheduler's traceback, a worker's warnings) out of a command's output: the
+    rows and the errors say what happened. For the command line; a Python caller keeps its logging as it set it."""
+    for name in ["distributed", "tornado", *logging.root.manager.loggerDict]:
+        if name.split(".")[0] in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _why(error: BaseException) -> str:

@@ -68,6 +68,8 @@ class Cluster:
     """More runs of a batch whose task failed on a worker (a lost worker's batches are rescheduled anyway)."""
     timeout: float = 60.0
     """Seconds the cluster may have no worker before the batches not back fail their rows."""
+    batch_bytes: int | None = None
+    """About how many bytes a batch (a task) reads; None: chosen from the run (`batches`)."""
 
     @property
     def dashboard(self) -> str | None:
@@ -383,11 +385,13 @@ def _pair_bytes(pair: TensorPair, sizes: dict[str, int]) -> int:
     return size + 4096  # a header and a file to open even for a tiny tensor
 
 
-def batches(pairs: Sequence[TensorPair], workers: int, dump_sizes: dict[str, int] | None = None) -> list[range]:
-    """Consecutive ranges of pairs, each about _BATCH_BYTES (less when the run is small, so that every worker gets
-    several), at most _BATCH_PAIRS pairs."""
+def batches(pairs: Sequence[TensorPair], workers: int, dump_sizes: dict[str, int] | None = None,
+            target: int | None = None) -> list[range]:
+    """Consecutive ranges of pairs, each reading about `target` bytes (default _BATCH_BYTES, less when the run is
+    small, so that every worker gets several), at most _BATCH_PAIRS pairs."""
     sizes = [_pair_bytes(p, dump_sizes or {}) for p in pairs]
-    target = min(_BATCH_BYTES, max(_MIN_BATCH_BYTES, sum(sizes) // max(1, 4 * workers)))
+    if target is None:
+        target = min(_BATCH_BYTES, max(_MIN_BATCH_BYTES, sum(sizes) // max(1, 4 * workers)))
     out, start, held = [], 0, 0
     for i, size in enumerate(sizes):
         held += size
@@ -432,12 +436,13 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
     notes say which workers compared it."""
     _distributed()
     retries, timeout = (client.retries, client.timeout) if isinstance(client, Cluster) else (1, 60.0)
+    target = client.batch_bytes if isinstance(client, Cluster) else None
     client = client.client if isinstance(client, Cluster) else client
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     engine_threads: int | dict[str, int] = threads if threads > 0 else _threads_by_host(client)
     token = uuid.uuid4().hex[:8]
     plan = [(k, span) for k, run in enumerate(runs)
-            for span in batches(run.pairs, workers, placed.sizes if placed else None)]
+            for span in batches(run.pairs, workers, placed.sizes if placed else None, target)]
     rows: list[list[Row | None]] = [[None] * len(run.pairs) for run in runs]
     failed: dict[tuple[int, int], str] = {}
     seen: list[set[str]] = [set() for _ in runs]

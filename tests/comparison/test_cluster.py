@@ -317,7 +317,7 @@ def test_unreachable_scheduler_exits_2_with_one_line(trees: dict[str, Path], tmp
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("address", ["local:0", "local:x", "two words"])
+@pytest.mark.parametrize("address", ["local:0", "local:x", "two words", "local:100000", "local:\u0663"])
 def test_bad_cluster_address(trees: dict[str, Path], address: str) -> None:
     out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "--cluster", address)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--cluster" in out.stderr

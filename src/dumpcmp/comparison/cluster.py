@@ -101,8 +101,10 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Cluster:
     text = address.strip()
     if text.startswith("local:") or text == "local":
         count = text.partition(":")[2] or str(os.cpu_count() or 1)
-        if not count.isdigit() or not 1 <= int(count) <= 1024:
-            raise DumpcmpError(f"--cluster {address}: local:N needs a number of workers N from 1 to 1024")
+        most = max(4, 4 * (os.cpu_count() or 1))  # a process each: more than this only thrashes this machine
+        if not count.isascii() or not count.isdigit() or not 1 <= int(count) <= most:
+            raise DumpcmpError(f"--cluster {address}: local:N needs a number of worker processes N from 1 to {most} "
+                               f"(4 per core here)")
         distributed = _distributed()
         workers = int(count)
         local = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,

@@ -18,7 +18,8 @@ Every file is read once first (page-cached data); then, in the same run:
   pages too), µs of CPU per tensor, GB/s of the files;
 - the same command with `--threads 1`, whose result file must be byte-identical (else exit status 1).
 `--other-src DIR` times the dumpcmp of another source tree as well (a checkout before a change: its `src/`
-with its `_core` built), whose result must be byte-identical. `--profile N` runs the N-operator model once more
+with its `_core` built; imported even where this tree is installed in editable mode), whose result must be
+byte-identical. `--profile N` runs the N-operator model once more
 under cProfile and prints the top costs. The models are generated under a temporary folder (TMPDIR, /tmp by
 default) and deleted after, unless `--keep DIR`.
 """
@@ -187,8 +188,7 @@ def bench_model(ops: int, root: Path, command: list[str], scale: float, check_th
                "read_probe_gbps": data_bytes / probe / 1e9, **run,
                "cpu_us_per_tensor": run["cpu_s"] / tensors * 1e6, "gbps": data_bytes / run["wall_s"] / 1e9}
     if other:  # the same command on another dumpcmp source tree (a build before a change), same files, same run
-        env = dict(os.environ, PYTHONPATH=other)
-        figures["other"] = measured_run(compare_cmd(command, paths, root / "result_other.csv"), env)
+        figures["other"] = measured_run(compare_cmd(other_command(other), paths, root / "result_other.csv"))
         figures["other"]["src"] = other
         figures["other"]["identical"] = (root / "result.csv").read_bytes() == (root / "result_other.csv").read_bytes()
         if not figures["other"]["identical"]:
@@ -200,6 +200,27 @@ def bench_model(ops: int, root: Path, command: list[str], scale: float, check_th
         if not same:
             raise SystemExit(f"{ops} ops: the result with --threads 1 differs from the default's")
     return figures
+
+
+# The dumpcmp of another source tree, run by this interpreter: an editable install of this tree puts its own finder
+# first on sys.meta_path, where PYTHONPATH alone would still import this tree's dumpcmp (so "before" and "after" would
+# be the same code); the child drops such finders and checks that it runs the other tree.
+_OTHER = """\
+import sys
+src = sys.argv.pop(1)
+sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_editable")]
+sys.path.insert(0, src)
+import dumpcmp
+if not dumpcmp.__file__.startswith(src):
+    raise SystemExit(f"the other tree's dumpcmp was not imported: {dumpcmp.__file__}")
+from dumpcmp.cli.dispatch import run
+sys.argv[0] = "dumpcmp"
+run()
+"""
+
+
+def other_command(src: str) -> list[str]:
+    return [sys.executable, "-c", _OTHER, os.path.abspath(src)]
 
 
 def mib(n: float) -> str:

@@ -1,11 +1,17 @@
-"""Indexing a dump tree: names only, and names plus every header read in parallel in C++, against baselines
-measured in the same run (os.walk over the same tree; reading every file whole in Python).
+"""Scanning a dump tree of many files (issue #35): `dumpcmp info` and the scan `dumpcmp compare` starts with.
 
-    python bench/bench_scan.py                      # 10,000 small dumps and 100,000 empty named files
-    python bench/bench_scan.py --dumps 500 --names 0   # smoke size
+    python bench/bench_scan.py [--files 1000000] [--cold] [--compare] [--keep DIR] [--json FILE]
 
-Prints a table and writes JSON with machine info to bench/results/bench_scan.json. Timings are best of
-`--repeat` runs on a warm page cache (the files were just written).
+Generates a run folder of `--files` device dumps (Conv2D.op{k}.{k + 1}.{ts}, one FLOAT output of 4 values) and as many
+ground-truth `.npy` files (op{k}.0.{ts}.npy): the bytes of one dump written by dumpcmp.write_dump and of one `.npy`
+written by NumPy, copied under every name (the header's op name is op0's: names are what a scan reads; `info` also
+reads every header). Then, each in a child process, from a warm dentry cache (or with `--cold`, the page, dentry and
+inode caches dropped first: root only):
+- `dumpcmp info TREE --json` (every header read) and `dumpcmp info GT --json`;
+- the scan alone, as `compare` runs it: `dumpcmp.dumps.scan.scan(TREE)` and `scan_ground_truth(GT)`;
+- with `--compare`, the whole `dumpcmp compare -l TREE -r GT -o OUT --quiet`.
+Wall, CPU and peak RSS of each, and files per second. The files are generated under TMPDIR (/tmp) and deleted after,
+unless `--keep DIR` (a tree there is reused).
 """
 
 from __future__ import annotations
@@ -14,136 +20,94 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-import dumpcmp
-from dumpcmp.support.native import core
-from dumpcmp.benchmark.common import machine_info
-from dumpcmp.dumps.scan import scan
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-T0 = 1700000000000000
-OPS = ("Conv2D", "Relu", "Add", "MatMul", "BatchNorm", "Pooling", "Cast", "TransData")
+from bench_large import measured_run, mib  # noqa: E402
+from bench_vs_original import dumpcmp_command  # noqa: E402
+from dumpcmp.benchmark.common import machine_info, machine_line  # noqa: E402
+from dumpcmp.dumps.dump import TensorData, write_dump  # noqa: E402
 
-
-def best_of(repeat: int, fn):
-    times = []
-    result = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
+TS = 1700000000000000
 
 
-def run_folder(root: str, device: int, iteration: int) -> str:
-    return os.path.join(root, "20240101120000", str(device), "resnet50", "1", str(iteration))
+def generate(root: Path, files: int) -> tuple[Path, Path]:
+    dev = root / "dump" / "20260101000000" / "0" / "net" / "1" / "0"
+    gt = root / "gt"
+    dev.mkdir(parents=True)
+    gt.mkdir()
+    values = np.arange(4, dtype=np.float32).reshape(1, 4)
+    write_dump(root / "one.dump", op_name="op0", outputs=[TensorData(values)])
+    np.save(root / "one.npy", values)
+    dump_bytes, npy_bytes = (root / "one.dump").read_bytes(), (root / "one.npy").read_bytes()
+    for k in range(files):
+        with open(dev / f"Conv2D.op{k}.{k + 1}.{TS + k}", "wb") as f:
+            f.write(dump_bytes)
+        with open(gt / f"op{k}.0.{TS + k}.npy", "wb") as f:
+            f.write(npy_bytes)
+    return root / "dump", gt
 
 
-def make_dump_tree(root: str, count: int, per_run: int = 500) -> None:
-    """`count` small dumps (a 1x16x4x4 fp16 input, a 64-element fp32 output), `per_run` per iteration folder."""
-    x = np.ones((1, 16, 4, 4), np.float16)
-    y = np.ones(64, np.float32)
-    for i in range(count):
-        folder = run_folder(root, 0, i // per_run)
-        if i % per_run == 0:
-            os.makedirs(folder, exist_ok=True)
-        op = OPS[i % len(OPS)]
-        name = f"{op}.{op.lower()}_{i}.{i % 65536}.{i % 7}.{T0 + 17 * i}"
-        dumpcmp.write_dump(os.path.join(folder, name), op_name=f"{op.lower()}_{i}", inputs=[x], outputs=[y])
+def drop_caches() -> None:
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
 
 
-def make_name_tree(root: str, count: int, per_run: int = 2000) -> None:
-    """`count` empty files with dump names: name-only indexing does not care what is inside."""
-    for i in range(count):
-        folder = run_folder(root, 1, i // per_run)
-        if i % per_run == 0:
-            os.makedirs(folder, exist_ok=True)
-        op = OPS[i % len(OPS)]
-        with open(os.path.join(folder, f"{op}.{op.lower()}_{i}.{i % 65536}.{i % 7}.{T0 + 17 * i}"), "wb"):
-            pass
+SCAN = ("import sys; from dumpcmp.dumps.scan import scan, scan_ground_truth; "
+        "i = scan(sys.argv[1]); g = scan_ground_truth(sys.argv[2]); print(i.dump_count, len(g))")
 
 
-def walk_count(root: str) -> int:
-    return sum(len(files) for _, _, files in os.walk(root))
-
-
-def read_all(root: str) -> int:
-    total = 0
-    for folder, _, files in os.walk(root):
-        for f in files:
-            with open(os.path.join(folder, f), "rb") as handle:
-                total += len(handle.read())
-    return total
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dumps", type=int, default=10_000, help="small real dumps (default 10000)")
-    parser.add_argument("--names", type=int, default=100_000, help="empty named files (default 100000; 0 = skip)")
-    parser.add_argument("--threads", type=int, default=0, help="header-reading threads (0 = all cores)")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--keep", help="build the trees in this folder and keep them")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "bench_scan.json"))
-    args = parser.parse_args(argv)
-
-    base = args.keep or tempfile.mkdtemp(prefix="dumpcmp-bench-scan-")
-    results: dict[str, object] = {
-        "machine": machine_info(),
-        "dumps": args.dumps, "names": args.names, "threads": args.threads, "repeat": args.repeat,
-    }
-    rows = []
-    try:
-        dump_root = os.path.join(base, "dumps")
-        start = time.perf_counter()
-        make_dump_tree(dump_root, args.dumps)
-        results["generate_dumps_s"] = time.perf_counter() - start
-
-        t_walk, n = best_of(args.repeat, lambda: walk_count(dump_root))
-        t_names, index = best_of(args.repeat, lambda: scan(dump_root))
-        assert index.dump_count == args.dumps == n and not index.skipped
-        t_read, nbytes = best_of(args.repeat, lambda: read_all(dump_root))
-        t_headers, hindex = best_of(args.repeat, lambda: scan(dump_root, read_headers=True, threads=args.threads))
-        assert hindex.dump_count == args.dumps and not hindex.skipped
-        paths = [e.path for e in index.entries()]
-        t_core, files = best_of(args.repeat, lambda: core.dump.read_headers(paths, args.threads))
-        assert not any(isinstance(f, str) for f in files)
-        rows += [
-            (f"{args.dumps} dumps: os.walk (baseline)", t_walk),
-            (f"{args.dumps} dumps: scan, names only", t_names),
-            (f"{args.dumps} dumps: read every file whole in Python (baseline, {nbytes / 1e6:.1f} MB)", t_read),
-            (f"{args.dumps} dumps: C++ read_headers alone (parallel, no Python wrappers)", t_core),
-            (f"{args.dumps} dumps: scan + parallel C++ header read", t_headers),
-        ]
-        results.update(walk_dumps_s=t_walk, scan_names_dumps_s=t_names, read_all_s=t_read, read_all_bytes=nbytes,
-                       core_read_headers_s=t_core, scan_headers_s=t_headers)
-
-        if args.names:
-            name_root = os.path.join(base, "names")
-            start = time.perf_counter()
-            make_name_tree(name_root, args.names)
-            results["generate_names_s"] = time.perf_counter() - start
-            t_walk2, n2 = best_of(args.repeat, lambda: walk_count(name_root))
-            t_names2, index2 = best_of(args.repeat, lambda: scan(name_root))
-            assert index2.dump_count == args.names == n2
-            rows += [(f"{args.names} named files: os.walk (baseline)", t_walk2),
-                     (f"{args.names} named files: scan, names only", t_names2)]
-            results.update(walk_names_s=t_walk2, scan_names_s=t_names2)
-    finally:
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=1_000_000, help="device dumps (and as many .npy files)")
+    ap.add_argument("--cold", action="store_true", help="drop the page, dentry and inode caches before each run")
+    ap.add_argument("--compare", action="store_true", help="also time the whole dumpcmp compare")
+    ap.add_argument("--keep", type=Path, help="generate under this folder and keep it (a tree there is reused)")
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    args = ap.parse_args()
+    command = dumpcmp_command()
+    machine = machine_info()
+    print(machine_line(machine))
+    with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:
+        root = (args.keep or Path(tmp)) / f"scan_{args.files}"
+        started = time.perf_counter()
+        if (root / "gt").is_dir():
+            dump, gt = root / "dump", root / "gt"
+        else:
+            dump, gt = generate(root, args.files)
+        print(f"{args.files} device dumps and {args.files} .npy files (generated in "
+              f"{time.perf_counter() - started:.0f} s){'; caches dropped before each run' if args.cold else ''}")
+        runs = {
+            "info TREE": command + ["info", str(dump), "--json"],
+            "info GT": command + ["info", str(gt), "--json"],
+            "scan (compare's)": [sys.executable, "-c", SCAN, str(dump), str(gt)],
+        }
+        if args.compare:
+            runs["compare"] = command + ["compare", "-l", str(dump), "-r", str(gt), "-o", str(root / "out.csv"),
+                                         "--quiet", "--force"]
+        figures = {}
+        for name, cmd in runs.items():
+            if args.cold:
+                drop_caches()
+            r = measured_run(cmd)
+            files = 2 * args.files if name in ("scan (compare's)", "compare") else args.files
+            figures[name] = {**r, "files": files}
+            print(f"  {name:18s} {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  {files / r['wall_s']:10,.0f} files/s  "
+                  f"peak RSS {mib(r['peak_rss_bytes'])}")
+        if args.json:
+            args.json.write_text(json.dumps({"machine": machine, "files": args.files, "cold": args.cold,
+                                             "runs": figures}, indent=2))
         if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
-
-    width = max(len(r[0]) for r in rows)
-    for label, seconds in rows:
-        print(f"{label:<{width}}  {seconds:8.3f} s")
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as handle:
-        json.dump(results, handle, indent=1)
-    print(f"results: {args.out}")
-    return 0
+            shutil.rmtree(root)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -23,6 +23,21 @@ if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
+_HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_restored():
+    """Each test leaves the run's signal handlers as it found them: a test that runs a command's process entry
+    (`dispatch.run()`) in process installs the command's own, and a later test's SIGINT then killed the whole run
+    (exit 130, no report)."""
+    before = {s: signal.getsignal(s) for s in _HANDLED}
+    yield
+    for s, handler in before.items():
+        if signal.getsignal(s) is not handler and handler is not None:
+            signal.signal(s, handler)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261121)

@@ -36,7 +36,8 @@ void bind_compare(py::module_& core) {
         m, "TensorSource", "One side of a comparison: stored bytes, data type, and the layout plan to walk them.")
         .def_property_readonly("count", &TensorSource::count, "elements in the compared order")
         .def_property_readonly("data_type", [](const TensorSource& s) { return data_type_info(s.type()).name; })
-        .def_property_readonly("has_plan", [](const TensorSource& s) { return s.plan() != nullptr; });
+        .def_property_readonly("has_plan", [](const TensorSource& s) { return s.plan() != nullptr; })
+        .def_property_readonly("stored_bytes", &TensorSource::stored_bytes, "bytes of the stored tensor it reads");
 
     m.def("source_from_dump", [](const std::shared_ptr<DumpFile>& file, const std::string& kind, std::size_t index,
                                  std::optional<std::string> dst_format, std::optional<std::vector<std::int64_t>> dst_shape,

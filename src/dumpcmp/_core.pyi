@@ -398,6 +398,11 @@ class compare:
         @property
         def has_plan(self) -> bool:
             ...
+        @property
+        def stored_bytes(self) -> int:
+            """
+            bytes of the stored tensor it reads
+            """
     @staticmethod
     def source_from_dump(file: dump.DumpFile, kind: str, index: typing.SupportsInt | typing.SupportsIndex, dst_format: str | None = None, dst_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, groups: typing.SupportsInt | typing.SupportsIndex = 1) -> compare.TensorSource:
         """

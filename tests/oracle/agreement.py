@@ -25,12 +25,31 @@ PLACEHOLDER = "{CORPUS}"
 METRICS = {"CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
            "KullbackLeiblerDivergence", "StandardDeviation", "MeanAbsoluteError", "RootMeanSquareError",
            "MaxRelativeError", "MeanRelativeError"}
-# result file -> (left, right, graph, quant rule) corpus paths of its run; NPU vs NPU has no graph
+# the custom algorithm runs' flags (the same spelling in both tools; {custom}: the corpus's -c folder)
+CUSTOM_FLAGS = ("-c", "{custom}", "-alg", make_corpus.CUSTOM_ALG_SELECTION, "-a", make_corpus.CUSTOM_ALG_OPTIONS)
+CUSTOM_NPU_FLAGS = ("-c", "{custom}", "-alg", "MeanDiff,3,Raiser", "-a", "MeanDiff:scale=1")
+# result file -> (left, right, graph, quant rule) corpus paths of its run, then its flags as dumpcmp spells them
+# and as the original does; NPU vs NPU has no graph
 MODEL_RUNS = {
-    "model_result.csv": ("dump", "gt", "graph", None),
-    "npu_vs_npu_result.csv": ("dump", "npu2", None, None),
-    "quant_result.csv": ("q_dump", "q_gt", "q_graph", "q_rule"),
+    "model_result.csv": ("dump", "gt", "graph", None, (), ()),
+    "npu_vs_npu_result.csv": ("dump", "npu2", None, None, (), ()),
+    "quant_result.csv": ("q_dump", "q_gt", "q_graph", "q_rule", (), ()),
+    "custom_alg_result.csv": ("dump", "gt", "graph", None, CUSTOM_FLAGS, CUSTOM_FLAGS),
+    "custom_alg_npu_vs_npu_result.csv": ("dump", "npu2", None, None, CUSTOM_NPU_FLAGS, CUSTOM_NPU_FLAGS),
+    "max_result.csv": ("dump", "gt", "graph", None, ("--max-elements", "10"), ("-max", "10")),
+    "overflow_result.csv": ("dump", "gt", "graph", None, ("--overflow-like-original",), ("-overflow_detection",)),
+    "alg_order_result.csv": ("dump", "gt", "graph", None, ("-alg", "7,0,3"), ("-alg", "7", "0", "3")),
+    "range_result.csv": ("dump", "gt", "graph", None, ("--op-range", "3,10,2"), ("-r", "3,10,2")),
+    "select_result.csv": ("dump", "gt", "graph", None, ("--op-select", "1,4,7,13"), ("-s", "1,4,7,13")),
 }
+#: the runs added for issue #38 (regenerate.py runs them apart from the first three)
+ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_result.csv", "overflow_result.csv",
+              "alg_order_result.csv", "range_result.csv", "select_result.csv")
+
+
+def run_flags(name: str, paths: dict[str, Path], original: bool = False) -> list[str]:
+    """The flags of a model-level run beyond -l/-r/-f/-q (dumpcmp's, or with `original` the original's)."""
+    return [f.replace("{custom}", str(paths["custom"])) for f in MODEL_RUNS[name][5 if original else 4]]
 
 
 def with_graph(name: str) -> bool:
@@ -46,8 +65,9 @@ def run_ours(directory: Path) -> dict[str, Path]:
     out = directory / "ours"
     out.mkdir()
     files = {}
-    for name, (left, right, graph, rule) in MODEL_RUNS.items():
-        args = ["compare", "-l", str(paths[left]), "-r", str(paths[right]), "-o", str(out / name), "--quiet"]
+    for name, (left, right, graph, rule, _, _) in MODEL_RUNS.items():
+        args = ["compare", "-l", str(paths[left]), "-r", str(paths[right]), "-o", str(out / name), "--quiet",
+                *run_flags(name, paths)]
         if graph:
             args += ["-f", str(paths[graph])]
         if rule:

@@ -387,7 +387,81 @@ def build(directory: str | Path, seed: int = SEED) -> dict[str, Path]:
     rule = directory / "quant" / "quant_rule.json"
     rule.write_text(json.dumps(quant_rule(qc)), encoding="utf-8")
     paths.update(q_dump=q["dump"], q_gt=q["gt"], q_graph=q["graph"], q_rule=rule)
+    paths["custom"] = write_custom_scripts(directory / "custom")
+    paths["file_compare"] = write_file_compare(directory / "file_compare")
     return paths
+
+
+# The custom algorithm run (`compare -c DIR -alg ... -a ...`): plug-ins written into the corpus as text. One takes
+# options, one raises on large tensors, two return what is not two strings, one takes two arguments (left out with a
+# warning), a file whose name does not fit (left out), and a name that exists nowhere in the selection.
+CUSTOM_ALG_SELECTION = "0,MeanDiff,Raiser,NotString,NoneRet,BadArgs,Nope,1"
+CUSTOM_ALG_OPTIONS = "MeanDiff:scale=2;Raiser:limit=100"
+CUSTOM_ALGS = {
+    "alg_MeanDiff.py": (
+        "import numpy as np\n\n\n"
+        "def compare(my_output, ground_truth, args):\n"
+        "    value = float(np.mean(np.abs(my_output.astype(np.float64) - ground_truth))) * float(args.scale)\n"
+        "    return '%.4f' % value, '%s:%d:%s' % (my_output.dtype, my_output.size, args.shape_type.name)\n"),
+    "alg_Raiser.py": (
+        "def compare(my_output, ground_truth, args):\n"
+        "    if my_output.size > int(args.limit):\n"
+        "        raise ValueError('%d elements, more than %s' % (my_output.size, args.limit))\n"
+        "    return str(my_output.size), ''\n"),
+    "alg_NotString.py": (
+        "def compare(my_output, ground_truth, args):\n"
+        "    return float(my_output.size), ''\n"),
+    "alg_NoneRet.py": (
+        "def compare(my_output, ground_truth, args):\n"
+        "    return None\n"),
+    "alg_BadArgs.py": (
+        "def compare(my_output, ground_truth):\n"
+        "    return '1', ''\n"),
+    "badname.py": "def compare(a, b, c):\n    return '1', ''\n",
+}
+
+
+def write_custom_scripts(directory: str | Path) -> Path:
+    """The `-c DIR` folder of the custom algorithm run: DIR/algorithm/alg_*.py."""
+    folder = Path(directory) / "algorithm"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in CUSTOM_ALGS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return Path(directory)
+
+
+def convert_dump(paths: dict[str, Path]) -> Path:
+    """The device dump the convert run converts (a fused conv: NC1HWC0 and FRACTAL_Z tensors)."""
+    return next(p for p in sorted(Path(paths["dump"]).iterdir()) if ".conv1relu1." in p.name)
+
+
+# file_compare runs: name -> (my output, ground truth) arrays, written as corpus/file_compare/{name}_{my,golden}.npy
+def file_compare_cases(seed: int = SEED) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    noisy = a + rng.standard_normal(a.shape).astype(np.float32) * np.float32(0.01)
+    with_nan = a.copy()
+    with_nan[0, 1, 2] = np.nan
+    return {
+        "fp32_fp16": (a, noisy.astype(np.float16)),
+        "zero_golden": (a, np.zeros_like(a)),
+        "zero_mine": (np.zeros_like(a), a),
+        "scalar": (np.array([[2.5]], np.float32), np.array([[2.0]], np.float32)),
+        "zero_d": (np.array(1.5, np.float32), np.array(1.25, np.float32)),
+        "bool": (rng.random(24) > 0.5, rng.random(24) > 0.5),
+        "bool_float": (rng.random(24) > 0.5, rng.random(24).astype(np.float32)),
+        "int32_fp64": (rng.integers(-50, 50, (5, 7)).astype(np.int32), rng.standard_normal((5, 7)) * 30),
+        "nan": (with_nan, noisy),
+    }
+
+
+def write_file_compare(directory: str | Path) -> Path:
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (mine, golden) in file_compare_cases().items():
+        np.save(folder / f"{name}_my.npy", mine)
+        np.save(folder / f"{name}_golden.npy", golden)
+    return folder
 
 
 if __name__ == "__main__":

@@ -26,17 +26,19 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import make_corpus  # noqa: E402
+from agreement import ADDED_RUNS, MODEL_RUNS, run_flags  # noqa: E402
 
 PLACEHOLDER = "{CORPUS}"
 
 
-def run_tool(python: str, tool: Path, args: list[str]) -> None:
-    cmd = [python, str(tool / "src" / "compare" / "msaccucmp.py"), "compare", *args]
+def run_tool(python: str, tool: Path, args: list[str], command: str = "compare") -> str:
+    cmd = [python, str(tool / "src" / "compare" / "msaccucmp.py"), command, *args]
     proc = subprocess.run(cmd, cwd=tool / "src" / "compare", capture_output=True, text=True)
     # The original exits 2 when an operator lacks a dump file although its files are complete.
     if proc.returncode not in (0, 2):
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"msaccucmp failed ({proc.returncode}): {' '.join(cmd)}")
+    return proc.stdout + proc.stderr  # its log goes to standard error
 
 
 def keep(src: Path, dst: Path, corpus: Path) -> None:
@@ -91,6 +93,39 @@ def main() -> None:
         out.mkdir()
         run_tool(args.python, tool, ["-m", str(paths["dump"]), "-g", str(paths["npu2"]), "-out", str(out)])
         keep(model_result(out), expected / "npu_vs_npu_result.csv", corpus)
+
+        for name in ADDED_RUNS:  # -c DIR -alg ... -a ..., -max N, -overflow_detection
+            left, right, graph, _, _, _ = MODEL_RUNS[name]
+            out = root / name
+            out.mkdir()
+            run_tool(args.python, tool, ["-m", str(paths[left]), "-g", str(paths[right]),
+                                         *(["-f", str(paths[graph])] if graph else []),
+                                         *run_flags(name, paths, original=True), "-out", str(out)])
+            keep(model_result(out), expected / name, corpus)
+
+        out = root / "convert"  # convert -d DUMP -out DIR: each tensor as {dump}.{input|output}.{i}.npy
+        out.mkdir()
+        run_tool(args.python, tool, ["-d", str(make_corpus.convert_dump(paths)), "-out", str(out)], command="convert")
+        for f in sorted(out.iterdir()):
+            keep(f, expected / "convert" / f.name, corpus)
+
+        for name in make_corpus.file_compare_cases():  # file_compare -m -g -out: its file_result_{time}.txt
+            out = root / f"file_compare_{name}"
+            out.mkdir()
+            folder = paths["file_compare"]
+            log = run_tool(args.python, tool, ["-m", str(folder / f"{name}_my.npy"), "-g",
+                                               str(folder / f"{name}_golden.npy"), "-out", str(out)],
+                           command="file_compare")
+            # its console lines (names, values, messages): the [INFO] lines between the file names and the result
+            lines = [ln.split("[INFO] ", 1)[1] for ln in log.splitlines() if "[INFO] " in ln]
+            start = next(i for i, ln in enumerate(lines) if ln.startswith("The ground truth file is")) + 1
+            end = next(i for i, ln in enumerate(lines) if ln.startswith("The file compare result"))
+            (out / "console.txt").write_text("".join(ln + "\n" for ln in lines[start:end]), encoding="utf-8")
+            keep(out / "console.txt", expected / "file_compare" / f"{name}.console.txt", corpus)
+            found = sorted(out.glob("file_result_*.txt"))
+            if len(found) != 1:
+                raise SystemExit(f"expected one file_result_*.txt in {out}, found {found}")
+            keep(found[0], expected / "file_compare" / f"{name}.txt", corpus)
 
         for op, kind, index in make_corpus.SINGLE_OPS:
             out = root / f"single_{op}_{kind}_{index}"

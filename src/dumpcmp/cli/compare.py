@@ -8,10 +8,14 @@ The original tool's flags work as they did (`-l`, `-r`, `-f`, `-q`, `-o`, `-csv`
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from dumpcmp.cli.options import add_run_selection, count, positive, run_selection
+from dumpcmp.support.gcpause import paused
 
 
 EPILOG = """\
@@ -45,15 +49,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="PATH",
                    help="result file (or an existing folder: result_{time}.csv is written in it); with -d, a folder")
     p.add_argument("-csv", "--csv", action="store_true", help="write CSV (default for a .csv name)")
+    p.add_argument("--output-folder", action="store_true",
+                   help="-o is a folder, made when missing (as the original's -out)")
     p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
     p.add_argument("-alg", "--algorithms", metavar="LIST",
                    help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
-                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel); default all")
+                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel) or name; with -c, also custom algorithm names, in "
+                        "column order; default all")
+    p.add_argument("-c", "--custom_script_path", "--custom-script-path", dest="custom_script_path", metavar="DIR",
+                   help="the original tool's user script folder: DIR/algorithm/alg_{Name}.py custom algorithms "
+                        "(select them with -alg Name) and DIR/format_convert converters (as -custom)")
+    p.add_argument("-a", "--algorithm_options", "--algorithm-options", dest="algorithm_options", metavar="OPTIONS",
+                   help='options of each algorithm, "Name:key=value,key=value;Other:key=value" (given to custom '
+                        'algorithms as args.key)')
+    p.add_argument("--max-elements", type=count, default=0, metavar="N",
+                   help="compare only each tensor's first N elements (the original's -max N; the summary says so)")
+    p.add_argument("--op-range", metavar="START,END,STEP",
+                   help="only the fusion ops holding graph ops of these ids (the original's -r; needs -f), with an "
+                        "OpSequence column")
+    p.add_argument("--op-select", metavar="ID,ID,...",
+                   help="only the fusion ops holding graph ops of these ids (the original's -s; needs -f), with an "
+                        "OpSequence column")
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
     p.add_argument("--extra", action="store_true", help="add MSE, SQNR(dB) and NaN/Inf counts per side")
     p.add_argument("--overflow", action="store_true", help="add the OverFlow column (device side holds NaN/inf)")
+    p.add_argument("--overflow-like-original", dest="overflow", action="store_const", const="original",
+                   help="add the original's OverFlow column (-overflow_detection): YES for a float16 device tensor "
+                        "reaching 65504 in magnitude, NaN for other types")
     p.add_argument("--exit-like-original", action="store_true",
                    help="exit 2, as the original tool does, when a graph op has no dump file (the result is written)")
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
@@ -88,6 +112,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="statistics compare: RelDiff above which a tensor is a warning (default 1e-3)")
     p.add_argument("--stats-error", type=float, default=1e-2, metavar="REL",
                    help="statistics compare: RelDiff above which a tensor is an error (default 1e-2)")
+    p.add_argument("--narrow", metavar="ACL_JSON",
+                   help="statistics compare: write an acl.json dumping full tensors (dump_mode all) only of the "
+                        "first error's op and its upstream neighbours (graph producers with -f, else the ops just "
+                        "before it), up to --narrow-budget")
+    p.add_argument("--narrow-budget", default="1G", metavar="BYTES",
+                   help="with --narrow: bytes of tensors the region may hold, e.g. 512M, 2G (default 1G)")
+    p.add_argument("--narrow-dump-path", metavar="DIR",
+                   help="with --narrow: the acl.json's dump_path (default: the -l folder, made absolute)")
     from dumpcmp.cli.advice_options import add_options
 
     add_options(p)
@@ -113,6 +145,8 @@ def _check_output(args: argparse.Namespace) -> None:
     from dumpcmp.errors import DumpcmpError
     from dumpcmp.support.files import exists_error
 
+    if args.output is not None and getattr(args, "output_folder", False) and not Path(args.output).is_dir():
+        Path(args.output).mkdir(mode=0o700, parents=True)  # the original's -out: a folder, made when missing
     if args.output is None or Path(args.output).is_dir():
         return
     path = Path(args.output)
@@ -123,80 +157,57 @@ def _check_output(args: argparse.Namespace) -> None:
         raise exists_error(path, "result file")
 
 
+@paused()  # the rows, their cells, the summary and advice of a large model: see dumpcmp.support.gcpause
 def run(args: argparse.Namespace) -> int:
+    from dumpcmp.comparison.compare import compare_runs
     from dumpcmp.dumps.sigmastar import is_sigmastar_dump
-    from dumpcmp.support.gcpause import paused
+    from dumpcmp.output.table import text_table
+    from dumpcmp.support.files import exists_error
+    from dumpcmp.errors import DumpcmpError
 
-    if args.cluster is not None and args.op is None and not args.stats:
-        from dumpcmp.comparison.cluster import placed_roots
+    _custom_scripts(args)
 
-        if placed_roots(args.left) is not None:  # -l HOST=PATH,...: the left side lies on the workers, not here
-            return _run_cluster(args, run_selection(args))
-    if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
+    placed = _placed(args)  # -l HOST=PATH,... with --cluster: nothing of the left side to look at here
+    if not placed and is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
-    if args.op is None:
+    args.op_ranges = _op_range(args)
+    if args.max_elements and (args.op is not None or args.stats or args.locate is not None):
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--max-elements (-max) applies to the model-level compare only, not with -d/-op, --stats "
+                          "or --locate")
+    if args.op is None and not placed:
         from dumpcmp.comparison.stats import has_stats_dump
 
         if args.stats or has_stats_dump(args.left):
             _no_cluster(args, "a statistics compare")
             return _run_stats(args, selection)
+    if args.narrow is not None:
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--narrow needs a statistics compare: a -l folder holding statistics files (or --stats), "
+                          "without -d")
     if args.op is not None:
         _no_cluster(args, "-d (one operator)")
         return _run_single_op(args, selection)
-    if args.cluster is not None:
-        return _run_cluster(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
-    from dumpcmp.cli.finish import check_outputs
+    from dumpcmp.cli.finish import check_outputs, finish
 
     check_outputs(args, args.html)
-    with paused():  # the rows, their cells, the summary and advice of a large model: see dumpcmp.support.gcpause
-        return _compare_and_write(args, selection)
+    with _cluster(args) as client:  # None without --cluster; with it, closed once the rows are back
+        results = compare_runs(args.left, args.right, fusion_json=args.fusion_json,
+                               quant_json=args.quant_fusion_rule, algorithms=args.algorithms, custom=args.custom,
+                               threads=args.threads, quiet=args.quiet, precise=args.precise,
+                               gt_sample=args.gt_sample, right_time=args.right_time,
+                               right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
+                               max_elements=args.max_elements, client=client, **selection)
+    if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
+        from dumpcmp.comparison.op_range import select_ops
 
-
-def _no_cluster(args: argparse.Namespace, what: str) -> None:
-    from dumpcmp.errors import ConfigError
-
-    if args.cluster is not None:
-        raise ConfigError(f"--cluster compares model-level runs; {what} runs on this machine (leave out --cluster)")
-
-
-def _run_cluster(args: argparse.Namespace, selection: dict) -> int:
-    """The model-level compare with its pairs compared on a Dask cluster (dumpcmp.comparison.cluster)."""
-    from dumpcmp.cli.finish import check_outputs
-    from dumpcmp.comparison.cluster import connect, placed_roots, quiet_dask_logs
-    from dumpcmp.support.gcpause import paused
-
-    if not args.cluster_timeout > 0:
-        from dumpcmp.errors import ConfigError
-
-        raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
-    if placed_roots(args.left) is not None and (args.locate is not None or args.html is not None):
-        from dumpcmp.errors import ConfigError
-
-        raise ConfigError("--locate and --html read the left side on this machine: give -l a path it sees")
-    _check_output(args)
-    check_outputs(args, args.html)
-    with connect(args.cluster) as cluster:
-        quiet_dask_logs()
-        cluster.timeout = args.cluster_timeout
-        if not args.quiet and cluster.dashboard:
-            print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)
-        with paused():
-            return _compare_and_write(args, selection, client=cluster)
-
-
-def _compare_and_write(args: argparse.Namespace, selection: dict, client: object = None) -> int:
-    from dumpcmp.cli.finish import finish
-    from dumpcmp.comparison.compare import compare_runs
-    from dumpcmp.output.table import text_table
-    from dumpcmp.support.files import exists_error
-    from dumpcmp.errors import DumpcmpError
-
-    results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
-                           algorithms=args.algorithms, custom=args.custom, threads=args.threads,
-                           quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
-                           right_data_index=args.right_data_index, client=client, **selection)
+        results = [select_ops(r, args.op_ranges) for r in results]
+        for note in args.op_ranges.warnings:
+            print(f"dumpcmp: warning: {note}", file=sys.stderr)
     located: dict[str, dict] = {}
     locate_results: dict[str, object] = {}
     if args.locate is not None:
@@ -232,14 +243,116 @@ def _compare_and_write(args: argparse.Namespace, selection: dict, client: object
     return code
 
 
-def _run_sigmastar(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison.sigmastar import compare_sigmastar
+def _custom_scripts(args: argparse.Namespace) -> None:
+    """-c DIR (the original's user script folder): its algorithm/ plug-ins for -alg, its format_convert/ converters
+    as -custom; -a checked (it only reaches custom algorithms)."""
+    from dumpcmp.comparison.custom_alg import CustomAlgorithms, parse_algorithm_options
     from dumpcmp.errors import ConfigError
 
-    for flag, given in (("-d", args.op), ("--locate", args.locate), ("--html", args.html), ("-f", args.fusion_json),
-                        ("--cluster", args.cluster)):
-        if given is not None:
-            raise ConfigError(f"{flag} is not available when -l is a SigmaStar dump")
+    args.custom_algorithms = None
+    folder = args.custom_script_path
+    if folder is None:
+        parse_algorithm_options(args.algorithm_options)
+        if args.op is None and _alg_order_matters(args.algorithms):  # the columns in -alg's order, as the original
+            args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options)
+        return
+    if args.custom is None and (Path(folder) / "format_convert").is_dir():
+        args.custom = folder
+    elif args.custom is not None and Path(args.custom).resolve() != Path(folder).resolve() and \
+            (Path(folder) / "format_convert").is_dir():
+        raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
+    if args.op is None:
+        args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
+        for note in args.custom_algorithms.warnings:
+            print(f"dumpcmp: warning: {note}", file=sys.stderr)
+
+
+def _op_range(args: argparse.Namespace) -> object:
+    """--op-range / --op-select (the original's -r / -s), checked as the original checks them."""
+    from dumpcmp.comparison.op_range import OpRange
+    from dumpcmp.errors import ConfigError
+
+    if args.op_range is None and args.op_select is None:
+        return None
+    if args.op_range is not None and args.op_select is not None:
+        raise ConfigError("-r (--op-range) and -s (--op-select) cannot be used at the same time")
+    if args.fusion_json is None:
+        raise ConfigError("-r/-s (--op-range/--op-select) take effect only when the graph JSON (-f) is given")
+    if args.op is not None or args.stats or args.locate is not None:
+        raise ConfigError("-r/-s (--op-range/--op-select) apply to the model-level compare only, not with -d/-op, "
+                          "--stats or --locate")
+    return OpRange.parse_range(args.op_range) if args.op_range is not None else OpRange.parse_select(args.op_select)
+
+
+def _alg_order_matters(selection: str | None) -> bool:
+    """-alg names the built-ins in another order than the result file's usual one (the original follows -alg)."""
+    from dumpcmp.comparison.metrics import parse_algorithms
+
+    if selection is None or selection.strip().lower() == "all":
+        return False
+    seen = list(dict.fromkeys(parse_algorithms(item) for item in selection.split(",") if item.strip()))
+    return seen != sorted(seen)
+
+
+def _no_cluster(args: argparse.Namespace, what: str) -> None:
+    from dumpcmp.errors import ConfigError
+
+    if args.cluster is not None:
+        raise ConfigError(f"--cluster compares model-level runs; {what} runs on this machine (leave out --cluster)")
+
+
+def _placed(args: argparse.Namespace) -> bool:
+    """--cluster with -l HOST=PATH,...: the left side lies on the workers' disks, not here."""
+    if args.cluster is None or args.op is not None or args.stats:
+        return False
+    from dumpcmp.comparison.cluster import placed_roots
+
+    return placed_roots(args.left) is not None
+
+
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[object]:
+    """The Dask cluster of --cluster, connected (None without it), its Dask log lines kept off the terminal, the
+    dashboard's address printed; closed when the block ends (dumpcmp.comparison.cluster)."""
+    if args.cluster is None:
+        yield None
+        return
+    from dumpcmp.comparison.cluster import connect, quiet_dask_logs
+    from dumpcmp.errors import ConfigError
+
+    if not args.cluster_timeout > 0:
+        raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
+    if _placed(args) and (args.locate is not None or args.html is not None):
+        raise ConfigError("--locate and --html read the left side on this machine: give -l a path it sees")
+    if args.custom_algorithms is not None:
+        raise ConfigError("custom algorithms (-c DIR -alg, or -alg in another order than the columns') run on this "
+                          "machine only: leave out --cluster")
+    with connect(args.cluster) as cluster:
+        quiet_dask_logs()
+        cluster.timeout = args.cluster_timeout
+        if not args.quiet and cluster.dashboard:
+            print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)
+        yield cluster
+
+
+_GATES = ("--fail-below", "--fail-on", "--json")
+_FLAG_DEST = {"-d": "op", "--locate": "locate", "--html": "html", "-f": "fusion_json", "--fail-below": "fail_below",
+              "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster"}
+
+
+def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> None:
+    """Exit 2 naming the first of `flags` given: an option a route does not apply is refused, never ignored."""
+    from dumpcmp.errors import ConfigError
+
+    for flag in flags:
+        if getattr(args, _FLAG_DEST[flag], None) is not None:
+            raise ConfigError(f"{flag} is not available {where}")
+
+
+def _run_sigmastar(args: argparse.Namespace) -> int:
+    from dumpcmp.comparison.sigmastar import compare_sigmastar
+
+    _refuse(args, ("-d", "--locate", "--html", "-f", "--cluster") + _GATES, "when -l is a SigmaStar dump")
     _check_output(args)
     result = compare_sigmastar(args.left, args.right, threads=args.threads)
     path = _result_path(args.output, True, "", [""])[0]
@@ -282,7 +395,14 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
     from dumpcmp.output.table import text_table
     from dumpcmp.support.files import exists_error
 
+    # a gate the statistics compare does not apply must not pass in silence (a CI job would read it as passed)
+    _refuse(args, ("--locate",) + _GATES, "for a statistics compare (its verdicts are in the result's Verdict column)")
     _check_output(args)
+    budget = _check_narrow(args)
+    if args.html is not None:
+        from dumpcmp.cli.finish import check_outputs
+
+        check_outputs(args, args.html)
     results = compare_stats(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                             warning=args.stats_warning, error=args.stats_error, threads=args.threads,
                             gt_sample=args.gt_sample, **selection)
@@ -300,4 +420,50 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
             print(result.summary(), file=sys.stderr if path is None else sys.stdout)
             if path is not None:
                 print(f"  result: {path}")
+    if args.html is not None:
+        from dumpcmp.cli.finish import write_stats_reports
+
+        write_stats_reports(results, args, args.html, sys.stderr if args.output is None else sys.stdout)
+    if args.narrow is not None:
+        _write_narrow(args, results, budget)
     return 0
+
+
+def _check_narrow(args: argparse.Namespace) -> int:
+    """--narrow's budget, and its file checked before the run (an existing one is kept without --force)."""
+    from dumpcmp.debug.narrow import parse_size
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.support.files import exists_error
+
+    if args.narrow is None:
+        return 0
+    path = Path(args.narrow)
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; --narrow takes the acl.json file to write")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: the folder {folder} does not exist")
+    if os.path.lexists(path) and not args.force:
+        raise exists_error(path, "config")
+    return parse_size(args.narrow_budget)
+
+
+def _write_narrow(args: argparse.Namespace, results: list, budget: int) -> None:
+    from dumpcmp.debug.narrow import narrow, write_narrow_acl_json
+    from dumpcmp.graph.graph_json import load_graph
+
+    graph = None
+    if args.fusion_json is not None:
+        graph = load_graph(args.fusion_json, quant_fusion=args.quant_fusion_rule)
+    plan = next((p for p in (narrow(r, graph, budget=budget) for r in results) if p is not None), None)
+    if plan is None:
+        print(f"dumpcmp: no tensor is an error: nothing to narrow; {args.narrow} not written", file=sys.stderr)
+        return
+    dump_path = args.narrow_dump_path or os.path.abspath(args.left)
+    written = write_narrow_acl_json(plan, args.narrow, dump_path=dump_path, force=args.force)
+    if not args.quiet:
+        out = sys.stderr if args.output is None else sys.stdout  # the table alone on standard output without -o
+        print(plan.summary(), file=out)
+        for note in plan.notes:
+            print(f"  note: {note}", file=out)
+        print(f"  acl.json: {written} (dump_path {dump_path})", file=out)

@@ -26,6 +26,7 @@ COMMANDS = {
     "demo": "dumpcmp.cli.demo",
     "diff": "dumpcmp.cli.diff",
     "extract": "dumpcmp.cli.extract",
+    "file_compare": "dumpcmp.cli.file_compare",
     "golden": "dumpcmp.cli.golden",
     "histogram": "dumpcmp.cli.histogram",
     "info": "dumpcmp.cli.info",
@@ -106,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signals_at_start = signals_met()
     words = list(sys.argv[1:] if argv is None else argv)
     try:
+        from dumpcmp.cli.original_flags import original_words
+
+        words = original_words(words)  # the original tool's spellings (compare -m -g ..., convert -d ...)
         parser = build_parser(words[0] if words and words[0] in COMMANDS else None)  # imports the command's modules
         args = parser.parse_args(words)
         return int(args.run(args) or 0)

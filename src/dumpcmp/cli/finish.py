@@ -80,3 +80,14 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
     if args.json_path:
         write_json(args.json_path, {"runs": runs, "passed": not failed}, force=args.force)
     return 1 if failed else 0
+
+
+def write_stats_reports(results: Sequence[Any], args: argparse.Namespace, html: str, out: Any = None) -> None:
+    """The HTML report of each run of a statistics compare (`dumpcmp.output.report.stats`)."""
+    from dumpcmp.output.report.stats import write_stats_report
+
+    for result in results:
+        path = write_stats_report(_html_path(html, result.run, [r.run for r in results]), result, force=args.force,
+                                  left=args.left, right=args.right)
+        if not args.quiet:
+            print(f"  report: {path}", file=out or sys.stdout)

@@ -22,6 +22,7 @@ examples:
   dumpcmp golden resnet50.onnx --seed 0 -o golden
   dumpcmp golden resnet50.onnx -i images/ --preprocess preprocess.py -o golden
   dumpcmp golden two_inputs.onnx -i image=img.npy -i mask=mask.bin -o golden
+  dumpcmp golden resnet50.onnx --seed 0 --stats -o golden     # also statistic.csv for the statistics compare
 """
 
 
@@ -47,6 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="golden_format", choices=("npy", "sigmastar"), default="npy",
                    help="sigmastar: also write SigmaStar's onnx_NHWC_outtensor_dump.bin (4-D tensors NHWC, float32) "
                         "beside the .npy files, the benchmark of SigmaStar's DumpDebug compare")
+    p.add_argument("--stats", action="store_true",
+                   help="also write statistic.csv: each tensor's max/min/mean/L2 norm and NaN/Inf/zero counts, which "
+                        "the statistics compare (dumpcmp compare of a dump_data stats dump) reads instead of "
+                        "recomputing")
     p.add_argument("--force", action="store_true", help="write into a folder that already has ground truth")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(run=run)
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     runs = golden_from_sources(args.model, args.output, args.inputs, args.preprocess, seed=args.seed,
                                batch_bytes=int(args.batch_mb * 1024 * 1024), check=not args.no_check,
                                force=args.force, include_constants=args.include_constants,
-                               shapes=parse_shapes(args.shape), quiet=args.quiet)
+                               shapes=parse_shapes(args.shape), quiet=args.quiet, stats=args.stats)
     for r in [] if args.quiet else runs:
         written = r.written
         ops = len({rec.op_name for rec in written})
@@ -85,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         for rec in inside.values():
             print(f"  {rec.op_name} ({rec.op_type}): {rec.note[rec.note.index('outputs inside'):]}")
         print(f"  index: {r.index_path}")
+        if r.stats_path is not None:
+            print(f"  statistics: {r.stats_path}")
     if args.golden_format == "sigmastar":
         from dumpcmp.onnx.sigmastar import write_sigmastar_golden
 

@@ -1,5 +1,6 @@
 """`dumpcmp report`: compare a device dump with its ground truth and write one self-contained HTML report (run,
-verdict, a chart per operator, the full table, histograms and top errors of the worst layers, advice).
+verdict, a chart per operator, the full table, histograms and top errors of the worst layers, advice). A statistics
+dump (dump_data stats) gets the statistics compare's page: each side's statistics and the verdict per tensor.
 
 Exit codes: 0 written (and the gates pass), 1 a gate failed (--fail-below, --fail-on), 2 bad input.
 """
@@ -54,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if args.bins < 1:
         raise ConfigError(f"--bins must be at least 1, not {args.bins}")
     check_outputs(args, args.output)
+    from dumpcmp.comparison.stats import has_stats_dump
+
+    if has_stats_dump(args.left):  # a statistics dump: the statistics compare's page, no histograms
+        return _stats_report(args)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads, quiet=args.quiet,
                            gt_sample=args.gt_sample, **run_selection(args))
@@ -74,3 +79,16 @@ def run(args: argparse.Namespace) -> int:
             print("  locate: " + r.statement())
     return finish(results, args, html=args.output, layers=args.histograms, bins=args.bins, top_n=args.top_n,
                   locate_results=locate_results)
+
+
+def _stats_report(args: argparse.Namespace) -> int:
+    from dumpcmp.cli.finish import write_stats_reports
+    from dumpcmp.comparison.stats import compare_stats
+
+    results = compare_stats(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+                            threads=args.threads, gt_sample=args.gt_sample, **run_selection(args))
+    if not args.quiet:
+        for result in results:
+            print(result.summary())
+    write_stats_reports(results, args, args.output)
+    return 0

@@ -16,8 +16,9 @@ inputs (-i) are read as `dumpcmp golden` reads them: .npy/.bin files (NAME=PATH 
 
 what is dumped: every compiled op's outputs, unless an acl.json (--acl-json) says otherwise: dump_mode
 input/output/all, the dump_list entry of this model (model_name = the file stem, the ONNX graph name, or
---model-name) and its `layer` list (names of the compiled ops, as in the graph JSON). -o overrides the acl.json's
-dump_path. Each run gets its own time folder; nothing is overwritten but the graph JSON.
+--model-name) and its `layer` list (names of the compiled ops, as in the graph JSON); with "dump_data": "stats" one
+statistic.csv per sample folder instead of the dump files. -o overrides the acl.json's dump_path. Each run gets its
+own time folder; nothing is overwritten but the graph JSON.
 
 examples:
   dumpcmp simulate net.onnx --precision fp16 --seed 0 -o npu
@@ -97,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     fused = ", ".join("+".join(chain) for chain in r.fused) or "none"
-    print(f"{r.precision} simulation of {r.model_name}: {len(r.files)} dump files ({r.mode}) of "
+    what = "statistics files (dump_data stats)" if r.data == "stats" else "dump files"
+    print(f"{r.precision} simulation of {r.model_name}: {len(r.files)} {what} ({r.mode}) of "
           f"{len(r.dumped_ops)} ops, {len(r.sample_dirs)} sample{'s' * (len(r.sample_dirs) != 1)}")
     for d in r.sample_dirs:
         print(f"  {d}")

@@ -36,7 +36,7 @@ from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.progress import Progress
 
 __all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "batches", "cluster_rows", "compare_batch",
-           "connect", "placed_roots", "quiet_dask_logs", "scan_on_workers", "scan_root"]
+           "connect", "placed_roots", "quiet_dask_logs", "refuse_custom", "scan_on_workers", "scan_root"]
 
 #: seconds a scheduler has to answer
 CONNECT_TIMEOUT = 5.0
@@ -129,6 +129,12 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Cluster:
     return Cluster(client, None, target)
 
 
+def refuse_custom(custom_algorithms: Any) -> None:
+    """Custom algorithms (`-c DIR -alg`) are Python files of this machine's: not run on a cluster's workers."""
+    if custom_algorithms is not None:
+        raise DumpcmpError("custom algorithms (-c DIR -alg) run on this machine only: leave out --cluster")
+
+
 def quiet_dask_logs() -> None:
     """Keep Dask's own log lines (a lost scheduler's traceback, a worker's warnings) out of a command's output: the
     rows and the errors say what happened. For the command line; a Python caller keeps its logging as it set it."""
@@ -197,7 +203,7 @@ def _reopened(pairs: list[TensorPair]) -> list[TensorPair]:
 
 
 def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], device_vs_device: bool,
-                  threads: int | dict[str, int], precise: bool) -> tuple[str, list[Row]]:
+                  threads: int | dict[str, int], precise: bool, max_elements: int = 0) -> tuple[str, list[Row]]:
     """A task: the rows of a batch of pairs (travelled without their headers), compared on the worker that runs it,
     without their pairs (the client has them). Returns (this worker's address, rows)."""
     from dumpcmp.comparison.compare import compare_pairs
@@ -207,7 +213,7 @@ def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], 
     if isinstance(threads, dict):  # {host: threads of the workers on it}: this host's cores shared among them
         host = _host(address)
         threads = max(1, (os.cpu_count() or 1) // max(1, threads.get(host, 1)))
-    rows = compare_pairs(_reopened(pairs), Sides(custom), algos, device_vs_device, threads, precise)
+    rows = compare_pairs(_reopened(pairs), Sides(custom), algos, device_vs_device, threads, precise, max_elements)
     for row in rows:
         row.pair = None
     return address, rows
@@ -429,7 +435,8 @@ def _reason(error: BaseException) -> str:
 
 
 def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
-                 quiet: bool, precise: bool = False, placed: Placed | None = None) -> list[list[Row]]:
+                 quiet: bool, precise: bool = False, placed: Placed | None = None,
+                 max_elements: int = 0) -> list[list[Row]]:
     """The rows of every run's pairs, in pair order (the rows `dumpcmp.comparison.compare` makes on one machine),
     compared in batches on the cluster `client` is connected to: every run's batches are submitted at once, so the
     workers share all of them. `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`);
@@ -455,7 +462,8 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
             travelling = [_travelling(run.pairs[i]) for i in span]
             holders = placed.holders.get(run.run) if placed else None
             future = client.submit(compare_batch, travelling, custom, algos, run.device_vs_device, engine_threads,
-                                   precise, key=f"dumpcmp-compare-{token}-{number}", pure=False, retries=retries,
+                                   precise, max_elements, key=f"dumpcmp-compare-{token}-{number}", pure=False,
+                                   retries=retries,
                                    **({"workers": holders, "allow_other_workers": False} if holders else {}))
             waiting.futures[future] = number
             if holders:

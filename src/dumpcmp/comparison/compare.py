@@ -44,6 +44,7 @@ from dumpcmp.comparison.rows import (
     quant_left_out,
     weight_inputs,
 )
+from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
 from dumpcmp.comparison.sources import DeviceRef, Sides
 from dumpcmp.graph.pairing import TensorPair
@@ -60,6 +61,7 @@ def _shape(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
+@paused()  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
 def compare_runs(
     left: str | os.PathLike[str],
     right: str | os.PathLike[str],
@@ -79,6 +81,8 @@ def compare_runs(
     gt_sample: int | Mapping[int, int] | None = None,
     right_time: str | None = None,
     right_data_index: int | None = None,
+    custom_algorithms: Any = None,
+    max_elements: int = 0,
     client: Any = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
@@ -88,27 +92,17 @@ def compare_runs(
     quiet: no progress bar; precise: float64 per-element terms instead of the original tool's float32 ones;
     gt_sample: the ground truth's sample folder for every run, or {data_index: folder}
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
-    comparison; client: a Dask distributed Client (or `dumpcmp.comparison.cluster.connect`'s Cluster) whose
-    workers compare the pairs, with the same rows.
+    comparison; custom_algorithms: the `-c DIR -alg` plug-ins (`dumpcmp.comparison.custom_alg.CustomAlgorithms`),
+    whose columns then replace `algorithms`; max_elements: compare only each tensor's first N elements (the
+    original's `-max N`; 0: whole tensors), noted in the result's notes; client: a Dask distributed Client (or
+    `dumpcmp.comparison.cluster.connect`'s Cluster) whose workers compare the pairs, with the same rows.
     """
-    with paused():  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
-        return _compare_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, algorithms=algorithms,
-                             time=time, device_id=device_id, model_name=model_name, model_id=model_id,
-                             data_index=data_index, custom=custom, threads=threads, quiet=quiet, precise=precise,
-                             gt_sample=gt_sample, right_time=right_time, right_data_index=right_data_index,
-                             client=client)
-
-
-def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *, fusion_json: Any, quant_json: Any,
-                  algorithms: Any, time: str | None, device_id: int | None, model_name: str | None,
-                  model_id: int | None, data_index: int | None, custom: Any, threads: int, quiet: bool,
-                  precise: bool, gt_sample: Any, right_time: str | None,
-                  right_data_index: int | None, client: Any = None) -> list[ComparisonResult]:
-    algos = parse_algorithms(algorithms)
+    algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     placed = None
     if client is not None:  # `-l HOST=PATH,...`: the left side scanned where it lies, by the cluster's workers
-        from dumpcmp.comparison.cluster import scan_on_workers
+        from dumpcmp.comparison.cluster import refuse_custom, scan_on_workers
 
+        refuse_custom(custom_algorithms)
         placed = scan_on_workers(client, left)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
@@ -119,10 +113,10 @@ def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *
     if client is not None:  # the same rows, compared by the cluster's workers
         from dumpcmp.comparison.cluster import cluster_rows
 
-        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed))
+        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed, max_elements))
     for run in runs:
-        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise) \
-            if client is None else next(compared)
+        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
+                              custom_algorithms, max_elements) if client is None else next(compared)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
@@ -130,9 +124,11 @@ def _compare_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *
             rows = graph_rows(rows, run.graph)
             weights = weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
-                                        ground_truth_has_address=run.device_vs_device, notes=run.notes,
+                                        ground_truth_has_address=run.device_vs_device,
+                                        notes=run.notes + prefix_notes(max_elements),
                                         constant_files=_constant_files(right), weight_inputs=weights,
-                                        dumped_ops=dumped, left_out=left_out, graph=run.graph))
+                                        dumped_ops=dumped, left_out=left_out, graph=run.graph,
+                                        custom_algorithms=custom_algorithms))
     return results
 
 
@@ -204,7 +200,8 @@ def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: in
 
 
 def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
-                   threads: int, quiet: bool, label: str, precise: bool = False) -> list[Row]:
+                   threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None,
+                   max_elements: int = 0) -> list[Row]:
     rows: list[Row] = []
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
@@ -214,13 +211,15 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     running: _Batch | None = None
 
     def finish(batch: _Batch, outcomes: list) -> None:
-        for (row, _, _, _, ctx), out in zip(batch.entries, outcomes):
+        for (row, x, y, _, ctx), out in zip(batch.entries, outcomes):
             if isinstance(out, str):
                 row.failed, row.fail_reason = True, out
             else:
                 row.result = out
                 finish_row(row, out, algos, ctx)
-        progress.advance(len(batch.entries))
+                if custom is not None:  # the -c DIR plug-ins, on both whole tensors
+                    custom.run_row(row, x, y, out, algos, ctx, threads)
+        progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries))
 
     def flush() -> None:
         nonlocal pending, pending_elements, running
@@ -314,6 +313,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 row.failed, row.fail_reason = True, str(error)
                 progress.advance()
                 continue
+            if max_elements and x_src.count > max_elements:  # -max N: the first N elements only
+                x_src, y_src = prefix_sources(x_src, y_src, max_elements, threads)
             pending.append((row, x_src, y_src, scalar, ctx))
             pending_elements += int(x_src.count)
             if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:
@@ -323,10 +324,10 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
 
 
 def compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
-                  threads: int, precise: bool = False) -> list[Row]:
+                  threads: int, precise: bool = False, max_elements: int = 0) -> list[Row]:
     """The rows of some pairs compared here, quietly: the hook a cluster worker runs a batch of a run through
     (`dumpcmp.comparison.cluster`), so its rows are a local run's."""
-    return _compare_pairs(pairs, sides, algos, device_vs_device, threads, True, "", precise)
+    return _compare_pairs(pairs, sides, algos, device_vs_device, threads, True, "", precise, None, max_elements)
 
 
 @contextlib.contextmanager

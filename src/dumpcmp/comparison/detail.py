@@ -52,7 +52,7 @@ from dumpcmp.errors import ConfigError, DumpcmpError
 
 __all__ = [
     "DEFAULT_MAX_LINES", "DEFAULT_TOP_N", "NPY_COLUMNS", "DetailResult", "TopError", "coordinate_header",
-    "detail_prefix", "export_detail", "format_top_table", "padded_shape",
+    "detail_prefix", "export_detail", "format_top_table", "padded_shape", "compared_values",
 ]
 
 #: Data rows per CSV file, as the original tool writes them.
@@ -260,7 +260,7 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
             # the original tool's other files are part of the set too: published with it, or not at all
             for path in extras:
                 staged.path(os.path.basename(path))
-            xs, ys = _values(x, y, dims, staged.private, int(threads))
+            xs, ys = compared_values(x, y, dims, staged.private, int(threads))
             if bool_pair:
                 _write_bool_detail(xs, ys, dims, [os.fsdecode(t) for t in tmp[:n_detail]], os.fsdecode(tmp[n_detail]),
                                    header, int(max_lines))
@@ -344,8 +344,8 @@ def _finite_or_zero(errors: np.ndarray) -> np.ndarray:
     return np.nan_to_num(errors)
 
 
-def _values(x: core.compare.TensorSource, y: core.compare.TensorSource, dims: Sequence[int], folder: str,
-            threads: int) -> tuple[np.ndarray, np.ndarray]:
+def compared_values(x: core.compare.TensorSource, y: core.compare.TensorSource, dims: Sequence[int],
+                    folder: str | None, threads: int) -> tuple[np.ndarray, np.ndarray]:
     """Both sides' float32 values in the compared order, exactly those of the detail CSV (the core's .npy columns,
     read back). Holds both tensors in memory, as the original does."""
     with tempfile.TemporaryDirectory(prefix=".dumpcmp-", dir=folder) as tmp:

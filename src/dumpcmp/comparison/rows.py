@@ -18,7 +18,8 @@ from dumpcmp.graph.graph_json import Graph, Op
 from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
 __all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "graph_rows", "weight_inputs",
-           "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out"]
+           "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
+           "metric_notes", "column_note"]
 
 FP16_TINY = 6.103515625e-05  # float16's smallest normal value
 
@@ -58,6 +59,8 @@ class Row:
     data_types_unknown: bool = False
     """The original gives no data types for this row (a device tensor without ground truth, or element counts that
     differ), whatever was read."""
+    graph_op: str | None = None
+    """The graph op of a row without dump file (`unmatched`); other rows have it in `pair`."""
 
     @property
     def shown_tensor(self) -> str | None:
@@ -133,6 +136,10 @@ class ComparisonResult:
     """Dumped device ops with no row, left out as the original tool leaves out ops inside a quant/dequant pair."""
     graph: Graph | None = field(default=None, repr=False, compare=False)
     """The graph JSON the rows were paired through (None: paired by name): its edges measure `drops`."""
+    op_sequence: Mapping[int, int] | None = field(default=None, repr=False, compare=False)
+    """The OpSequence column (`-r`/`-s`, dumpcmp.comparison.op_range): id(row) -> its graph op's id."""
+    custom_algorithms: Any = field(default=None, repr=False, compare=False)
+    """The `-alg` columns when custom algorithms are in play (`dumpcmp.comparison.custom_alg.CustomAlgorithms`)."""
     _drops: tuple[Any, list[tuple[Row | None, Row, float]]] | None = field(default=None, init=False, repr=False,
                                                                            compare=False)
 
@@ -371,22 +378,35 @@ def _all_zero(lo: float, hi: float) -> bool:
     return lo == 0 and hi == 0
 
 
-def finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bool, bool, str, str]) -> None:
-    """The original's notes on a computed row: scalar, bool, an all-zero side."""
+def metric_notes(res: MetricResult, algos: Sequence[int], ctx: tuple[bool, bool, str, str]) -> dict[int | str, str]:
+    """The original's notes on a computed row by metric index (bool, an all-zero side), "scalar" for the scalar
+    note, in the order `finish_row` joins them."""
     scalar, boolean, left_path, right_path = ctx
-    reasons = []
+    notes: dict[int | str, str] = {}
     if boolean:
-        row.not_computed = frozenset(i for i in algos if i != 0)
-        reasons.append(_bool_reason(algos))
+        notes.update((i, _bool_reason((i,))) for i in algos if i != 0)
     elif res.count > 0 and 0 in algos:
         zero_x = _all_zero(res.min_x, res.max_x)
         zero_y = _all_zero(res.min_y, res.max_y)
         if zero_x != zero_y:  # both zero: cosine 1.0 and no note
-            reasons.append(f"Cannot compare by Cosine Similarity. All the data is zero in "
-                           f"{left_path if zero_x else right_path}.")
+            notes[0] = (f"Cannot compare by Cosine Similarity. All the data is zero in "
+                        f"{left_path if zero_x else right_path}.")
     if scalar:
-        reasons.append(_SCALAR_REASON)
-    row.fail_reason = ",".join(r for r in reasons if r)
+        notes["scalar"] = _SCALAR_REASON
+    return notes
+
+
+def column_note(notes: Mapping[int | str, str], metric: int) -> str:
+    """The note a metric's own column gives in the original (its algorithms, one message each, in column order):
+    for cosine similarity the scalar note, which it gives instead of any other."""
+    return (notes.get("scalar") or notes.get(0, "")) if metric == 0 else notes.get(metric, "")
+
+
+def finish_row(row: Row, res: MetricResult, algos: Sequence[int], ctx: tuple[bool, bool, str, str]) -> None:
+    """The original's notes on a computed row: scalar, bool, an all-zero side."""
+    if ctx[1]:
+        row.not_computed = frozenset(i for i in algos if i != 0)
+    row.fail_reason = ",".join(r for r in metric_notes(res, algos, ctx).values() if r)
 
 
 def graph_group_name(op: Op) -> str:
@@ -435,7 +455,7 @@ def graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
                 out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type=None, npu_address=None,
                                ground_truth=truth, ground_truth_data_type=None, ground_truth_address=None,
                                tensor_index=None, shape=None, unmatched=True,
-                               fail_reason=no_dump_reason(op.name, op.type)))
+                               fail_reason=no_dump_reason(op.name, op.type), graph_op=op.name))
                 continue
             for r in mine:
                 r.index, r.npu_dump, r.ground_truth = n, npu, truth

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dumpcmp.dumps.ground_truth import ground_truth_source, keys_by_index
 from dumpcmp.dumps.layout import groups_of
 from dumpcmp.dumps.scan import DumpGroup, DumpIndex, StatsEntry, holds_stats_only, scan
-from dumpcmp.dumps.stats import STAT_FIELDS, StatsRecord
+from dumpcmp.dumps.stats import STAT_FIELDS, STATS_FILE, StatsRecord, read_stats
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.graph.graph_json import Graph, load_graph
 from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_with_ground_truth
@@ -202,11 +202,26 @@ class StatsResult:
     notes: list[str] = field(default_factory=list)
     warning: float = DEFAULT_WARNING
     error: float = DEFAULT_ERROR
+    model_name: str | None = None
+    """The run's model name (its dump folder's), as an acl.json's dump_list names it."""
 
     def counts(self) -> dict[str, int]:
         out = {PASS: 0, WARNING: 0, ERROR: 0, "": 0}
         for r in self.rows:
             out[r.verdict] += 1
+        return out
+
+    def first_error(self) -> StatsRow | None:
+        """The first tensor in execution order whose verdict is error."""
+        return next((r for r in self.rows if r.verdict == ERROR), None)
+
+    def records_by_op(self) -> dict[str, list[StatsRecord]]:
+        """The device side's statistics records of each device op of the rows, ops in execution order."""
+        out: dict[str, list[StatsRecord]] = {}
+        for r in self.rows:
+            ref = r.pair.npu_ref
+            if r.pair.npu_op is not None and r.pair.npu_op not in out and isinstance(ref, _StatsOp):
+                out[r.pair.npu_op] = list(ref.records.values())
         return out
 
     def first_not_pass(self) -> StatsRow | None:
@@ -266,13 +281,36 @@ class StatsResult:
         atomic_write_text(path, self.csv_text(), force=force, what="result file")
 
 
-def _right_stats(pairs: list[TensorPair], threads: int) -> list[Side | str | None]:
-    """Each pair's ground-truth statistics, computed by the core (None: no ground truth; str: why it failed)."""
+def _golden_stats(folder: str, cache: dict[str, dict[tuple[str, int, int], StatsRecord]]
+                  ) -> dict[tuple[str, int, int], StatsRecord]:
+    """The rows of `folder`'s statistic.csv (what `dumpcmp golden --stats` writes) by (op, output index, timestamp);
+    empty when the folder has none. DumpError naming the file and line when it cannot be read."""
+    if folder not in cache:
+        path = os.path.join(folder, STATS_FILE)
+        cache[folder] = {} if not os.path.isfile(path) else {
+            (r.op_name, r.slot, r.timestamp): r for r in read_stats(path).records
+            if r.kind == "output" and r.timestamp is not None}
+    return cache[folder]
+
+
+def _right_stats(pairs: list[TensorPair], threads: int, notes: list[str] | None = None) -> list[Side | str | None]:
+    """Each pair's ground-truth statistics (None: no ground truth; str: why it failed): the row of the ground-truth
+    folder's statistic.csv for the file's op, output index and timestamp (`dumpcmp golden --stats`), else computed
+    by the core. Which files were read goes to `notes`."""
     sources: list[Any] = []
     where: list[int] = []
     out: list[Side | str | None] = [None] * len(pairs)
+    cache: dict[str, dict[tuple[str, int, int], StatsRecord]] = {}
+    read_from: dict[str, int] = {}
     for i, p in enumerate(pairs):
         if p.ground_truth_ref is None or _record_of(p) is None:
+            continue
+        entry = p.ground_truth_ref
+        folder = os.path.dirname(entry.path)
+        row = _golden_stats(folder, cache).get((entry.op_name, entry.output_index, entry.timestamp))
+        if row is not None:
+            out[i] = Side.of_record(row)
+            read_from[row.path] = read_from.get(row.path, 0) + 1
             continue
         try:
             source, _, _ = ground_truth_source(p.ground_truth_ref)
@@ -283,6 +321,10 @@ def _right_stats(pairs: list[TensorPair], threads: int) -> list[Side | str | Non
         where.append(i)
     for i, d in zip(where, core.compare.stats_many(sources, threads)):
         out[i] = d if isinstance(d, str) else Side.of_core(d)
+    if notes is not None:
+        for path, n in read_from.items():
+            notes.append(f"ground truth statistics read from {path} ({n} tensor{'s' * (n != 1)}; "
+                         f"{len(sources)} computed from the files)")
     return out
 
 
@@ -371,7 +413,7 @@ def compare_stats(
                 # as the tensor compare lays rows out with a graph: ground truth nothing maps to is left out, and
                 # so are the raw-integer tensors of quant/dequant ops
                 pairs = [p for p in pairs if p.npu_op is not None and p.skip_reason is None]
-            sides = _right_stats(pairs, threads)
+            sides = _right_stats(pairs, threads, notes)
         elif right_index.stats:
             right_runs = _stats_runs(right_index, {}, "right")
             match = [r for r in right_runs if r[0].key.data_index == group.key.data_index] or right_runs
@@ -382,7 +424,8 @@ def compare_stats(
             pairs, sides = _pair_stats_with_dumps(ops, right_index, group, threads)
         else:
             raise NotFoundError(f"{right}: no ground truth, no dumps and no statistics files found")
-        results.append(StatsResult(group.key.describe(), _rows(pairs, sides, warning, error), notes, warning, error))
+        results.append(StatsResult(group.key.describe(), _rows(pairs, sides, warning, error), notes, warning, error,
+                                   group.key.model_name))
     return results
 
 

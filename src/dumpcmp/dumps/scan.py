@@ -36,6 +36,7 @@ from dumpcmp.dumps.ground_truth import open_npy
 from dumpcmp.errors import NamingError, NotFoundError
 from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FrameworkDumpName
 from dumpcmp.dumps.stats import is_stats_file_name
+from dumpcmp.support.gcpause import paused
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
@@ -492,15 +493,16 @@ def scan(path: str | os.PathLike[str], *, read_headers: bool = False, threads: i
     """
     root = _absolute(path)
     scanner = _Scanner()
-    if os.path.isdir(root):
-        scanner.walk(root)
-    elif os.path.isfile(root):
-        scanner.add_folder(os.path.dirname(root), [os.path.basename(root)])
-    else:
-        scanner.skipped.append(Skipped(root, "not a regular file or folder"))
-    if read_headers:
-        scanner.read_headers(threads)
-    return scanner.index(root)
+    with paused():  # an entry per file of a tree of 10^6: see dumpcmp.support.gcpause
+        if os.path.isdir(root):
+            scanner.walk(root)
+        elif os.path.isfile(root):
+            scanner.add_folder(os.path.dirname(root), [os.path.basename(root)])
+        else:
+            scanner.skipped.append(Skipped(root, "not a regular file or folder"))
+        if read_headers:
+            scanner.read_headers(threads)
+        return scanner.index(root)
 
 
 class _DumpFound(Exception):

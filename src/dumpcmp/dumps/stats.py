@@ -18,16 +18,17 @@ max and min), or empty / ``N/A`` / ``null`` (not captured: None). A row that can
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 import stat
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from dumpcmp.errors import DumpError
 
-__all__ = ["STATS_FILE", "STAT_FIELDS", "COUNT_FIELDS", "StatsFile", "StatsRecord", "is_stats_file_name",
-           "read_stats"]
+__all__ = ["STATS_FILE", "STAT_FIELDS", "COUNT_FIELDS", "WRITTEN_COLUMNS", "StatsFile", "StatsRecord",
+           "is_stats_file_name", "read_stats", "stats_csv_text", "stats_record"]
 
 STATS_FILE = "statistic.csv"
 """The name the runtime gives a statistics dump (one per dump folder)."""
@@ -61,6 +62,8 @@ _SHAPE_SEPARATORS = re.compile(r"[,x×*\s]+")
 
 def is_stats_file_name(name: str) -> bool:
     """True for ``statistic.csv`` and names ending in it (``..._statistic.csv``), any case."""
+    if name[-4:].lower() != ".csv":  # every file of a scan passes here: the whole name lowered only for a CSV
+        return False
     lower = name.lower()
     return lower == STATS_FILE or (lower.endswith(STATS_FILE) and lower[-len(STATS_FILE) - 1] in "._-")
 
@@ -262,3 +265,47 @@ def read_stats(path: str | os.PathLike[str]) -> StatsFile:
         raise DumpError(f"{text_path}: cannot read: {error.strerror or error}") from None
     return out
 
+
+
+# --- writing: what `dumpcmp simulate` (dump_data stats) and `dumpcmp golden --stats` write -----------------------
+
+WRITTEN_COLUMNS = (
+    ("Op Type", "op_type"), ("Op Name", "op_name"), ("Task ID", "task_id"), ("Stream ID", "stream_id"),
+    ("Timestamp", "timestamp"), ("IO", "kind"), ("Slot", "slot"), ("Data Size", "data_size"),
+    ("Data Type", "data_type"), ("Format", "format"), ("Shape", "shape"), ("Max Value", "max"),
+    ("Min Value", "min"), ("Avg Value", "mean"), ("L2Norm Value", "l2norm"), ("Count", "count"),
+    ("NaN Count", "nan_count"), ("Negative Inf Count", "neg_inf_count"), ("Positive Inf Count", "pos_inf_count"),
+    ("Zero Count", "zero_count"),
+)
+"""The header dumpcmp writes (the runtime's columns, docs/formats.md "Statistics columns", with Format and the
+counts), as (header name, record field)."""
+
+_CORE_KEYS = ("count", "max", "min", "mean", "l2norm", "nan_count", "pos_inf_count", "neg_inf_count", "zero_count")
+
+
+def stats_record(stats: Any, **fields: Any) -> StatsRecord:
+    """A record of one tensor from the core's statistics (a dict of `_core.compare.stats_many`) and the record's
+    other fields (op_name, kind, slot, ...)."""
+    fields.setdefault("path", "")
+    fields.setdefault("line", 0)
+    return StatsRecord(**fields, **{k: stats[k] for k in _CORE_KEYS})
+
+
+def _written(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)  # nan, inf, -inf, or the shortest text that reads back to the same float64
+    if isinstance(value, tuple):
+        return "(" + ",".join(str(d) for d in value) + ")"
+    return str(value)
+
+
+def stats_csv_text(records: Iterable[StatsRecord]) -> str:
+    """A statistics file of `records`, in `WRITTEN_COLUMNS` (what `read_stats` reads back to equal values)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([name for name, _ in WRITTEN_COLUMNS])
+    for r in records:
+        writer.writerow([_written(getattr(r, key)) for _, key in WRITTEN_COLUMNS])
+    return buf.getvalue()

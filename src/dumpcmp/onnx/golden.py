@@ -20,6 +20,12 @@ What is written, and the decisions behind it:
   output_index, tensor_name, file, shape (JSON list), dtype, note. Outputs that are not plain tensors (sequences,
   maps, optionals), string tensors and optional outputs the node does not produce have an empty `file` and a note.
   `golden_run.json` records the model, the inputs' sources, the seed and the versions.
+- With `stats` (`dumpcmp golden --stats`), also `statistic.csv` (`dumpcmp.dumps.stats`, the columns a runtime's
+  statistics dump has): one row per written file, Op Name its file's op name, IO output, Slot its output index,
+  Timestamp its file's; each file read back as the statistics compare reads ground truth
+  (`dumps.ground_truth.ground_truth_source`) and its statistics computed by the core in one pass
+  (`_core.compare.stats_many`). The statistics compare reads a row instead of the file when op, output index and
+  timestamp match. Published with the other files; a run without `stats` into the folder (--force) removes it.
 - Only top-level nodes are dumped; the nodes inside If/Loop/Scan bodies are not graph values onnxruntime can return.
 - onnxruntime's graph optimisations are off, so every file is the result of that ONNX node itself (fusions would
   otherwise remove or merge nodes) and the results do not depend on which outputs are exposed. With `check=True`
@@ -61,6 +67,7 @@ from dumpcmp.dumps.ground_truth import (
     INDEX_NAME,
     GoldenRecord,
 )
+from dumpcmp.dumps.stats import STATS_FILE
 from dumpcmp.errors import ConfigError, DumpcmpError
 from dumpcmp.onnx.controlflow import inline_static_ifs
 from dumpcmp.onnx.inputs import load_sample, plan_inputs, sample_feeds, with_free_dims_hint
@@ -112,6 +119,8 @@ class GoldenRun:
     outputs: dict[str, np.ndarray]  # the model's own final outputs (the plain run when checked)
     batches: list[list[str]] = field(default_factory=list)  # tensor names exposed per session
     checked: bool = False  # every batch's final outputs equal the plain run's
+    stats_path: Path | None = None  # statistic.csv, when written (stats=True)
+    timestamp_base: int = 0  # a written file's timestamp is this plus its record's order
 
     @property
     def written(self) -> list[GoldenRecord]:
@@ -166,7 +175,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
                 batch_bytes: int = DEFAULT_BATCH_BYTES, check: bool = True, force: bool = False,
                 sources: Mapping[str, str] | None = None, include_constants: bool = False,
                 control_samples: Sequence[Mapping[str, np.ndarray]] | None = None,
-                _external_strategy: str | None = None, quiet: bool = True) -> GoldenRun:
+                _external_strategy: str | None = None, quiet: bool = True, stats: bool = False) -> GoldenRun:
     """Run the ONNX model on `inputs` (name -> array; inputs left out get random data when `seed` is given) and
     write every op output to `out_dir` as `{op_name}.{output_index}.{timestamp}.npy`, with `golden_index.csv`.
 
@@ -176,14 +185,16 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
     alone (`constant_tensors`) are not written unless `include_constants`: their index rows say so. An If whose
     condition is the same on `control_samples` (default: these inputs) is inlined (`dumpcmp.onnx.controlflow`): the
     nodes of the branch taken are written as layers of their own, as `dumpcmp simulate` dumps them. Unless `quiet`,
-    a progress bar on a terminal's stderr counts the tensors written.
+    a progress bar on a terminal's stderr counts the tensors written. `stats`: also write `statistic.csv`, the
+    statistics of every written tensor (module doc).
     """
     out = Path(out_dir)
     created = not out.exists()
     try:
         return _dump_golden(model_path, inputs, out, seed=seed, batch_bytes=batch_bytes, check=check, force=force,
                             sources=sources, include_constants=include_constants,
-                            control_samples=control_samples, _external_strategy=_external_strategy, quiet=quiet)
+                            control_samples=control_samples, _external_strategy=_external_strategy, quiet=quiet,
+                            stats=stats)
     except BaseException:
         if created:  # a failed run leaves no folder behind that it made itself
             shutil.rmtree(out, ignore_errors=True)
@@ -193,7 +204,7 @@ def dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndar
 def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray] | None, out: Path, *,
                  seed: int | None, batch_bytes: int, check: bool, force: bool, sources: Mapping[str, str] | None,
                  include_constants: bool, control_samples: Sequence[Mapping[str, np.ndarray]] | None,
-                 _external_strategy: str | None, quiet: bool = True) -> GoldenRun:
+                 _external_strategy: str | None, quiet: bool = True, stats: bool = False) -> GoldenRun:
     onnx, ort = require_onnx()
     path = Path(model_path)
     model = load_model(path)
@@ -232,8 +243,13 @@ def _dump_golden(model_path: str | os.PathLike[str], inputs: Mapping[str, np.nda
     # Everything is built in a private temporary folder inside `out` and moved into place at the end, index
     # last: a run stopped by an error or a signal leaves nothing, not a set without its index.
     with file_set(out, force=force, what="ground truth") as staged:
-        return _dump_into(out, staged, path, model, runner, feeds, declared, nodes, types, check, seed,
-                          batch_bytes, source_notes, ort, onnx, include_constants, flow, quiet=quiet)
+        run = _dump_into(out, staged, path, model, runner, feeds, declared, nodes, types, check, seed,
+                         batch_bytes, source_notes, ort, onnx, include_constants, flow, quiet=quiet)
+        if stats:
+            run.stats_path = _write_stats(out, staged, run)
+        else:
+            staged.drop(STATS_FILE)  # with --force: no statistics file of an older run stays beside the new files
+        return run
 
 
 def _dump_into(out: Path, staged: Any, path: Path, model: Any, runner: Runner, feeds: dict[str, np.ndarray],
@@ -357,7 +373,40 @@ def _dump_nodes(out: Path, staged: Any, path: Path, model: Any, runner: Runner, 
         "onnxruntime": ort.__version__,
     }
     atomic_write_text(staged.path(RUN_NAME), json.dumps(run_info, indent=2) + "\n")
-    return GoldenRun(out, index_path, records, plain, batches, check)
+    return GoldenRun(out, index_path, records, plain, batches, check, timestamp_base=base)
+
+
+def _write_stats(out: Path, staged: Any, run: GoldenRun) -> Path:
+    """statistic.csv of the files `run` wrote (still in `staged`), each read back as the statistics compare reads
+    ground truth; a file the compare could not read either (no values the metrics compare) gets no row."""
+    from dumpcmp.dumps.ground_truth import ground_truth_source
+    from dumpcmp.dumps.scan import GroundTruthEntry
+    from dumpcmp.dumps.stats import stats_csv_text, stats_record
+    from dumpcmp.support.native import core
+
+    sources: list[Any] = []
+    rows: list[tuple[GoldenRecord, int]] = []
+    for rec in run.written:
+        ts = run.timestamp_base + rec.order
+        try:
+            name = naming.parse_framework_dump_name(
+                naming.build_framework_dump_name(rec.file_op_name, rec.output_index, ts))
+            source, _, _ = ground_truth_source(GroundTruthEntry(staged.path(rec.file), rec.file, name))
+        except DumpcmpError:
+            continue
+        sources.append(source)
+        rows.append((rec, ts))
+    records = []
+    for (rec, ts), computed in zip(rows, core.compare.stats_many(sources)):
+        if isinstance(computed, str):
+            continue
+        shape = tuple(rec.shape or ())
+        records.append(stats_record(
+            computed, op_type=rec.op_type, op_name=rec.file_op_name, timestamp=ts, kind="output",
+            slot=rec.output_index, data_size=int(np.prod(shape, dtype=np.int64)) * np.dtype(rec.dtype).itemsize,
+            data_type=rec.dtype, format="ND", shape=shape))
+    atomic_write_text(staged.path(STATS_FILE), stats_csv_text(records))
+    return out / STATS_FILE
 
 
 def _not_a_tensor(type_proto: Any) -> str | None:
@@ -404,7 +453,8 @@ def golden_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.Pa
                         sources: Sequence[str] = (), preprocess: Sequence[str] = (), *, seed: int | None = None,
                         batch_bytes: int = DEFAULT_BATCH_BYTES, check: bool = True,
                         force: bool = False, include_constants: bool = False,
-                        shapes: Mapping[str, Sequence[int]] | None = None, quiet: bool = True) -> list[GoldenRun]:
+                        shapes: Mapping[str, Sequence[int]] | None = None, quiet: bool = True,
+                        stats: bool = False) -> list[GoldenRun]:
     """What `dumpcmp golden` does: plan the inputs (see `plan_inputs`) and dump every sample; one sample goes to
     `out_dir`, several to `out_dir/0`, `out_dir/1`, ... (like the device side's data_index folders)."""
     plans, count = plan_inputs(model_path, sources, preprocess, seed, shapes)
@@ -418,7 +468,7 @@ def golden_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.Pa
             described = {p.input.name: p.describe(k) for p in plans}
             runs.append(dump_golden(model_path, samples[k], target, seed=seed, batch_bytes=batch_bytes, check=check,
                                     force=force, sources=described, include_constants=include_constants,
-                                    control_samples=samples, quiet=quiet))
+                                    control_samples=samples, quiet=quiet, stats=stats))
     except DumpcmpError as error:
         if created:
             shutil.rmtree(top, ignore_errors=True)

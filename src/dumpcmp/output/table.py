@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from dumpcmp.comparison.rows import FP16_TINY, dumped_ops
 from dumpcmp.comparison.metrics import METRICS, MetricResult
+from dumpcmp.comparison.overflow import original_overflow
 from dumpcmp.support.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ LOCATED_COLUMNS = ("OwnCosine", "OwnRelRMSE", "InheritedCosine", "InheritedRelRM
 def header(result: ComparisonResult, *, extra: bool = False, overflow: bool = False) -> list[str]:
     """The original tool's header for `result`'s metrics and sides."""
     index, op_type, npu, npu_type, npu_address, truth, truth_type, truth_address, tensor, shape = ROW_COLUMNS
-    cols = [index, op_type, npu, npu_type]
+    cols = [index, op_type, npu, npu_type] if result.op_sequence is None else [index, "OpSequence", op_type, npu,
+                                                                                npu_type]
     if result.npu_has_address:
         cols.append(npu_address)
     cols += [truth, truth_type]
@@ -59,7 +61,8 @@ def header(result: ComparisonResult, *, extra: bool = False, overflow: bool = Fa
     cols += [tensor, shape]
     if overflow:
         cols.append(OVERFLOW_COLUMN)
-    cols += [METRICS[i] for i in result.algorithms]
+    custom = result.custom_algorithms
+    cols += [METRICS[i] for i in result.algorithms] if custom is None else custom.names()
     if extra:
         cols += list(EXTRA_COLUMNS)
     cols.append(REASON_COLUMN)
@@ -120,15 +123,20 @@ def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow
     """One row's cells in the original tool's columns."""
     side = side_texts(r)
     cells = [str(r.index), r.op_type, r.npu_dump, side["NPUDataType"]]
+    if result.op_sequence is not None:  # -r/-s: the op's id in the graph, after Index
+        cells.insert(1, str(result.op_sequence.get(id(r), "")))
     if result.npu_has_address:
         cells.append(side["NPUAddress"])
     cells += [r.ground_truth, side["GroundTruthDataType"]]
     if result.ground_truth_has_address:
         cells.append(side["GroundTruthAddress"])
     cells += [side["TensorIndex"], side["Shape"]]
-    if overflow:
+    if overflow == "original":  # compare --overflow-like-original (the original's -overflow_detection)
+        cells.append(original_overflow(r))
+    elif overflow:
         cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
-    cells += [_metric_cell(r, i) for i in result.algorithms]
+    custom = result.custom_algorithms
+    cells += [_metric_cell(r, i) for i in result.algorithms] if custom is None else custom.cells(r, _metric_cell)
     if extra:
         cells += _extra_cells(r.result)
     cells.append(r.fail_reason)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from typing import Any
 
 from dumpcmp.errors import ConfigError
@@ -119,6 +120,23 @@ def unpaired_surrogate(text: str) -> tuple[str, int] | None:
     return None
 
 
+def _orjson() -> Any:
+    """The orjson module (None without it), first imported with SIGINT, SIGTERM and SIGHUP deferred: a signal's
+    exception raised inside its initialisation crashes the interpreter (SIGSEGV in 160 of 200 SIGINTs sent during
+    `import orjson`; tests/support/test_jsonfile_fast.py)."""
+    module = sys.modules.get("orjson")
+    if module is not None:
+        return module
+    from dumpcmp.support.files import signals_deferred
+
+    try:
+        with signals_deferred():
+            import orjson
+    except ImportError:
+        return None
+    return orjson
+
+
 _NOT_PARSED = object()
 # a run of 19 digits or more (a number orjson reads as a float where the standard library keeps an int), found by
 # a translate and a find: a regular expression takes several times longer on a graph of tens of MB
@@ -131,9 +149,8 @@ def _fast_loads(text: str) -> Any:
     tens of MB), or _NOT_PARSED where the standard library must read it: without orjson, for numbers orjson would
     read otherwise (integers past 64 bits), and for text orjson refuses (the standard library accepts NaN and
     Infinity, and words its own errors with line and column)."""
-    try:
-        import orjson
-    except ImportError:  # a dependency; a source checkout without it still reads JSON
+    orjson = _orjson()
+    if orjson is None:  # a dependency; a source checkout without it still reads JSON
         return _NOT_PARSED
     if _LONG_NUMBER in text.translate(_DIGITS_TO_ZERO):
         return _NOT_PARSED
@@ -170,3 +187,20 @@ def load(path: str | os.PathLike[str], what: str = "JSON file", *, max_bytes: in
     """Read and parse a JSON file (see the module docstring)."""
     name = os.fspath(path)
     return loads(decode(read_bytes(name, what, max_bytes), name), name, max_depth=max_depth, **kwargs)
+
+
+def dumps_text(value: Any) -> str:
+    """`value` as JSON text indented by two spaces, ending in a newline: written by orjson (a tree of 10^6 dumps'
+    `info` in seconds; the standard library's indented writer is pure Python and takes minutes), by the standard
+    library where orjson cannot or would write otherwise (names that are not UTF-8, which only `\\u` escapes carry;
+    non-ASCII text, escaped as before for terminals that take ASCII only; integers past 64 bits). A float that is
+    not finite is null (valid JSON), not the standard library's NaN."""
+    orjson = _orjson()
+    if orjson is not None:
+        try:
+            data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+            if data.isascii():
+                return data.decode("ascii")
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+    return json.dumps(value, indent=2) + "\n"

@@ -26,7 +26,11 @@ ConfigError. It decides the dump_mode (input, output, all), which model entry ap
 the model's: the file stem, the ONNX graph name, or `model_name`) and which ops (`layer`: names of the compiled
 ops, as in the graph JSON). `out_dir` overrides its dump_path (and then a dump_path that does not exist here is
 only a warning). NPU_COLLECT_PATH / ASCEND_WORK_PATH are not honoured: the simulation writes where it is told.
-Exception, overflow and statistics dumps are not simulated.
+Exception and overflow dumps are not simulated. With ``"dump_data": "stats"`` (or `data="stats"`) each sample folder
+gets one `statistic.csv` instead of the dump files (`dumpcmp.dumps.stats`): a row per tensor the dump mode and
+layers select, with the op's task id and timestamp as its dump file would have had, Data Size the bytes of the tensor
+in its device layout, Shape its plain (original) shape, and the statistics of its values computed by the core
+(`_core.compare.stats_many`, the rule the statistics compare uses for the ground truth).
 
 Never overwriting: every run gets its own `{time}` folder; when that second's folder exists already, the next free
 second is taken (a suffix would break the `YYYYMMDDhhmmss` layout that readers recognise).
@@ -43,10 +47,11 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from dumpcmp.device.acljson import DUMP_MODES, ERROR, check_acl_json
-from dumpcmp.dumps.dump import TensorData, write_dump
+from dumpcmp.dumps.dump import TensorData, data_type_of, write_dump
+from dumpcmp.dumps.stats import STATS_FILE, StatsRecord, stats_csv_text, stats_record
 from dumpcmp.errors import ConfigError, DumpcmpError, NotFoundError
 from dumpcmp.dumps.naming import build_device_dump_name, safe_file_name, sanitize
-from dumpcmp.device.simulate._device import DeviceGraph, Output, SimOp, Value, encode
+from dumpcmp.device.simulate._device import DeviceGraph, Output, SimOp, Value, device_dims, encode
 from dumpcmp.device.simulate._lower import (
     Lowered,
     blame_run_failure,
@@ -81,6 +86,8 @@ class DumpConfig:
     layers: list[str] | None = None
     model_name: str | None = None
     notes: list[str] = field(default_factory=list)
+    data: str = "tensor"
+    """"tensor" (dump files) or "stats" (one statistic.csv per sample folder)."""
 
 
 @dataclass
@@ -103,6 +110,8 @@ class SimulateResult:
     mode: str
     notes: list[str] = field(default_factory=list)
     graph: Any = field(default=None, repr=False)
+    data: str = "tensor"
+    """"tensor": `files` are dump files; "stats": `files` are the statistic.csv files, one per sample."""
     """The `_device.DeviceGraph` (for tests and tools)."""
 
 
@@ -134,8 +143,9 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
                           "remove it for a model dump")
     if dump.get("dump_debug") == "on":
         raise ConfigError(f"{acl_json}: dump_debug on (overflow dump) is not simulated; remove it for a model dump")
-    if dump.get("dump_data", "tensor") != "tensor":
-        raise ConfigError(f"{acl_json}: dump_data {dump['dump_data']!r} is not simulated; write \"tensor\"")
+    if dump.get("dump_data", "tensor") not in ("tensor", "stats"):
+        raise ConfigError(f"{acl_json}: dump_data {dump['dump_data']!r} is not simulated; write \"tensor\" or "
+                          "\"stats\"")
     entries = [e for e in dump.get("dump_list") or [] if isinstance(e, Mapping)]
     if not entries:
         raise ConfigError(f"{acl_json}: dump_list names no model (single-operator dump only): nothing to simulate; "
@@ -162,7 +172,7 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
         raw = dump.get("dump_path")
         dump_path = Path(raw) if raw is None or Path(raw).is_absolute() else Path(cwd or os.getcwd()) / raw
     return DumpConfig(dump_path, dump.get("dump_mode", "output"), None if layers is None else list(layers), name,
-                      notes)
+                      notes, dump.get("dump_data", "tensor"))
 
 
 # -- lowering ------------------------------------------------------------------------------------------------------
@@ -225,9 +235,12 @@ def _select(graph: DeviceGraph, layers: list[str] | None, notes: list[str], wher
 
 
 class _Writer:
-    def __init__(self, graph: DeviceGraph, lowered: Lowered, mode: str, where: Path, batch_bytes: int) -> None:
+    def __init__(self, graph: DeviceGraph, lowered: Lowered, mode: str, where: Path, batch_bytes: int,
+                 data: str = "tensor") -> None:
         self.graph = graph
         self.mode = mode
+        self.data = data
+        self.records: list[StatsRecord] = []  # data "stats": the sample's records so far
         self.runner = Runner(lowered.model, where, False)
         self.batch_bytes = batch_bytes
         self.inits: dict[str, np.ndarray] = {}
@@ -299,6 +312,9 @@ class _Writer:
                     continue
                 stamp = next_stamp()
                 assert op.task_id is not None
+                if self.data == "stats":
+                    self.add_stats(op, stamp, ins, outs, run, feeds)
+                    continue
                 name = build_device_dump_name(op.type, op.name, op.task_id, stamp)
                 path = folder / safe_file_name(name, folder)
                 write_dump(path, op_name=op.name,
@@ -307,7 +323,31 @@ class _Writer:
                            dump_time=stamp)
                 files.append(path)
             del run
+        if self.data == "stats":
+            path = folder / STATS_FILE
+            path.write_text(stats_csv_text(self.records), encoding="utf-8")
+            self.records = []
+            files.append(path)
         return files
+
+    def add_stats(self, op: SimOp, stamp: int, ins: Sequence[Output], outs: Sequence[Output],
+                  run: Mapping[str, np.ndarray], feeds: Mapping[str, np.ndarray]) -> None:
+        """The statistics records of one op's tensors, as the runtime writes them for dump_data stats."""
+        from dumpcmp.support.native import core
+
+        tensors = [("input", i, o) for i, o in enumerate(ins)] + [("output", i, o) for i, o in enumerate(outs)]
+        arrays = [np.require(self.value(o.value, run, feeds), requirements="C") for _, _, o in tensors]
+        computed = core.compare.stats_many([core.compare.source_from_array(a) for a in arrays], 1)
+        for (kind, slot, out), array, stats in zip(tensors, arrays, computed):
+            if isinstance(stats, str):
+                raise DumpcmpError(f"{op.name}:{kind}:{slot}: no statistics: {stats}")
+            fmt = out.settle(array)
+            dims = device_dims(out) if out.shape is not None else None
+            size = int(np.prod(dims)) * array.itemsize if dims is not None else array.nbytes
+            self.records.append(stats_record(
+                stats, op_type=op.type, op_name=op.name, task_id=op.task_id, stream_id=0, timestamp=stamp,
+                kind=kind, slot=slot, data_size=size, data_type=data_type_of(array), format=fmt,
+                shape=tuple(int(d) for d in array.shape)))
 
 
 def _check_samples(model: Any, samples: Sequence[Mapping[str, np.ndarray]] | None, seed: int | None,
@@ -373,7 +413,7 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     notes = list(config.notes) + flow_notes + lowered.findings
     ops = _select(graph, config.layers, notes, str(acl_json or path))
 
-    writer = _Writer(graph, lowered, config.mode, path, batch_bytes)
+    writer = _Writer(graph, lowered, config.mode, path, batch_bytes, config.data)
     sizes = {n: tensor_nbytes(low_types.get(n)) for op in ops for n in writer._needs(op)}
     counter = [max(int(time.time() * 1_000_000), 10**15)]
 
@@ -407,7 +447,7 @@ def simulate(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
     sample_dirs = [model_dir / str(k) for k in range(len(feeds))]
     files = [run.published(f) for f in files]
     return SimulateResult(precision, name, run_dir, model_dir, sample_dirs, json_path, files,
-                          [op.name for op in ops], graph.fused, config.mode, notes, graph)
+                          [op.name for op in ops], graph.fused, config.mode, notes, graph, config.data)
 
 
 def simulate_from_sources(model_path: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None,

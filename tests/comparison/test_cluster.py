@@ -544,3 +544,20 @@ def test_scheduler_lost_mid_run(trees: dict[str, Path], tmp_path: Path, cluster)
         mine, theirs = rows_of(tmp_path / local.name), rows_of(local)
         assert len(mine) == len(theirs)
         assert all("scheduler-connection-lost" in r[-1] for r, t in zip(mine[1:], theirs[1:]) if t[-1] == "")
+
+
+def test_max_elements_travels_and_custom_algorithms_stay_here(trees: dict[str, Path], tmp_path: Path) -> None:
+    """-max N is applied by the workers (the local run's files with -max); custom algorithms, which are this
+    machine's Python files, are refused with --cluster (exit 2, one line)."""
+    for how, extra in (("local", []), ("cluster", ["--cluster", "local:2"])):
+        (tmp_path / how).mkdir()
+        out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", tmp_path / how / "m.csv", "--quiet",
+                  "--max-elements", "100", *extra)
+        assert out.returncode == 0, out.stderr
+    names = sorted(p.name for p in (tmp_path / "local").iterdir())
+    assert len(names) == DEVICES * ITERATIONS
+    for name in names:
+        assert (tmp_path / "cluster" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert (tmp_path / "local" / names[0]).read_bytes() != (trees["local"] / names[0].replace("m_", "gt_")).read_bytes()
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-alg", "3,1", "--cluster", "local:2")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "leave out --cluster" in out.stderr

@@ -1,4 +1,7 @@
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -142,6 +145,35 @@ void bind_metrics(py::module_& core) {
             for (int i : selected(r)) out.push_back(format_metric(i, r));
             return out;
         }, "The selected metrics as the original tool prints them, in column order.")
+        .def(py::pickle(
+            // every field, so a result computed on another process (a Dask worker) prints the same bytes
+            [](const MetricResult& r) {
+                py::list values;
+                for (double v : r.values) values.append(v);
+                return py::make_tuple(1, r.metrics, r.undefined, r.cosine_zero_norms, r.scalar, r.precise, r.both_bool,
+                                      values, py::make_tuple(r.mean_x, r.std_x, r.mean_y, r.std_y, r.mse, r.sqnr_db,
+                                                             r.min_x, r.max_x, r.min_y, r.max_y),
+                                      py::make_tuple(r.count, r.nan_x, r.inf_x, r.nan_y, r.inf_y));
+            },
+            [](const py::tuple& t) {
+                if (t.size() != 10 || t[0].cast<int>() != 1) throw std::invalid_argument("not a pickled MetricResult");
+                MetricResult r;
+                r.metrics = t[1].cast<MetricMask>();
+                r.undefined = t[2].cast<MetricMask>();
+                r.cosine_zero_norms = t[3].cast<bool>();
+                r.scalar = t[4].cast<bool>();
+                r.precise = t[5].cast<bool>();
+                r.both_bool = t[6].cast<bool>();
+                const auto values = t[7].cast<std::vector<double>>();
+                if (values.size() != r.values.size()) throw std::invalid_argument("not a pickled MetricResult");
+                std::copy(values.begin(), values.end(), r.values.begin());
+                const auto d = t[8].cast<std::array<double, 10>>();
+                r.mean_x = d[0]; r.std_x = d[1]; r.mean_y = d[2]; r.std_y = d[3]; r.mse = d[4]; r.sqnr_db = d[5];
+                r.min_x = d[6]; r.max_x = d[7]; r.min_y = d[8]; r.max_y = d[9];
+                const auto n = t[9].cast<std::array<std::uint64_t, 5>>();
+                r.count = n[0]; r.nan_x = n[1]; r.inf_x = n[2]; r.nan_y = n[3]; r.inf_y = n[4];
+                return r;
+            }))
         .def("__repr__", [](const MetricResult& r) {
             std::string s = "MetricResult(count=" + std::to_string(r.count);
             for (int i : selected(r)) s += std::string(", ") + metric_name(i) + "=" + format_metric(i, r);

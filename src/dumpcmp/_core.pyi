@@ -178,6 +178,10 @@ class metrics:
         """
         Metrics of one tensor pair (x = My Output, y = Ground Truth). Metrics left out are NaN.
         """
+        def __getstate__(self) -> tuple:
+            ...
+        def __setstate__(self, arg0: tuple) -> None:
+            ...
         def __repr__(self) -> str:
             ...
         def format(self, index: typing.SupportsInt | typing.SupportsIndex) -> str:

@@ -8,9 +8,11 @@ The original tool's flags work as they did (`-l`, `-r`, `-f`, `-q`, `-o`, `-csv`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from dumpcmp.cli.options import add_run_selection, count, positive, run_selection
 from dumpcmp.support.gcpause import paused
@@ -85,6 +87,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="device vs device: the right-hand run's iteration")
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="compare on a Dask cluster: a scheduler's tcp://HOST:PORT, or local:N for N worker processes "
+                        'here (pip install "dumpcmp[cluster]"; docs/cluster.md)')
+    p.add_argument("--cluster-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="with --cluster: how long the cluster may have no worker before the rows not compared yet "
+                        "fail, saying so (default 60)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
                                                         "standard output when there is no -o)")
     p.add_argument("--locate", metavar="MODEL.onnx",
@@ -159,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
 
     _custom_scripts(args)
 
-    if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
+    placed = _placed(args)  # -l HOST=PATH,... with --cluster: nothing of the left side to look at here
+    if not placed and is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
         return _run_sigmastar(args)
     selection = run_selection(args)
     args.op_ranges = _op_range(args)
@@ -168,10 +177,11 @@ def run(args: argparse.Namespace) -> int:
 
         raise ConfigError("--max-elements (-max) applies to the model-level compare only, not with -d/-op, --stats "
                           "or --locate")
-    if args.op is None:
+    if args.op is None and not placed:
         from dumpcmp.comparison.stats import has_stats_dump
 
         if args.stats or has_stats_dump(args.left):
+            _no_cluster(args, "a statistics compare")
             return _run_stats(args, selection)
     if args.narrow is not None:
         from dumpcmp.errors import ConfigError
@@ -179,16 +189,19 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--narrow needs a statistics compare: a -l folder holding statistics files (or --stats), "
                           "without -d")
     if args.op is not None:
+        _no_cluster(args, "-d (one operator)")
         return _run_single_op(args, selection)
     _check_output(args)  # before a long run: an existing result file or a missing folder is found now
     from dumpcmp.cli.finish import check_outputs, finish
 
     check_outputs(args, args.html)
-    results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
-                           algorithms=args.algorithms, custom=args.custom, threads=args.threads,
-                           quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
-                           right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
-                           max_elements=args.max_elements, **selection)
+    with _cluster(args) as client:  # None without --cluster; with it, closed once the rows are back
+        results = compare_runs(args.left, args.right, fusion_json=args.fusion_json,
+                               quant_json=args.quant_fusion_rule, algorithms=args.algorithms, custom=args.custom,
+                               threads=args.threads, quiet=args.quiet, precise=args.precise,
+                               gt_sample=args.gt_sample, right_time=args.right_time,
+                               right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
+                               max_elements=args.max_elements, client=client, **selection)
     if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
         from dumpcmp.comparison.op_range import select_ops
 
@@ -281,9 +294,50 @@ def _alg_order_matters(selection: str | None) -> bool:
     return seen != sorted(seen)
 
 
+def _no_cluster(args: argparse.Namespace, what: str) -> None:
+    from dumpcmp.errors import ConfigError
+
+    if args.cluster is not None:
+        raise ConfigError(f"--cluster compares model-level runs; {what} runs on this machine (leave out --cluster)")
+
+
+def _placed(args: argparse.Namespace) -> bool:
+    """--cluster with -l HOST=PATH,...: the left side lies on the workers' disks, not here."""
+    if args.cluster is None or args.op is not None or args.stats:
+        return False
+    from dumpcmp.comparison.cluster import placed_roots
+
+    return placed_roots(args.left) is not None
+
+
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[object]:
+    """The Dask cluster of --cluster, connected (None without it), its Dask log lines kept off the terminal, the
+    dashboard's address printed; closed when the block ends (dumpcmp.comparison.cluster)."""
+    if args.cluster is None:
+        yield None
+        return
+    from dumpcmp.comparison.cluster import connect, quiet_dask_logs
+    from dumpcmp.errors import ConfigError
+
+    if not args.cluster_timeout > 0:
+        raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
+    if _placed(args) and (args.locate is not None or args.html is not None):
+        raise ConfigError("--locate and --html read the left side on this machine: give -l a path it sees")
+    if args.custom_algorithms is not None:
+        raise ConfigError("custom algorithms (-c DIR -alg, or -alg in another order than the columns') run on this "
+                          "machine only: leave out --cluster")
+    with connect(args.cluster) as cluster:
+        quiet_dask_logs()
+        cluster.timeout = args.cluster_timeout
+        if not args.quiet and cluster.dashboard:
+            print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)
+        yield cluster
+
+
 _GATES = ("--fail-below", "--fail-on", "--json")
 _FLAG_DEST = {"-d": "op", "--locate": "locate", "--html": "html", "-f": "fusion_json", "--fail-below": "fail_below",
-              "--fail-on": "fail_on", "--json": "json_path"}
+              "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster"}
 
 
 def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> None:
@@ -298,7 +352,7 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> Non
 def _run_sigmastar(args: argparse.Namespace) -> int:
     from dumpcmp.comparison.sigmastar import compare_sigmastar
 
-    _refuse(args, ("-d", "--locate", "--html", "-f") + _GATES, "when -l is a SigmaStar dump")
+    _refuse(args, ("-d", "--locate", "--html", "-f", "--cluster") + _GATES, "when -l is a SigmaStar dump")
     _check_output(args)
     result = compare_sigmastar(args.left, args.right, threads=args.threads)
     path = _result_path(args.output, True, "", [""])[0]

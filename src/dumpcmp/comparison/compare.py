@@ -83,6 +83,7 @@ def compare_runs(
     right_data_index: int | None = None,
     custom_algorithms: Any = None,
     max_elements: int = 0,
+    client: Any = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -93,17 +94,29 @@ def compare_runs(
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
     comparison; custom_algorithms: the `-c DIR -alg` plug-ins (`dumpcmp.comparison.custom_alg.CustomAlgorithms`),
     whose columns then replace `algorithms`; max_elements: compare only each tensor's first N elements (the
-    original's `-max N`; 0: whole tensors), noted in the result's notes.
+    original's `-max N`; 0: whole tensors), noted in the result's notes; client: a Dask distributed Client (or
+    `dumpcmp.comparison.cluster.connect`'s Cluster) whose workers compare the pairs, with the same rows.
     """
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
+    placed = None
+    if client is not None:  # `-l HOST=PATH,...`: the left side scanned where it lies, by the cluster's workers
+        from dumpcmp.comparison.cluster import refuse_custom, scan_on_workers
+
+        refuse_custom(custom_algorithms)
+        placed = scan_on_workers(client, left)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
-                       right_time=right_time, right_data_index=right_data_index)
+                       right_time=right_time, right_data_index=right_data_index,
+                       left_index=placed.index if placed else None, left_ops=placed.ops if placed else None)
     sides = Sides(custom)
     results = []
+    if client is not None:  # the same rows, compared by the cluster's workers
+        from dumpcmp.comparison.cluster import cluster_rows
+
+        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed, max_elements))
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
-                              custom_algorithms, max_elements)
+                              custom_algorithms, max_elements) if client is None else next(compared)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.graph is not None:
@@ -308,6 +321,13 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 flush()
         drain()
     return rows
+
+
+def compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
+                  threads: int, precise: bool = False, max_elements: int = 0) -> list[Row]:
+    """The rows of some pairs compared here, quietly: the hook a cluster worker runs a batch of a run through
+    (`dumpcmp.comparison.cluster`), so its rows are a local run's."""
+    return _compare_pairs(pairs, sides, algos, device_vs_device, threads, True, "", precise, None, max_elements)
 
 
 @contextlib.contextmanager

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from dumpcmp.comparison.sources import device_ops
 from dumpcmp.dumps.ground_truth import keys_by_index
 from dumpcmp.dumps.scan import DumpGroup, DumpIndex, GroundTruthIndex, scan
 from dumpcmp.errors import NotFoundError
 from dumpcmp.graph.graph_json import Graph, load_graph
-from dumpcmp.graph.pairing import TensorPair, pair_device_to_device, pair_with_ground_truth
+from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth
 
 __all__ = ["PairedRun", "paired_runs", "sample_ground_truth", "select_runs"]
 
@@ -90,11 +90,15 @@ def paired_runs(
     right_time: str | None = None,
     right_data_index: int | None = None,
     graph: Graph | None = None,
+    left_index: DumpIndex | None = None,
+    left_ops: Callable[[DumpGroup], list[DeviceOp]] | None = None,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
     `quant_json`; by name without; by file name against another device dump). `graph`: those files already
-    loaded (`load_graph`), so a caller that needs the graph too reads it once."""
-    left_index = scan(left)
+    loaded (`load_graph`), so a caller that needs the graph too reads it once. `left_index`/`left_ops`: the left
+    side already scanned, and its runs' ops (headers read), elsewhere (on a cluster's workers)."""
+    left_index = scan(left) if left_index is None else left_index
+    left_ops = device_ops if left_ops is None else left_ops
     if left_index.dump_count == 0:
         raise NotFoundError(f"{left}: no device dump files found"
                             + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
@@ -128,12 +132,12 @@ def paired_runs(
                 names = ", ".join(g.key.describe() for g in match)
                 raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
                                     f"select the right-hand one with --right-time / --right-iteration")
-            pairs = pair_device_to_device(device_ops(group), device_ops(match[0]))
+            pairs = pair_device_to_device(left_ops(group), device_ops(match[0]))
         else:
             iterations = len({g.key.data_index for g in groups})
             gt_files, notes = sample_ground_truth(group.key.data_index, right_index.ground_truth, right_index.root,
                                                   gt_sample, iterations)
-            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files, notes), graph)
+            pairs = pair_with_ground_truth(left_ops(group), keys_by_index(gt_files, notes), graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]

@@ -270,3 +270,15 @@ def test_test_file_names_are_unique_across_folders():
     for path in Path(__file__).resolve().parent.rglob("test_*.py"):
         names.setdefault(path.name, []).append(str(path))
     assert not {n: p for n, p in names.items() if len(p) > 1}
+
+
+def test_child_processes_import_the_installed_package():
+    """A test that starts `python -m dumpcmp` puts on PYTHONPATH the folder of the dumpcmp it imported
+    (`Path(dumpcmp.__file__).resolve().parents[1]`), never the checkout's src/: CI installs the package into a fresh
+    venv (`pip install .`), and src/ there has no compiled core."""
+    import re
+
+    checkout_src = re.compile(r"""(parents\[\d\]\s*/\s*["']src["']|os\.pardir,\s*["']src["'])""")
+    here = Path(__file__).resolve()
+    found = [str(p) for p in here.parent.rglob("*.py") if p != here and checkout_src.search(p.read_text())]
+    assert not found

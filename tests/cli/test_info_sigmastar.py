@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -12,8 +13,9 @@ import pytest
 
 from dumpcmp.cli import main
 from dumpcmp.dumps.sigmastar import TensorSpec, write_sigmastar_dump
+import dumpcmp
 
-SRC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "src")
+SRC = str(Path(dumpcmp.__file__).resolve().parents[1])  # the installed package (its _core), not the checkout
 
 
 def specs():

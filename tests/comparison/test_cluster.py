@@ -19,12 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dumpcmp
 from dumpcmp.benchmark.model import generate_model
 from dumpcmp.comparison.metrics import compare_arrays
 
 pytest.importorskip("distributed")
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(dumpcmp.__file__).resolve().parents[1])  # the installed package (its _core), not the checkout
 DASK = Path(sys.executable).parent / "dask"
 ENV = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
        "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}

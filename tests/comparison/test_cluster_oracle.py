@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+import dumpcmp
+
 pytest.importorskip("distributed")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
 import make_corpus  # noqa: E402  (tests/oracle/make_corpus.py)
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(dumpcmp.__file__).resolve().parents[1])  # the installed package (its _core), not the checkout
 ENV = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
 RUNS = {  # as tests/oracle/agreement.py runs them
     "model_result.csv": ("dump", "gt", "graph", None),

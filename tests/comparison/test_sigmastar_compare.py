@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -15,8 +16,9 @@ import pytest
 from dumpcmp.cli import main
 from dumpcmp.comparison.sigmastar import SigmaRow, compare_sigmastar, sigmastar_metrics
 from dumpcmp.dumps.sigmastar import TensorSpec, write_sigmastar_dump
+import dumpcmp
 
-SRC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "src")
+SRC = str(Path(dumpcmp.__file__).resolve().parents[1])  # the installed package (its _core), not the checkout
 
 
 def reference(a, b):

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from dumpcmp.device.debugconfig import KNOWN_SWITCHES, check_debug_config
 from dumpcmp.errors import ConfigError
+import dumpcmp
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(dumpcmp.__file__).resolve().parents[1])  # the installed package (its _core), not the checkout
 VALID = b"dumpTensor\neliminateGarbage\ndequantFixed\n#dumpasstring\n#disableDomainFuseOps\npath=/tmp\n"
 
 

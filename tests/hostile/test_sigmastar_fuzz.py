@@ -5,6 +5,7 @@ another exception, never a hang; a few through the real CLI: exit 2 and one line
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import random
 import re
 import subprocess
@@ -16,8 +17,9 @@ import pytest
 from dumpcmp.comparison.sigmastar import compare_sigmastar
 from dumpcmp.dumps.sigmastar import TensorSpec, open_sigmastar, write_sigmastar_dump
 from dumpcmp.errors import DumpcmpError
+import dumpcmp
 
-SRC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "src")
+SRC = str(Path(dumpcmp.__file__).resolve().parents[1])  # the installed package (its _core), not the checkout
 
 
 def specs():

@@ -472,7 +472,8 @@ def write_overflow(directory: str | Path, seed: int = SEED) -> Path:
     """A `"dump_debug": "on"` dump folder: OpDebug files in both record layouts (current AIC, AIV with FFTS+ context
     and thread ids, SDMA whose op has no dump; old layout with two statuses set) and the overflowing ops' dumps:
     float16 with inf and NaN, float32, int32 (a float64 mean), NC1HWC0, FFTS+ slices of which one matches, two dumps
-    of one task (the older is reported), dumps in a subfolder, a hashed name resolved through mapping.csv."""
+    of one task (the older is reported), a 0-d tensor, dumps in a subfolder, a hashed name resolved through
+    mapping.csv."""
     from dumpcmp.dumps.opdebug import old_opdebug_bytes, opdebug_bytes
 
     rng = np.random.default_rng(seed)
@@ -509,7 +510,8 @@ def write_overflow(directory: str | Path, seed: int = SEED) -> Path:
     debug(folder, f"Opdebug.Node_OpDebug.13.2.{t + 50}", opdebug_bytes("SDMA", status=1, task_id=13, stream_id=2))
     hashed = "1234567890123"
     dumpcmp.write_dump(sub / hashed, op_name="model/mul_3",
-                       inputs=[rng.standard_normal((4, 4)).astype(np.float32) * np.float32(1e30)],
+                       inputs=[rng.standard_normal((4, 4)).astype(np.float32) * np.float32(1e30),
+                               np.array(-2.5e-5, np.float32)],  # a 0-d tensor: the original reports shape (1,)
                        outputs=[np.full((2, 2), np.float32(3.4e38))])
     (sub / "mapping.csv").write_text(f"{hashed},Mul.mul_3.14.5.{t + 55}\n", encoding="utf-8")
     debug(sub, f"Opdebug.Node_OpDebug.14.5.{t + 60}", old_opdebug_bytes({"DHA Atomic Add": 3, "AI Core": 0x10},

@@ -145,7 +145,8 @@ def _entry(index: int, debug: _Found, dumps: list[_Found], warnings: list[str]) 
             lines.append(f" -[Format: {tensor.format}] unreadable: {problem}")
             warnings.append(f"{found.path}: {tensor.name}: {problem}")
             continue
-        lines.append(f" -[Format: {tensor.format}] {tensor_summary(tensor.array())}")
+        # as the .npy the original summarises: a 0-d tensor is saved with shape (1,) (ascontiguousarray's rule)
+        lines.append(f" -[Format: {tensor.format}] {tensor_summary(np.ascontiguousarray(tensor.array()))}")
     return _delimited(index, [f"[{found.name.op_type}] {dump.op_name}"] + lines)
 
 

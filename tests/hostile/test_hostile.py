@@ -39,6 +39,7 @@ def cases(c: dict[str, list[Path]], out: Path) -> list[list[str]]:
                             ["-l", s(d), "-r", s(good_gt), "-d", "conv1", "-o", "{out}"],
                             ["-l", s(d), "-r", s(d), "-d", "conv1", "-o", "{out}", "--format", "npy"]]
         runs["bench"] += [["dumps", s(d)]]
+        runs["overflow"] += [[s(d), "-o", "{out}", "-n", "3"]]
     for g in c["gt_dirs"]:
         runs["compare"] += [["-l", s(good_dev), "-r", s(g), "-o", "{out}/r.csv"],
                             ["-l", s(good_dev), "-r", s(g), "-d", "conv1", "-o", "{out}"]]

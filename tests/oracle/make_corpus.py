@@ -464,6 +464,61 @@ def write_file_compare(directory: str | Path) -> Path:
     return folder
 
 
+# overflow runs (`msaccucmp overflow -d DIR -out OUT -n N`): name -> N, on the folder write_overflow() makes
+OVERFLOW_RUNS = {"overflow_n2": 2, "overflow_n5": 5}
+
+
+def write_overflow(directory: str | Path, seed: int = SEED) -> Path:
+    """A `"dump_debug": "on"` dump folder: OpDebug files in both record layouts (current AIC, AIV with FFTS+ context
+    and thread ids, SDMA whose op has no dump; old layout with two statuses set) and the overflowing ops' dumps:
+    float16 with inf and NaN, float32, int32 (a float64 mean), NC1HWC0, FFTS+ slices of which one matches, two dumps
+    of one task (the older is reported), a 0-d tensor, dumps in a subfolder, a hashed name resolved through
+    mapping.csv."""
+    from dumpcmp.dumps.opdebug import old_opdebug_bytes, opdebug_bytes
+
+    rng = np.random.default_rng(seed)
+    folder = Path(directory)
+    sub = folder / "0" / "graph_1"
+    sub.mkdir(parents=True, exist_ok=True)
+
+    def debug(where: Path, name: str, record: bytes) -> None:
+        dumpcmp.write_dump(where / name, op_name="Node_OpDebug",
+                           outputs=[TensorData(np.frombuffer(record, np.uint8), data_type="UINT8")])
+
+    t = TIMESTAMP
+    with np.errstate(over="ignore"):  # the overflow is the point
+        big = (rng.standard_normal((2, 8)) * 30000).astype(np.float16)
+        big[0, 0] = np.inf
+        other = (rng.standard_normal((2, 8)) * 40000).astype(np.float16)
+        tripled = (big.astype(np.float32) * 3).astype(np.float16)
+    nan = rng.standard_normal((3, 5)).astype(np.float16)
+    nan[1, 2] = np.nan
+    dumpcmp.write_dump(sub / f"Add.add_1.11.2.{t + 10}", op_name="model/add_1", inputs=[big, other],
+                       outputs=[tripled])
+    dumpcmp.write_dump(sub / f"Add.add_1.11.2.{t + 90}", op_name="model/add_1_later",
+                       inputs=[big], outputs=[big])
+    debug(sub, f"Opdebug.Node_OpDebug.11.2.{t + 20}", opdebug_bytes("AIC", status=0x8, task_id=11, stream_id=2,
+                                                                     pc_start=0x12C0000, para_base=0x8000))
+    values = rng.standard_normal((1, 1, 2, 2, 16)).astype(np.float16) * np.float16(500)
+    for thread in (0, 1, 2):
+        dumpcmp.write_dump(sub / f"Conv2D.conv_2.12.2.{t + 30 + thread}.4.3.{thread}.0", op_name="model/conv_2",
+                           inputs=[TensorData(values + np.float16(thread), format="NC1HWC0")],
+                           outputs=[TensorData(nan + np.float16(thread), format="ND"),
+                                    rng.integers(-9, 9, (4, 3)).astype(np.int32)])
+    debug(sub, f"Opdebug.Node_OpDebug.12.2.{t + 40}", opdebug_bytes("AIV", status=0x20, task_id=12, stream_id=2,
+                                                                     context_id=3, thread_id=1))
+    debug(folder, f"Opdebug.Node_OpDebug.13.2.{t + 50}", opdebug_bytes("SDMA", status=1, task_id=13, stream_id=2))
+    hashed = "1234567890123"
+    dumpcmp.write_dump(sub / hashed, op_name="model/mul_3",
+                       inputs=[rng.standard_normal((4, 4)).astype(np.float32) * np.float32(1e30),
+                               np.array(-2.5e-5, np.float32)],  # a 0-d tensor: the original reports shape (1,)
+                       outputs=[np.full((2, 2), np.float32(3.4e38))])
+    (sub / "mapping.csv").write_text(f"{hashed},Mul.mul_3.14.5.{t + 55}\n", encoding="utf-8")
+    debug(sub, f"Opdebug.Node_OpDebug.14.5.{t + 60}", old_opdebug_bytes({"DHA Atomic Add": 3, "AI Core": 0x10},
+                                                                        task_id=14, stream_id=5))
+    return folder
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: make_corpus.py OUT_DIR")

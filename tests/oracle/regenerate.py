@@ -58,6 +58,19 @@ def model_result(out: Path) -> Path:
     return Path(found[0])
 
 
+def overflow_runs(python: str, tool: Path, root: Path, expected: Path, corpus: Path) -> None:
+    """overflow -d DIR -out OUT -n N: its overflow_summary_{time}.txt, as expected/overflow/{run}.txt."""
+    folder = make_corpus.write_overflow(corpus / "overflow")
+    for name, top in make_corpus.OVERFLOW_RUNS.items():
+        out = root / name
+        out.mkdir()
+        run_tool(python, tool, ["-d", str(folder), "-out", str(out), "-n", str(top)], command="overflow")
+        found = sorted(out.glob("overflow_summary_*.txt"))
+        if len(found) != 1:
+            raise SystemExit(f"expected one overflow_summary_*.txt in {out}, found {found}")
+        keep(found[0], expected / "overflow" / f"{name}.txt", corpus)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--msaccucmp", required=True, type=Path, help="checkout holding src/compare/msaccucmp.py")
@@ -126,6 +139,8 @@ def main() -> None:
             if len(found) != 1:
                 raise SystemExit(f"expected one file_result_*.txt in {out}, found {found}")
             keep(found[0], expected / "file_compare" / f"{name}.txt", corpus)
+
+        overflow_runs(args.python, tool, root, expected, corpus)
 
         for op, kind, index in make_corpus.SINGLE_OPS:
             out = root / f"single_{op}_{kind}_{index}"

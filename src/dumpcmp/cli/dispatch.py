@@ -31,6 +31,7 @@ COMMANDS = {
     "histogram": "dumpcmp.cli.histogram",
     "info": "dumpcmp.cli.info",
     "locate": "dumpcmp.cli.locate",
+    "overflow": "dumpcmp.cli.overflow",
     "report": "dumpcmp.cli.report",
     "sample": "dumpcmp.cli.sample",
     "shape": "dumpcmp.cli.shape",

@@ -122,9 +122,31 @@ def _dump_dict(dump: Any, name: dict[str, Any] | None) -> dict[str, Any]:
             "original_shape": None if t.original_shape is None else list(t.original_shape),
             "sub_format": t.sub_format, "size": t.size,
         })
-    return {"path": dump.path, "file_name": os.path.basename(dump.path), "name": name, "type": "dump",
+    info = {"path": dump.path, "file_name": os.path.basename(dump.path), "name": name, "type": "dump",
             "op_name": dump.op_name, "op_type": name.get("op_type") if name else None, "version": dump.version,
             "dump_time": dump.dump_time, "legacy": dump.legacy, "file_size": dump.file_size, "tensors": tensors}
+    if name and name.get("op_type") == "Opdebug" and name.get("op_name") == "Node_OpDebug":
+        info["overflow"] = _opdebug_list(dump)
+    return info
+
+
+def _opdebug_list(dump: Any) -> list[dict[str, Any]]:
+    """An OpDebug file's overflow records (docs/formats.md#opdebug-files), or what is wrong with each."""
+    from dumpcmp.dumps.opdebug import parse_opdebug_bytes
+
+    records = []
+    for t in dump.outputs:
+        try:
+            if t.problem():
+                raise DumpcmpError(t.problem())
+            record = parse_opdebug_bytes(t.raw().tobytes(), t.name, t.index)
+        except DumpcmpError as error:
+            records.append({"output": t.index, "error": str(error)})
+            continue
+        records.append({"output": t.index, "layout": "current" if record.new_layout else "old",
+                        "overflows": [dict(o.fields, type=o.kind) for o in record.overflows],
+                        "warnings": list(record.warnings)})
+    return records
 
 
 def _npy_dict(path: str, name: dict[str, Any] | None) -> dict[str, Any]:
@@ -274,6 +296,12 @@ def _print_dump(d: dict[str, Any], indent: str, out: Any) -> None:
         sub = f" sub_format {t['sub_format']}" if t["sub_format"] else ""
         print(f"{indent}  {label:<12} {t['data_type']:<10} {t['format'] + sub:<12} shape {_dims(t['shape'])}  "
               f"original {_dims(t['original_shape'])}  {t['size']} bytes", file=out)
+    for r in d.get("overflow", []):
+        if "error" in r:
+            print(f"{indent}  OpDebug {r['error']}", file=out)
+        for o in r.get("overflows", []):
+            print(f"{indent}  overflow ({r['layout']} OpDebug record): {o['type']} task {o['task_id']} stream "
+                  f"{o['stream_id']} status {o['status']}", file=out)
 
 
 def sigmastar_dict(path: str) -> dict[str, Any]:

@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     fused = ", ".join("+".join(chain) for chain in r.fused) or "none"
-    what = "statistics files (dump_data stats)" if r.data == "stats" else "dump files"
+    what = "statistics files (dump_data stats)" if r.data == "stats" else \
+        "dump and OpDebug files (dump_debug on)" if r.data == "debug" else "dump files"
     print(f"{r.precision} simulation of {r.model_name}: {len(r.files)} {what} ({r.mode}) of "
           f"{len(r.dumped_ops)} ops, {len(r.sample_dirs)} sample{'s' * (len(r.sample_dirs) != 1)}")
     for d in r.sample_dirs:

@@ -141,8 +141,9 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
     if dump.get("dump_scene"):
         raise ConfigError(f"{acl_json}: dump_scene {dump['dump_scene']!r} (exception/watcher dump) is not simulated; "
                           "remove it for a model dump")
-    if dump.get("dump_debug") == "on":
-        raise ConfigError(f"{acl_json}: dump_debug on (overflow dump) is not simulated; remove it for a model dump")
+    if dump.get("dump_debug") == "on":  # only the overflowing ops, inputs and outputs, each with an OpDebug file
+        return DumpConfig(_dump_path(dump, out_dir, cwd), "all", None, candidates[0],
+                          [str(p) for p in problems if p.severity != ERROR and p.severity != "info"], "debug")
     if dump.get("dump_data", "tensor") not in ("tensor", "stats"):
         raise ConfigError(f"{acl_json}: dump_data {dump['dump_data']!r} is not simulated; write \"tensor\" or "
                           "\"stats\"")
@@ -165,14 +166,15 @@ def read_acl_config(acl_json: str | os.PathLike[str], candidates: Sequence[str],
     else:
         name = entry["model_name"]
     layers = entry.get("layer")
-    dump_path: Path | None
+    return DumpConfig(_dump_path(dump, out_dir, cwd), dump.get("dump_mode", "output"),
+                      None if layers is None else list(layers), name, notes, dump.get("dump_data", "tensor"))
+
+
+def _dump_path(dump: Mapping[str, Any], out_dir: str | None, cwd: str | os.PathLike[str] | None) -> Path | None:
     if out_dir is not None:
-        dump_path = Path(out_dir)
-    else:
-        raw = dump.get("dump_path")
-        dump_path = Path(raw) if raw is None or Path(raw).is_absolute() else Path(cwd or os.getcwd()) / raw
-    return DumpConfig(dump_path, dump.get("dump_mode", "output"), None if layers is None else list(layers), name,
-                      notes, dump.get("dump_data", "tensor"))
+        return Path(out_dir)
+    raw = dump.get("dump_path")
+    return None if raw is None else Path(raw) if Path(raw).is_absolute() else Path(cwd or os.getcwd()) / raw
 
 
 # -- lowering ------------------------------------------------------------------------------------------------------
@@ -315,6 +317,9 @@ class _Writer:
                 if self.data == "stats":
                     self.add_stats(op, stamp, ins, outs, run, feeds)
                     continue
+                if self.data == "debug":
+                    files += self.add_overflow(op, stamp, next_stamp, ins, outs, run, feeds, folder)
+                    continue
                 name = build_device_dump_name(op.type, op.name, op.task_id, stamp)
                 path = folder / safe_file_name(name, folder)
                 write_dump(path, op_name=op.name,
@@ -329,6 +334,28 @@ class _Writer:
             self.records = []
             files.append(path)
         return files
+
+    def add_overflow(self, op: SimOp, stamp: int, next_stamp: Any, ins: Sequence[Output], outs: Sequence[Output],
+                     run: Mapping[str, np.ndarray], feeds: Mapping[str, np.ndarray], folder: Path) -> list[Path]:
+        """dump_debug on: an op whose float16 outputs hold inf or NaN is dumped (inputs and outputs, stream 0),
+        followed by its OpDebug file, an AI Core record of status 1 (docs/formats.md#opdebug-files); others leave
+        nothing."""
+        from dumpcmp.dumps.opdebug import OPDEBUG_NAME, OPDEBUG_TYPE, opdebug_bytes
+
+        values = [self.value(o.value, run, feeds) for o in outs]
+        if not any(v.dtype == np.float16 and not np.isfinite(v).all() for v in values):
+            return []
+        assert op.task_id is not None
+        name = build_device_dump_name(op.type, op.name, op.task_id, stamp, stream_id=0)
+        path = folder / safe_file_name(name, folder)
+        write_dump(path, op_name=op.name, inputs=[self.tensor(o, self.value(o.value, run, feeds)) for o in ins],
+                   outputs=[self.tensor(o, v) for o, v in zip(outs, values)], dump_time=stamp)
+        debug_stamp = next_stamp()
+        debug = folder / build_device_dump_name(OPDEBUG_TYPE, OPDEBUG_NAME, op.task_id, debug_stamp, stream_id=0)
+        record = np.frombuffer(opdebug_bytes("AIC", status=1, task_id=op.task_id, stream_id=0), np.uint8)
+        write_dump(debug, op_name=OPDEBUG_NAME, outputs=[TensorData(record, data_type="UINT8")],
+                   dump_time=debug_stamp)
+        return [path, debug]
 
     def add_stats(self, op: SimOp, stamp: int, ins: Sequence[Output], outs: Sequence[Output],
                   run: Mapping[str, np.ndarray], feeds: Mapping[str, np.ndarray]) -> None:

@@ -62,6 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         'algorithms as args.key)')
     p.add_argument("--max-elements", type=count, default=0, metavar="N",
                    help="compare only each tensor's first N elements (the original's -max N; the summary says so)")
+    p.add_argument("--ffts", "-ffts", action="store_true",
+                   help="FFTS+ manual-mode slices (X_lxslice{N}) compared one by one, not merged (the original's "
+                        "-ffts; auto-mode threads are merged either way)")
     p.add_argument("--op-range", metavar="START,END,STEP",
                    help="only the fusion ops holding graph ops of these ids (the original's -r; needs -f), with an "
                         "OpSequence column")
@@ -188,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads,
                            quiet=args.quiet, precise=args.precise, gt_sample=args.gt_sample, right_time=args.right_time,
                            right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
-                           max_elements=args.max_elements, **selection)
+                           max_elements=args.max_elements, per_slice=args.ffts, **selection)
     if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
         from dumpcmp.comparison.op_range import select_ops
 

@@ -46,7 +46,7 @@ from dumpcmp.comparison.rows import (
 )
 from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
-from dumpcmp.comparison.sources import DeviceRef, Sides
+from dumpcmp.comparison.sources import DeviceRef, Sides, slice_reason, stored_source
 from dumpcmp.graph.pairing import TensorPair
 from dumpcmp.support.progress import Progress
 from dumpcmp.dumps.ground_truth import dtype_name, ground_truth_source
@@ -83,6 +83,7 @@ def compare_runs(
     right_data_index: int | None = None,
     custom_algorithms: Any = None,
     max_elements: int = 0,
+    per_slice: bool = False,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -93,12 +94,13 @@ def compare_runs(
     (default: folder k for data_index k); right_time/right_data_index: the right-hand run of a device-vs-device
     comparison; custom_algorithms: the `-c DIR -alg` plug-ins (`dumpcmp.comparison.custom_alg.CustomAlgorithms`),
     whose columns then replace `algorithms`; max_elements: compare only each tensor's first N elements (the
-    original's `-max N`; 0: whole tensors), noted in the result's notes.
+    original's `-max N`; 0: whole tensors), noted in the result's notes; per_slice: FFTS+ manual slices compared
+    one by one (the original's `-ffts`), else merged (dumps/ffts.py).
     """
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
-                       right_time=right_time, right_data_index=right_data_index)
+                       right_time=right_time, right_data_index=right_data_index, per_slice=per_slice)
     sides = Sides(custom)
     results = []
     for run in runs:
@@ -272,8 +274,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                         raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "
                                            f"{gt_t.format} {list(gt_t.shape)}")
                     # as the original does: both sides in their stored (device) order, padding included
-                    x_src = core.compare.source_from_dump(npu_ref.dump._file, pair.kind, pair.index or 0)
-                    y_src = core.compare.source_from_dump(gt_ref.dump._file, pair.kind, pair.index or 0)
+                    x_src = stored_source(npu_ref, pair.kind, pair.index or 0)
+                    y_src = stored_source(gt_ref, pair.kind, pair.index or 0)
                     scalar = len(t.shape) == 0
                     ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
                            gt_ref.entry.path)
@@ -297,7 +299,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 if not device_vs_device:
                     row.shape = _compared_shape(t, pair, gt_shape, int(x_src.count))
             except (DumpcmpError, ValueError, OSError) as error:
-                row.failed, row.fail_reason = True, str(error)
+                row.failed, row.fail_reason = True, slice_reason(npu_ref, str(error))
                 progress.advance()
                 continue
             if max_elements and x_src.count > max_elements:  # -max N: the first N elements only

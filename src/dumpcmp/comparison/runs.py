@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from dumpcmp.comparison.sources import device_ops
+from dumpcmp.comparison.sources import device_ops, slice_notes
 from dumpcmp.dumps.ground_truth import keys_by_index
 from dumpcmp.dumps.scan import DumpGroup, DumpIndex, GroundTruthIndex, scan
 from dumpcmp.errors import NotFoundError
@@ -90,6 +90,7 @@ def paired_runs(
     right_time: str | None = None,
     right_data_index: int | None = None,
     graph: Graph | None = None,
+    per_slice: bool = False,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
     `quant_json`; by name without; by file name against another device dump). `graph`: those files already
@@ -128,15 +129,15 @@ def paired_runs(
                 names = ", ".join(g.key.describe() for g in match)
                 raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
                                     f"select the right-hand one with --right-time / --right-iteration")
-            pairs = pair_device_to_device(device_ops(group), device_ops(match[0]))
+            pairs = pair_device_to_device(device_ops(group, per_slice), device_ops(match[0], per_slice))
         else:
             iterations = len({g.key.data_index for g in groups})
             gt_files, notes = sample_ground_truth(group.key.data_index, right_index.ground_truth, right_index.root,
                                                   gt_sample, iterations)
-            pairs = pair_with_ground_truth(device_ops(group), keys_by_index(gt_files, notes), graph)
+            pairs = pair_with_ground_truth(device_ops(group, per_slice), keys_by_index(gt_files, notes), graph)
             if graph is None:
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
         runs.append(PairedRun(group.key.describe(), pairs, device_vs_device, None if device_vs_device else graph,
-                              [] if device_vs_device else notes))
+                              ([] if device_vs_device else notes) + slice_notes(pairs)))
     return runs

@@ -59,7 +59,7 @@ def sliced_op(group: ffts.SliceGroup, open_dumps: Any) -> DeviceOp:
             raise bad
         dump = ffts.merge(group, opened)
         if dump is None:  # no cut axis: the last slice, by timestamp, as the original compares it
-            last = max(range(len(entries)), key=lambda k: (entries[k].name.timestamp, entries[k].file_name))
+            last = max(range(len(entries)), key=lambda k: (entries[k].name.timestamp, k))
             first, dump = entries[last], opened[last]
     except DumpcmpError as error:
         return DeviceOp(group.op_name, first.op_type, 0, 1, order=order, ref=DeviceRef(first, None, str(error)))

@@ -8,7 +8,7 @@ by running it; docs/formats.md "FFTS+ sliced dumps").
 - The slicing facts are the JSON of the dump's first attribute: ``threadMode`` (1 auto, 0 manual),
   ``slice_instance_num`` (how many slices there should be), ``outputCutList`` (per output, the cut factor of each
   dimension: the axis whose factor is not 1 is the cut axis) and, in auto mode, ``output_tensor_slice`` (per thread,
-  per output, per dimension ``{"lower", "higher"}``: the slice's real shape, the stored buffer may be larger).
+  per output, per dimension ``{"lower", "higher"}``: the slice's shape, which the stored buffer must hold exactly).
 - Slices are ordered by thread id (auto) or slice number (manual); each output is the concatenation of its slices
   along its cut axis; an output without a cut axis is the first slice's; inputs are the first slice's.
 - A slice count other than ``slice_instance_num`` is a warning (`MISSING_SLICES`), the slices present are merged.
@@ -132,6 +132,25 @@ def _auto_shape(facts: dict[str, Any], position: int, output: int, path: str) ->
     return shape
 
 
+def _check_ranges(facts: Sequence[dict[str, Any]], paths: Sequence[str], output: int, axis: int) -> None:
+    """Auto mode: the threads' ranges along the cut axis, in thread order, must not overlap."""
+    end = None
+    for pos, (f, p) in enumerate(zip(facts, paths)):
+        table = f.get("output_tensor_slice")
+        if not table:
+            return
+        try:
+            dim = table[pos][output][axis]
+            lo, hi = int(dim["lower"]), int(dim["higher"])
+        except (IndexError, KeyError, TypeError, ValueError):
+            raise FftsError(f"{p}: output_tensor_slice has no range for slice {pos} output {output} axis {axis}") \
+                from None
+        if end is not None and lo < end:
+            raise FftsError(f"{p}: slice {pos} of output {output} starts at {lo} along axis {axis}, inside the slice "
+                            f"before it (which ends at {end}): overlapping FFTS+ slices")
+        end = hi
+
+
 class MergedTensor:
     """An output merged from its slices: the first slice's description, the merged array and shape."""
 
@@ -203,15 +222,17 @@ def merge(group: SliceGroup, dumps: Sequence[Any]) -> Any:
             if shape is None:
                 shape = tuple(t.shape)
             count = int(np.prod(shape, dtype=np.int64))
-            if count > a.size:
-                raise FftsError(f"{p}: output {i} holds {a.size} elements, its slice shape {list(shape)} needs "
+            if count != a.size:  # as the original: the buffer holds exactly the slice
+                raise FftsError(f"{p}: output {i} holds {a.size} elements, its slice shape {list(shape)} has "
                                 f"{count}")
-            pieces.append(a.reshape(-1)[:count].reshape(shape))
+            pieces.append(a.reshape(shape))
             if axis is None:
                 break
         if axis is None:
             merged.append(MergedTensor(base.outputs[i], pieces[0]))
             continue
+        if group.mode == "auto":
+            _check_ranges(facts, paths, i, axis)
         first = pieces[0]
         for p, piece in zip(paths, pieces):
             if piece.ndim != first.ndim or axis >= first.ndim or \

@@ -141,3 +141,16 @@ def test_ffts_flag_spelt_both_ways_compares_manual_slices_one_by_one(tmp_path):
                  "-ffts", "--quiet"]) == 0
     [result] = list(out.glob("result_*.csv"))
     assert "relu_lxslice1:output:0" in rows(result)
+
+
+def test_single_op_merges_the_slices(tmp_path):
+    """-d OP on a sliced op: every element of the merged tensor, against the whole one."""
+    full = np.random.default_rng(5).normal(size=(4, 6)).astype(np.float32)
+    write_auto(tmp_path / "left", "conv", full, 1, [(0, 2), (2, 6)])
+    (tmp_path / "right").mkdir()
+    dumpcmp.write_dump(tmp_path / "right" / f"Conv2D.conv.3.{TS}", op_name="conv", inputs=[full[:, :2]],
+                       outputs=[full], dump_time=TS)
+    out = tmp_path / "detail"
+    assert main(["compare", "-l", str(tmp_path / "left"), "-r", str(tmp_path / "right"), "-d", "conv", "-o",
+                 str(out), "--quiet"]) == 0
+    assert (out / "conv_output_0_summary.txt").read_text().startswith("TotalCount:24\n")

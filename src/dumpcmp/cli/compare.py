@@ -325,7 +325,7 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
     result = compare_op(args.left, args.right, args.op, args.output, kind=args.tensor, index=args.index,
                         fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule, custom=args.custom,
                         max_lines=args.max_lines, top_n=args.top_n, fmt=args.detail_format, threads=args.threads,
-                        force=args.force, gt_sample=args.gt_sample, **selection)
+                        force=args.force, gt_sample=args.gt_sample, per_slice=args.ffts, **selection)
     for note in result.notes:
         print(f"dumpcmp: note: {note}", file=sys.stderr)
     if not args.quiet:

@@ -63,6 +63,8 @@ CASES = {
                         "negative extent"),
     "buffer not the slice": ([A[:, :2], A[:, 2:]], [facts(table=[[rng_dims(0, 3)], [rng_dims(3, 4)]])] * 2, False,
                              "holds 6 elements"),
+    "data types differ": ([A[:, :2].astype(np.float16), A[:, 2:]], [facts(mode=0)] * 2, True,
+                          "is FLOAT, "),
     "cut axis beyond the rank": ([A[:, :2], A[:, 2:]], [facts(mode=0, cuts=([1, 1, 2],))] * 2, True,
                                  "cut along axis 2"),
 }
@@ -88,6 +90,18 @@ def test_hostile_slices_the_row_says_why(tmp_path, case):
     reasons = " ".join(r["CompareFailReason"] for r in got.values())
     assert words in reasons, got
     assert str(tmp_path / "left") in reasons  # the file is named
+
+
+def test_a_truncated_slice_the_row_says_why(tmp_path):
+    write(tmp_path / "left", "op", [A[:, :2], A[:, 2:]], [facts(table=TABLE)] * 2)
+    victim = sorted((tmp_path / "left").iterdir())[1]
+    victim.write_bytes(victim.read_bytes()[:-20])
+    whole(tmp_path / "right", "op", A)
+    out = tmp_path / "r.csv"
+    assert main(["compare", "-l", str(tmp_path / "left"), "-r", str(tmp_path / "right"), "-o", str(out),
+                 "--quiet"]) in (0, 1)
+    reasons = " ".join(r["CompareFailReason"] for r in rows(out).values())
+    assert victim.name in reasons, reasons
 
 
 def test_random_slicing_attributes_never_crash(tmp_path, capsys):

@@ -217,6 +217,8 @@ def merge(group: SliceGroup, dumps: Sequence[Any]) -> Any:
             problem = t.problem()
             if problem:
                 raise FftsError(f"{p}: {problem}")
+            if t.data_type != base.outputs[i].data_type:
+                raise FftsError(f"{p}: output {i} is {t.data_type}, {paths[0]}'s is {base.outputs[i].data_type}")
             a = t.array()
             shape = _auto_shape(facts[pos], pos, i, p) if group.mode == "auto" else None
             if shape is None:

@@ -389,7 +389,85 @@ def build(directory: str | Path, seed: int = SEED) -> dict[str, Path]:
     paths.update(q_dump=q["dump"], q_gt=q["gt"], q_graph=q["graph"], q_rule=rule)
     paths["custom"] = write_custom_scripts(directory / "custom")
     paths["file_compare"] = write_file_compare(directory / "file_compare")
+    paths["ffts_dump"], paths["ffts_npu2"], paths["ffts_gt"], paths["ffts_graph"] = write_ffts(directory / "ffts",
+                                                                                             seed + 2)
     return paths
+
+
+# FFTS+ sliced dumps (device vs device, both sides sliced alike): an auto-mode op (threads cut along axis 1
+# unevenly, thread 2 of 3 missing), a manual-mode op (X_lxslice{N}, cut along
+# axis 0, slice 2 of 3 missing), a manual op of two fp16 outputs (one cut, one not), an auto op without a cut axis
+# (the last slice is compared) and a plain op; a ground truth of the merged values with a graph JSON whose ops take
+# an undumped Data op's output.
+FFTS_TIME = 1700000000000100
+
+
+def _ffts_attr(mode: int, count: int, cuts: list[list[int]], slices: Any = None) -> list[tuple[str, str]]:
+    facts: dict[str, Any] = {"threadMode": mode, "slice_instance_num": count, "outputCutList": cuts}
+    if slices is not None:
+        facts["output_tensor_slice"] = slices
+    return [("_sgt_json_info", json.dumps(facts))]
+
+
+def _dims(shape: tuple[int, ...], axis: int = -1, lo: int = 0, hi: int = 0) -> list[dict[str, int]]:
+    return [{"lower": lo, "higher": hi} if d == axis else {"lower": 0, "higher": n} for d, n in enumerate(shape)]
+
+
+def write_ffts(directory: str | Path, seed: int) -> tuple[Path, Path, Path, Path]:
+    """The FFTS+ corpus: two device dump folders (left, right), a ground-truth folder and its graph JSON."""
+    rng = np.random.default_rng(seed)
+    conv = rng.normal(size=(2, 8, 3, 3)).astype(np.float32)
+    relu = np.abs(rng.normal(size=(3, 4, 5))).astype(np.float32)
+    two = rng.normal(size=(4, 6)).astype(np.float16), rng.normal(size=(3, 3)).astype(np.float16)
+    whole = rng.normal(size=(5, 7)).astype(np.float32)
+    x = rng.normal(size=(2, 8, 3, 3)).astype(np.float32)
+    out = []
+    for side, noise in (("left", 0.003), ("right", 0.0)):
+        d = Path(directory) / side
+        d.mkdir(parents=True, exist_ok=True)
+
+        def put(name: str, op: str, inputs: list[np.ndarray], outputs: list[np.ndarray], attrs: Any) -> None:
+            shift = [o + np.asarray(noise * np.cos(np.arange(o.size))).reshape(o.shape).astype(o.dtype)
+                     for o in outputs]
+            dumpcmp.write_dump(d / name, op_name=op, inputs=inputs, outputs=shift, dump_time=FFTS_TIME, attrs=attrs)
+
+        # auto: channels 0-3 on thread 0, 4-5 on thread 1, 6-7 on thread 2 (missing)
+        bounds = [(0, 4), (4, 6), (6, 8)]
+        table = [[_dims(conv.shape, 1, lo, hi)] for lo, hi in bounds]
+        for t, (lo, hi) in enumerate(bounds[:2]):
+            stored = np.ascontiguousarray(conv[:, lo:hi])
+            put(f"Conv2D.conv_auto.11.{FFTS_TIME}.4.3.{t}.0", "conv_auto", [x[:, lo:hi]], [stored],
+                _ffts_attr(1, 3, [[1, 3, 1, 1]], table))
+        # manual: one row of 3 per slice, slice 2 missing
+        for k in range(2):
+            put(f"Relu.relu_manual_lxslice{k}.12.{FFTS_TIME}.4.4.{k}.0", f"relu_manual_lxslice{k}", [relu[k:k + 1]],
+                [relu[k:k + 1] * 2], _ffts_attr(0, 3, [[3, 1, 1]]))
+        # manual, two outputs: the first cut along axis 0 in halves, the second not cut
+        for k in range(2):
+            put(f"Split.split_two_lxslice{k}.13.{FFTS_TIME}.4.5.{k}.0", f"split_two_lxslice{k}",
+                [two[0][2 * k:2 * k + 2]], [two[0][2 * k:2 * k + 2], two[1]], _ffts_attr(0, 2, [[2, 1], [1, 1]]))
+        # auto without a cut axis: the last slice is the op
+        for t in range(2):
+            put(f"Add.add_nocut.14.{FFTS_TIME}.4.6.{t}.0", "add_nocut", [whole], [whole + t],
+                _ffts_attr(1, 2, [[1, 1]]))
+        put(f"Mul.mul_plain.15.{FFTS_TIME}", "mul_plain", [whole], [whole * 3], [])
+        out.append(d)
+    gt = Path(directory) / "gt"
+    gt.mkdir(parents=True, exist_ok=True)
+    truth = {"add_nocut": ("Add", [whole + 1]), "conv_auto": ("Conv2D", [conv[:, :6]]),
+             "mul_plain": ("Mul", [whole * 3]), "relu_manual": ("Relu", [relu[:2] * 2]),
+             "split_two": ("Split", [two[0], two[1]])}
+    ops = [gj.op("data0", "Data", 0, outputs=[gj.desc("DT_FLOAT", "ND", (1,), ge_origin_format="ND",
+                                                      origin_shape=(1,))])]
+    for k, (name, (op_type, arrays)) in enumerate(truth.items(), start=1):
+        for i, a in enumerate(arrays):
+            np.save(gt / f"{name}.{i}.{GT_TIMESTAMP}.npy", a.astype(np.float32))
+        descs = [gj.desc("DT_FLOAT" if a.dtype == np.float32 else "DT_FLOAT16", "ND", a.shape, origin_name=name,
+                         origin_index=i, ge_origin_format="ND", origin_shape=a.shape) for i, a in enumerate(arrays)]
+        ops.append(gj.op(name, op_type, k, inputs=["data0:0"], originals=[name], outputs=descs))
+    graph = Path(directory) / "model.json"
+    graph.write_text(json.dumps(gj.document(*ops, model="ffts_net")), encoding="utf-8")
+    return out[0], out[1], gt, graph
 
 
 # The custom algorithm run (`compare -c DIR -alg ... -a ...`): plug-ins written into the corpus as text. One takes

@@ -64,6 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         'algorithms as args.key)')
     p.add_argument("--max-elements", type=count, default=0, metavar="N",
                    help="compare only each tensor's first N elements (the original's -max N; the summary says so)")
+    p.add_argument("--ffts", "-ffts", action="store_true",
+                   help="FFTS+ manual-mode slices (X_lxslice{N}) compared one by one, not merged (the original's "
+                        "-ffts; auto-mode threads are merged either way)")
     p.add_argument("--op-range", metavar="START,END,STEP",
                    help="only the fusion ops holding graph ops of these ids (the original's -r; needs -f), with an "
                         "OpSequence column")
@@ -201,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
                                threads=args.threads, quiet=args.quiet, precise=args.precise,
                                gt_sample=args.gt_sample, right_time=args.right_time,
                                right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
-                               max_elements=args.max_elements, client=client, **selection)
+                               max_elements=args.max_elements, client=client, per_slice=args.ffts,
+                               **selection)
     if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
         from dumpcmp.comparison.op_range import select_ops
 
@@ -376,7 +380,7 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
     result = compare_op(args.left, args.right, args.op, args.output, kind=args.tensor, index=args.index,
                         fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule, custom=args.custom,
                         max_lines=args.max_lines, top_n=args.top_n, fmt=args.detail_format, threads=args.threads,
-                        force=args.force, gt_sample=args.gt_sample, **selection)
+                        force=args.force, gt_sample=args.gt_sample, per_slice=args.ffts, **selection)
     for note in result.notes:
         print(f"dumpcmp: note: {note}", file=sys.stderr)
     if not args.quiet:

@@ -46,7 +46,7 @@ from dumpcmp.comparison.rows import (
 )
 from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
-from dumpcmp.comparison.sources import DeviceRef, Sides
+from dumpcmp.comparison.sources import DeviceRef, Sides, slice_reason, stored_source
 from dumpcmp.graph.pairing import TensorPair
 from dumpcmp.support.progress import Progress
 from dumpcmp.dumps.ground_truth import dtype_name, ground_truth_source
@@ -84,6 +84,7 @@ def compare_runs(
     custom_algorithms: Any = None,
     max_elements: int = 0,
     client: Any = None,
+    per_slice: bool = False,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -95,7 +96,8 @@ def compare_runs(
     comparison; custom_algorithms: the `-c DIR -alg` plug-ins (`dumpcmp.comparison.custom_alg.CustomAlgorithms`),
     whose columns then replace `algorithms`; max_elements: compare only each tensor's first N elements (the
     original's `-max N`; 0: whole tensors), noted in the result's notes; client: a Dask distributed Client (or
-    `dumpcmp.comparison.cluster.connect`'s Cluster) whose workers compare the pairs, with the same rows.
+    `dumpcmp.comparison.cluster.connect`'s Cluster) whose workers compare the pairs, with the same rows;
+    per_slice: FFTS+ manual slices compared one by one (the original's `-ffts`), else merged (dumps/ffts.py).
     """
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     placed = None
@@ -107,9 +109,12 @@ def compare_runs(
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, time=time, device_id=device_id,
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
                        right_time=right_time, right_data_index=right_data_index,
-                       left_index=placed.index if placed else None, left_ops=placed.ops if placed else None)
+                       left_index=placed.index if placed else None, left_ops=placed.ops if placed else None,
+                       per_slice=per_slice)
     sides = Sides(custom)
     results = []
+    if client is not None:
+        _refuse_slices_on_cluster(runs, placed)
     if client is not None:  # the same rows, compared by the cluster's workers
         from dumpcmp.comparison.cluster import cluster_rows
 
@@ -130,6 +135,18 @@ def compare_runs(
                                         dumped_ops=dumped, left_out=left_out, graph=run.graph,
                                         custom_algorithms=custom_algorithms))
     return results
+
+
+def _refuse_slices_on_cluster(runs: list[PairedRun], placed: Any) -> None:
+    """FFTS+ slices are merged in this process (dumps/ffts.py), and a cluster's tasks carry file paths: such a run is
+    compared here, never by the workers with one slice standing for the whole op."""
+    from dumpcmp.dumps.ffts import MergedDump, is_slice
+
+    sliced = placed is not None and any(is_slice(e) for e in placed.index.entries())
+    sliced = sliced or any(isinstance(getattr(ref, "dump", None), MergedDump) for run in runs for p in run.pairs
+                           for ref in (p.npu_ref, p.ground_truth_ref))
+    if sliced:
+        raise DumpcmpError("FFTS+ sliced dumps are merged and compared on this machine: run without --cluster")
 
 
 def _constant_files(right: str | os.PathLike[str]) -> frozenset[str]:
@@ -285,8 +302,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                         raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "
                                            f"{gt_t.format} {list(gt_t.shape)}")
                     # as the original does: both sides in their stored (device) order, padding included
-                    x_src = core.compare.source_from_dump(npu_ref.dump._file, pair.kind, pair.index or 0)
-                    y_src = core.compare.source_from_dump(gt_ref.dump._file, pair.kind, pair.index or 0)
+                    x_src = stored_source(npu_ref, pair.kind, pair.index or 0)
+                    y_src = stored_source(gt_ref, pair.kind, pair.index or 0)
                     scalar = len(t.shape) == 0
                     ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
                            gt_ref.entry.path)
@@ -310,7 +327,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 if not device_vs_device:
                     row.shape = _compared_shape(t, pair, gt_shape, int(x_src.count))
             except (DumpcmpError, ValueError, OSError) as error:
-                row.failed, row.fail_reason = True, str(error)
+                row.failed, row.fail_reason = True, slice_reason(npu_ref, str(error))
                 progress.advance()
                 continue
             if max_elements and x_src.count > max_elements:  # -max N: the first N elements only

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from dumpcmp.comparison.sources import device_ops
+from dumpcmp.comparison.sources import device_ops, slice_notes
 from dumpcmp.dumps.ground_truth import keys_by_index
 from dumpcmp.dumps.scan import DumpGroup, DumpIndex, GroundTruthIndex, scan
 from dumpcmp.errors import NotFoundError
@@ -92,13 +92,16 @@ def paired_runs(
     graph: Graph | None = None,
     left_index: DumpIndex | None = None,
     left_ops: Callable[[DumpGroup], list[DeviceOp]] | None = None,
+    per_slice: bool = False,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
     `quant_json`; by name without; by file name against another device dump). `graph`: those files already
     loaded (`load_graph`), so a caller that needs the graph too reads it once. `left_index`/`left_ops`: the left
     side already scanned, and its runs' ops (headers read), elsewhere (on a cluster's workers)."""
     left_index = scan(left) if left_index is None else left_index
-    left_ops = device_ops if left_ops is None else left_ops
+    if left_ops is None:  # the left tree scanned here (else by a cluster's workers: comparison/cluster.py)
+        def left_ops(group: DumpGroup) -> list[DeviceOp]:
+            return device_ops(group, per_slice)
     if left_index.dump_count == 0:
         raise NotFoundError(f"{left}: no device dump files found"
                             + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
@@ -132,7 +135,7 @@ def paired_runs(
                 names = ", ".join(g.key.describe() for g in match)
                 raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
                                     f"select the right-hand one with --right-time / --right-iteration")
-            pairs = pair_device_to_device(left_ops(group), device_ops(match[0]))
+            pairs = pair_device_to_device(left_ops(group), device_ops(match[0], per_slice))
         else:
             iterations = len({g.key.data_index for g in groups})
             gt_files, notes = sample_ground_truth(group.key.data_index, right_index.ground_truth, right_index.root,
@@ -142,5 +145,5 @@ def paired_runs(
                 # without the graph an input's producer is unknown: such rows would only say so, one per input
                 pairs = [p for p in pairs if not (p.kind == "input" and p.ground_truth_ref is None)]
         runs.append(PairedRun(group.key.describe(), pairs, device_vs_device, None if device_vs_device else graph,
-                              [] if device_vs_device else notes))
+                              ([] if device_vs_device else notes) + slice_notes(pairs)))
     return runs

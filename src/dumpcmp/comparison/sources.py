@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dumpcmp.dumps import ffts
 from dumpcmp.dumps import layout as _layout
 from dumpcmp.dumps.scan import DumpEntry, DumpGroup
 from dumpcmp.errors import DumpcmpError
@@ -15,7 +16,8 @@ from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
 
-__all__ = ["DeviceRef", "Sides", "device_ops"]
+__all__ = ["DeviceRef", "Sides", "device_ops", "slice_notes", "slice_reason", "sliced_op",
+           "stored_source"]
 
 @dataclass
 class DeviceRef:
@@ -26,13 +28,15 @@ class DeviceRef:
     error: str = ""
 
 
-def device_ops(group: DumpGroup) -> list[DeviceOp]:
-    """The newest dump file of every op of a run, opened, as the pairing's DeviceOps (an unreadable one too)."""
+def device_ops(group: DumpGroup, per_slice: bool = False) -> list[DeviceOp]:
+    """The newest dump file of every op of a run, opened, as the pairing's DeviceOps (an unreadable one too); the
+    FFTS+ slices of an op merged into one (`per_slice`: manual slices one by one, dumps/ffts.py)."""
     from dumpcmp.dumps.dump import open_dumps
 
-    entries = list(group.newest().values())
+    plain, sliced = ffts.group_slices(group.entries, per_slice)
+    entries = list(DumpGroup(group.key, plain).newest().values()) if sliced else list(group.newest().values())
     opened = open_dumps([e.path for e in entries])
-    ops = []
+    ops = [sliced_op(g, open_dumps) for g in sliced]
     for e, d in zip(entries, opened):
         if isinstance(d, Exception):
             # a dump whose header is unreadable still gets its row, saying why
@@ -40,7 +44,53 @@ def device_ops(group: DumpGroup) -> list[DeviceOp]:
         else:
             ops.append(DeviceOp(e.op_name, e.op_type, len(d.inputs), len(d.outputs), order=e.order(),
                                 ref=DeviceRef(e, d)))
-    return ops
+    return sorted(ops, key=lambda op: op.order) if sliced else ops
+
+
+def sliced_op(group: ffts.SliceGroup, open_dumps: Any) -> DeviceOp:
+    """The DeviceOp of an op dumped as FFTS+ slices: its slices merged (or the reason they cannot be, in its row)."""
+    entries = group.entries
+    first = entries[0]
+    order = min(e.order() for e in entries)
+    opened = open_dumps([e.path for e in entries])
+    bad = next((d for d in opened if isinstance(d, Exception)), None)
+    try:
+        if bad is not None:
+            raise bad
+        dump = ffts.merge(group, opened)
+        if dump is None:  # no cut axis: the last slice, by timestamp, as the original compares it
+            last = max(range(len(entries)), key=lambda k: (entries[k].name.timestamp, k))
+            first, dump = entries[last], opened[last]
+    except DumpcmpError as error:
+        return DeviceOp(group.op_name, first.op_type, 0, 1, order=order, ref=DeviceRef(first, None, str(error)))
+    return DeviceOp(group.op_name, first.op_type, len(dump.inputs), len(dump.outputs), order=order,
+                    ref=DeviceRef(first, dump))
+
+
+def slice_notes(pairs: list[TensorPair]) -> list[str]:
+    """The warnings of ops whose FFTS+ slices are missing (one per op and side)."""
+    seen: dict[str, None] = {}
+    for p in pairs:
+        for ref in (p.npu_ref, p.ground_truth_ref):
+            missing = getattr(getattr(ref, "dump", None), "missing", "")
+            if missing:
+                seen[missing] = None
+    return list(seen)
+
+
+def slice_reason(ref: DeviceRef | None, reason: str) -> str:
+    """A failed row's reason, after the original's sentence when the op's FFTS+ slices are missing."""
+    if getattr(getattr(ref, "dump", None), "missing", ""):
+        return f"{ffts.MISSING_SLICES},{reason}"
+    return reason
+
+
+def stored_source(ref: DeviceRef, kind: str, index: int) -> Any:
+    """A device tensor in its stored order (device vs device): the merged array of FFTS+ slices, else the file."""
+    t = (ref.dump.outputs if kind == "output" else ref.dump.inputs)[index]
+    if isinstance(t, ffts.MergedTensor):
+        return core.compare.source_from_array(np.ascontiguousarray(t.array()), t.data_type)
+    return core.compare.source_from_dump(ref.dump._file, kind, index)
 
 
 class Sides:
@@ -88,6 +138,11 @@ class Sides:
 
         t = self.tensor(ref, kind, index)
         fmt = t.format
+        if isinstance(t, ffts.MergedTensor):
+            if fmt in _layout.DEVICE_FORMATS:
+                raise DumpcmpError(f"{ref.entry.path}: FFTS+ slices merged in the device layout {fmt} are not "
+                                   f"decoded: compare against another device dump")
+            return core.compare.source_from_array(np.ascontiguousarray(t.array()), t.data_type), t
         groups = _layout.groups_of(t)
         if target_shape is None:
             dst, shape = self.own_plain(t, pair, target_format)

@@ -18,7 +18,7 @@ ground truth, the graph JSON; at --scale 0.01 the 43,000-operator model holds ab
 4. a simulated 8-host run: 8 workers, named w1..w8, each given its own root (`-l w1=ROOT1,...,w8=ROOT8`) holding
    one device of the `--host-ops` model (hard links of the same files), the ground truth shared; for each of
    `--host-scales` (the same operators, tensors that many times their size): the client's peak RSS, which must not
-   follow the data's size.
+   follow the data's size (`--host-scales ""`: no 8-host run; `--hosts N`: N hosts).
 Models are generated under a temporary folder (TMPDIR, /tmp by default) and deleted after, unless `--keep DIR`.
 """
 
@@ -230,6 +230,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=0.01, help="multiply every tensor's size (see bench_large.py)")
     ap.add_argument("--host-ops", type=int, default=4000, help="compute operators of the 8-host model")
     ap.add_argument("--host-scales", default="0.01,0.1", help="tensor scales of the 8-host runs, comma separated")
+    ap.add_argument("--hosts", type=int, default=8, help="simulated hosts (worker processes) of those runs")
     ap.add_argument("--keep", type=Path, help="generate under this folder and keep it (a model there is reused)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
@@ -254,9 +255,10 @@ def main() -> None:
               f"  sent by the workers: {f['sent_bytes'] / 1e6:.2f} MB in {f['transfers']} transfers = "
               f"{f['sent_per_1000_rows'] / 1e3:.1f} kB per 1,000 rows (goal <= 1 MB)")
         scales = [float(x) for x in args.host_scales.split(",") if x]
-        hosts = eight_hosts(base / "hosts", args.host_ops, scales, command)
+        hosts = eight_hosts(base / "hosts", args.host_ops, scales, command, args.hosts) if scales else []
         for h in hosts:
-            print(f"8 hosts, {h['ops']} ops x 8 devices at scale {h['scale']:g}: {h['data_bytes'] / 1e9:.2f} GB, "
+            print(f"{h['hosts']} hosts, {h['ops']} ops x {h['hosts']} devices at scale {h['scale']:g}: "
+                  f"{h['data_bytes'] / 1e9:.2f} GB, "
                   f"{h['rows']} rows, {h['tasks']} tasks, {h['wall_s']:.2f} s; client peak RSS "
                   f"{mib(h['peak_rss_bytes'])}, anonymous {mib(h['peak_anon_bytes'])}; workers sent "
                   f"{h['sent_bytes'] / 1e6:.2f} MB")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -234,6 +235,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="generate under this folder and keep it (a model there is reused)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
+    # SIGTERM unwinds as Ctrl-C does: the cluster's processes are stopped and the temporary folder deleted
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     command = dumpcmp_command()
     machine = machine_info()
     print(machine_line(machine))

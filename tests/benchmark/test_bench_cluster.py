@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import dumpcmp
+
 pytest.importorskip("distributed")
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_cluster.py"
@@ -28,7 +30,7 @@ def processes_naming(text: str) -> list[int]:
 
 def test_bench_cluster_smoke(tmp_path):
     keep, figures = tmp_path / "keep", tmp_path / "figures.json"
-    src = str(BENCH.parents[1] / "src")
+    src = str(Path(dumpcmp.__file__).resolve().parents[1])  # the installed package (its _core), not the checkout
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(BENCH), "--ops", "60", "--host-ops", "30", "--host-scales", "0.01",
                            "--hosts", "3", "--keep", str(keep), "--json", str(figures)],

@@ -18,8 +18,6 @@ the run.
 from __future__ import annotations
 
 import enum
-import hashlib
-import importlib.util
 import os
 import re
 import stat
@@ -31,6 +29,7 @@ from dumpcmp.comparison.metrics import METRICS, METRIC_INDEX
 from dumpcmp.comparison.rows import column_note
 from dumpcmp.errors import ConfigError
 from dumpcmp.support.lazy_numpy import np
+from dumpcmp.support.plugins import import_user_file
 
 __all__ = ["AlgorithmParameter", "CustomAlgorithms", "ShapeType", "parse_algorithm_options", "ALGORITHM_DIR"]
 
@@ -184,19 +183,11 @@ class CustomAlgorithms:
     def _load(self, name: str) -> Callable[..., Any] | None:
         assert self.root is not None
         path = self.files[name]
-        digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         added = str(self.root) not in sys.path
         if added:  # as the original: the plug-in may import its neighbours from DIR
             sys.path.append(str(self.root))
         try:
-            spec = importlib.util.spec_from_file_location(f"dumpcmp_alg_{digest}_{name}", path)
-            if spec is None or spec.loader is None:
-                raise ImportError("not a Python module")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        except Exception as error:  # a plug-in may raise anything while importing
-            raise ConfigError(f"{path}: cannot import the custom algorithm: {type(error).__name__}: {error}") \
-                from error
+            module = import_user_file(path, "dumpcmp_alg", "custom algorithm")
         finally:
             if added and str(self.root) in sys.path:
                 sys.path.remove(str(self.root))

@@ -28,14 +28,13 @@ built-in conversion of that pair; see :class:`Converters`.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
+from dumpcmp.support.plugins import import_user_file
 from dumpcmp.errors import ConfigError, DumpcmpError
 
 __all__ = [
@@ -209,16 +208,7 @@ class Converters:
         if key in self._loaded:
             return self._loaded[key]
         path = self._files[key]
-        # a private module name per file, so two folders' plug-ins of the same name never collide
-        digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
-        try:
-            spec = importlib.util.spec_from_file_location(f"dumpcmp_custom_{digest}_{path.stem}", path)
-            if spec is None or spec.loader is None:
-                raise ImportError("not a Python module")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        except Exception as error:  # a plug-in may raise anything while importing
-            raise ConfigError(f"{path}: cannot import the format converter: {type(error).__name__}: {error}") from error
+        module = import_user_file(path, "dumpcmp_custom", "format converter")
         fn = getattr(module, "convert", None)
         if not callable(fn):
             raise ConfigError(f"{path}: defines no function convert(shape_from, shape_to, array)")

@@ -362,6 +362,15 @@ class _Scanner:
         self.seen_dirs: set[tuple[int, int]] = set()
         self.stop_at_dump = False  # `holds_stats_only`: the first device dump ends the walk
 
+    def scan_root(self, root: str) -> None:
+        """A tree, any folder of it, or one file."""
+        if os.path.isdir(root):
+            self.walk(root)
+        elif os.path.isfile(root):
+            self.add_folder(os.path.dirname(root), [os.path.basename(root)])
+        else:
+            self.skipped.append(Skipped(root, "not a regular file or folder"))
+
     def walk(self, top: str) -> None:
         stack = [top]
         while stack:
@@ -494,12 +503,7 @@ def scan(path: str | os.PathLike[str], *, read_headers: bool = False, threads: i
     root = _absolute(path)
     scanner = _Scanner()
     with paused():  # an entry per file of a tree of 10^6: see dumpcmp.support.gcpause
-        if os.path.isdir(root):
-            scanner.walk(root)
-        elif os.path.isfile(root):
-            scanner.add_folder(os.path.dirname(root), [os.path.basename(root)])
-        else:
-            scanner.skipped.append(Skipped(root, "not a regular file or folder"))
+        scanner.scan_root(root)
         if read_headers:
             scanner.read_headers(threads)
         return scanner.index(root)
@@ -513,14 +517,10 @@ def holds_stats_only(path: str | os.PathLike[str]) -> bool:
     """`scan(path)` holds statistics files and no device dump: what `dumpcmp compare` takes for a statistics dump.
     The walk ends at the first device dump (in the first folder of a tensor dump tree, whatever its size), by the
     rules `scan` follows."""
-    root = _absolute(path)
     scanner = _Scanner()
     scanner.stop_at_dump = True
     try:
-        if os.path.isdir(root):
-            scanner.walk(root)
-        elif os.path.isfile(root):
-            scanner.add_folder(os.path.dirname(root), [os.path.basename(root)])
+        scanner.scan_root(_absolute(path))
     except _DumpFound:
         return False
     return bool(scanner.stats)

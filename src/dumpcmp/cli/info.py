@@ -105,9 +105,7 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 def _name_dict(file_name: str, folder: str) -> dict[str, Any] | None:
     """The parsed name of a file given by the user (resolved through mapping.csv if hashed), or None."""
-    name = file_name
-    if naming.is_hashed_name(file_name):
-        name = naming.read_mapping(folder, problems=[]).get(file_name, file_name)
+    name = naming.file_name_of(os.path.join(folder, file_name))
     try:
         return _parsed_dict(naming.parse_name(name))
     except NamingError:

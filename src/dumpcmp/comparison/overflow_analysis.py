@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from dumpcmp.dumps.dump import open_dump
-from dumpcmp.dumps.naming import DeviceDumpName, parse_device_dump_name, read_mapping
+from dumpcmp.dumps.naming import DeviceDumpName, file_name_of, parse_device_dump_name, read_mapping
 from dumpcmp.dumps.opdebug import INVALID_ID, OPDEBUG_NAME, OPDEBUG_TYPE, Overflow, read_opdebug
 from dumpcmp.errors import DumpError, NamingError
 from dumpcmp.support.lazy_numpy import np
@@ -62,7 +62,7 @@ def find_overflow_files(folder: str) -> tuple[list[_Found], list[_Found]]:
         mapping = read_mapping(dir_path, problems=[]) if "mapping.csv" in files else {}
         for file in sorted(files):
             try:
-                name = parse_device_dump_name(mapping.get(file, file))
+                name = parse_device_dump_name(file_name_of(file, mapping))
             except NamingError:
                 continue
             found = _Found(os.path.join(dir_path, file), name)

@@ -238,12 +238,6 @@ def _discard(paths: Iterable[str]) -> None:
         _io.discard(p)
 
 
-def _resolved_name(path: str) -> str:
-    """The file's name, resolved through its folder's mapping.csv when it is a hashed (digits-only) name."""
-    base = os.path.basename(path)
-    if naming.is_hashed_name(base):
-        return naming.read_mapping(os.path.dirname(path) or ".", problems=[]).get(base, base)
-    return base
 
 
 # --- one tensor to a format ----------------------------------------------------------------------------------------
@@ -520,7 +514,7 @@ def dump_to_npy(source: PathLike, out_dir: PathLike, *, type: str = "offline", f
     report = ConversionReport(src, out)
     jobs: list[_Job] = []
     for path, rel in _walk(src, out):
-        name = _resolved_name(path)
+        name = naming.file_name_of(path)
         scheme = naming.classify(name)
         want = naming.DEVICE if type in _DEVICE_TYPES else _EXTENSION[type]
         if scheme != want:
@@ -588,7 +582,7 @@ def npy_to_dump(source: PathLike, out_dir: PathLike, *, type: str = "caffe", op_
     jobs: list[_Job] = []
     by_folder: dict[tuple[str, str], list[tuple[naming.FrameworkDumpName, str]]] = {}
     for path, rel in _walk(src, out):
-        name = _resolved_name(path)
+        name = naming.file_name_of(path)
         try:
             parsed = naming.parse_framework_dump_name(name, (naming.NPY,))
         except NamingError:

@@ -57,7 +57,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Hashable, Iterable, TypeVar, Union
+from typing import Callable, Hashable, Iterable, Mapping, TypeVar, Union
 
 from dumpcmp.errors import NamingError
 
@@ -65,10 +65,10 @@ __all__ = [
     "CONVERTED", "DEVICE", "MAPPING_FILE", "MAX_FILE_NAME", "NPY", "PB", "QUANT", "SCHEMES", "TASK_TYPES",
     "TIMESTAMP_DIGITS", "ConvertedName", "DeviceDumpName", "FftsSuffix", "FrameworkDumpName", "ParsedName",
     "build_converted_name", "build_device_dump_name", "build_framework_dump_name", "classify",
-    "ground_truth_key", "hashed_name", "is_hashed_name", "is_sanitized", "is_timestamp", "newest_by_key",
-    "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name", "parse_name", "planned_file_name",
-    "read_mapping", "resolve_hashed", "run_path", "run_suffix", "safe_file_name", "sanitize", "timestamp_now",
-    "too_long",
+    "file_name_of", "ground_truth_key", "hashed_name", "is_hashed_name", "is_sanitized", "is_timestamp",
+    "mapping_row", "newest_by_key", "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name",
+    "parse_name", "planned_file_name", "read_mapping", "resolve_hashed", "run_path", "run_suffix", "safe_file_name",
+    "sanitize", "timestamp_now", "too_long",
 ]
 
 DEVICE, PB, QUANT, NPY, CONVERTED = "device", "pb", "quant", "npy", "converted"
@@ -499,9 +499,11 @@ def newest_by_key(items: Iterable[T], key: Callable[[T], Hashable], timestamp: C
 # --- hashed names -------------------------------------------------------------------------------------------------
 
 def is_hashed_name(name: str) -> bool:
-    """True for a name made of digits only: how tools name a file whose real name is too long."""
+    """True for a hashed name: digits only, or digits followed by ``.npy`` (msaccucmp's rule; dumpcmp's own
+    converted files are hashed that way too). How tools name a file whose real name is too long."""
     base = os.path.basename(name)
-    return _digits(base)
+    stem, dot, extension = base.rpartition(".")
+    return _digits(base) or (dot == "." and extension == NPY and _digits(stem))
 
 
 def hashed_name(name: str) -> str:
@@ -556,6 +558,21 @@ def read_mapping(path: str | os.PathLike[str], problems: list[str] | None = None
     return names
 
 
+def file_name_of(path: str | os.PathLike[str], mapping: Mapping[str, str] | None = None) -> str:
+    """The name a file stands for, wherever a command reads a dump's name from a path: its own name, or for a
+    hashed name (`is_hashed_name`) the ``mapping.csv`` row of its folder (`mapping`: that file already read with
+    `read_mapping`). A hashed name without a row (or without mapping.csv) is returned as it is."""
+    path = os.fspath(path)
+    base = os.path.basename(path)
+    if not is_hashed_name(base):
+        return base
+    if mapping is None:
+        folder = os.path.dirname(path) or "."
+        mapping = read_mapping(os.path.join(folder, MAPPING_FILE), problems=[]) \
+            if os.path.isfile(os.path.join(folder, MAPPING_FILE)) else {}
+    return mapping.get(base, base)
+
+
 def resolve_hashed(name: str, mapping: dict[str, str]) -> str:
     """The original name of a hashed file name, from a mapping read by `read_mapping`; NamingError if absent."""
     base = os.path.basename(name)
@@ -563,6 +580,13 @@ def resolve_hashed(name: str, mapping: dict[str, str]) -> str:
     if original is None:
         raise NamingError(f"file name {base!r} is a hashed name but {MAPPING_FILE} has no row for it")
     return original
+
+
+def mapping_row(short: str, name: str) -> str:
+    """One line of a mapping file: ``{hashed name},{original name}`` as the csv module writes it."""
+    row = io.StringIO()
+    csv.writer(row, lineterminator="\n").writerow([short, name])
+    return row.getvalue()
 
 
 def safe_file_name(name: str, folder: str | os.PathLike[str], suffix: str = "",
@@ -601,9 +625,8 @@ def safe_file_name(name: str, folder: str | os.PathLike[str], suffix: str = "",
             old = b""
         if old and not old.endswith(b"\n"):
             old += b"\n"
-        row = io.StringIO()
-        csv.writer(row, lineterminator="\n").writerow([short, name])
+        row = mapping_row(short, name)
         # the old rows plus the new one, replacing the file (never through a link) whole
-        _io.atomic_write(mapping_path, lambda f: f.write(old + row.getvalue().encode("utf-8", "surrogateescape")),
+        _io.atomic_write(mapping_path, lambda f: f.write(old + row.encode("utf-8", "surrogateescape")),
                          force=True, what="mapping file")
     return short

@@ -367,7 +367,11 @@ class _Scanner:
         if os.path.isdir(root):
             self.walk(root)
         elif os.path.isfile(root):
-            self.add_folder(os.path.dirname(root), [os.path.basename(root)])
+            folder, name = os.path.dirname(root), os.path.basename(root)
+            # a hashed file given alone is resolved through its folder's mapping.csv, as in a walk
+            alone = [name, naming.MAPPING_FILE] if naming.is_hashed_name(name) and \
+                os.path.isfile(os.path.join(folder, naming.MAPPING_FILE)) else [name]
+            self.add_folder(folder, alone)
         else:
             self.skipped.append(Skipped(root, "not a regular file or folder"))
 
@@ -423,7 +427,7 @@ class _Scanner:
                 else:
                     self.stats.append(StatsEntry(path, file_name, _run_key(folder, set())))
                 continue
-            if file_name.isdigit() and file_name.isascii():  # a hashed name
+            if naming.is_hashed_name(file_name):
                 if mapping is None:
                     self.skipped.append(Skipped(path, f"hashed (digits-only) name but the folder has no "
                                                       f"{naming.MAPPING_FILE}"))

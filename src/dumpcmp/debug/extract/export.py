@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dumpcmp.debug.region import Region
+from dumpcmp.dumps import naming
 from dumpcmp.errors import ConfigError
 from dumpcmp.support.files import atomic_folder, made_folder
 from dumpcmp.debug.extract.network import Layer, LayerSpan, Network
@@ -320,6 +321,10 @@ def _write(tmp: Path, final: Path, net: Network, span: LayerSpan, sub: Any, arra
     for e in entries:
         _link(e.path, tmp / "dump_data" / e.file_name)
         dump_files.append(final / "dump_data" / e.file_name)
+    hashed = [e for e in entries if e.hashed]
+    if hashed:  # their rows go with them: without mapping.csv a hashed file names no op
+        atomic_write_text(tmp / "dump_data" / naming.MAPPING_FILE, "".join(
+            naming.mapping_row(e.file_name, naming.file_name_of(e.path)) for e in hashed))
     (tmp / "device_dump").mkdir()
     config = new_acl_json([(MODEL_NAME, layers)], dump_path=os.fspath((final / "device_dump").absolute()))
     acl = atomic_write_text(tmp / "acl.json", acl_json_text(config))

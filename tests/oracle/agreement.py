@@ -44,11 +44,12 @@ MODEL_RUNS = {
     "ffts_result.csv": ("ffts_dump", "ffts_npu2", None, None, (), ()),
     "ffts_slices_result.csv": ("ffts_dump", "ffts_npu2", None, None, ("--ffts",), ("-ffts",)),
     "ffts_truth_result.csv": ("ffts_dump", "ffts_gt", "ffts_graph", None, (), ()),
+    "hashed_result.csv": ("hashed_dump", "hashed_gt", "graph", None, (), ()),
 }
 #: the runs added for issue #38 (regenerate.py runs them apart from the first three)
 ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_result.csv", "overflow_result.csv",
               "alg_order_result.csv", "range_result.csv", "select_result.csv", "ffts_result.csv",
-              "ffts_slices_result.csv", "ffts_truth_result.csv")
+              "ffts_slices_result.csv", "ffts_truth_result.csv", "hashed_result.csv")
 
 
 def run_flags(name: str, paths: dict[str, Path], original: bool = False) -> list[str]:

@@ -62,7 +62,7 @@ def test_single_op_spelling_gives_our_files(corpus, tmp_path):
 
 
 @pytest.mark.parametrize(("flags", "words"), [
-    (["-map"], "-map"), (["-cf", "x.json"], "-cf"), (["-r", "0,-1,1"], "start 0 is out of range"),
+    (["-map", "-op", "pool1"], "-op"), (["-cf", "x.json"], "-cf"), (["-r", "0,-1,1"], "start 0 is out of range"),
     (["--select", "100"], "out of range"), (["-r", "1,2,1", "-s", "1"], "at the same time"),
     (["-r", "1,a,1"], "the value is number"), (["-op", "pool1", "-s", "1"], "model-level compare only"),
     (["-p", "1"], "PyTorch"), (["-op", "pool1", "--ignore_single_op_result"], "ignore"),

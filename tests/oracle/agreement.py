@@ -51,6 +51,38 @@ ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_
               "alg_order_result.csv", "range_result.csv", "select_result.csv", "ffts_result.csv",
               "ffts_slices_result.csv", "ffts_truth_result.csv", "hashed_result.csv")
 
+#: the op mapping runs (`-map`, dumpcmp's --op-mapping): expected/mapping/{name} <- (left, right, graph, quant rule)
+#: corpus paths, then the flags as dumpcmp spells them and as the original does; compared byte for byte
+MAPPING_RUNS = {
+    "model.csv": ("dump", "gt", "graph", None, (), ()),
+    "quant.csv": ("q_dump", "q_gt", "q_graph", "q_rule", (), ()),
+    "hashed.csv": ("hashed_dump", "hashed_gt", "graph", None, (), ()),
+    "range.csv": ("dump", "gt", "graph", None, ("--op-range", "3,10,2"), ("-r", "3,10,2")),
+    "select.csv": ("dump", "gt", "graph", None, ("--op-select", "1,4,7,13"), ("-s", "1,4,7,13")),
+    "ffts_truth.csv": ("ffts_dump", "ffts_gt", "ffts_graph", None, (), ()),
+}
+
+
+def mapping_args(name: str, paths: dict[str, Path], original: bool = False) -> list[str]:
+    """The command line of a -map run after `compare` (without the output), dumpcmp's or the original's."""
+    left, right, graph, rule, ours, theirs = MAPPING_RUNS[name]
+    args = ["-m" if original else "-l", str(paths[left]), "-g" if original else "-r", str(paths[right]),
+            "-f", str(paths[graph])] + (["-q", str(paths[rule])] if rule else [])
+    return args + (["-map", *theirs] if original else ["--op-mapping", *ours])
+
+
+def run_mapping(directory: Path, paths: dict[str, Path]) -> dict[str, Path]:
+    """dumpcmp's op mapping files of MAPPING_RUNS under `directory`: {name: our file}."""
+    from dumpcmp.cli import main
+
+    directory.mkdir()
+    files = {}
+    for name in MAPPING_RUNS:
+        if main(["compare", *mapping_args(name, paths), "-o", str(directory / name), "--quiet"]) != 0:
+            raise AssertionError(f"dumpcmp compare --op-mapping failed for {name}")
+        files[name] = directory / name
+    return files
+
 
 def run_flags(name: str, paths: dict[str, Path], original: bool = False) -> list[str]:
     """The flags of a model-level run beyond -l/-r/-f/-q (dumpcmp's, or with `original` the original's)."""

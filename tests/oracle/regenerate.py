@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import make_corpus  # noqa: E402
-from agreement import ADDED_RUNS, MODEL_RUNS, run_flags  # noqa: E402
+from agreement import ADDED_RUNS, MAPPING_RUNS, MODEL_RUNS, mapping_args, run_flags  # noqa: E402
 
 PLACEHOLDER = "{CORPUS}"
 
@@ -115,6 +115,15 @@ def main() -> None:
                                          *(["-f", str(paths[graph])] if graph else []),
                                          *run_flags(name, paths, original=True), "-out", str(out)])
             keep(model_result(out), expected / name, corpus)
+
+        for name in MAPPING_RUNS:  # -map: its mapping_{time}.csv, as expected/mapping/{name}
+            out = root / f"map_{name}"
+            out.mkdir()
+            run_tool(args.python, tool, [*mapping_args(name, paths, original=True), "-out", str(out)])
+            found = sorted(out.glob("mapping_*.csv"))
+            if len(found) != 1:
+                raise SystemExit(f"expected one mapping_*.csv in {out}, found {found}")
+            keep(found[0], expected / "mapping" / name, corpus)
 
         out = root / "convert"  # convert -d DUMP -out DIR: each tensor as {dump}.{input|output}.{i}.npy
         out.mkdir()

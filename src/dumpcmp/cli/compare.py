@@ -73,6 +73,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--op-select", metavar="ID,ID,...",
                    help="only the fusion ops holding graph ops of these ids (the original's -s; needs -f), with an "
                         "OpSequence column")
+    p.add_argument("--op-mapping", action="store_true",
+                   help="write the mapping of device ops to ground-truth ops and their files instead of comparing "
+                        "(the original's -map; needs -f or -q): -o FILE, or mapping_{time}.csv in a folder")
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
@@ -129,14 +132,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _result_path(output: str | None, csv_flag: bool, run: str, runs: list[str]) -> tuple[Path | None, bool]:
+def _result_path(output: str | None, csv_flag: bool, run: str, runs: list[str],
+                 stem: str = "result") -> tuple[Path | None, bool]:
     if output is None:
         return None, csv_flag
     path = Path(output)
     from dumpcmp.dumps.naming import run_path, timestamp_now
 
     if path.is_dir():
-        path = path / f"result_{timestamp_now()}.csv"  # as the original tool names results in a folder
+        path = path / f"{stem}_{timestamp_now()}.csv"  # as the original tool names results in a folder
         csv_flag = True
     csv_format = csv_flag or path.suffix.lower() == ".csv"
     if len(runs) > 1:
@@ -175,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_sigmastar(args)
     selection = run_selection(args)
     args.op_ranges = _op_range(args)
+    if args.op_mapping:
+        return _run_mapping(args, selection)
     if args.max_elements and (args.op is not None or args.stats or args.locate is not None):
         from dumpcmp.errors import ConfigError
 
@@ -245,6 +251,45 @@ def run(args: argparse.Namespace) -> int:
     if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
         return 2
     return code
+
+
+def _run_mapping(args: argparse.Namespace, selection: dict) -> int:
+    """--op-mapping (the original's -map): the pairing of every device tensor, written instead of compared."""
+    from dumpcmp.comparison.op_mapping import mapping_runs
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.output.mapping_table import mapping_table, write_mapping
+    from dumpcmp.output.table import text_table
+    from dumpcmp.support.files import exists_error
+
+    for given, flag in ((args.op is not None, "-d/-op"), (args.stats, "--stats"), (args.locate is not None,
+                                                                                   "--locate"),
+                        (args.max_elements, "--max-elements"), (args.html is not None, "--html")):
+        if given:
+            raise ConfigError(f"--op-mapping (-map) maps every op without comparing: not with {flag}")
+    _no_cluster(args, "--op-mapping")
+    _check_output(args)
+    results = mapping_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+                           gt_sample=args.gt_sample, right_time=args.right_time,
+                           right_data_index=args.right_data_index, **selection)
+    if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only, with their OpSequence
+        from dumpcmp.comparison.op_range import select_ops
+
+        results = [select_ops(r, args.op_ranges) for r in results]
+        for note in args.op_ranges.warnings:
+            print(f"dumpcmp: warning: {note}", file=sys.stderr)
+    paths = [_result_path(args.output, True, r.run, [x.run for x in results], "mapping")[0] for r in results]
+    if not args.force:
+        for path in paths:
+            if path is not None and path.exists():
+                raise exists_error(path, "mapping file")
+    for result, path in zip(results, paths):
+        if path is None:
+            sys.stdout.write(text_table(mapping_table(result)))
+            continue
+        write_mapping(result, path, force=args.force)
+        if not args.quiet:
+            print(f"  op mapping: {path}")
+    return 0
 
 
 def _custom_scripts(args: argparse.Namespace) -> None:

@@ -43,17 +43,16 @@ COMPARE_SWITCHES: dict[str, tuple[str, ...]] = {
     # as the original's advisor: it turns on overflow detection; dumpcmp's advice is always given
     "-advisor": ("--overflow-like-original",),
     "-ffts": ("--ffts",),
+    "-map": ("--op-mapping",), "--mapping": ("--op-mapping",),
 }
 _REFUSED = {
-    "-map": "-map (a CSV mapping my output operators to ground truth ones) is not available in dumpcmp: the result "
-            "file's NPUDump and GroundTruth columns give that pairing",
     "-cf": "-cf (a graph JSON without fusion, to compare a fused model with an unfused one) is not available in "
            "dumpcmp yet",
     "-p": "-p/--post_process only applies to PyTorch (.h5) dumps, which dumpcmp does not read",
     "--ignore_single_op_result": "--ignore_single_op_result is not available in dumpcmp: -op always writes the "
                                  "detail files",
 }
-_REFUSED_NAMES = {"--mapping": "-map", "--close_fusion_rule_file": "-cf", "--post_process": "-p"}
+_REFUSED_NAMES = {"--close_fusion_rule_file": "-cf", "--post_process": "-p"}
 
 #: the original's convert flags -> dumpcmp's
 CONVERT_FLAGS: dict[str, tuple[str, ...] | None] = {

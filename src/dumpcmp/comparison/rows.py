@@ -421,12 +421,13 @@ def graph_group_name(op: Op) -> str:
     return "multi:" + "\x00".join(names)
 
 
-def graph_rows(rows: list[Row], graph: Graph) -> list[Row]:
+def graph_rows(rows: list[Row], graph: Graph, quant_pairs_left_out: bool = True) -> list[Row]:
     """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
     units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
     and so are, as the original's quantization rules say, ops inside a closed quant/dequant pair (the summary names
-    them: `quant_left_out`) and the raw-integer tensors of quant (outputs) and dequant (inputs) ops."""
-    left_out = quant_pair_members(graph)
+    them: `quant_left_out`; kept with `quant_pairs_left_out` False, as the original's -map keeps them) and the
+    raw-integer tensors of quant (outputs) and dequant (inputs) ops."""
+    left_out = quant_pair_members(graph) if quant_pairs_left_out else set()
     numbers: dict[str, int] = {}
     members: dict[int, list[Op]] = {}
     for op in graph.ops:

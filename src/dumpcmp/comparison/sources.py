@@ -26,6 +26,8 @@ class DeviceRef:
     entry: DumpEntry
     dump: Any  # dumpcmp.Dump, or None when the header could not be read
     error: str = ""
+    slices: tuple[str, ...] = ()
+    """An FFTS+ sliced op's files, in slice order (empty for one file)."""
 
 
 def device_ops(group: DumpGroup, per_slice: bool = False) -> list[DeviceOp]:
@@ -62,9 +64,10 @@ def sliced_op(group: ffts.SliceGroup, open_dumps: Any) -> DeviceOp:
             last = max(range(len(entries)), key=lambda k: (entries[k].name.timestamp, k))
             first, dump = entries[last], opened[last]
     except DumpcmpError as error:
-        return DeviceOp(group.op_name, first.op_type, 0, 1, order=order, ref=DeviceRef(first, None, str(error)))
+        return DeviceOp(group.op_name, first.op_type, 0, 1, order=order,
+                        ref=DeviceRef(first, None, str(error), tuple(e.path for e in entries)))
     return DeviceOp(group.op_name, first.op_type, len(dump.inputs), len(dump.outputs), order=order,
-                    ref=DeviceRef(first, dump))
+                    ref=DeviceRef(first, dump, slices=tuple(e.path for e in entries)))
 
 
 def slice_notes(pairs: list[TensorPair]) -> list[str]:

@@ -45,11 +45,12 @@ MODEL_RUNS = {
     "ffts_slices_result.csv": ("ffts_dump", "ffts_npu2", None, None, ("--ffts",), ("-ffts",)),
     "ffts_truth_result.csv": ("ffts_dump", "ffts_gt", "ffts_graph", None, (), ()),
     "hashed_result.csv": ("hashed_dump", "hashed_gt", "graph", None, (), ()),
+    "close_fusion_result.csv": ("cf_dump", "cf_npu2", "cf_graph", None, ("-cf", "{cf_close}"), ("-cf", "{cf_close}")),
 }
 #: the runs added for issue #38 (regenerate.py runs them apart from the first three)
 ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_result.csv", "overflow_result.csv",
               "alg_order_result.csv", "range_result.csv", "select_result.csv", "ffts_result.csv",
-              "ffts_slices_result.csv", "ffts_truth_result.csv", "hashed_result.csv")
+              "ffts_slices_result.csv", "ffts_truth_result.csv", "hashed_result.csv", "close_fusion_result.csv")
 
 #: the op mapping runs (`-map`, dumpcmp's --op-mapping): expected/mapping/{name} <- (left, right, graph, quant rule)
 #: corpus paths, then the flags as dumpcmp spells them and as the original does; compared byte for byte
@@ -86,7 +87,8 @@ def run_mapping(directory: Path, paths: dict[str, Path]) -> dict[str, Path]:
 
 def run_flags(name: str, paths: dict[str, Path], original: bool = False) -> list[str]:
     """The flags of a model-level run beyond -l/-r/-f/-q (dumpcmp's, or with `original` the original's)."""
-    return [f.replace("{custom}", str(paths["custom"])) for f in MODEL_RUNS[name][5 if original else 4]]
+    return [f.replace("{custom}", str(paths["custom"])).replace("{cf_close}", str(paths["cf_close"]))
+            for f in MODEL_RUNS[name][5 if original else 4]]
 
 
 def with_graph(name: str) -> bool:

@@ -393,7 +393,97 @@ def build(directory: str | Path, seed: int = SEED) -> dict[str, Path]:
     paths["ffts_dump"], paths["ffts_npu2"], paths["ffts_gt"], paths["ffts_graph"] = write_ffts(directory / "ffts",
                                                                                              seed + 2)
     paths["hashed_dump"], paths["hashed_gt"] = write_hashed(paths, directory / "hashed")
+    (paths["cf_dump"], paths["cf_npu2"], paths["cf_graph"],
+     paths["cf_close"]) = write_close_fusion(directory / "close_fusion", seed + 3)
     return paths
+
+
+CF_TIME = 1700000000000200
+
+
+def write_close_fusion(directory: str | Path, seed: int) -> tuple[Path, Path, Path, Path]:
+    """A fused model's device dump (left) against the same model compiled without fusion (right), with both graph
+    JSONs (`-f` fused, `-cf` unfused): conv1+relu1 fused (float16 against float32), pool1+add1 fused into one op
+    (NC1HWC0 on both sides), mul1 with two outputs whose unfused op lists them in the other order, an unfused op
+    named unlike its original (Conv_1 for conv1), and a fused op whose original the unfused graph does not know."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(1, 4, 3, 3)).astype(np.float32)
+    conv = rng.normal(size=(1, 4, 3, 3)).astype(np.float32)
+    relu = np.maximum(conv, 0)
+    pool = relu * 0.5
+    add5 = rng.normal(size=(1, 1, 3, 3, 16)).astype(np.float16)
+    mul = (rng.normal(size=(2, 6)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32))
+    ghost = np.abs(mul[0])
+
+    def noisy(a: np.ndarray, k: float) -> np.ndarray:
+        return (a + np.asarray(k * np.sin(np.arange(a.size))).reshape(a.shape)).astype(a.dtype)
+
+    addresses = iter(range(0x20000000, 0x30000000, 0x10000))  # the original prints NaN for the unfused side's
+
+    def nchw(a: np.ndarray) -> TensorData:
+        return TensorData(a, format="NCHW", address=next(addresses))
+
+    def nc1hwc0(a: np.ndarray) -> TensorData:
+        return TensorData(a, format="NC1HWC0", original_shape=(1, 4, 3, 3), address=next(addresses))
+
+    def nd(a: np.ndarray) -> TensorData:
+        return TensorData(a, address=next(addresses))
+
+    root = Path(directory)
+    left, right = root / "fused", root / "unfused"
+    left.mkdir(parents=True)
+    right.mkdir(parents=True)
+    dumpcmp.write_dump(left / f"Conv2D.conv1relu1.1.{CF_TIME}", op_name="conv1relu1", inputs=[nchw(x)],
+                       outputs=[nchw(noisy(relu, 0.01).astype(np.float16))])
+    dumpcmp.write_dump(left / f"Add.pool1add1.2.{CF_TIME + 1}", op_name="pool1add1",
+                       inputs=[nchw(noisy(relu, 0.01).astype(np.float16)), nchw(x)],
+                       outputs=[nc1hwc0(noisy(add5, 0.02))])
+    dumpcmp.write_dump(left / f"Mul.mul1.3.{CF_TIME + 2}", op_name="mul1", inputs=[nc1hwc0(noisy(add5, 0.02))],
+                       outputs=[nd(noisy(mul[0], 0.001)), nd(noisy(mul[1], 0.003))])
+    dumpcmp.write_dump(left / f"Abs.ghost1.4.{CF_TIME + 3}", op_name="ghost1", inputs=[nd(mul[0])],
+                       outputs=[nd(ghost)])
+    dumpcmp.write_dump(right / f"Conv2D.Conv_1.1.{CF_TIME}", op_name="Conv_1", inputs=[nchw(x)],
+                       outputs=[nchw(conv)])
+    dumpcmp.write_dump(right / f"Relu.relu1.2.{CF_TIME + 1}", op_name="relu1", inputs=[nchw(conv)],
+                       outputs=[nchw(relu)])
+    dumpcmp.write_dump(right / f"MaxPool.pool1.3.{CF_TIME + 2}", op_name="pool1", inputs=[nchw(relu)],
+                       outputs=[nchw(pool)])
+    dumpcmp.write_dump(right / f"Add.add1.4.{CF_TIME + 3}", op_name="add1", inputs=[nchw(pool), nchw(x)],
+                       outputs=[nc1hwc0(add5)])
+    # the unfused Mul lists the original's output 1 first
+    dumpcmp.write_dump(right / f"Mul.mul1.5.{CF_TIME + 4}", op_name="mul1", inputs=[nc1hwc0(add5)],
+                       outputs=[nd(mul[1]), nd(mul[0])])
+
+    def d(a: np.ndarray, fmt: str, origin: str, index: int) -> dict[str, Any]:
+        dtype = "DT_FLOAT16" if a.dtype == np.float16 else "DT_FLOAT"
+        return gj.desc(dtype, fmt, a.shape, origin_name=origin, origin_index=index, ge_origin_format="NCHW"
+                       if a.ndim >= 4 else "ND", origin_shape=(1, 4, 3, 3) if a.ndim >= 4 else a.shape)
+
+    data = gj.op("data", "Data", 0, originals=["data"], outputs=[d(x, "NCHW", "data", 0)])
+    fused = [data,
+             gj.op("conv1relu1", "Conv2D", 1, inputs=["data:0"], originals=["conv1", "relu1"],
+                   outputs=[d(relu.astype(np.float16), "NCHW", "relu1", 0)]),
+             gj.op("pool1add1", "Add", 2, inputs=["conv1relu1:0", "data:0"], originals=["pool1", "add1"],
+                   outputs=[d(add5, "NC1HWC0", "add1", 0)]),
+             gj.op("mul1", "Mul", 3, inputs=["pool1add1:0"], originals=["mul1"],
+                   outputs=[d(mul[0], "ND", "mul1", 0), d(mul[1], "ND", "mul1", 1)]),
+             gj.op("ghost1", "Abs", 4, inputs=["mul1:0"], originals=["ghost"], outputs=[d(ghost, "ND", "ghost", 0)])]
+    unfused = [data,
+               gj.op("Conv_1", "Conv2D", 1, inputs=["data:0"], originals=["conv1"], outputs=[d(conv, "NCHW", "conv1",
+                                                                                             0)]),
+               gj.op("relu1", "Relu", 2, inputs=["Conv_1:0"], originals=["relu1"], outputs=[d(relu, "NCHW", "relu1",
+                                                                                              0)]),
+               gj.op("pool1", "MaxPool", 3, inputs=["relu1:0"], originals=["pool1"],
+                     outputs=[d(pool, "NCHW", "pool1", 0)]),
+               gj.op("add1", "Add", 4, inputs=["pool1:0", "data:0"], originals=["add1"],
+                     outputs=[d(add5, "NC1HWC0", "add1", 0)]),
+               gj.op("mul1", "Mul", 5, inputs=["add1:0"], originals=["mul1"],
+                     outputs=[d(mul[1], "ND", "mul1", 1), d(mul[0], "ND", "mul1", 0)])]
+    graphs = []
+    for name, ops in (("fused.json", fused), ("unfused.json", unfused)):
+        graphs.append(root / name)
+        graphs[-1].write_text(json.dumps(gj.document(*ops, model=name[:-5])), encoding="utf-8")
+    return left, right, graphs[0], graphs[1]
 
 
 def write_hashed(paths: dict[str, Path], directory: Path) -> tuple[Path, Path]:

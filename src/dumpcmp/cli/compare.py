@@ -46,6 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help='"Ground Truth": a folder of {op}.{index}.{timestamp}.npy files, or another device dump')
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
     p.add_argument("-q", "--quant-fusion-rule", metavar="JSON", help="quantization fusion rule file (AMCT)")
+    p.add_argument("-cf", "--close-fusion-json", metavar="JSON",
+                   help="the graph JSON of the model compiled without fusion, whose device dump -r is: each fused "
+                        "tensor (-l, graph -f) is compared with the unfused op's output holding the same original "
+                        "tensor (the original's -cf)")
     p.add_argument("-o", "--output", metavar="PATH",
                    help="result file (or an existing folder: result_{time}.csv is written in it); with -d, a folder")
     p.add_argument("-csv", "--csv", action="store_true", help="write CSV (default for a .csv name)")
@@ -211,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
                                gt_sample=args.gt_sample, right_time=args.right_time,
                                right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
                                max_elements=args.max_elements, client=client, per_slice=args.ffts,
-                               **selection)
+                               close_fusion_json=args.close_fusion_json, **selection)
     if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
         from dumpcmp.comparison.op_range import select_ops
 

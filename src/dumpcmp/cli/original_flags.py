@@ -23,6 +23,7 @@ COMPARE_FLAGS: dict[str, tuple[str, ...] | str | None] = {
     "-g": ("-r",), "--golden_dump_path": ("-r",),
     "-f": ("-f",), "--fusion_rule_file": ("-f",),
     "-q": ("-q",), "--quant_fusion_rule_file": ("-q",),
+    "-cf": ("-cf",), "--close_fusion_rule_file": ("-cf",),
     "-out": ("-o",), "--output": ("-o",),
     "-c": ("-c",), "--custom_script_path": ("-c",),
     "-a": ("-a",), "--algorithm_options": ("-a",),
@@ -46,13 +47,11 @@ COMPARE_SWITCHES: dict[str, tuple[str, ...]] = {
     "-map": ("--op-mapping",), "--mapping": ("--op-mapping",),
 }
 _REFUSED = {
-    "-cf": "-cf (a graph JSON without fusion, to compare a fused model with an unfused one) is not available in "
-           "dumpcmp yet",
     "-p": "-p/--post_process only applies to PyTorch (.h5) dumps, which dumpcmp does not read",
     "--ignore_single_op_result": "--ignore_single_op_result is not available in dumpcmp: -op always writes the "
                                  "detail files",
 }
-_REFUSED_NAMES = {"--close_fusion_rule_file": "-cf", "--post_process": "-p"}
+_REFUSED_NAMES = {"--post_process": "-p"}
 
 #: the original's convert flags -> dumpcmp's
 CONVERT_FLAGS: dict[str, tuple[str, ...] | None] = {

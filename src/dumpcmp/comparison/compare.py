@@ -46,7 +46,7 @@ from dumpcmp.comparison.rows import (
 )
 from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
-from dumpcmp.comparison.sources import DeviceRef, Sides, slice_reason, stored_source
+from dumpcmp.comparison.sources import DeviceRef, DeviceTruth, Sides, slice_reason, stored_source
 from dumpcmp.graph.pairing import TensorPair
 from dumpcmp.support.progress import Progress
 from dumpcmp.dumps.ground_truth import dtype_name, ground_truth_source
@@ -85,6 +85,7 @@ def compare_runs(
     max_elements: int = 0,
     client: Any = None,
     per_slice: bool = False,
+    close_fusion_json: str | os.PathLike[str] | None = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -97,7 +98,9 @@ def compare_runs(
     whose columns then replace `algorithms`; max_elements: compare only each tensor's first N elements (the
     original's `-max N`; 0: whole tensors), noted in the result's notes; client: a Dask distributed Client (or
     `dumpcmp.comparison.cluster.connect`'s Cluster) whose workers compare the pairs, with the same rows;
-    per_slice: FFTS+ manual slices compared one by one (the original's `-ffts`), else merged (dumps/ffts.py).
+    per_slice: FFTS+ manual slices compared one by one (the original's `-ffts`), else merged (dumps/ffts.py);
+    close_fusion_json: the graph of the model compiled without fusion, whose device dump `right` is (the
+    original's `-cf`): the fused dump's tensors are compared with the unfused ops' outputs they stand for.
     """
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     placed = None
@@ -110,7 +113,7 @@ def compare_runs(
                        model_name=model_name, model_id=model_id, data_index=data_index, gt_sample=gt_sample,
                        right_time=right_time, right_data_index=right_data_index,
                        left_index=placed.index if placed else None, left_ops=placed.ops if placed else None,
-                       per_slice=per_slice)
+                       per_slice=per_slice, close_fusion_json=close_fusion_json)
     sides = Sides(custom)
     results = []
     if client is not None:
@@ -124,12 +127,15 @@ def compare_runs(
                               custom_algorithms, max_elements) if client is None else next(compared)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
+        if run.device_truth:  # -cf: the original prints no address for the unfused side (NaN)
+            for r in rows:
+                r.ground_truth_address = 0
         if run.graph is not None:
             left_out = quant_left_out(rows, run.graph)
             rows = graph_rows(rows, run.graph)
             weights = weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
-                                        ground_truth_has_address=run.device_vs_device,
+                                        ground_truth_has_address=run.device_vs_device or run.device_truth,
                                         notes=run.notes + prefix_notes(max_elements),
                                         constant_files=_constant_files(right), weight_inputs=weights,
                                         dumped_ops=dumped, left_out=left_out, graph=run.graph,
@@ -307,6 +313,13 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     scalar = len(t.shape) == 0
                     ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
                            gt_ref.entry.path)
+                elif isinstance(pair.ground_truth_ref, DeviceTruth):  # -cf: the unfused model's device tensor
+                    x_src, y_src, t, gt_t = _device_truth_sources(sides, npu_ref, pair)
+                    gt_shape, gt_dtype = tuple(gt_t.shape), dtype_name(gt_t.data_type)
+                    row.ground_truth_data_type = gt_dtype
+                    scalar = len(t.shape) == 0
+                    ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
+                           pair.ground_truth_ref.path)
                 else:
                     y_src, gt_shape, gt_dtype = ground_truth_source(pair.ground_truth_ref)
                     row.ground_truth_data_type = gt_dtype
@@ -324,7 +337,10 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                         # the original slices a plain tensor to the ground truth's extent first (_batch_slice)
                         left = int(np.prod([min(int(a), int(b)) for a, b in zip(t.shape, gt_shape)]))
                     raise DumpcmpError(count_reason(pair.npu_op or "", left, int(y_src.count)))
-                if not device_vs_device:
+                if isinstance(pair.ground_truth_ref, DeviceTruth):
+                    # the original's: the left tensor's own shape in the right's format, an ND one flat
+                    row.shape = (int(x_src.count),) if t.format == "ND" else tuple(gt_shape)
+                elif not device_vs_device:
                     row.shape = _compared_shape(t, pair, gt_shape, int(x_src.count))
             except (DumpcmpError, ValueError, OSError) as error:
                 row.failed, row.fail_reason = True, slice_reason(npu_ref, str(error))
@@ -338,6 +354,23 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 flush()
         drain()
     return rows
+
+
+def _device_truth_sources(sides: Sides, npu_ref: DeviceRef, pair: TensorPair) -> tuple[Any, Any, Any, Any]:
+    """(left source, right source, left tensor, right tensor) of a `-cf` pair: the right (unfused) output in its
+    stored order, the left tensor as it is when both have one format, else converted to the right's (plain)
+    format and shape, as the original converts the fused side to the unfused one's."""
+    truth: DeviceTruth = pair.ground_truth_ref
+    t = sides.tensor(npu_ref, pair.kind, pair.index or 0)
+    gt_t = sides.tensor(truth.ref, "output", truth.index)
+    y_src = stored_source(truth.ref, "output", truth.index)
+    if t.format == gt_t.format:
+        return stored_source(npu_ref, pair.kind, pair.index or 0), y_src, t, gt_t
+    if gt_t.format in _layout.DEVICE_FORMATS:
+        raise DumpcmpError(f"{t.format} {list(t.shape)} against the unfused {gt_t.format} {list(gt_t.shape)}: "
+                           f"not converted to a device layout")
+    x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, tuple(gt_t.shape), gt_t.format)
+    return x_src, y_src, t, gt_t
 
 
 def compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,

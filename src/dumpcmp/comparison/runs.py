@@ -9,11 +9,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from dumpcmp.comparison.sources import device_ops, slice_notes
+from dumpcmp.comparison.sources import DeviceTruth, device_ops, slice_notes
 from dumpcmp.dumps.ground_truth import keys_by_index
 from dumpcmp.dumps.scan import DumpGroup, DumpIndex, GroundTruthIndex, scan
-from dumpcmp.errors import NotFoundError
-from dumpcmp.graph.graph_json import Graph, load_graph
+from dumpcmp.errors import ConfigError, NotFoundError
+from dumpcmp.graph.graph_json import Graph, load_graph, merge_close_fusion
 from dumpcmp.graph.pairing import DeviceOp, TensorPair, pair_device_to_device, pair_with_ground_truth
 
 __all__ = ["PairedRun", "paired_runs", "sample_ground_truth", "select_runs"]
@@ -40,6 +40,8 @@ class PairedRun:
     graph: Graph | None = None
     notes: list[str] = field(default_factory=list)
     """How the ground truth was chosen, when that needs saying (samples, several candidates)."""
+    device_truth: bool = False
+    """The ground truth is another device dump paired through the graph (`-cf`): `DeviceTruth` refs."""
 
 
 def sample_ground_truth(data_index: int | None, gt: GroundTruthIndex, root: str,
@@ -93,11 +95,15 @@ def paired_runs(
     left_index: DumpIndex | None = None,
     left_ops: Callable[[DumpGroup], list[DeviceOp]] | None = None,
     per_slice: bool = False,
+    close_fusion_json: str | os.PathLike[str] | None = None,
 ) -> list[PairedRun]:
     """Scan both sides, select the left runs, pair every tensor (graph JSON with `fusion_json`, merged with
     `quant_json`; by name without; by file name against another device dump). `graph`: those files already
     loaded (`load_graph`), so a caller that needs the graph too reads it once. `left_index`/`left_ops`: the left
-    side already scanned, and its runs' ops (headers read), elsewhere (on a cluster's workers)."""
+    side already scanned, and its runs' ops (headers read), elsewhere (on a cluster's workers).
+    `close_fusion_json` (the original's `-cf`): the graph of the model compiled without fusion, whose device dump
+    is the right side; the left (fused) tensors pair with its ops' outputs through both graphs
+    (`merge_close_fusion`)."""
     left_index = scan(left) if left_index is None else left_index
     if left_ops is None:  # the left tree scanned here (else by a cluster's workers: comparison/cluster.py)
         def left_ops(group: DumpGroup) -> list[DeviceOp]:
@@ -106,6 +112,9 @@ def paired_runs(
         raise NotFoundError(f"{left}: no device dump files found"
                             + (f" ({len(left_index.skipped)} files skipped)" if left_index.skipped else ""))
     right_index = scan(right)
+    close_notes: list[str] = []
+    if close_fusion_json is not None:
+        graph, close_notes = _close_fusion_graph(right, right_index, fusion_json, quant_json, close_fusion_json)
     if graph is None and (fusion_json is not None or quant_json is not None):
         main = fusion_json if fusion_json is not None else quant_json
         graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
@@ -135,6 +144,13 @@ def paired_runs(
                 names = ", ".join(g.key.describe() for g in match)
                 raise NotFoundError(f"{right}: several runs could pair with {group.key.describe()} ({names}); "
                                     f"select the right-hand one with --right-time / --right-iteration")
+            if graph is not None and close_fusion_json is not None:
+                truth = {f"{op.op_name}.{i}": DeviceTruth(op.ref, i) for op in device_ops(match[0], per_slice)
+                         if op.ref.dump is not None for i in range(op.n_outputs)}
+                pairs = pair_with_ground_truth(left_ops(group), truth, graph)
+                runs.append(PairedRun(group.key.describe(), pairs, False, graph, close_notes + slice_notes(pairs),
+                                      device_truth=True))
+                continue
             pairs = pair_device_to_device(left_ops(group), device_ops(match[0], per_slice))
         else:
             iterations = len({g.key.data_index for g in groups})
@@ -147,3 +163,20 @@ def paired_runs(
         runs.append(PairedRun(group.key.describe(), pairs, device_vs_device, None if device_vs_device else graph,
                               ([] if device_vs_device else notes) + slice_notes(pairs)))
     return runs
+
+
+def _close_fusion_graph(right: Any, right_index: DumpIndex, fusion_json: Any, quant_json: Any,
+                        close_fusion_json: Any) -> tuple[Graph, list[str]]:
+    """The fused graph composed with the unfused one (`-cf`), and what did not map; ConfigError when the run is
+    not a fused device dump against an unfused one with both graphs."""
+    if fusion_json is None:
+        raise ConfigError("-cf (the graph without fusion) goes with -f (the fused model's graph)")
+    if quant_json is not None:
+        raise ConfigError("-cf compares two device dumps of one model: there is no need for -q")
+    if len(right_index.ground_truth) or right_index.dump_count == 0:
+        raise ConfigError(f"{right}: with -cf the right side is the device dump of the model compiled without "
+                          f"fusion, not ground-truth files")
+    graph, warnings = merge_close_fusion(load_graph(fusion_json), load_graph(close_fusion_json))
+    shown = warnings[:5] + ([f"... and {len(warnings) - 5} more"] if len(warnings) > 5 else [])
+    return graph, [f"-cf: {w}" for w in shown]
+

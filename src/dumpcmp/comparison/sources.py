@@ -16,7 +16,7 @@ from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
 
-__all__ = ["DeviceRef", "Sides", "device_ops", "slice_notes", "slice_reason", "sliced_op",
+__all__ = ["DeviceRef", "DeviceTruth", "Sides", "device_ops", "slice_notes", "slice_reason", "sliced_op",
            "stored_source"]
 
 @dataclass
@@ -28,6 +28,19 @@ class DeviceRef:
     error: str = ""
     slices: tuple[str, ...] = ()
     """An FFTS+ sliced op's files, in slice order (empty for one file)."""
+
+
+@dataclass(frozen=True)
+class DeviceTruth:
+    """A ground truth that is a device tensor: output `index` of the unfused model's dump (`-cf`, the original's
+    close-fusion comparison; dumpcmp.graph.graph_json.merge_close_fusion)."""
+
+    ref: DeviceRef
+    index: int
+
+    @property
+    def path(self) -> str:
+        return self.ref.slices[-1] if self.ref.slices else self.ref.entry.path
 
 
 def device_ops(group: DumpGroup, per_slice: bool = False) -> list[DeviceOp]:

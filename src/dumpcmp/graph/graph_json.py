@@ -32,6 +32,7 @@ __all__ = [
     "parse_graph",
     "load_graph",
     "merge",
+    "merge_close_fusion",
 ]
 
 ATTR_ORIGINAL_OP_NAMES = "_datadump_original_op_names"
@@ -567,3 +568,55 @@ def merge(fusion: Graph, quant: Graph) -> Graph:
             )
         )
     return Graph(merged, fusion.graph_names, path=fusion.path, name=fusion.name)
+
+
+def merge_close_fusion(fusion: Graph, close: Graph) -> tuple[Graph, list[str]]:
+    """Compose a fused model's graph (`-f`) with the graph of the same model compiled without fusion (`-cf`), to
+    compare the fused model's device dump with the unfused one's (the original's `-cf`); returns the graph and
+    warnings.
+
+    Every original name a fused op stands for becomes the unfused op standing for it (in the unfused graph's
+    order, a later op claiming a name), names the unfused graph does not know dropped with a warning (an op left
+    with none shows `*`). Every explicit origin (`_datadump_origin_name`, index) becomes that unfused op and the
+    place among its outputs of the one holding the same original tensor. The unfused op's outputs are then the
+    ground truth: `{unfused op}.{output}`.
+    """
+    owner: dict[str, Op] = {}
+    for op in close.ops:
+        for name in close.original_names(op):
+            owner[name] = op
+    warnings: list[str] = []
+
+    def place(close_op: Op, name: str, index: int) -> int | None:
+        for i, d in enumerate(close_op.output_desc):
+            origin = d.origin_name if d.origin_name is not None else \
+                (close_op.name if close_op.original_op_names is None else None)
+            if origin == name and (i if d.origin_output_index is None else d.origin_output_index) == index:
+                return i
+        return None
+
+    merged: list[Op] = []
+    for op in fusion.ops:
+        originals: list[str] = []
+        for name in fusion.original_names(op):
+            target = owner.get(name)
+            if target is None:
+                warnings.append(f"{op.name}: the unfused graph has no op standing for the original {name!r}")
+            elif target.name not in originals:
+                originals.append(target.name)
+        descs = []
+        for n, d in enumerate(op.output_desc):
+            target = owner.get(d.origin_name) if d.origin_name is not None else None
+            if target is None:
+                descs.append(d)
+                continue
+            index = place(target, d.origin_name, n if d.origin_output_index is None else d.origin_output_index)
+            if index is None:
+                warnings.append(f"{op.name}: output {n}: no output of {target.name} holds {d.origin_name}:"
+                                f"{d.origin_output_index}")
+            descs.append(replace(d, origin_name=target.name,
+                                 origin_output_index=d.origin_output_index if index is None else index))
+        merged.append(replace(op, original_op_names=tuple(originals) if op.original_op_names != () else (),
+                              output_desc=tuple(descs), unmerged_original_op_names=op.original_op_names))
+    return Graph(merged, fusion.graph_names, path=fusion.path, name=fusion.name), warnings
+

@@ -60,3 +60,15 @@ def test_what_does_not_fit_is_exit_2(corpus, tmp_path, capsys, flags, words):
     err = capsys.readouterr().err
     assert err.startswith("dumpcmp: error:") and words in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["-d", "mul1"], "-d/-op"), (["--stats"], "--stats"), (["--cluster", "local:1"], "--cluster"),
+])
+def test_cf_where_it_does_not_apply_is_exit_2(corpus, tmp_path, capsys, flags, words):
+    out = tmp_path / "r"
+    assert main(["compare", "-l", str(corpus["cf_dump"]), "-r", str(corpus["cf_npu2"]), "-f", str(corpus["cf_graph"]),
+                 "-cf", str(corpus["cf_close"]), *flags, "-o", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dumpcmp: error:") and words in err and "not available" in err
+    assert not out.exists()

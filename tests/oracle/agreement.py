@@ -61,6 +61,7 @@ MAPPING_RUNS = {
     "range.csv": ("dump", "gt", "graph", None, ("--op-range", "3,10,2"), ("-r", "3,10,2")),
     "select.csv": ("dump", "gt", "graph", None, ("--op-select", "1,4,7,13"), ("-s", "1,4,7,13")),
     "ffts_truth.csv": ("ffts_dump", "ffts_gt", "ffts_graph", None, (), ()),
+    "close_fusion.csv": ("cf_dump", "cf_npu2", "cf_graph", None, ("-cf", "{cf_close}"), ("-cf", "{cf_close}")),
 }
 
 
@@ -69,7 +70,8 @@ def mapping_args(name: str, paths: dict[str, Path], original: bool = False) -> l
     left, right, graph, rule, ours, theirs = MAPPING_RUNS[name]
     args = ["-m" if original else "-l", str(paths[left]), "-g" if original else "-r", str(paths[right]),
             "-f", str(paths[graph])] + (["-q", str(paths[rule])] if rule else [])
-    return args + (["-map", *theirs] if original else ["--op-mapping", *ours])
+    flags = [f.replace("{cf_close}", str(paths["cf_close"])) for f in (theirs if original else ours)]
+    return args + (["-map", *flags] if original else ["--op-mapping", *flags])
 
 
 def run_mapping(directory: Path, paths: dict[str, Path]) -> dict[str, Path]:

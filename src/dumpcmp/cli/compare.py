@@ -183,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_sigmastar(args)
     selection = run_selection(args)
     args.op_ranges = _op_range(args)
+    if args.close_fusion_json is not None:
+        _close_fusion_only(args)
     if args.op_mapping:
         return _run_mapping(args, selection)
     if args.max_elements and (args.op is not None or args.stats or args.locate is not None):
@@ -257,6 +259,17 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def _close_fusion_only(args: argparse.Namespace) -> None:
+    """-cf applies to the model-level compare and the op mapping: what it cannot go with exits 2 saying so."""
+    from dumpcmp.errors import ConfigError
+
+    for given, flag in ((args.op is not None, "-d/-op"), (args.stats, "--stats"), (args.locate is not None,
+                                                                                   "--locate"),
+                        (args.cluster is not None, "--cluster")):
+        if given:
+            raise ConfigError(f"-cf (a fused model's dump against the unfused model's) is not available with {flag}")
+
+
 def _run_mapping(args: argparse.Namespace, selection: dict) -> int:
     """--op-mapping (the original's -map): the pairing of every device tensor, written instead of compared."""
     from dumpcmp.comparison.op_mapping import mapping_runs
@@ -273,8 +286,8 @@ def _run_mapping(args: argparse.Namespace, selection: dict) -> int:
     _no_cluster(args, "--op-mapping")
     _check_output(args)
     results = mapping_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
-                           gt_sample=args.gt_sample, right_time=args.right_time,
-                           right_data_index=args.right_data_index, **selection)
+                           close_fusion_json=args.close_fusion_json, gt_sample=args.gt_sample,
+                           right_time=args.right_time, right_data_index=args.right_data_index, **selection)
     if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only, with their OpSequence
         from dumpcmp.comparison.op_range import select_ops
 

@@ -33,19 +33,22 @@ def _mapped(pair: TensorPair) -> bool:
 
 def mapping_runs(left: str | os.PathLike[str], right: str | os.PathLike[str], *,
                  fusion_json: str | os.PathLike[str] | None = None,
-                 quant_json: str | os.PathLike[str] | None = None, **selection: Any) -> list[ComparisonResult]:
+                 quant_json: str | os.PathLike[str] | None = None,
+                 close_fusion_json: str | os.PathLike[str] | None = None, **selection: Any) -> list[ComparisonResult]:
     """One result per run of the left tree, its rows paired but not compared (`result` None throughout).
 
     `selection`: time, device_id, model_name, model_id, data_index, gt_sample, right_time, right_data_index (as
     `dumpcmp.comparison.compare.compare_runs` takes them). ConfigError without a graph JSON or quant rule, or
-    against another device dump: the mapping is the graph's."""
+    against another device dump without `close_fusion_json` (`-cf`: then the unfused dump's files are mapped):
+    the mapping is the graph's."""
     if fusion_json is None and quant_json is None:
         raise ConfigError("the op mapping (-map) needs the graph JSON (-f) or the quant fusion rule file (-q)")
     results = []
-    for run in paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, **selection):
+    for run in paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json,
+                           close_fusion_json=close_fusion_json, **selection):
         if run.graph is None:
             raise ConfigError(f"{right}: the op mapping (-map) pairs device ops with ground-truth files through the "
-                              f"graph; this is another device dump")
+                              f"graph; this is another device dump (the fused model's against the unfused one's: -cf)")
         rows = [Row(index=n, op_type=p.op_type or "", npu_dump=p.npu_column, npu_data_type=None, npu_address=None,
                     ground_truth=p.ground_truth_column, ground_truth_data_type=None, ground_truth_address=None,
                     tensor_index=p.tensor_index, shape=None, pair=p, fail_reason=p.note or "")

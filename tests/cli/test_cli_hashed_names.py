@@ -103,3 +103,20 @@ def test_histogram_pairs_the_hashed_truth(tmp_path):
     out = tmp_path / "hist"
     assert main(["histogram", str(dump), "-r", str(gt), "-o", str(out), "--quiet"]) == 0
     assert len([f for f in os.listdir(out) if not f.endswith(".csv")]) == 2
+
+
+def test_a_mapping_row_naming_no_file_is_skipped_not_followed(tmp_path, capsys):
+    """A row whose name holds a NUL or a '/' names no file: the hashed dump is skipped with the reason, nothing is
+    written from it (before: convert died on a NUL with a traceback, exit 1)."""
+    dump, hashed, _ = hashed_model(tmp_path)
+    for bad in (f"BatchMatMul.{OP[:20]}\0x.7.3.{T0}", f"BatchMatMul.../../x.7.3.{T0}"):
+        (dump / naming.MAPPING_FILE).write_text(f"{hashed.name},{bad}\n", encoding="utf-8", errors="surrogateescape")
+        out = tmp_path / "c"
+        code = main(["convert", "-type", "offline", "-target", "numpy", "-i", str(hashed), "-o", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err and "fits no naming scheme" in err
+        assert not out.exists() or not any(out.iterdir())
+        assert naming.file_name_of(hashed) == hashed.name
+        index = scan(dump)
+        assert [e.op_name for g in index for e in g] == ["add1"]
+        assert any("is not a file name" in s.reason for s in index.skipped)

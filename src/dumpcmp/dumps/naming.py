@@ -525,8 +525,9 @@ def read_mapping(path: str | os.PathLike[str], problems: list[str] | None = None
     """Read a mapping file (``{hashed name},{original name}`` rows): hashed name -> original name.
 
     `path` is the file or the folder holding ``mapping.csv``; a missing file gives an empty mapping. A row that
-    does not have two non-empty columns raises NamingError naming the file and line, or, when `problems` is a
-    list, is described there and skipped (a scan should not lose every hashed name for one bad row).
+    does not have two non-empty columns, or names no file (a '/' or a NUL in it), raises NamingError naming the
+    file and line, or, when `problems` is a list, is described there and skipped (a scan should not lose every
+    hashed name for one bad row).
     """
     path = os.fspath(path)
     if os.path.isdir(path):
@@ -545,11 +546,14 @@ def read_mapping(path: str | os.PathLike[str], problems: list[str] | None = None
                 if len(row) != 2 or not row[0].strip() or not row[1].strip():
                     message = (f"{path}: line {reader.line_num}: expected two columns "
                                f"'hashed name,original name', got {row!r}")
-                    if problems is None:
-                        raise NamingError(message)
-                    problems.append(message)
+                elif any(c in cell for cell in row for c in ("/", "\0")):
+                    message = f"{path}: line {reader.line_num}: {row!r} is not a file name (holds '/' or NUL)"
+                else:
+                    names[row[0].strip()] = row[1].strip()
                     continue
-                names[row[0].strip()] = row[1].strip()
+                if problems is None:
+                    raise NamingError(message)
+                problems.append(message)
         except csv.Error as error:
             message = f"{path}: not a valid CSV mapping file: {error}"
             if problems is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -120,3 +121,34 @@ def test_a_mapping_row_naming_no_file_is_skipped_not_followed(tmp_path, capsys):
         index = scan(dump)
         assert [e.op_name for g in index for e in g] == ["add1"]
         assert any("is not a file name" in s.reason for s in index.skipped)
+
+
+def test_ffts_slices_under_hashed_names_merge_as_named_ones(tmp_path):
+    """FFTS+ slice grouping reads the resolved names: a slice file under a hashed name joins its op's group."""
+    import shutil
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
+    import make_corpus
+
+    left, right, _, _ = make_corpus.write_ffts(tmp_path / "ffts", make_corpus.SEED + 2)
+    hashed_left = tmp_path / "hashed_left"
+    shutil.copytree(left, hashed_left)
+    rows = []
+    for f in sorted(hashed_left.iterdir()):
+        if "_lxslice1" in f.name or f.name.endswith(".4.3.1.0"):  # a manual slice and an auto thread
+            short = naming.hashed_name(f.name)
+            f.rename(hashed_left / short)
+            rows.append(naming.mapping_row(short, f.name))
+    (hashed_left / naming.MAPPING_FILE).write_text("".join(rows), encoding="utf-8")
+    assert len(rows) == 3
+    for side, out in ((left, "named.csv"), (hashed_left, "hashed.csv")):
+        assert main(["compare", "-l", str(side), "-r", str(right), "-o", str(tmp_path / out), "--quiet"]) == 0
+    named, hashed = rows_of(tmp_path / "named.csv"), rows_of(tmp_path / "hashed.csv")
+    assert named == hashed and len(named) > 5
+
+
+def rows_of(path):
+    """The result's cells, the folder's name left out of the messages."""
+    return [[c.replace(str(path.parent / "hashed_left"), "L").replace(str(path.parent / "ffts" / "left"), "L")
+             for c in r.values()] for r in rows(path)]

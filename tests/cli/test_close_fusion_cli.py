@@ -72,3 +72,12 @@ def test_cf_where_it_does_not_apply_is_exit_2(corpus, tmp_path, capsys, flags, w
     err = capsys.readouterr().err
     assert err.startswith("dumpcmp: error:") and words in err and "not available" in err
     assert not out.exists()
+
+
+def test_cf_on_a_cluster_is_refused_by_the_api_too(corpus):
+    from dumpcmp.comparison.compare import compare_runs
+    from dumpcmp.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not available on a cluster"):
+        compare_runs(corpus["cf_dump"], corpus["cf_npu2"], fusion_json=corpus["cf_graph"],
+                     close_fusion_json=corpus["cf_close"], client=object())

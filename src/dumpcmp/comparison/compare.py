@@ -104,6 +104,10 @@ def compare_runs(
     """
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     placed = None
+    if client is not None and close_fusion_json is not None:
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("-cf (a fused model's dump against the unfused model's) is not available on a cluster")
     if client is not None:  # `-l HOST=PATH,...`: the left side scanned where it lies, by the cluster's workers
         from dumpcmp.comparison.cluster import refuse_custom, scan_on_workers
 

@@ -427,13 +427,13 @@ class _Scanner:
                 else:
                     self.stats.append(StatsEntry(path, file_name, _run_key(folder, set())))
                 continue
-            if naming.is_hashed_name(file_name):
+            if file_name[:1].isdigit() and naming.is_hashed_name(file_name):  # (most names start with a letter)
                 if mapping is None:
                     self.skipped.append(Skipped(path, f"hashed (digits-only) name but the folder has no "
                                                       f"{naming.MAPPING_FILE}"))
                     continue
-                name = mapping.get(file_name, "")
-                if not name:
+                name = naming.file_name_of(file_name, mapping)
+                if name == file_name:
                     self.skipped.append(Skipped(path, f"hashed name with no row in {naming.MAPPING_FILE}"))
                     continue
             try:

@@ -8,6 +8,8 @@
 #include "dumpcmp/format.hpp"
 #include "dumpcmp/layout.hpp"
 #include "dumpcmp/mapped_file.hpp"
+#include "dumpcmp/parallel.hpp"
+#include "dumpcmp/source.hpp"
 #include "dumpcmp/stats.hpp"
 #include "pycommon.hpp"
 
@@ -150,6 +152,38 @@ void bind_compare(py::module_& core) {
     }, py::arg("pairs"), py::arg("metrics") = py::none(), py::arg("threads") = 0u, py::arg("precise") = false,
        "Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. "
        "Returns a MetricResult or the error text per pair.");
+
+    m.def("float32_windows", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
+                                py::function callback, unsigned threads, std::size_t chunk_elements) {
+        if (x->count() != y->count())
+            throw std::invalid_argument("element counts differ: " + std::to_string(x->count()) + " vs " +
+                                        std::to_string(y->count()));
+        if (chunk_elements == 0) throw std::invalid_argument("window size must be at least one element");
+        const std::uint64_t n = x->count();
+        const std::uint64_t windows = (n + chunk_elements - 1) / chunk_elements;
+        py::gil_scoped_release release;  // decoding runs on every thread; each call into Python takes the lock
+        parallel_for(static_cast<std::size_t>(windows), [&](std::size_t w) {
+            thread_local SourceScratch sx, sy;
+            const std::uint64_t first = static_cast<std::uint64_t>(w) * chunk_elements;
+            const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_elements, n - first));
+            const float* px = x->read_float32(first, count, sx);
+            const float* py_values = y->read_float32(first, count, sy);
+            py::gil_scoped_acquire acquire;
+            try {
+                // copies: the callback may keep them, the scratch is the next window's
+                py::array_t<float> ax(static_cast<py::ssize_t>(count), px);
+                py::array_t<float> ay(static_cast<py::ssize_t>(count), py_values);
+                callback(w, ax, ay);
+            } catch (py::error_already_set& e) {  // stops the other windows; the caller's wrapper knows why
+                throw std::runtime_error(e.what());
+            }
+        }, threads);
+    }, py::arg("x"), py::arg("y"), py::arg("callback"), py::arg("threads") = 0u,
+       py::arg("chunk_elements") = kDefaultChunkElements,
+       "Both sides' windows of chunk_elements in the compared order, decoded to float32 on up to `threads` threads: "
+       "callback(window_index, x_window, y_window) (1-D float32 copies) once per window, holding the interpreter "
+       "lock, in any order across threads. An exception in the callback stops the windows not yet begun and is "
+       "raised as RuntimeError.");
 
     m.def("stats_many", [](const py::list& sources, unsigned threads) {
         std::vector<std::shared_ptr<TensorSource>> list;

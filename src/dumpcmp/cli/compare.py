@@ -51,11 +51,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-csv", "--csv", action="store_true", help="write CSV (default for a .csv name)")
     p.add_argument("--output-folder", action="store_true",
                    help="-o is a folder, made when missing (as the original's -out)")
-    p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
+    p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py "
+                                                             "and metric/metric_{Name}.py metric plug-ins")
     p.add_argument("-alg", "--algorithms", metavar="LIST",
                    help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
-                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel) or name; with -c, also custom algorithm names, in "
-                        "column order; default all")
+                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel) or name; with -c, also custom algorithm names; "
+                        "plugin:Name for a metric plug-in (docs/compare.md#metric-plug-ins); in column order; "
+                        "default all")
     p.add_argument("-c", "--custom_script_path", "--custom-script-path", dest="custom_script_path", metavar="DIR",
                    help="the original tool's user script folder: DIR/algorithm/alg_{Name}.py custom algorithms "
                         "(select them with -alg Name) and DIR/format_convert converters (as -custom)")
@@ -255,10 +257,15 @@ def _custom_scripts(args: argparse.Namespace) -> None:
 
     args.custom_algorithms = None
     folder = args.custom_script_path
+    metric_roots = [args.custom] if args.custom is not None else []  # -custom DIR/metric: metric plug-ins
+    if args.custom is not None and not (Path(args.custom) / "format_convert").is_dir() and \
+            (Path(args.custom) / "metric").is_dir():  # a folder of metric plug-ins only: no converters to load
+        args.custom = None
     if folder is None:
         parse_algorithm_options(args.algorithm_options)
-        if args.op is None and _alg_order_matters(args.algorithms):  # the columns in -alg's order, as the original
-            args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options)
+        # the columns in -alg's order, as the original; or metric plug-ins in -alg
+        if args.op is None and (_names_plugins(args.algorithms) or _alg_order_matters(args.algorithms)):
+            args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options, metric_roots)
         return
     if args.custom is None and (Path(folder) / "format_convert").is_dir():
         args.custom = folder
@@ -266,7 +273,7 @@ def _custom_scripts(args: argparse.Namespace) -> None:
             (Path(folder) / "format_convert").is_dir():
         raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
     if args.op is None:
-        args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
+        args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options, metric_roots)
         for note in args.custom_algorithms.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
 
@@ -286,6 +293,15 @@ def _op_range(args: argparse.Namespace) -> object:
         raise ConfigError("-r/-s (--op-range/--op-select) apply to the model-level compare only, not with -d/-op, "
                           "--stats or --locate")
     return OpRange.parse_range(args.op_range) if args.op_range is not None else OpRange.parse_select(args.op_select)
+
+
+def _names_plugins(selection: str | None) -> bool:
+    """-alg names something other than a built-in metric (a metric plug-in, dumpcmp.comparison.metric_plugin)."""
+    from dumpcmp.comparison.metrics import METRIC_INDEX
+
+    items = [item.strip() for item in (selection or "").split(",") if item.strip()]
+    return (selection or "").strip().lower() != "all" and any(
+        item not in METRIC_INDEX and not item.isdigit() for item in items)
 
 
 def _alg_order_matters(selection: str | None) -> bool:

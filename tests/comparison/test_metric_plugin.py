@@ -250,3 +250,85 @@ def test_api_takes_a_class_and_rows_carry_its_cells(corpus):
     column = table[0].index("First")
     assert table[0][column + 1] == "CosineSimilarity"
     assert "1.000000" in [row[column] for row in table[1:]]
+
+
+def test_an_installed_entry_point_is_found_by_name(corpus, tmp_path):
+    site = tmp_path / "site"
+    (site / "ssd_pkg").mkdir(parents=True)
+    (site / "ssd_pkg" / "__init__.py").write_text(SSD, encoding="utf-8")
+    info = site / "ssd_pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ssd-pkg\nVersion: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[dumpcmp.metrics]\nSSD = ssd_pkg:SSD\nGone = ssd_pkg:Missing\n",
+                                           encoding="utf-8")
+    import os
+
+    import dumpcmp
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(Path(dumpcmp.__file__).resolve().parents[1])]))
+    base = [sys.executable, "-m", "dumpcmp", "compare", "-l", str(corpus["dump"]), "-r", str(corpus["gt"]),
+            "-f", str(corpus["graph"]), "--quiet"]
+    p = subprocess.run(base + ["-o", str(tmp_path / "r.csv"), "-alg", "1,plugin:SSD"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = _rows(tmp_path / "r.csv")
+    assert [c for c in rows[0] if c in ("MaxAbsoluteError", "SSD", "Count")] == ["MaxAbsoluteError", "SSD", "Count"]
+    assert any(r["SSD"] not in ("", "NaN") for r in rows)
+    # an entry point whose object is not there: exit 2 naming it, before any comparison
+    p = subprocess.run(base + ["-o", str(tmp_path / "g.csv"), "-alg", "plugin:Gone,0"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert p.returncode == 2 and "entry point dumpcmp.metrics:Gone" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_cluster_refuses_plugins_before_it_starts(corpus):
+    from dumpcmp.comparison.compare import compare_runs
+    from dumpcmp.errors import DumpcmpError
+
+    custom = CustomAlgorithms(None, "plugin:Order", metric_classes={"Order": Order})
+    with pytest.raises(DumpcmpError, match="run on this machine only"):
+        compare_runs(corpus["dump"], corpus["gt"], custom_algorithms=custom, client=object())
+
+
+SLOW = '''
+import os, time
+class Slow:
+    def update(self, d, t):
+        open(os.environ["STARTED"], "w").close()
+        time.sleep(60)
+    def merge(self, o):
+        pass
+    def result(self):
+        return 0.0
+'''
+
+
+@pytest.mark.parametrize("signum", [2, 15])
+def test_a_signal_inside_a_plugin_ends_the_run_without_a_result_or_traceback(corpus, tmp_path, signum):
+    import os
+    import signal
+    import time
+
+    import dumpcmp
+
+    folder = _metric_dir(tmp_path / "c", {"metric_Slow.py": SLOW})
+    started = tmp_path / "started"
+    env = dict(os.environ, STARTED=str(started), PYTHONPATH=str(Path(dumpcmp.__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-m", "dumpcmp", "compare", "-l", str(corpus["dump"]), "-r",
+                             str(corpus["gt"]), "-f", str(corpus["graph"]), "--quiet", "-o", str(tmp_path / "r.csv"),
+                             "-custom", str(folder), "-alg", "plugin:Slow", "--threads", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert started.exists()
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode in (130, 143, 128 + signum, -signum), err
+    assert "Traceback" not in err
+    assert not (tmp_path / "r.csv").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -305,7 +305,6 @@ class Slow:
 @pytest.mark.parametrize("signum", [2, 15])
 def test_a_signal_inside_a_plugin_ends_the_run_without_a_result_or_traceback(corpus, tmp_path, signum):
     import os
-    import signal
     import time
 
     import dumpcmp

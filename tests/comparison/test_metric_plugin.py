@@ -331,3 +331,33 @@ def test_a_signal_inside_a_plugin_ends_the_run_without_a_result_or_traceback(cor
     assert "Traceback" not in err
     assert not (tmp_path / "r.csv").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_an_exception_at_any_window_stops_the_engine_cleanly(threads):
+    n = 5 * ENGINE_WINDOW - 7
+    x = np.arange(n, dtype=np.float16)
+    y = np.arange(n, dtype=np.float32)
+    sx, sy = core.compare.source_from_array(x), core.compare.source_from_array(y)
+    for stop_at in range(6):
+        seen = []
+
+        def callback(k, a, b, stop_at=stop_at):
+            seen.append(k)
+            if k == stop_at:
+                raise (KeyboardInterrupt if stop_at % 2 else LookupError)(f"at {k}")
+
+        if stop_at >= 5:
+            core.compare.float32_windows(sx, sy, callback, threads, ENGINE_WINDOW)
+        else:
+            with pytest.raises(KeyboardInterrupt if stop_at % 2 else LookupError, match=f"at {stop_at}"):
+                core.compare.float32_windows(sx, sy, callback, threads, ENGINE_WINDOW)
+        assert seen == list(range(min(stop_at + 1, 5)))  # in window order, none after the one that raised
+
+
+def test_an_empty_pair_gives_the_result_of_no_window(tmp_path):
+    plugin = _ssd(tmp_path)
+    empty = core.compare.source_from_array(np.zeros(0, np.float32))
+    assert plugin.compute(empty, empty, 2) == (["0.000000", "0.000000"], "")
+    with pytest.raises(ValueError, match="element counts differ"):
+        core.compare.float32_windows(empty, core.compare.source_from_array(np.zeros(3, np.float32)), print)

@@ -13,8 +13,10 @@ registered by the entry point group ``dumpcmp.metrics`` (name = the plug-in's na
 file ``DIR/metric/metric_{Name}.py`` defining a class ``Name`` (or ``Metric``) under ``-c DIR`` or ``-custom DIR``;
 selected with ``-alg plugin:Name`` (or ``-alg Name``). Each window of `ENGINE_WINDOW` elements (the last one shorter)
 gets an instance of its own, `update` once; the instances are merged in window order into a fresh one, whose `result`
-is the cell: the same result on any number of threads. A plug-in that fails (a bad class, an exception, a wrong
-result) gets ``NaN`` in its cells and the reason in the row's CompareFailReason; it never stops the run.
+is the cell: the same result on any number of threads. The engine decodes the windows on its threads; Python is
+called on the comparing thread only, in window order (`core.compare.float32_windows`). A plug-in that fails (a bad
+class, an exception, a wrong result) gets ``NaN`` in its cells and the reason in the row's CompareFailReason; it
+never stops the run.
 """
 
 from __future__ import annotations
@@ -109,8 +111,9 @@ def load_metric(name: str, roots: Sequence[str | Path] = (), options: Mapping[st
     return MetricPlugin(name, found, options, f"entry point {ENTRY_POINT_GROUP}:{name} ({ep.value})")
 
 
-class _Stop(Exception):
-    """Raised out of a window's callback once the plug-in failed: the engine stops reading windows."""
+class _Stop(BaseException):
+    """Raised out of a window's callback once the plug-in failed: the engine stops reading windows (a BaseException,
+    so no `except Exception` of the plug-in's own can be what catches it)."""
 
 
 class MetricPlugin:
@@ -173,38 +176,27 @@ class MetricPlugin:
             total = self._new()
         except (Exception, SystemExit) as error:  # the user's code may raise anything
             return self.failed(f"{type(error).__name__}: {error}")
-        parts: dict[int, Any] = {}
-        state: dict[str, Any] = {"next": 0, "error": None, "stop": None}
+        state: dict[str, Any] = {"next": 0, "error": None}
 
         def window(k: int, dev: Any, truth: Any) -> None:
-            if state["error"] is not None or state["stop"] is not None:
-                raise _Stop
+            if k != state["next"]:  # the engine hands the windows over in order: a wrong one is its bug
+                raise AssertionError(f"window {k} handed over after {state['next'] - 1}")
             try:
                 instance = self._new()
                 instance.update(dev, truth)
-                parts[k] = instance
-                while state["next"] in parts:  # merged in window order, whichever thread read which window
-                    total.merge(parts.pop(state["next"]))
-                    state["next"] += 1
+                total.merge(instance)
             except (Exception, SystemExit) as error:  # the user's code may raise anything: its cells say why
                 state["error"] = error
                 raise _Stop from None
-            except BaseException as stop:  # Ctrl-C: raised again once the engine has stopped
-                state["stop"] = stop
-                raise _Stop from None
+            state["next"] = k + 1
 
-        try:
+        try:  # Ctrl-C (KeyboardInterrupt, files.Terminated) passes through the engine as it is
             core.compare.float32_windows(x, y, window, threads, ENGINE_WINDOW)
-        except RuntimeError as error:
-            if state["stop"] is not None:
-                raise state["stop"] from None
-            if state["error"] is None:  # the engine's own (a source it could not read)
-                return self.failed(str(error))
-        if state["stop"] is not None:
-            raise state["stop"]
-        error = state["error"]
-        if error is not None:
+        except _Stop:
+            error = state["error"]
             return self.failed(f"{type(error).__name__}: {error}")
+        except (RuntimeError, ValueError, OSError) as error:  # the engine's own: a side it could not read
+            return self.failed(str(error))
         try:
             return self._cells(total.result()), ""
         except (Exception, SystemExit) as error:

@@ -427,9 +427,9 @@ class compare:
         Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. Returns a MetricResult or the error text per pair.
         """
     @staticmethod
-    def float32_windows(x: compare.TensorSource, y: compare.TensorSource, callback: typing.Callable, threads: typing.SupportsInt | typing.SupportsIndex = 0, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536) -> None:
+    def float32_windows(x: compare.TensorSource, y: compare.TensorSource, callback: collections.abc.Callable, threads: typing.SupportsInt | typing.SupportsIndex = 0, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536) -> None:
         """
-        Both sides' windows of chunk_elements in the compared order, decoded to float32 on up to `threads` threads: callback(window_index, x_window, y_window) (1-D float32 copies) once per window, holding the interpreter lock, in any order across threads. An exception in the callback stops the windows not yet begun and is raised as RuntimeError.
+        Both sides' windows of chunk_elements in the compared order, decoded to float32 on up to `threads` threads: callback(window_index, x_window, y_window) (1-D float32 copies) once per window, in window order, on the calling thread. An exception in the callback stops the windows and is raised as it is.
         """
     @staticmethod
     def stats_many(sources: list, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:

@@ -197,6 +197,10 @@ BAD = {
                          "    def result(self):\n        return 1.0\n",
     "metric_Exits.py": "import sys\nclass Exits:\n    def update(self, d, t):\n        sys.exit(4)\n"
                        "    def merge(self, o):\n        pass\n    def result(self):\n        return 1.0\n",
+    "metric_Base.py": "class Base:\n    def update(self, d, t):\n        raise GeneratorExit('g')\n"
+                      "    def merge(self, o):\n        pass\n    def result(self):\n        return 1.0\n",
+    "metric_Lines.py": "class Lines:\n    columns = ('a\\nb',)\n    def update(self, d, t):\n        pass\n"
+                       "    def merge(self, o):\n        pass\n    def result(self):\n        return 1.0\n",
     "metric_Fine.py": "class Fine:\n    def update(self, d, t):\n        pass\n    def merge(self, o):\n        pass\n"
                       "    def result(self):\n        return 2\n",
 }
@@ -205,14 +209,17 @@ BAD = {
 def test_a_bad_plugin_gets_nan_and_its_reason_and_never_stops_the_run(corpus, tmp_path):
     folder = _metric_dir(tmp_path / "c", BAD)
     code, out = _compare(corpus, tmp_path, "-custom", str(folder), "-alg",
-                         "plugin:Raises,plugin:Text,plugin:NoMerge,plugin:Exits,plugin:Fine,0")
+                         "plugin:Raises,plugin:Text,plugin:NoMerge,plugin:Exits,plugin:Base,plugin:Lines,plugin:Fine,0")
     assert code == 0
     row = {r["TensorIndex"]: r for r in _rows(out)}["pool1:output:0"]
-    assert [row[c] for c in ("Raises", "Text", "NoMerge", "Exits", "Fine")] == ["NaN"] * 4 + ["2.000000"]
+    assert [row[c] for c in ("Raises", "Text", "NoMerge", "Exits", "Base", "Lines", "Fine")] == \
+        ["NaN"] * 6 + ["2.000000"]
     assert row["CosineSimilarity"] not in ("", "NaN")
     assert row["CompareFailReason"] == (
         "Metric plug-in Raises: ValueError: bad window,Metric plug-in Text: TypeError: result() gave str 'high', "
-        "not a float,Metric plug-in NoMerge: NoMerge has no method merge,Metric plug-in Exits: SystemExit: 4")
+        "not a float,Metric plug-in NoMerge: NoMerge has no method merge,Metric plug-in Exits: SystemExit: 4,"
+        "Metric plug-in Base: GeneratorExit: g,Metric plug-in Lines: 'columns' of Lines is not a tuple of column names "
+        "(('a\\nb',))")
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -228,8 +235,12 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(("files", "alg", "words"), [
     ({"metric_Broken.py": "import no_such_module_here\n"}, "plugin:Broken", "metric_Broken.py: cannot import"),
     ({}, "plugin:Nowhere", "-alg plugin:Nowhere: no metric plug-in of that name"),
+    ({"metric_Exits.py": "import sys\nsys.exit(5)\n"}, "plugin:Exits",
+     "metric_Exits.py: cannot import the metric plug-in: SystemExit: 5"),
     ({"metric_Clash.py": "class Clash:\n    columns = ('CosineSimilarity',)\n"}, "plugin:Clash",
      "its column 'CosineSimilarity' is already a column"),
+    ({"metric_Fixed.py": "class Fixed:\n    columns = ('Value', 'CompareFailReason')\n"}, "plugin:Fixed",
+     "its column 'CompareFailReason' is one of the result file's own columns"),
 ])
 def test_a_plugin_that_cannot_be_used_exits_2_in_one_line(corpus, tmp_path, files, alg, words):
     folder = _metric_dir(tmp_path / "c", files)

@@ -266,6 +266,7 @@ def _custom_scripts(args: argparse.Namespace) -> None:
         # the columns in -alg's order, as the original; or metric plug-ins in -alg
         if args.op is None and (_names_plugins(args.algorithms) or _alg_order_matters(args.algorithms)):
             args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options, metric_roots)
+            _refuse_fixed_columns(args.custom_algorithms)
         return
     if args.custom is None and (Path(folder) / "format_convert").is_dir():
         args.custom = folder
@@ -274,6 +275,7 @@ def _custom_scripts(args: argparse.Namespace) -> None:
         raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
     if args.op is None:
         args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options, metric_roots)
+        _refuse_fixed_columns(args.custom_algorithms)
         for note in args.custom_algorithms.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
 
@@ -293,6 +295,20 @@ def _op_range(args: argparse.Namespace) -> object:
         raise ConfigError("-r/-s (--op-range/--op-select) apply to the model-level compare only, not with -d/-op, "
                           "--stats or --locate")
     return OpRange.parse_range(args.op_range) if args.op_range is not None else OpRange.parse_select(args.op_select)
+
+
+def _refuse_fixed_columns(custom: object) -> None:
+    """A metric plug-in's column named as one of the result file's other columns: a file no reader could take apart."""
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.output import table
+
+    fixed = {*table.ROW_COLUMNS, table.OVERFLOW_COLUMN, table.REASON_COLUMN, *table.EXTRA_COLUMNS,
+             *table.LOCATED_COLUMNS, "OpSequence"}
+    for plugin in getattr(custom, "plugins", {}).values():
+        for column in plugin.columns:
+            if column in fixed:
+                raise ConfigError(f"metric plug-in {plugin.name} ({plugin.origin}): its column {column!r} is one of "
+                                  f"the result file's own columns; name it otherwise")
 
 
 def _names_plugins(selection: str | None) -> bool:

@@ -128,7 +128,8 @@ class MetricPlugin:
         if isinstance(columns, str):
             columns = (columns,)
         if not isinstance(columns, (tuple, list)) or not columns or \
-                not all(isinstance(c, str) and c.strip() and "," not in c for c in columns):
+                not all(isinstance(c, str) and c.strip() and c.isprintable() and not set(c) & set(',"')
+                        for c in columns):
             self.problem = f"'columns' of {name} is not a tuple of column names ({columns!r})"
             columns = (name,)
         self.columns: tuple[str, ...] = tuple(c.strip() for c in columns)
@@ -174,7 +175,9 @@ class MetricPlugin:
             return self.failed(self.problem)
         try:
             total = self._new()
-        except (Exception, SystemExit) as error:  # the user's code may raise anything
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM (files.Terminated): the run ends
+            raise
+        except BaseException as error:  # the user's code may raise anything
             return self.failed(f"{type(error).__name__}: {error}")
         state: dict[str, Any] = {"next": 0, "error": None}
 
@@ -185,7 +188,9 @@ class MetricPlugin:
                 instance = self._new()
                 instance.update(dev, truth)
                 total.merge(instance)
-            except (Exception, SystemExit) as error:  # the user's code may raise anything: its cells say why
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM (files.Terminated): the run ends
+                raise
+            except BaseException as error:  # the user's code may raise anything: its cells say why
                 state["error"] = error
                 raise _Stop from None
             state["next"] = k + 1
@@ -199,5 +204,7 @@ class MetricPlugin:
             return self.failed(str(error))
         try:
             return self._cells(total.result()), ""
-        except (Exception, SystemExit) as error:
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM (files.Terminated): the run ends
+            raise
+        except BaseException as error:
             return self.failed(f"{type(error).__name__}: {error}")

@@ -146,7 +146,7 @@ class MetricPlugin:
 
     def failed(self, reason: str) -> tuple[list[str], str]:
         """NaN in every column, and the reason for CompareFailReason."""
-        return [_NAN] * len(self.columns), f"Metric plug-in {self.name}: {reason}"
+        return [_NAN] * len(self.columns), f"Metric plug-in {self.name}: {' '.join(reason.split())}"
 
     def _new(self) -> Any:
         instance = self.cls()

@@ -261,6 +261,8 @@ def test_api_takes_a_class_and_rows_carry_its_cells(corpus):
     column = table[0].index("First")
     assert table[0][column + 1] == "CosineSimilarity"
     assert "1.000000" in [row[column] for row in table[1:]]
+    records = [r for r in result.to_records() if r["Status"] == "compared"]
+    assert records and all(isinstance(r["First"], float) and r["First"] == 1.0 for r in records)
 
 
 def test_an_installed_entry_point_is_found_by_name(corpus, tmp_path):

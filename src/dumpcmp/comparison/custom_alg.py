@@ -255,6 +255,18 @@ class CustomAlgorithms:
         mine = self._cells.get(id(row), {})
         return [builtin_cell(row, c) if isinstance(c, int) else mine.get(c, _NAN) for c in self.plan]
 
+    def values(self, row: Any) -> dict[str, Any]:
+        """A row's custom columns for `ComparisonResult.to_records`: a custom algorithm's text, a metric plug-in's
+        number (NaN where it has none)."""
+        mine = self._cells.get(id(row), {})
+        plugin_columns = {c for p in self.plugins.values() for c in p.columns}
+        out: dict[str, Any] = {}
+        for c in self.plan:
+            if isinstance(c, str):
+                text = mine.get(c, _NAN)
+                out[c] = (float(text) if text != _NAN else float("nan")) if c in plugin_columns else text
+        return out
+
     # ---- a compared row ---------------------------------------------------------------------------------------
     def _call(self, name: str, x: Any, y: Any, args: dict[str, Any]) -> tuple[str, str]:
         values = dict(self.options.get(name, {}), **args)

@@ -328,6 +328,8 @@ class ComparisonResult:
                                 "StdGroundTruth": math.nan if res is None else res.std_y})
                 else:
                     rec[METRICS[i]] = r.value(i)
+            if self.custom_algorithms is not None:  # custom algorithms' texts, metric plug-ins' numbers
+                rec.update(self.custom_algorithms.values(r))
             res = r.result
             rec["MeanSquaredError"] = math.nan if res is None else res.mse
             rec["SQNR(dB)"] = math.nan if res is None else res.sqnr_db

@@ -259,6 +259,9 @@ class Placed:
     by_key: dict[Any, list[DeviceOp]]
     holders: dict[str, list[str]]
     sizes: dict[str, int]
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    """The `-l` keys (host, IP, name or `*`) whose workers hold each run: a worker restarted by its nanny comes back
+    under a new address but answers to the same key, and takes the run's batches over."""
 
     def ops(self, group: Any) -> list[DeviceOp]:
         return self.by_key[group.key]
@@ -303,13 +306,16 @@ def scan_on_workers(client: Any, left: str | os.PathLike[str]) -> Placed | None:
     timeout = client.timeout if isinstance(client, Cluster) else 60.0
     client = client.client if isinstance(client, Cluster) else client
     workers = client.scheduler_info().get("workers", {})
-    jobs = []
+    jobs: list[tuple[str, str]] = []
+    key_of: dict[tuple[str, str], set[str]] = {}  # (worker, root) -> the -l keys that chose it
     for key, root in roots.items():
         chosen = [a for a, info in workers.items() if _matches(key, a, info)]
         if not chosen:
             named = ", ".join(f"{a} ({info.get('name')})" for a, info in workers.items()) or "none"
             raise DumpcmpError(f"-l {os.fspath(left)}: no worker of the cluster is {key} (workers: {named})")
-        jobs += [(a, root) for a in chosen]
+        jobs += [(a, root) for a in chosen if (a, root) not in key_of]
+        for a in chosen:
+            key_of.setdefault((a, root), set()).add(key)
     futures = {client.submit(scan_root, root, workers=[a], allow_other_workers=False, pure=False,
                              key=f"dumpcmp-scan-{uuid.uuid4().hex[:8]}-{n}"): (a, root)
                for n, (a, root) in enumerate(jobs)}
@@ -330,7 +336,13 @@ def scan_on_workers(client: Any, left: str | os.PathLike[str]) -> Placed | None:
     except BaseException:
         client.cancel(list(waiting.futures))
         raise
-    return _merged(os.fspath(left), found)
+    placed = _merged(os.fspath(left), found)
+    keys: dict[str, set[str]] = {}
+    for address, root, index, _, _ in found:
+        for g in index.groups:
+            keys.setdefault(g.key.describe(), set()).update(key_of[(address, root)])
+    placed.keys = {run: sorted(k) for run, k in keys.items()}
+    return placed
 
 
 def _merged(left: str, found: list[tuple[str, str, Any, dict, dict]]) -> Placed:
@@ -456,20 +468,28 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
     failed: dict[tuple[int, int], str] = {}
     seen: list[set[str]] = [set() for _ in runs]
     waiting = _Waiting()
+    attempts: dict[int, int] = {}
+
+    def submit(number: int, holders: list[str] | None) -> None:
+        k, span = plan[number]
+        run = runs[k]
+        travelling = [_travelling(run.pairs[i]) for i in span]
+        attempts[number] = attempts.get(number, -1) + 1
+        future = client.submit(compare_batch, travelling, custom, algos, run.device_vs_device, engine_threads,
+                               precise, max_elements, key=f"dumpcmp-compare-{token}-{number}-{attempts[number]}",
+                               pure=False, retries=retries,
+                               **({"workers": holders, "allow_other_workers": False} if holders else {}))
+        waiting.futures[future] = number
+        if holders:
+            waiting.allowed[number] = holders
+            waiting.since.pop(number, None)
+
     try:
-        for number, (k, span) in enumerate(plan):
-            run = runs[k]
-            travelling = [_travelling(run.pairs[i]) for i in span]
-            holders = placed.holders.get(run.run) if placed else None
-            future = client.submit(compare_batch, travelling, custom, algos, run.device_vs_device, engine_threads,
-                                   precise, max_elements, key=f"dumpcmp-compare-{token}-{number}", pure=False,
-                                   retries=retries,
-                                   **({"workers": holders, "allow_other_workers": False} if holders else {}))
-            waiting.futures[future] = number
-            if holders:
-                waiting.allowed[number] = holders
+        for number, (k, _) in enumerate(plan):
+            submit(number, placed.holders.get(runs[k].run) if placed else None)
         total = sum(1 for run in runs for p in run.pairs if p.comparable)
         label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
+        look_again = 0.0
         with Progress(total, f"comparing {label}", quiet=quiet) as progress:
             while waiting.futures:
                 done = _next_done(waiting)
@@ -483,7 +503,15 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
                         seen[k].add(address)
                         rows[k][span.start:span.stop] = got
                     progress.advance(sum(1 for i in span if runs[k].pairs[i].comparable))
-                stalled = [] if done else _stalled(client, waiting, timeout)
+                stalled = []
+                if not done or time.monotonic() >= look_again:  # the cluster looked at, at most every _POLL * 4 s
+                    look_again = time.monotonic() + 4 * _POLL
+                    alive = _alive(client)
+                    if placed is not None:
+                        for future, holders in _restarted(waiting, alive, placed, [runs[k].run for k, _ in plan]):
+                            client.cancel([future])
+                            submit(waiting.futures.pop(future), holders)
+                    stalled = _stalled(client, waiting, timeout, alive)
                 for future in stalled:
                     number = waiting.futures.pop(future)
                     k, span = plan[number]
@@ -519,13 +547,36 @@ def _next_done(waiting: _Waiting) -> list[Any]:
         time.sleep(0.02)
 
 
-def _stalled(client: Any, waiting: _Waiting, timeout: float) -> list[Any]:
-    """The futures none of whose workers (any, for one not restricted) has been there for `timeout` seconds, or
-    whose client has lost its scheduler that long."""
+def _alive(client: Any) -> dict[str, dict]:
+    """The cluster's workers now, {address: info} (none when the client has lost its scheduler)."""
     try:
-        alive = set(client.scheduler_info().get("workers", {})) if client.status == "running" else set()
+        return dict(client.scheduler_info().get("workers", {})) if client.status == "running" else {}
     except Exception:
-        alive = set()
+        return {}
+
+
+def _restarted(waiting: _Waiting, alive: dict[str, dict], placed: Placed,
+               run_of: list[str]) -> list[tuple[Any, list[str]]]:
+    """(future, new holders) for each batch whose holders are all gone while a worker on one of their hosts answers
+    to the run's `-l` keys: a holder restarted by its nanny (same host and name, new address), which reads the same
+    disk."""
+    out = []
+    for future, number in waiting.futures.items():
+        allowed = waiting.allowed.get(number)
+        if allowed is None or set(allowed) & set(alive):
+            continue
+        keys, hosts = placed.keys.get(run_of[number], []), {_host(a) for a in allowed}
+        now = sorted(a for a, info in alive.items()
+                     if _host(a) in hosts and any(_matches(key, a, info) for key in keys))
+        if now:
+            out.append((future, now))
+    return out
+
+
+def _stalled(client: Any, waiting: _Waiting, timeout: float, alive: dict[str, dict] | None = None) -> list[Any]:
+    """The futures none of whose workers (any, for one not restricted) has been there for `timeout` seconds, or
+    whose client has lost its scheduler that long; `alive`: the workers, when just looked at."""
+    alive = set(_alive(client) if alive is None else alive)
     now, out = time.monotonic(), []
     for future, number in waiting.futures.items():
         allowed = waiting.allowed.get(number)

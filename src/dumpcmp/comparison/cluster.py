@@ -35,8 +35,9 @@ from dumpcmp.errors import DumpcmpError
 from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.progress import Progress
 
-__all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "batches", "cluster_rows", "compare_batch",
-           "connect", "placed_roots", "quiet_dask_logs", "refuse_custom", "scan_on_workers", "scan_root"]
+__all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "Task", "batches", "cluster_rows", "compare_batch",
+           "connect", "placed_roots", "portable", "quiet_dask_logs", "refuse_custom", "reopened", "run_tasks",
+           "scan_on_workers", "scan_root", "threads_by_host", "travelling", "worker_threads"]
 
 #: seconds a scheduler has to answer
 CONNECT_TIMEOUT = 5.0
@@ -173,18 +174,18 @@ def _probe(address: str, target: str, timeout: float) -> None:
 
 # ---- on the worker ------------------------------------------------------------------------------------------------
 
-def _portable(ref: Any) -> Any:
+def portable(ref: Any) -> Any:
     """A pair side without its opened header (a native handle that neither pickles nor means anything elsewhere)."""
     if isinstance(ref, DeviceRef):
         return DeviceRef(dataclasses.replace(ref.entry, dump=None), None, ref.error if ref.dump is None else "")
     return ref
 
 
-def _travelling(pair: TensorPair) -> TensorPair:
-    return dataclasses.replace(pair, npu_ref=_portable(pair.npu_ref), ground_truth_ref=_portable(pair.ground_truth_ref))
+def travelling(pair: TensorPair) -> TensorPair:
+    return dataclasses.replace(pair, npu_ref=portable(pair.npu_ref), ground_truth_ref=portable(pair.ground_truth_ref))
 
 
-def _reopened(pairs: list[TensorPair]) -> list[TensorPair]:
+def reopened(pairs: list[TensorPair]) -> list[TensorPair]:
     """The pairs with their device dump headers opened here (on the worker); one that was unreadable on the client
     keeps its reason."""
     from dumpcmp.dumps.dump import open_dumps
@@ -210,10 +211,8 @@ def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], 
     from dumpcmp.comparison.sources import Sides
 
     address = _worker_address()
-    if isinstance(threads, dict):  # {host: threads of the workers on it}: this host's cores shared among them
-        host = _host(address)
-        threads = max(1, (os.cpu_count() or 1) // max(1, threads.get(host, 1)))
-    rows = compare_pairs(_reopened(pairs), Sides(custom), algos, device_vs_device, threads, precise, max_elements)
+    rows = compare_pairs(reopened(pairs), Sides(custom), algos, device_vs_device, worker_threads(threads), precise,
+                         max_elements)
     for row in rows:
         row.pair = None
     return address, rows
@@ -230,7 +229,7 @@ def scan_root(root: str) -> tuple[str, Any, dict[Any, list[DeviceOp]], dict[str,
     if not os.path.exists(root):
         return address, DumpIndex(root, skipped=[Skipped(root, "not on this worker")]), {}, {}
     index = scan(root)
-    ops = {g.key: [dataclasses.replace(op, ref=_portable(op.ref)) for op in device_ops(g)] for g in index.groups}
+    ops = {g.key: [dataclasses.replace(op, ref=portable(op.ref)) for op in device_ops(g)] for g in index.groups}
     index.groups = [DumpGroup(g.key, [dataclasses.replace(e, dump=None) for e in g.entries]) for g in index.groups]
     sizes = {}
     for e in index.entries():
@@ -433,7 +432,8 @@ class _Waiting:
     since: dict[int, float] = field(default_factory=dict)
 
 
-def _threads_by_host(client: Any) -> dict[str, int]:
+def threads_by_host(client: Any) -> dict[str, int]:
+    """{host: threads of the cluster's workers on it}: what `worker_threads` shares a host's cores among."""
     found: dict[str, int] = {}
     for address, info in client.scheduler_info().get("workers", {}).items():
         host = _host(address)
@@ -441,9 +441,93 @@ def _threads_by_host(client: Any) -> dict[str, int]:
     return found
 
 
+def worker_threads(threads: int | dict[str, int]) -> int:
+    """On a worker: the threads a task may use, `threads` itself, or, given `threads_by_host`, this host's cores
+    shared among the worker threads on it."""
+    if not isinstance(threads, dict):
+        return threads
+    return max(1, (os.cpu_count() or 1) // max(1, threads.get(_host(_worker_address()), 1)))
+
+
 def _reason(error: BaseException) -> str:
     text = str(error).splitlines()[0] if str(error) else ""
-    return f"not compared: the cluster could not run its batch ({type(error).__name__}{': ' + text if text else ''})"
+    return f"the cluster could not run its batch ({type(error).__name__}{': ' + text if text else ''})"
+
+
+@dataclass
+class Task:
+    """One batch for `run_tasks`: the function's arguments, the workers that hold its files (None: any), the `-l`
+    keys a holder answers to (a holder restarted under a new address takes it back) and its weight on the progress
+    bar."""
+
+    args: tuple
+    holders: list[str] | None = None
+    keys: Sequence[str] = ()
+    weight: int = 1
+
+
+def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, quiet: bool,
+              name: str = "dumpcmp") -> list[tuple[bool, Any]]:
+    """Each task run as `function(*task.args)` on the cluster, in task order: (True, its value) or (False, why it did
+    not run: a lost worker's task runs again elsewhere, `retries` more times when it failed itself; a task no worker
+    that may run it takes within `timeout` seconds fails). Ctrl-C, SIGTERM or an error cancels the tasks not back.
+    `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`)."""
+    _distributed()
+    retries, timeout = (client.retries, client.timeout) if isinstance(client, Cluster) else (1, 60.0)
+    client = client.client if isinstance(client, Cluster) else client
+    token = uuid.uuid4().hex[:8]
+    out: list[tuple[bool, Any] | None] = [None] * len(tasks)
+    waiting = _Waiting()
+    attempts: dict[int, int] = {}
+
+    def submit(number: int, holders: list[str] | None) -> None:
+        attempts[number] = attempts.get(number, -1) + 1
+        future = client.submit(function, *tasks[number].args, key=f"{name}-{token}-{number}-{attempts[number]}",
+                               pure=False, retries=retries,
+                               **({"workers": holders, "allow_other_workers": False} if holders else {}))
+        waiting.futures[future] = number
+        if holders:
+            waiting.allowed[number] = holders
+            waiting.since.pop(number, None)
+
+    try:
+        for number, task in enumerate(tasks):
+            submit(number, task.holders)
+        look_again = 0.0
+        with Progress(sum(t.weight for t in tasks), label, quiet=quiet) as progress:
+            while waiting.futures:
+                done = _next_done(waiting)
+                for future in done:
+                    number = waiting.futures.pop(future)
+                    try:
+                        out[number] = (True, future.result())
+                    except Exception as error:  # KilledWorker, CancelledError, a worker's error: rows say why
+                        out[number] = (False, _reason(error))
+                    progress.advance(tasks[number].weight)
+                stalled = []
+                if not done or time.monotonic() >= look_again:  # the cluster looked at, at most every _POLL * 4 s
+                    look_again = time.monotonic() + 4 * _POLL
+                    alive = _alive(client)
+                    for future, holders in _restarted(waiting, alive, [t.keys for t in tasks]):
+                        client.cancel([future])
+                        submit(waiting.futures.pop(future), holders)
+                    stalled = _stalled(client, waiting, timeout, alive)
+                for future in stalled:
+                    number = waiting.futures.pop(future)
+                    whom = "no worker that holds its files" if number in waiting.allowed else "no worker"
+                    out[number] = (False, f"{whom} was left for {timeout:g} s (lost, or the client lost the "
+                                          f"scheduler)")
+                    progress.advance(tasks[number].weight)
+                if stalled:
+                    client.cancel(stalled)
+    except BaseException:  # Ctrl-C, SIGTERM, an error of ours: the run's tasks do not outlive it
+        if waiting.futures:
+            try:
+                client.cancel(list(waiting.futures))
+            except Exception:
+                pass
+        raise
+    return [r if r is not None else (False, "its batch did not come back from the cluster") for r in out]
 
 
 def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
@@ -456,78 +540,29 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
     the left side as the workers scanned it (each run's batches go to the workers that hold it). Each run's
     notes say which workers compared it."""
     _distributed()
-    retries, timeout = (client.retries, client.timeout) if isinstance(client, Cluster) else (1, 60.0)
     target = client.batch_bytes if isinstance(client, Cluster) else None
-    client = client.client if isinstance(client, Cluster) else client
-    workers = max(1, len(client.scheduler_info().get("workers", {})))
-    engine_threads: int | dict[str, int] = threads if threads > 0 else _threads_by_host(client)
-    token = uuid.uuid4().hex[:8]
+    bare = client.client if isinstance(client, Cluster) else client
+    workers = max(1, len(bare.scheduler_info().get("workers", {})))
+    engine_threads: int | dict[str, int] = threads if threads > 0 else threads_by_host(bare)
     plan = [(k, span) for k, run in enumerate(runs)
             for span in batches(run.pairs, workers, placed.sizes if placed else None, target)]
+    tasks = [Task(([travelling(runs[k].pairs[i]) for i in span], custom, algos, runs[k].device_vs_device,
+                   engine_threads, precise, max_elements),
+                  placed.holders.get(runs[k].run) if placed else None,
+                  placed.keys.get(runs[k].run, ()) if placed else (),
+                  sum(1 for i in span if runs[k].pairs[i].comparable)) for k, span in plan]
+    label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
+    results = run_tasks(client, compare_batch, tasks, f"comparing {label}", quiet, name="dumpcmp-compare")
     rows: list[list[Row | None]] = [[None] * len(run.pairs) for run in runs]
     failed: dict[tuple[int, int], str] = {}
     seen: list[set[str]] = [set() for _ in runs]
-    waiting = _Waiting()
-    attempts: dict[int, int] = {}
-
-    def submit(number: int, holders: list[str] | None) -> None:
-        k, span = plan[number]
-        run = runs[k]
-        travelling = [_travelling(run.pairs[i]) for i in span]
-        attempts[number] = attempts.get(number, -1) + 1
-        future = client.submit(compare_batch, travelling, custom, algos, run.device_vs_device, engine_threads,
-                               precise, max_elements, key=f"dumpcmp-compare-{token}-{number}-{attempts[number]}",
-                               pure=False, retries=retries,
-                               **({"workers": holders, "allow_other_workers": False} if holders else {}))
-        waiting.futures[future] = number
-        if holders:
-            waiting.allowed[number] = holders
-            waiting.since.pop(number, None)
-
-    try:
-        for number, (k, _) in enumerate(plan):
-            submit(number, placed.holders.get(runs[k].run) if placed else None)
-        total = sum(1 for run in runs for p in run.pairs if p.comparable)
-        label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
-        look_again = 0.0
-        with Progress(total, f"comparing {label}", quiet=quiet) as progress:
-            while waiting.futures:
-                done = _next_done(waiting)
-                for future in done:
-                    k, span = plan[waiting.futures.pop(future)]
-                    try:
-                        address, got = future.result()
-                    except Exception as error:  # KilledWorker, CancelledError, a worker's error: rows say why
-                        failed.update({(k, i): _reason(error) for i in span})
-                    else:
-                        seen[k].add(address)
-                        rows[k][span.start:span.stop] = got
-                    progress.advance(sum(1 for i in span if runs[k].pairs[i].comparable))
-                stalled = []
-                if not done or time.monotonic() >= look_again:  # the cluster looked at, at most every _POLL * 4 s
-                    look_again = time.monotonic() + 4 * _POLL
-                    alive = _alive(client)
-                    if placed is not None:
-                        for future, holders in _restarted(waiting, alive, placed, [runs[k].run for k, _ in plan]):
-                            client.cancel([future])
-                            submit(waiting.futures.pop(future), holders)
-                    stalled = _stalled(client, waiting, timeout, alive)
-                for future in stalled:
-                    number = waiting.futures.pop(future)
-                    k, span = plan[number]
-                    whom = "no worker that holds its files" if number in waiting.allowed else "no worker"
-                    failed.update({(k, i): f"not compared: {whom} was left for {timeout:g} s (lost, or the client "
-                                   f"lost the scheduler)" for i in span})
-                    progress.advance(sum(1 for i in span if runs[k].pairs[i].comparable))
-                if stalled:
-                    client.cancel(stalled)
-    except BaseException:  # Ctrl-C, SIGTERM, an error of ours: the run's tasks do not outlive it
-        if waiting.futures:
-            try:
-                client.cancel(list(waiting.futures))
-            except Exception:
-                pass
-        raise
+    for (k, span), (ok, value) in zip(plan, results):
+        if ok:
+            address, got = value
+            seen[k].add(address)
+            rows[k][span.start:span.stop] = got
+        else:
+            failed.update({(k, i): "not compared: " + value for i in span})
     for run, hosts in zip(runs, seen):
         if hosts - {""}:
             run.notes.append(f"compared on {len(hosts - {''})} worker(s): {', '.join(sorted(hosts - {''}))}")
@@ -555,19 +590,18 @@ def _alive(client: Any) -> dict[str, dict]:
         return {}
 
 
-def _restarted(waiting: _Waiting, alive: dict[str, dict], placed: Placed,
-               run_of: list[str]) -> list[tuple[Any, list[str]]]:
-    """(future, new holders) for each batch whose holders are all gone while a worker on one of their hosts answers
-    to the run's `-l` keys: a holder restarted by its nanny (same host and name, new address), which reads the same
+def _restarted(waiting: _Waiting, alive: dict[str, dict], keys: Sequence[Sequence[str]]) -> list[tuple[Any, list[str]]]:
+    """(future, new holders) for each task whose holders are all gone while a worker on one of their hosts answers to
+    the task's `-l` keys: a holder restarted by its nanny (same host and name, new address), which reads the same
     disk."""
     out = []
     for future, number in waiting.futures.items():
         allowed = waiting.allowed.get(number)
-        if allowed is None or set(allowed) & set(alive):
+        if allowed is None or not keys[number] or set(allowed) & set(alive):
             continue
-        keys, hosts = placed.keys.get(run_of[number], []), {_host(a) for a in allowed}
+        hosts = {_host(a) for a in allowed}
         now = sorted(a for a, info in alive.items()
-                     if _host(a) in hosts and any(_matches(key, a, info) for key in keys))
+                     if _host(a) in hosts and any(_matches(key, a, info) for key in keys[number]))
         if now:
             out.append((future, now))
     return out

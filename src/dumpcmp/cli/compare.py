@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from dumpcmp.cli.options import add_run_selection, count, positive, run_selection
+from dumpcmp.cli.options import add_cluster_options, add_run_selection, cluster_session, count, positive, run_selection
 from dumpcmp.support.gcpause import paused
 
 
@@ -90,12 +90,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="device vs device: the right-hand run's iteration")
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
-    p.add_argument("--cluster", metavar="ADDRESS",
-                   help="compare on a Dask cluster: a scheduler's tcp://HOST:PORT, or local:N for N worker processes "
-                        'here (pip install "dumpcmp[cluster]"; docs/cluster.md)')
-    p.add_argument("--cluster-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="with --cluster: how long the cluster may have no worker before the rows not compared yet "
-                        "fail, saying so (default 60)")
+    add_cluster_options(p, "compare")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
                                                         "standard output when there is no -o)")
     p.add_argument("--locate", metavar="MODEL.onnx",
@@ -198,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.cli.finish import check_outputs, finish
 
     check_outputs(args, args.html)
+    locate_results: dict[str, object] = {}
+    if args.locate is not None and args.fusion_json is None:
+        raise DumpcmpError("--locate needs the graph JSON (-f)")
     with _cluster(args) as client:  # None without --cluster; with it, closed once the rows are back
         results = compare_runs(args.left, args.right, fusion_json=args.fusion_json,
                                quant_json=args.quant_fusion_rule, algorithms=args.algorithms, custom=args.custom,
@@ -206,6 +204,9 @@ def run(args: argparse.Namespace) -> int:
                                right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
                                max_elements=args.max_elements, client=client, per_slice=args.ffts,
                                **selection)
+        located_on = client if args.locate is not None else None  # --locate replays on the same cluster
+        if located_on is not None:
+            locate_results = _locate(args, selection, located_on)
     if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
         from dumpcmp.comparison.op_range import select_ops
 
@@ -213,15 +214,11 @@ def run(args: argparse.Namespace) -> int:
         for note in args.op_ranges.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
     located: dict[str, dict] = {}
-    locate_results: dict[str, object] = {}
     if args.locate is not None:
-        from dumpcmp.debug.locate.core import compare_columns, locate_runs
+        from dumpcmp.debug.locate.core import compare_columns
 
-        if args.fusion_json is None:
-            raise DumpcmpError("--locate needs the graph JSON (-f)")
-        locate_results = {r.run: r for r in locate_runs(
-            args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
-            threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample, **selection)}
+        if located_on is None:
+            locate_results = _locate(args, selection, None)
         located = {run: compare_columns(r) for run, r in locate_results.items()}
     paths = [_result_path(args.output, args.csv, result.run, [r.run for r in results]) for result in results]
     if not args.force:
@@ -298,6 +295,16 @@ def _alg_order_matters(selection: str | None) -> bool:
     return seen != sorted(seen)
 
 
+def _locate(args: argparse.Namespace, selection: dict, client: object) -> dict[str, object]:
+    """--locate: `dumpcmp locate`'s results by run (on the cluster `client` when there is one)."""
+    from dumpcmp.debug.locate.core import locate_runs
+
+    return {r.run: r for r in locate_runs(
+        args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+        threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample, client=client,
+        **selection)}
+
+
 def _no_cluster(args: argparse.Namespace, what: str) -> None:
     from dumpcmp.errors import ConfigError
 
@@ -316,26 +323,15 @@ def _placed(args: argparse.Namespace) -> bool:
 
 @contextlib.contextmanager
 def _cluster(args: argparse.Namespace) -> Iterator[object]:
-    """The Dask cluster of --cluster, connected (None without it), its Dask log lines kept off the terminal, the
-    dashboard's address printed; closed when the block ends (dumpcmp.comparison.cluster)."""
-    if args.cluster is None:
-        yield None
-        return
-    from dumpcmp.comparison.cluster import connect, quiet_dask_logs
+    """`cluster_session` (cli/options.py), after what compare refuses with --cluster."""
     from dumpcmp.errors import ConfigError
 
-    if not args.cluster_timeout > 0:
-        raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
-    if _placed(args) and (args.locate is not None or args.html is not None):
+    if args.cluster is not None and _placed(args) and (args.locate is not None or args.html is not None):
         raise ConfigError("--locate and --html read the left side on this machine: give -l a path it sees")
-    if args.custom_algorithms is not None:
+    if args.cluster is not None and args.custom_algorithms is not None:
         raise ConfigError("custom algorithms (-c DIR -alg, or -alg in another order than the columns') run on this "
                           "machine only: leave out --cluster")
-    with connect(args.cluster) as cluster:
-        quiet_dask_logs()
-        cluster.timeout = args.cluster_timeout
-        if not args.quiet and cluster.dashboard:
-            print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)
+    with cluster_session(args) as cluster:
         yield cluster
 
 

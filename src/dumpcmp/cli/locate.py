@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dumpcmp.cli.options import add_run_selection, count, run_selection
+from dumpcmp.cli.options import add_cluster_options, add_run_selection, cluster_session, count, run_selection
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_run_selection(p)
     p.add_argument("--threads", type=count, default=0, help="onnxruntime threads (default: its own choice)")
     p.add_argument("--force", action="store_true", help="replace existing locate files")
+    add_cluster_options(p, "replay")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     p.set_defaults(run=run)
 
@@ -53,10 +54,17 @@ def run(args: argparse.Namespace) -> int:
         raise DumpcmpError(f"{out}: exists and is not a folder")
     if not args.force and (out / "locate.csv").exists():
         raise exists_error(out / "locate.csv", "locate result")
-    results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
-                          quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
-                          algorithms=args.algorithms, gt_sample=args.gt_sample, threads=args.threads,
-                          quiet=args.quiet, **run_selection(args))
+    if args.cluster is not None:
+        from dumpcmp.comparison.cluster import placed_roots
+
+        if placed_roots(args.left) is not None:
+            raise DumpcmpError("locate plans the replay from the dumps' headers on this machine: give -l a path it "
+                               "sees (shared storage), not HOST=PATH roots")
+    with cluster_session(args) as client:  # None without --cluster
+        results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
+                              quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
+                              algorithms=args.algorithms, gt_sample=args.gt_sample, threads=args.threads,
+                              quiet=args.quiet, client=client, **run_selection(args))
     out.mkdir(parents=True, exist_ok=True)
     several = len(results) > 1
     for result in results:

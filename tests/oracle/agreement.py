@@ -45,6 +45,11 @@ MODEL_RUNS = {
     "ffts_slices_result.csv": ("ffts_dump", "ffts_npu2", None, None, ("--ffts",), ("-ffts",)),
     "ffts_truth_result.csv": ("ffts_dump", "ffts_gt", "ffts_graph", None, (), ()),
 }
+#: the runs of the original's current version (msprobe 8ff00da3, through the stand-in dump parser: regenerate.py
+#: --msprobe-current), as MODEL_RUNS: device vs device, each tensor restored to its original shape before comparing
+CURRENT_RUNS = {
+    "npu_vs_npu_current_result.csv": ("dump", "npu2", None, None, (), ()),
+}
 #: the runs added for issue #38 (regenerate.py runs them apart from the first three)
 ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_result.csv", "overflow_result.csv",
               "alg_order_result.csv", "range_result.csv", "select_result.csv", "ffts_result.csv",
@@ -53,7 +58,8 @@ ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_
 
 def run_flags(name: str, paths: dict[str, Path], original: bool = False) -> list[str]:
     """The flags of a model-level run beyond -l/-r/-f/-q (dumpcmp's, or with `original` the original's)."""
-    return [f.replace("{custom}", str(paths["custom"])) for f in MODEL_RUNS[name][5 if original else 4]]
+    spec = MODEL_RUNS[name] if name in MODEL_RUNS else CURRENT_RUNS[name]
+    return [f.replace("{custom}", str(paths["custom"])) for f in spec[5 if original else 4]]
 
 
 def with_graph(name: str) -> bool:

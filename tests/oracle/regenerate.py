@@ -101,7 +101,7 @@ def current_runs(python: str, checkout: Path, root: Path, paths: dict[str, Path]
     env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(filter(None, [str(lib),
                                                                           os.environ.get("LD_LIBRARY_PATH")])))
     for name in CURRENT_RUNS:
-        left, right, graph, _, _, _ = CURRENT_RUNS[name]
+        left, right, graph, _, _, _ = MODEL_RUNS[name]
         out = root / name
         out.mkdir()
         cmd = [python, str(tool / "msaccucmp.py"), "compare", "-m", str(paths[left]), "-g", str(paths[right]),

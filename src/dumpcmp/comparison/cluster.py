@@ -203,7 +203,8 @@ def _reopened(pairs: list[TensorPair]) -> list[TensorPair]:
 
 
 def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], device_vs_device: bool,
-                  threads: int | dict[str, int], precise: bool, max_elements: int = 0) -> tuple[str, list[Row]]:
+                  threads: int | dict[str, int], precise: bool, max_elements: int = 0,
+                  npu_vs_npu: str = "restored") -> tuple[str, list[Row]]:
     """A task: the rows of a batch of pairs (travelled without their headers), compared on the worker that runs it,
     without their pairs (the client has them). Returns (this worker's address, rows)."""
     from dumpcmp.comparison.compare import compare_pairs
@@ -213,7 +214,8 @@ def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], 
     if isinstance(threads, dict):  # {host: threads of the workers on it}: this host's cores shared among them
         host = _host(address)
         threads = max(1, (os.cpu_count() or 1) // max(1, threads.get(host, 1)))
-    rows = compare_pairs(_reopened(pairs), Sides(custom), algos, device_vs_device, threads, precise, max_elements)
+    rows = compare_pairs(_reopened(pairs), Sides(custom), algos, device_vs_device, threads, precise, max_elements,
+                         npu_vs_npu)
     for row in rows:
         row.pair = None
     return address, rows
@@ -436,7 +438,7 @@ def _reason(error: BaseException) -> str:
 
 def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
                  quiet: bool, precise: bool = False, placed: Placed | None = None,
-                 max_elements: int = 0) -> list[list[Row]]:
+                 max_elements: int = 0, npu_vs_npu: str = "restored") -> list[list[Row]]:
     """The rows of every run's pairs, in pair order (the rows `dumpcmp.comparison.compare` makes on one machine),
     compared in batches on the cluster `client` is connected to: every run's batches are submitted at once, so the
     workers share all of them. `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`);
@@ -462,7 +464,8 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
             travelling = [_travelling(run.pairs[i]) for i in span]
             holders = placed.holders.get(run.run) if placed else None
             future = client.submit(compare_batch, travelling, custom, algos, run.device_vs_device, engine_threads,
-                                   precise, max_elements, key=f"dumpcmp-compare-{token}-{number}", pure=False,
+                                   precise, max_elements, npu_vs_npu, key=f"dumpcmp-compare-{token}-{number}",
+                                   pure=False,
                                    retries=retries,
                                    **({"workers": holders, "allow_other_workers": False} if holders else {}))
             waiting.futures[future] = number

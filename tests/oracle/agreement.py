@@ -32,6 +32,8 @@ CUSTOM_NPU_FLAGS = ("-c", "{custom}", "-alg", "MeanDiff,3,Raiser", "-a", "MeanDi
 #: --msprobe-current), as MODEL_RUNS: device vs device, each tensor restored to its original shape before comparing
 CURRENT_RUNS = {
     "npu_vs_npu_current_result.csv": ("dump", "npu2", None, None, (), ()),
+    "custom_alg_npu_vs_npu_current_result.csv": ("dump", "npu2", None, None, CUSTOM_NPU_FLAGS, CUSTOM_NPU_FLAGS),
+    "ffts_current_result.csv": ("ffts_dump", "ffts_npu2", None, None, (), ()),
 }
 # dumpcmp compares device dumps restored by default (as the current version); 72c5bd4c's runs need the stored buffers
 RAW = ("--npu-vs-npu", "raw")

@@ -171,3 +171,25 @@ def test_original_spelling_restores_as_the_current_version(dumps, tmp_path):
     assert main(["compare", "-l", str(left), "-r", str(right), "-o", str(tmp_path / "ours.csv"), "--quiet"]) == 0
     (written,) = (tmp_path / "out").glob("result_*.csv")
     assert written.read_bytes() == (tmp_path / "ours.csv").read_bytes()
+
+
+def test_restored_bool_masks_get_no_16_bit_advice(tmp_path):
+    """Restored, a bool mask has an RMSE (as 0 and 1): on an int8 device the int16-layer rule must not tell a user to
+    run a mask in 16 bit (it never fired before, when a bool pair had no RMSE)."""
+    from dumpcmp.output.advice.rules import advise
+
+    left, right = tmp_path / "l", tmp_path / "r"
+    rng = np.random.default_rng(1)
+    q = rng.integers(-100, 100, (4, 40)).astype(np.int8)
+    mask = rng.random((6, 40)) > 0.5
+    for side, flip in ((left, False), (right, True)):
+        side.mkdir()
+        m = mask.copy()
+        if flip:
+            m[:, ::3] = ~m[:, ::3]
+        dumpcmp.write_dump(side / f"AscendQuant.q.1.{T}", op_name="q", outputs=[q])
+        dumpcmp.write_dump(side / f"Greater.mask.2.{T}", op_name="mask", outputs=[m])
+    result = dumpcmp.compare(left, right)
+    row = _rows(result)["mask"]
+    assert row.result is not None and row.value(7) > 0.5 and row.cosine < 0.99
+    assert [a for a in advise(result) if a.rule == "int16-layer"] == []

@@ -29,6 +29,7 @@ examples:
   dumpcmp compare -l dump/ -r golden/ -f model.json -alg 0,1,7 --extra -o result.csv --force
   dumpcmp compare -l dump/ -r golden/ -f model.json -d conv1 -t output -i 0 -o detail/
   dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
+  dumpcmp compare -l dump_a/ -r dump_b/ --npu-vs-npu raw -o a_vs_b.csv   # stored buffers, padding included
   dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
   dumpcmp compare -l stats_dump/ -r golden/ -f model.json -o stats.csv   # statistics dump (dump_data stats)
 

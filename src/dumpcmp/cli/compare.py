@@ -29,6 +29,7 @@ examples:
   dumpcmp compare -l dump/ -r golden/ -f model.json -alg 0,1,7 --extra -o result.csv --force
   dumpcmp compare -l dump/ -r golden/ -f model.json -d conv1 -t output -i 0 -o detail/
   dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
+  dumpcmp compare -l dump_a/ -r dump_b/ --npu-vs-npu raw -o a_vs_b.csv   # stored buffers, padding included
   dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
   dumpcmp compare -l stats_dump/ -r golden/ -f model.json -o stats.csv   # statistics dump (dump_data stats)
 
@@ -73,6 +74,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--op-select", metavar="ID,ID,...",
                    help="only the fusion ops holding graph ops of these ids (the original's -s; needs -f), with an "
                         "OpSequence column")
+    p.add_argument("--npu-vs-npu", choices=("restored", "raw"), metavar="restored|raw",
+                   help="device vs device (-r another device dump): restored (default, as the current msaccucmp) "
+                        "decodes each tensor to its original shape, padding removed, and compares float32 values; "
+                        "raw (as msaccucmp 72c5bd4c) compares the stored buffers, padding included")
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
@@ -175,6 +180,11 @@ def run(args: argparse.Namespace) -> int:
 
         raise ConfigError("--max-elements (-max) applies to the model-level compare only, not with -d/-op, --stats "
                           "or --locate")
+    if args.npu_vs_npu is not None and args.op is not None:
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--npu-vs-npu applies to the model-level compare only, not with -d/-op (which decodes both "
+                          "device tensors by their original shapes)")
     if args.op is None and not placed:
         from dumpcmp.comparison.stats import has_stats_dump
 
@@ -203,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
                                gt_sample=args.gt_sample, right_time=args.right_time,
                                right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
                                max_elements=args.max_elements, client=client, per_slice=args.ffts,
-                               **selection)
+                               npu_vs_npu=args.npu_vs_npu or "restored", **selection)
         located_on = client if args.locate is not None else None  # --locate replays on the same cluster
         if located_on is not None:
             locate_results = _locate(args, selection, located_on)
@@ -337,7 +347,7 @@ def _cluster(args: argparse.Namespace) -> Iterator[object]:
 
 _GATES = ("--fail-below", "--fail-on", "--json")
 _FLAG_DEST = {"-d": "op", "--locate": "locate", "--html": "html", "-f": "fusion_json", "--fail-below": "fail_below",
-              "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster"}
+              "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster", "--npu-vs-npu": "npu_vs_npu"}
 
 
 def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> None:
@@ -352,7 +362,8 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> Non
 def _run_sigmastar(args: argparse.Namespace) -> int:
     from dumpcmp.comparison.sigmastar import compare_sigmastar
 
-    _refuse(args, ("-d", "--locate", "--html", "-f", "--cluster") + _GATES, "when -l is a SigmaStar dump")
+    _refuse(args, ("-d", "--locate", "--html", "-f", "--cluster", "--npu-vs-npu") + _GATES,
+            "when -l is a SigmaStar dump")
     _check_output(args)
     result = compare_sigmastar(args.left, args.right, threads=args.threads)
     path = _result_path(args.output, True, "", [""])[0]
@@ -396,7 +407,8 @@ def _run_stats(args: argparse.Namespace, selection: dict) -> int:
     from dumpcmp.support.files import exists_error
 
     # a gate the statistics compare does not apply must not pass in silence (a CI job would read it as passed)
-    _refuse(args, ("--locate",) + _GATES, "for a statistics compare (its verdicts are in the result's Verdict column)")
+    _refuse(args, ("--locate", "--npu-vs-npu") + _GATES,
+            "for a statistics compare (its verdicts are in the result's Verdict column)")
     _check_output(args)
     budget = _check_narrow(args)
     if args.html is not None:

@@ -204,7 +204,8 @@ def reopened(pairs: list[TensorPair]) -> list[TensorPair]:
 
 
 def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], device_vs_device: bool,
-                  threads: int | dict[str, int], precise: bool, max_elements: int = 0) -> tuple[str, list[Row]]:
+                  threads: int | dict[str, int], precise: bool, max_elements: int = 0,
+                  npu_vs_npu: str = "restored") -> tuple[str, list[Row]]:
     """A task: the rows of a batch of pairs (travelled without their headers), compared on the worker that runs it,
     without their pairs (the client has them). Returns (this worker's address, rows)."""
     from dumpcmp.comparison.compare import compare_pairs
@@ -212,7 +213,7 @@ def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], 
 
     address = _worker_address()
     rows = compare_pairs(reopened(pairs), Sides(custom), algos, device_vs_device, worker_threads(threads), precise,
-                         max_elements)
+                         max_elements, npu_vs_npu)
     for row in rows:
         row.pair = None
     return address, rows
@@ -532,7 +533,7 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
 
 def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
                  quiet: bool, precise: bool = False, placed: Placed | None = None,
-                 max_elements: int = 0) -> list[list[Row]]:
+                 max_elements: int = 0, npu_vs_npu: str = "restored") -> list[list[Row]]:
     """The rows of every run's pairs, in pair order (the rows `dumpcmp.comparison.compare` makes on one machine),
     compared in batches on the cluster `client` is connected to: every run's batches are submitted at once, so the
     workers share all of them. `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`);
@@ -547,7 +548,7 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
     plan = [(k, span) for k, run in enumerate(runs)
             for span in batches(run.pairs, workers, placed.sizes if placed else None, target)]
     tasks = [Task(([travelling(runs[k].pairs[i]) for i in span], custom, algos, runs[k].device_vs_device,
-                   engine_threads, precise, max_elements),
+                   engine_threads, precise, max_elements, npu_vs_npu),
                   placed.holders.get(runs[k].run) if placed else None,
                   placed.keys.get(runs[k].run, ()) if placed else (),
                   sum(1 for i in span if runs[k].pairs[i].comparable)) for k, span in plan]

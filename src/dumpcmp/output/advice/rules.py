@@ -319,6 +319,8 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
         res = r.result
         if r.op_type in MOVING_TYPES or r.op_type in QUANT_DEQUANT_TYPES or res is None or not res.count:
             continue
+        if r.npu_data_type == "bool":  # a mask (device vs device restored gives it an RMSE): no 16-bit layer to run
+            continue
         rmse, cos, span = r.value(7), r.cosine, float(res.max_y) - float(res.min_y)
         if not (math.isfinite(rmse) and math.isfinite(span) and span > 0 and cos < t.cosine):
             continue

@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.support.files import exists_error
     from dumpcmp.errors import DumpcmpError
 
-    _custom_scripts(args)
+    custom_scripts(args)
 
     placed = _placed(args)  # -l HOST=PATH,... with --cluster: nothing of the left side to look at here
     if not placed and is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
@@ -247,9 +247,9 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _custom_scripts(args: argparse.Namespace) -> None:
+def custom_scripts(args: argparse.Namespace) -> None:
     """-c DIR (the original's user script folder): its algorithm/ plug-ins for -alg, its format_convert/ converters
-    as -custom; -a checked (it only reaches custom algorithms)."""
+    as -custom; -a checked (it only reaches custom algorithms). `dumpcmp report` takes them the same way."""
     from dumpcmp.comparison.custom_alg import CustomAlgorithms, parse_algorithm_options
     from dumpcmp.errors import ConfigError
 
@@ -257,7 +257,8 @@ def _custom_scripts(args: argparse.Namespace) -> None:
     folder = args.custom_script_path
     if folder is None:
         parse_algorithm_options(args.algorithm_options)
-        if args.op is None and _alg_order_matters(args.algorithms):  # the columns in -alg's order, as the original
+        # the columns in -alg's order, as the original
+        if getattr(args, "op", None) is None and _alg_order_matters(args.algorithms):
             args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options)
         return
     if args.custom is None and (Path(folder) / "format_convert").is_dir():
@@ -265,7 +266,7 @@ def _custom_scripts(args: argparse.Namespace) -> None:
     elif args.custom is not None and Path(args.custom).resolve() != Path(folder).resolve() and \
             (Path(folder) / "format_convert").is_dir():
         raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
-    if args.op is None:
+    if getattr(args, "op", None) is None:
         args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
         for note in args.custom_algorithms.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)

@@ -340,9 +340,9 @@ def _cluster(args: argparse.Namespace) -> Iterator[object]:
         yield cluster
 
 
-_GATES = ("--fail-below", "--fail-on", "--json")
+_GATES = ("--fail-below", "--fail-above", "--fail-on", "--json")
 _FLAG_DEST = {"-d": "op", "--locate": "locate", "--html": "html", "-f": "fusion_json", "--fail-below": "fail_below",
-              "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster"}
+              "--fail-above": "fail_above", "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster"}
 
 
 def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> None:

@@ -112,3 +112,12 @@ def test_in_a_real_process(setup, tmp_path):
     assert "gate: FAIL (1 failing)" in proc.stderr and "Traceback" not in proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["passed"] is False and doc["runs"][0]["extra_metrics"]["columns"] == ["SumSq", "Picky"]
+
+
+def test_json_on_standard_output_is_alone_there(setup, tmp_path, capsys):
+    """`--json -` with a result file and a gate that passes: the gate's line goes to standard error, standard output
+    holds the JSON only."""
+    chain, base = setup
+    assert main(base + ["-o", str(tmp_path / "r.csv"), "--fail-above", "SumSq=1e9", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["passed"] is True and "gate: PASS" in captured.err

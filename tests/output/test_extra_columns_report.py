@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 
 from dumpcmp.cli import main
 
-from helpers.cdp import CHROMIUM, Browser
+from helpers.cdp import browser_or_skip
 from helpers.custom_metrics import PICKY, SUMSQ, expected_sumsq, plugins
 from helpers.reportmodel import TS, Chain
 
@@ -73,14 +72,10 @@ def test_compare_html_shows_the_columns_of_its_result_file(setup, tmp_path):
 
 
 def test_report_in_headless_chromium_sorts_and_explains_the_extra_column(setup, tmp_path):
-    if CHROMIUM is None:
-        if os.environ.get("DUMPCMP_CI"):
-            pytest.fail("chromium is missing in CI (.ci/run installs it)")
-        pytest.skip("headless Chromium (Debian package chromium) is not installed")
     chain, folder, flags = setup
     html = tmp_path / "r.html"
     assert main(["report", *chain.args(), "-o", str(html), "--quiet", *flags]) == 0
-    b = Browser(str(tmp_path / "profile"))
+    b = browser_or_skip(str(tmp_path / "profile"))
     try:
         b.open(html.as_uri())
         assert b.eval("document.body.dataset.ready") == "1"

@@ -61,7 +61,8 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
     from dumpcmp.output.histogram import read_min_max
     from dumpcmp.output.report import build, json_ready, render, verdict, write_report
 
-    out = out or sys.stdout
+    # `--json -` has standard output: the lines for people go to standard error then
+    out = sys.stderr if args.json_path == "-" else out or sys.stdout
     bounds, rules = gates(args)
     from_file = [] if locate_results is not None or is_model(args.locate) else load_locate(args.locate)
     min_max = read_min_max(args.min_max) if args.min_max else None

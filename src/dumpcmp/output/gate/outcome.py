@@ -183,8 +183,8 @@ def evaluate(result: Any, *, fail_below: float | None = None, fail_on: Sequence[
 
 def extra_values(result: Any) -> dict[str, Any] | None:
     """The extra metric columns' values of every compared row, for `--json` (None without extra columns): numbers,
-    null for NaN, a text that is no number as it is; `reason` (the row's CompareFailReason) where one is not a
-    number."""
+    null for NaN, a text that is no finite number (`inf` too) as it is; `reason` (the row's CompareFailReason) where
+    one is NaN or a text that is no number."""
     names = result_extra_names(result)
     if not names:
         return None
@@ -199,7 +199,8 @@ def extra_values(result: Any) -> dict[str, Any] | None:
         for name in names:
             value = cell_number(cells[name])
             judged = judged and value is not None and not math.isnan(value)
-            values[name] = cells[name] if value is None else (value if math.isfinite(value) else None)
+            values[name] = None if value is not None and math.isnan(value) else \
+                value if value is not None and math.isfinite(value) else cells[name]  # inf as its text
         rec = {"row": r.index, "key": keys[id(r)], "tensor": r.shown_tensor, "op_type": r.op_type, "values": values}
         if not judged:
             rec["reason"] = r.fail_reason

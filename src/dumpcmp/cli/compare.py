@@ -396,12 +396,16 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
 
 def _run_stats(args: argparse.Namespace, selection: dict) -> int:
     """The statistics compare (dumpcmp.comparison.stats): one CSV per run, or the table on standard output."""
+    from dumpcmp.comparison.extra_metrics import extra_metric_names
     from dumpcmp.comparison.stats import compare_stats
+    from dumpcmp.errors import ConfigError
     from dumpcmp.output.table import text_table
     from dumpcmp.support.files import exists_error
 
     # a gate the statistics compare does not apply must not pass in silence (a CI job would read it as passed)
     _refuse(args, ("--locate",) + _GATES, "for a statistics compare (its verdicts are in the result's Verdict column)")
+    if extra_metric_names(args.custom_algorithms):
+        raise ConfigError("custom algorithms (-c DIR -alg Name) read tensors: a statistics dump has none")
     _check_output(args)
     budget = _check_narrow(args)
     if args.html is not None:

@@ -2,7 +2,7 @@
 verdict, a chart per operator, the full table, histograms and top errors of the worst layers, advice). A statistics
 dump (dump_data stats) gets the statistics compare's page: each side's statistics and the verdict per tensor.
 
-Exit codes: 0 written (and the gates pass), 1 a gate failed (--fail-below, --fail-on), 2 bad input.
+Exit codes: 0 written (and the gates pass), 1 a gate failed (--fail-below, --fail-above, --fail-on), 2 bad input.
 """
 
 from __future__ import annotations
@@ -73,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
 
         if extra_metric_names(args.custom_algorithms):
             raise ConfigError("custom algorithms (-c DIR -alg Name) read tensors: a statistics dump has none")
+        # a gate the statistics page does not apply must not pass in silence (as compare refuses it)
+        for flag, given in (("--fail-below", args.fail_below), ("--fail-above", args.fail_above),
+                            ("--fail-on", args.fail_on), ("--json", args.json_path)):
+            if given is not None:
+                raise ConfigError(f"{flag} is not available for a statistics dump (its verdicts are in the "
+                                  f"report's Verdict column)")
         return _stats_report(args)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads, quiet=args.quiet,

@@ -121,3 +121,12 @@ def test_json_on_standard_output_is_alone_there(setup, tmp_path, capsys):
     assert main(base + ["-o", str(tmp_path / "r.csv"), "--fail-above", "SumSq=1e9", "--json", "-"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["passed"] is True and "gate: PASS" in captured.err
+
+
+def test_a_cosine_floor_with_only_custom_columns(setup, tmp_path, capsys):
+    """`-alg SumSq` alone: the engine still computes the built-ins behind the columns, and the cosine floor works as
+    it did before extra columns had gates."""
+    chain, base = setup
+    base = [a if a != "0,SumSq,Picky" else "SumSq" for a in base]
+    assert main(base + ["--fail-below", "0.9"]) == 1
+    assert "#3 op2:output:0 (Conv2D): cosine " in capsys.readouterr().err

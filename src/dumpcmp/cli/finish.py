@@ -29,7 +29,9 @@ def gates(args: argparse.Namespace) -> tuple[list[Bound], list[str]]:
     if not (args.fail_below or args.fail_above or args.fail_on):
         return [], []
     custom = getattr(args, "custom_algorithms", None)
-    columns = metric_column_names(custom, parse_algorithms(args.algorithms) if custom is None else custom.builtin)
+    computed = parse_algorithms(args.algorithms if custom is None else custom.builtin)
+    # the result file's metric columns, and the built-ins the engine computes behind them (-alg Name alone: all ten)
+    columns = list(dict.fromkeys(metric_column_names(custom, computed) + metric_column_names(None, computed)))
     bounds = parse_bounds(args.fail_below, columns=columns) + \
         parse_bounds(args.fail_above, below=False, columns=columns)
     return bounds, parse_rules(args.fail_on, extra_metric_names(custom))

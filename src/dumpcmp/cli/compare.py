@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.support.files import exists_error
     from dumpcmp.errors import DumpcmpError
 
-    _custom_scripts(args)
+    custom_scripts(args)
 
     placed = _placed(args)  # -l HOST=PATH,... with --cluster: nothing of the left side to look at here
     if not placed and is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
@@ -254,9 +254,9 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _custom_scripts(args: argparse.Namespace) -> None:
+def custom_scripts(args: argparse.Namespace) -> None:
     """-c DIR (the original's user script folder): its algorithm/ plug-ins for -alg, its format_convert/ converters
-    as -custom; -a checked (it only reaches custom algorithms)."""
+    as -custom; -a checked (it only reaches custom algorithms). `dumpcmp report` takes them the same way."""
     from dumpcmp.comparison.custom_alg import CustomAlgorithms, parse_algorithm_options
     from dumpcmp.errors import ConfigError
 
@@ -264,7 +264,8 @@ def _custom_scripts(args: argparse.Namespace) -> None:
     folder = args.custom_script_path
     if folder is None:
         parse_algorithm_options(args.algorithm_options)
-        if args.op is None and _alg_order_matters(args.algorithms):  # the columns in -alg's order, as the original
+        # the columns in -alg's order, as the original
+        if getattr(args, "op", None) is None and _alg_order_matters(args.algorithms):
             args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options)
         return
     if args.custom is None and (Path(folder) / "format_convert").is_dir():
@@ -272,7 +273,7 @@ def _custom_scripts(args: argparse.Namespace) -> None:
     elif args.custom is not None and Path(args.custom).resolve() != Path(folder).resolve() and \
             (Path(folder) / "format_convert").is_dir():
         raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
-    if args.op is None:
+    if getattr(args, "op", None) is None:
         args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
         for note in args.custom_algorithms.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
@@ -345,9 +346,10 @@ def _cluster(args: argparse.Namespace) -> Iterator[object]:
         yield cluster
 
 
-_GATES = ("--fail-below", "--fail-on", "--json")
+_GATES = ("--fail-below", "--fail-above", "--fail-on", "--json")
 _FLAG_DEST = {"-d": "op", "--locate": "locate", "--html": "html", "-f": "fusion_json", "--fail-below": "fail_below",
-              "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster", "--npu-vs-npu": "npu_vs_npu"}
+              "--fail-above": "fail_above", "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster",
+              "--npu-vs-npu": "npu_vs_npu"}
 
 
 def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> None:
@@ -402,13 +404,17 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
 
 def _run_stats(args: argparse.Namespace, selection: dict) -> int:
     """The statistics compare (dumpcmp.comparison.stats): one CSV per run, or the table on standard output."""
+    from dumpcmp.comparison.extra_metrics import extra_metric_names
     from dumpcmp.comparison.stats import compare_stats
+    from dumpcmp.errors import ConfigError
     from dumpcmp.output.table import text_table
     from dumpcmp.support.files import exists_error
 
     # a gate the statistics compare does not apply must not pass in silence (a CI job would read it as passed)
     _refuse(args, ("--locate", "--npu-vs-npu") + _GATES,
             "for a statistics compare (its verdicts are in the result's Verdict column)")
+    if extra_metric_names(args.custom_algorithms):
+        raise ConfigError("custom algorithms (-c DIR -alg Name) read tensors: a statistics dump has none")
     _check_output(args)
     budget = _check_narrow(args)
     if args.html is not None:

@@ -2,7 +2,7 @@
 verdict, a chart per operator, the full table, histograms and top errors of the worst layers, advice). A statistics
 dump (dump_data stats) gets the statistics compare's page: each side's statistics and the verdict per tensor.
 
-Exit codes: 0 written (and the gates pass), 1 a gate failed (--fail-below, --fail-on), 2 bad input.
+Exit codes: 0 written (and the gates pass), 1 a gate failed (--fail-below, --fail-above, --fail-on), 2 bad input.
 """
 
 from __future__ import annotations
@@ -31,7 +31,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-q", "--quant-fusion-rule", metavar="JSON", help="quantization fusion rule file (AMCT)")
     p.add_argument("-o", "--output", required=True, metavar="HTML", help="the report file")
     p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
-    p.add_argument("-alg", "--algorithms", metavar="LIST", help="metrics by index (default all)")
+    p.add_argument("-alg", "--algorithms", metavar="LIST",
+                   help="metrics by index or name; with -c, also custom algorithm names, in column order (default "
+                        "all)")
+    p.add_argument("-c", "--custom_script_path", "--custom-script-path", dest="custom_script_path", metavar="DIR",
+                   help="the original tool's user script folder: DIR/algorithm/alg_{Name}.py custom algorithms "
+                        "(select them with -alg Name; their columns are in the table, the details and the gates) "
+                        "and DIR/format_convert converters (as -custom)")
+    p.add_argument("-a", "--algorithm_options", "--algorithm-options", dest="algorithm_options", metavar="OPTIONS",
+                   help='options of each algorithm, "Name:key=value,key=value;Other:key=value"')
     p.add_argument("--threshold", type=float, default=0.99, help="cosine similarity below which a layer is bad")
     p.add_argument("--histograms", type=_layers, default="auto", metavar="N|all|auto",
                    help="embed histograms and top errors of the N worst layers, or of all; auto (default): all when "
@@ -54,14 +62,28 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bins < 1:
         raise ConfigError(f"--bins must be at least 1, not {args.bins}")
+    from dumpcmp.cli.compare import custom_scripts
+
+    custom_scripts(args)  # -c DIR -alg Name -a ...: the custom algorithms' columns, as compare's
     check_outputs(args, args.output)
     from dumpcmp.comparison.stats import has_stats_dump
 
     if has_stats_dump(args.left):  # a statistics dump: the statistics compare's page, no histograms
+        from dumpcmp.comparison.extra_metrics import extra_metric_names
+
+        if extra_metric_names(args.custom_algorithms):
+            raise ConfigError("custom algorithms (-c DIR -alg Name) read tensors: a statistics dump has none")
+        # a gate the statistics page does not apply must not pass in silence (as compare refuses it)
+        for flag, given in (("--fail-below", args.fail_below), ("--fail-above", args.fail_above),
+                            ("--fail-on", args.fail_on), ("--json", args.json_path)):
+            if given is not None:
+                raise ConfigError(f"{flag} is not available for a statistics dump (its verdicts are in the "
+                                  f"report's Verdict column)")
         return _stats_report(args)
     results = compare_runs(args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
                            algorithms=args.algorithms, custom=args.custom, threads=args.threads, quiet=args.quiet,
-                           gt_sample=args.gt_sample, **run_selection(args))
+                           gt_sample=args.gt_sample, custom_algorithms=args.custom_algorithms,
+                           **run_selection(args))
     locate_results = None
     if is_model(args.locate):
         from dumpcmp.debug.locate.core import locate_runs

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from dumpcmp.comparison.extra_metrics import result_extra_names
 from dumpcmp.support.files import atomic_write_text
 from dumpcmp.output.advice import Advice, LocateRow, Thresholds, advise, normalise_locate, row_keys
 from dumpcmp.support.progress import Progress
@@ -251,7 +252,7 @@ def render(data: ReportData) -> str:
         recs.append(rec)
     cells = [row_cells + [r.status] for row_cells, r in zip(body, result.rows)]
     payload = json_ready({"rows": recs, "cells": cells, "advice": [a.to_dict() for a in data.advice], "verdict": v,
-                      "threshold": data.threshold})
+                      "threshold": data.threshold, "extra": result_extra_names(result)})
 
     def series(rows: Iterable[tuple[int, Any]]) -> list[dict[str, Any]]:
         return [{"k": k, "i": r.index, "name": _name(r), "op": r.op_type, "cos": r.cosine,

@@ -354,20 +354,27 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> Non
 
 
 def _run_sigmastar(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison.sigmastar import compare_sigmastar
+    """Their compare and console lines; --html, --locate MODEL.onnx and the gates on the same rows (cli/finish.py)."""
+    from dumpcmp.cli.finish import check_outputs, finish, sigmastar_results
 
-    _refuse(args, ("-d", "--locate", "--html", "-f", "--cluster") + _GATES, "when -l is a SigmaStar dump")
+    _refuse(args, ("-d", "-f", "--cluster"), "when -l is a SigmaStar dump")
     _check_output(args)
-    result = compare_sigmastar(args.left, args.right, threads=args.threads)
+    check_outputs(args, args.html)
+    result, results, located = sigmastar_results(args)
     path = _result_path(args.output, True, "", [""])[0]
     if path is not None:
         result.write(path, force=args.force)
     sys.stdout.write("".join(line + "\n" for line in result.lines()))
+    out = sys.stderr if path is None else sys.stdout  # their lines alone on standard output without -o
     for note in [] if args.quiet else result.notes:
         print(f"dumpcmp: note: {note}", file=sys.stderr)
     if path is not None and not args.quiet:
         print(f"  result: {path}")
-    return 0
+    for r in [] if args.quiet else (located or {}).values():
+        print("  locate: " + r.statement(), file=out)
+    if args.html is None and args.fail_below is None and not args.fail_on and args.json_path is None:
+        return 0
+    return finish(results, args, html=args.html, out=out, locate_results=located)
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from dumpcmp.cli.options import add_run_selection, count, run_selection
+from dumpcmp.errors import ConfigError
 
 
 def _layers(text: str) -> int | str | None:
@@ -49,12 +50,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.cli.advice_options import is_model
     from dumpcmp.comparison.compare import compare_runs
-    from dumpcmp.errors import ConfigError
     from dumpcmp.cli.finish import check_outputs, finish
 
     if args.bins < 1:
         raise ConfigError(f"--bins must be at least 1, not {args.bins}")
     check_outputs(args, args.output)
+    from dumpcmp.dumps.sigmastar import is_sigmastar_dump
+
+    if is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare's rows, the usual report
+        return _sigmastar_report(args)
     from dumpcmp.comparison.stats import has_stats_dump
 
     if has_stats_dump(args.left):  # a statistics dump: the statistics compare's page, no histograms
@@ -92,3 +96,21 @@ def _stats_report(args: argparse.Namespace) -> int:
             print(result.summary())
     write_stats_reports(results, args, args.output)
     return 0
+
+
+def _sigmastar_report(args: argparse.Namespace) -> int:
+    from dumpcmp.cli.finish import finish, sigmastar_results
+
+    given = [flag for flag, value in (("-f", args.fusion_json), ("-q", args.quant_fusion_rule),
+                                      ("-custom", args.custom), ("-alg", args.algorithms)) if value is not None]
+    if given:
+        raise ConfigError(f"{given[0]} is not available when -l is a SigmaStar dump (its rows are paired by tensor "
+                          "name and get every metric)")
+    _, results, located = sigmastar_results(args)
+    if not args.quiet:
+        for result in results:
+            print(result.summary(args.threshold))
+        for r in (located or {}).values():
+            print("  locate: " + r.statement())
+    return finish(results, args, html=args.output, layers=args.histograms, bins=args.bins, top_n=args.top_n,
+                  locate_results=located)

@@ -31,6 +31,7 @@ examples:
   dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
   dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
   dumpcmp compare -l stats_dump/ -r golden/ -f model.json -o stats.csv   # statistics dump (dump_data stats)
+  dumpcmp compare -l sigma_outtensor_dump.bin -r golden/ --locate model.onnx --html report.html   # SigmaStar
 
 statistics: a left side holding statistics files (statistic.csv) and no tensor dump, or --stats, compares each
 tensor's Max/Min/Mean/L2Norm and NaN/Inf counts with the ground truth's, computed from its tensors (or with another
@@ -41,7 +42,8 @@ dump's); verdict error above --stats-error, warning above --stats-warning (docs/
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare device dumps with ground truth, operator by operator",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-l", "--left", required=True, metavar="DIR", help='"My Output": the device dump folder or tree')
+    p.add_argument("-l", "--left", required=True, metavar="DIR",
+                   help='"My Output": the device dump folder or tree, or a SigmaStar dump (sigma_outtensor_dump.bin)')
     p.add_argument("-r", "--right", required=True, metavar="DIR",
                    help='"Ground Truth": a folder of {op}.{index}.{timestamp}.npy files, or another device dump')
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
@@ -100,7 +102,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                         "standard output when there is no -o)")
     p.add_argument("--locate", metavar="MODEL.onnx",
                    help="replay every operator on its own device inputs (dumpcmp locate) and add the columns "
-                        "OwnCosine, OwnRelRMSE, InheritedCosine, InheritedRelRMSE, Verdict after the original's")
+                        "OwnCosine, OwnRelRMSE, InheritedCosine, InheritedRelRMSE, Verdict after the original's; "
+                        "with a SigmaStar dump (no -f): rows in the ONNX graph's order and locate's verdict printed")
     p.add_argument("-d", "--op", dest="op", metavar="OP", help="single-operator mode: the device op to detail")
     p.add_argument("-t", "--tensor", choices=("input", "output"), default="output", help="with -d: input or output")
     p.add_argument("-i", "--index", type=count, default=0, help="with -d: which input/output")

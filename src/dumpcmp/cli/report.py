@@ -1,6 +1,8 @@
 """`dumpcmp report`: compare a device dump with its ground truth and write one self-contained HTML report (run,
 verdict, a chart per operator, the full table, histograms and top errors of the worst layers, advice). A statistics
-dump (dump_data stats) gets the statistics compare's page: each side's statistics and the verdict per tensor.
+dump (dump_data stats) gets the statistics compare's page: each side's statistics and the verdict per tensor. A
+SigmaStar dump (sigma_outtensor_dump.bin) gets the usual page from its compare's rows (MSE, RelativeL1, Jump added);
+--locate MODEL.onnx puts them in the ONNX graph's order and runs locate, no -f.
 
 Exit codes: 0 written (and the gates pass), 1 a gate failed (--fail-below, --fail-on), 2 bad input.
 """
@@ -26,7 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("report", help="an HTML report of a comparison (chart, table, histograms, advice)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-l", "--left", required=True, metavar="DIR", help='"My Output": the device dump folder or tree')
+    p.add_argument("-l", "--left", required=True, metavar="DIR",
+                   help='"My Output": the device dump folder or tree, or a SigmaStar dump (sigma_outtensor_dump.bin; '
+                        'no -f, --locate MODEL.onnx orders its rows by the ONNX graph)')
     p.add_argument("-r", "--right", required=True, metavar="DIR", help='"Ground Truth": .npy folder or device dump')
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
     p.add_argument("-q", "--quant-fusion-rule", metavar="JSON", help="quantization fusion rule file (AMCT)")

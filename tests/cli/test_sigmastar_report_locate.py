@@ -157,3 +157,32 @@ def test_graph_json_is_refused_with_a_sigmastar_dump(flow, tmp_path, capsys):
                  "-f", "x.json"]) == 2
     assert main(["report", "-l", left, "-r", str(flow / "gt"), "-o", str(tmp_path / "r.html"), "-f", "x.json"]) == 2
     assert "-f is not available" in capsys.readouterr().err
+
+
+def advice_of(flow, tmp_path, dump, name):
+    out = tmp_path / f"{name}.html"
+    assert main(["report", "-l", str(dump), "-r", str(flow / "gt"), "-o", str(out), "--json",
+                 str(tmp_path / f"{name}.json"), "--quiet"]) == 0
+    header, data = page_data(out)
+    device = header.index("DataType")  # NPUDump's; GroundTruth's follows
+    with open(tmp_path / f"{name}.json", encoding="utf-8") as f:
+        advice = [(a["rule"], a["layer"]) for a in json.load(f)["runs"][0]["advice"]]
+    return {row[header.index("TensorIndex")]: row[device] for row in data["cells"]}, advice
+
+
+def test_the_int8_advice_follows_the_tensors_width(flow, tmp_path, capsys):
+    """A row's device data type is the header's (SGS_S8: int8, SGS_S16: int16): the int8 rules advise a faulted
+    int8 layer to run in 16 bit, and say nothing about a tensor that is 16-bit already."""
+    sim = tmp_path / "sim"
+    assert main(["simulate", "--target", "sigmastar", str(flow / "net.onnx"), "--seed", "0", "-o", str(sim),
+                 "--fault", "m", "--fault-scale", "2", "--quant-level", "int8", "--quiet"]) == 0
+    fixed = sim / "fixed" / "sigma_outtensor_dump.bin"
+    types, advice = advice_of(flow, tmp_path, fixed, "int8")
+    assert set(types.values()) == {"int8"} and ("int16-layer", "m") in advice
+    # the same values, the layers from m on held in 16 bits (a mixed model): nothing to advise on them
+    dump = open_sigmastar(fixed)
+    specs = [TensorSpec(t.name, dump.values(t), t.op_type, t.op_index, scale=t.scale, zero_point=t.zero_point,
+                        data_type="SGS_S8" if t.name == "c" else "SGS_S16") for t in dump.tensors]
+    types, advice = advice_of(flow, tmp_path, write_sigmastar_dump(tmp_path / "mixed.bin", specs), "mixed")
+    assert types == {"c": "int8", "m": "int16", "r": "int16", "a": "int16", "y": "int16"}
+    assert not [a for a in advice if a[0] in ("int16-layer", "int8-outliers")]

@@ -28,7 +28,7 @@ from typing import Any
 
 from dumpcmp.comparison.metrics import METRICS, MetricResult, compare_arrays
 from dumpcmp.dumps.ground_truth import INDEX_NAME, load_npy, read_golden_index
-from dumpcmp.dumps.sigmastar import SigmaTensor, is_sigmastar_dump, open_sigmastar
+from dumpcmp.dumps.sigmastar import DTYPES, SigmaTensor, is_sigmastar_dump, open_sigmastar
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.support.lazy_numpy import np
 
@@ -75,6 +75,8 @@ class SigmaRow:
     note: str = ""
     error: str = ""
     jump: bool = False
+    data_type: str = "float"
+    """The header's type (`SGS_S8`, `SGS_S16`, `float`, ...): what the SigmaStar model holds the tensor in."""
     load: Callable[[], tuple[Any, Any]] | None = field(default=None, repr=False, compare=False)
     """(sample, benchmark) values as they were compared (the benchmark transposed where the row's note says)."""
 
@@ -220,7 +222,7 @@ def compare_sigmastar(sample: str | os.PathLike[str], benchmark: str | os.PathLi
     missing = [t.name for t in chosen if t.name not in bench]
     chosen = sorted((t for t in chosen if t.name in bench), key=lambda t: (t.op_index, t.index))
     for t in chosen:
-        row = SigmaRow(t.index, t.label, t.name, t.op_type, t.op_index, t.shape)
+        row = SigmaRow(t.index, t.label, t.name, t.op_type, t.op_index, t.shape, data_type=t.data_type)
         result.rows.append(row)
         _, load = bench[t.name]
         try:
@@ -265,8 +267,10 @@ def run_name(sample: str) -> str:
 
 def as_comparison(result: SigmaResult, producers: Mapping[str, tuple[int, str, str]] | None = None) -> Any:
     """`result` as the regular rows the report, the advice and the gates read (`ComparisonResult`): one `Row` per
-    SigmaRow, its ten metrics, the sample's shape, its `TensorIndex` the tensor name, and its MSE, RelativeL1 (their
-    "RMSE"), Jump and Note as `extra_columns`; each row reads its values again for the histograms (`Row.sources`).
+    SigmaRow, its ten metrics, the sample's shape, its `TensorIndex` the tensor name, its device data type the
+    header's (SGS_S8: int8, so the int8 advice applies; the values compared are dequantised), and its MSE,
+    RelativeL1 (their "RMSE"), Jump and Note as `extra_columns`; each row reads its values again for the histograms
+    (`Row.sources`).
 
     `producers` (tensor name -> (position, node name, op type) of the ONNX node that produces it): rows follow the
     ONNX graph's order (Index: the node's position) and name their node (NPUDump, GroundTruth) and its op type;
@@ -285,7 +289,8 @@ def as_comparison(result: SigmaResult, producers: Mapping[str, tuple[int, str, s
         known = producers.get(s.name) if producers is not None else None
         index, npu, truth, op_type = (known[0], known[1], known[1], known[2]) if known else \
             (s.op_index, s.label, s.name, s.op_type)
-        row = Row(index, op_type, npu, "float32", None, truth, "float32", None, s.name, s.shape, result=s.metrics,
+        device_type = np.dtype(DTYPES[s.data_type]).name if s.data_type in DTYPES else "float32"
+        row = Row(index, op_type, npu, device_type, None, truth, "float32", None, s.name, s.shape, result=s.metrics,
                   fail_reason=s.error, failed=bool(s.error), sources=s.load)
         by_row[id(row)] = s
         rows.append(row)

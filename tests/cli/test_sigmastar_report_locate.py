@@ -186,3 +186,17 @@ def test_the_int8_advice_follows_the_tensors_width(flow, tmp_path, capsys):
     types, advice = advice_of(flow, tmp_path, write_sigmastar_dump(tmp_path / "mixed.bin", specs), "mixed")
     assert types == {"c": "int8", "m": "int16", "r": "int16", "a": "int16", "y": "int16"}
     assert not [a for a in advice if a[0] in ("int16-layer", "int8-outliers")]
+
+
+def test_a_benchmark_tensor_that_does_not_fit_leaves_only_its_measures_out(flow, tmp_path, capsys):
+    truth = open_sigmastar(flow / "gt" / "onnx_NHWC_outtensor_dump.bin")
+    specs = [TensorSpec(t.name, np.zeros((1, 5), np.float32) if t.name == "r" else truth.values(t), t.op_type,
+                        t.op_index) for t in truth.tensors]
+    bench = write_sigmastar_dump(tmp_path / "bench.bin", specs)
+    assert main(["locate", str(flow / "net.onnx"), "-l", str(flow / "faulty" / "fixed" / "sigma_outtensor_dump.bin"),
+                 "-r", str(bench), "-o", str(tmp_path / "o"), "--quiet"]) == 0
+    rows = {r["Output"]: r for r in read_csv(tmp_path / "o" / "locate.csv")}
+    assert [rows[n]["Verdict"] for n in "cmray"] == ["ok", "origin", "inherited", "inherited", "inherited"]
+    assert rows["r"]["TotalCosine"] == "NaN" and rows["r"]["Note"].startswith("total not measured: ")
+    assert rows["a"]["Note"].startswith("input r not measured against the benchmark: ")
+    assert float(rows["a"]["InheritedCosine"]) < 0.99  # from its other input, m

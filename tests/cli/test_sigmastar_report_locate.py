@@ -200,3 +200,15 @@ def test_a_benchmark_tensor_that_does_not_fit_leaves_only_its_measures_out(flow,
     assert rows["r"]["TotalCosine"] == "NaN" and rows["r"]["Note"].startswith("total not measured: ")
     assert rows["a"]["Note"].startswith("input r not measured against the benchmark: ")
     assert float(rows["a"]["InheritedCosine"]) < 0.99  # from its other input, m
+
+
+def test_a_shape_that_is_no_layout_of_the_onnx_tensor_is_not_replayed(flow, tmp_path, capsys):
+    dump = open_sigmastar(flow / "faulty" / "fixed" / "sigma_outtensor_dump.bin")
+    specs = [TensorSpec(t.name, dump.values(t).reshape(1, 6, 24) if t.name == "y" else dump.values(t), t.op_type,
+                        t.op_index) for t in dump.tensors]
+    left = write_sigmastar_dump(tmp_path / "d.bin", specs)
+    assert main(["locate", str(flow / "net.onnx"), "-l", str(left), "-r", str(flow / "gt"), "-o", str(tmp_path / "o"),
+                 "--quiet"]) == 0
+    rows = {r["Output"]: r for r in read_csv(tmp_path / "o" / "locate.csv")}
+    assert rows["y"]["Verdict"] == "not replayed" and "not replayed rather than guessed" in rows["y"]["Note"]
+    assert rows["m"]["Verdict"] == "origin"

@@ -53,7 +53,8 @@ def tensor_producers(model: OriginalModel) -> dict[str, tuple[int, str, str]]:
 def onnx_layout(values: Any, shape: tuple[int, ...] | None, what: str) -> Any:
     """A SigmaStar tensor's values in the ONNX tensor's `shape`: a 4-D tensor the SDK holds in NHWC transposed to
     NCHW (also when the shape reads the same both ways, as the SDK always stores NHWC), one already in the ONNX
-    shape kept, any other layout of the same element count reshaped. DumpcmpError when the counts differ."""
+    shape kept (or differing only in dimensions of 1). DumpcmpError for any other shape: another order of the
+    values is not guessed."""
     a = np.asarray(values)
     if shape is None:
         return np.ascontiguousarray(a)
@@ -63,6 +64,9 @@ def onnx_layout(values: Any, shape: tuple[int, ...] | None, what: str) -> Any:
     if math.prod(shape) != a.size:
         raise DumpcmpError(f"{what}: {a.size} values {list(a.shape)}, the ONNX tensor {list(shape)} has "
                            f"{math.prod(shape)} (a tensor the SDK fused or renamed?)")
+    if [d for d in a.shape if d != 1] != [d for d in shape if d != 1]:  # a reshape could reorder: never guessed
+        raise DumpcmpError(f"{what}: shape {list(a.shape)} is neither the ONNX tensor's {list(shape)} nor its NHWC "
+                           "form (a layout the SDK chose; not replayed rather than guessed)")
     return np.ascontiguousarray(a.reshape(shape))
 
 

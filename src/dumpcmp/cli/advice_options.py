@@ -31,7 +31,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--min-max", metavar="TXT", help="a calibrator's tensor_min_max.txt (wide-conv-input reads it)")
     if "--locate" not in p._option_string_actions:  # compare has its own (MODEL.onnx, adding columns)
         g.add_argument("--locate", metavar="MODEL.onnx|JSON",
-                       help="run dumpcmp locate on the ONNX model (needs -f), or read a locate result: "
+                       help="run dumpcmp locate on the ONNX model (needs -f, except with a SigmaStar dump), or read "
+                            "a locate result: "
                             "`dumpcmp locate --json` output or a JSON list of {op, own_cosine, inherited_cosine, "
                             "total_cosine, verdict}; the report then shows own vs inherited error")
     g.add_argument("--fail-below", action="append", metavar="[METRIC=]X",

@@ -32,6 +32,7 @@ examples:
   dumpcmp compare -l dump_a/ -r dump_b/ --npu-vs-npu raw -o a_vs_b.csv   # stored buffers, padding included
   dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
   dumpcmp compare -l stats_dump/ -r golden/ -f model.json -o stats.csv   # statistics dump (dump_data stats)
+  dumpcmp compare -l sigma_outtensor_dump.bin -r golden/ --locate model.onnx --html report.html   # SigmaStar
 
 statistics: a left side holding statistics files (statistic.csv) and no tensor dump, or --stats, compares each
 tensor's Max/Min/Mean/L2Norm and NaN/Inf counts with the ground truth's, computed from its tensors (or with another
@@ -42,7 +43,8 @@ dump's); verdict error above --stats-error, warning above --stats-warning (docs/
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare device dumps with ground truth, operator by operator",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-l", "--left", required=True, metavar="DIR", help='"My Output": the device dump folder or tree')
+    p.add_argument("-l", "--left", required=True, metavar="DIR",
+                   help='"My Output": the device dump folder or tree, or a SigmaStar dump (sigma_outtensor_dump.bin)')
     p.add_argument("-r", "--right", required=True, metavar="DIR",
                    help='"Ground Truth": a folder of {op}.{index}.{timestamp}.npy files, or another device dump')
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
@@ -100,7 +102,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                         "standard output when there is no -o)")
     p.add_argument("--locate", metavar="MODEL.onnx",
                    help="replay every operator on its own device inputs (dumpcmp locate) and add the columns "
-                        "OwnCosine, OwnRelRMSE, InheritedCosine, InheritedRelRMSE, Verdict after the original's")
+                        "OwnCosine, OwnRelRMSE, InheritedCosine, InheritedRelRMSE, Verdict after the original's; "
+                        "with a SigmaStar dump (no -f): rows in the ONNX graph's order and locate's verdict printed")
     p.add_argument("-d", "--op", dest="op", metavar="OP", help="single-operator mode: the device op to detail")
     p.add_argument("-t", "--tensor", choices=("input", "output"), default="output", help="with -d: input or output")
     p.add_argument("-i", "--index", type=count, default=0, help="with -d: which input/output")
@@ -362,21 +365,27 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> Non
 
 
 def _run_sigmastar(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison.sigmastar import compare_sigmastar
+    """Their compare and console lines; --html, --locate MODEL.onnx and the gates on the same rows (cli/finish.py)."""
+    from dumpcmp.cli.finish import check_outputs, finish, sigmastar_results
 
-    _refuse(args, ("-d", "--locate", "--html", "-f", "--cluster", "--npu-vs-npu") + _GATES,
-            "when -l is a SigmaStar dump")
+    _refuse(args, ("-d", "-f", "--cluster", "--npu-vs-npu"), "when -l is a SigmaStar dump")
     _check_output(args)
-    result = compare_sigmastar(args.left, args.right, threads=args.threads)
+    check_outputs(args, args.html)
+    result, results, located = sigmastar_results(args)
     path = _result_path(args.output, True, "", [""])[0]
     if path is not None:
         result.write(path, force=args.force)
     sys.stdout.write("".join(line + "\n" for line in result.lines()))
+    out = sys.stderr if path is None else sys.stdout  # their lines alone on standard output without -o
     for note in [] if args.quiet else result.notes:
         print(f"dumpcmp: note: {note}", file=sys.stderr)
     if path is not None and not args.quiet:
         print(f"  result: {path}")
-    return 0
+    for r in [] if args.quiet else (located or {}).values():
+        print("  locate: " + r.statement(), file=out)
+    if args.html is None and args.fail_below is None and not args.fail_on and args.json_path is None:
+        return 0
+    return finish(results, args, html=args.html, out=out, locate_results=located)
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:

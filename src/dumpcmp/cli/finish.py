@@ -114,3 +114,22 @@ def write_stats_reports(results: Sequence[Any], args: argparse.Namespace, html: 
                                   left=args.left, right=args.right)
         if not args.quiet:
             print(f"  report: {path}", file=out or sys.stdout)
+
+
+def sigmastar_results(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any] | None]:
+    """`-l` a SigmaStar dump: their compare (`SigmaResult`), the same as the regular rows the report, the advice and
+    the gates read, and with `--locate MODEL.onnx` the rows in the ONNX graph's order and locate's result by run."""
+    from dumpcmp.comparison.sigmastar import as_comparison, compare_sigmastar
+
+    sigma = compare_sigmastar(args.left, args.right, threads=args.threads)
+    producers, located = None, None
+    if is_model(args.locate):
+        from dumpcmp.debug.locate.sigmastar import locate_sigmastar, tensor_producers
+        from dumpcmp.debug.region import OriginalModel
+
+        model = OriginalModel.load(args.locate)
+        producers = tensor_producers(model)
+        found = locate_sigmastar(model, args.left, args.right, threshold=args.threshold, threads=args.threads,
+                                 quiet=args.quiet)
+        located = {found.run: found}
+    return sigma, [as_comparison(sigma, producers)], located

@@ -60,8 +60,8 @@ from dumpcmp.output.table import (
     text_table,
 )
 
-__all__ = ["LocateRow", "LocateResult", "RangeExit", "locate", "locate_runs", "range_exit", "VERDICTS",
-           "DEFAULT_ALGORITHMS"]
+__all__ = ["LocateRow", "LocateResult", "RangeExit", "locate", "locate_runs", "measure", "range_exit", "verdicts",
+           "VERDICTS", "DEFAULT_ALGORITHMS"]
 
 VERDICTS = ("origin", "adds", "inherited", "ok", "not replayed")
 DEFAULT_ALGORITHMS = (0, 1, 7)
@@ -97,7 +97,7 @@ class Measure:
         return float(self.result.std_x) if metric == 5 else float(self.result.value(metric))
 
 
-def _measure(x: np.ndarray, y: np.ndarray, metrics: Iterable[int]) -> Measure:
+def measure(x: np.ndarray, y: np.ndarray, metrics: Iterable[int]) -> Measure:
     x = np.ascontiguousarray(x).reshape(-1)
     y = np.ascontiguousarray(y).reshape(-1)
     if x.size != y.size:
@@ -716,14 +716,14 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         name = unit.weight or unit.tensor(om, p)
         replay = job.outputs[name]
         device = device_tensor(om, p, shape=replay.shape, tensor=None if unit.weight else name)
-        own = _measure(device, replay, own_metrics)
+        own = measure(device, replay, own_metrics)
         if unit.weight is None and row.range_exit is None:
             row.range_exit = range_exit(_data_type(p), replay, device)
         truth = _truth(p, cache) if unit.weight is None else replay
-        total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
+        total = measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
         alone = None
         if compute is not None and not compute.error:
-            alone = _measure(device, compute.outputs[name], DEFAULT_ALGORITHMS)
+            alone = measure(device, compute.outputs[name], DEFAULT_ALGORITHMS)
         if best is None or own.cosine < best[0].cosine:
             best = (own, total, name, alone)
     assert best is not None
@@ -733,7 +733,7 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         truth = _truth(p, cache)
         if truth is None:
             continue
-        m = _measure(job.feeds[unit.tensor(om, p)], truth, DEFAULT_ALGORITHMS)
+        m = measure(job.feeds[unit.tensor(om, p)], truth, DEFAULT_ALGORITHMS)
         if worst_in is None or m.cosine < worst_in.cosine:
             worst_in = m
     row.inherited = worst_in
@@ -886,7 +886,7 @@ def replay_units(om: OriginalModel, travelled: Sequence[tuple[_Unit, list[tuple[
     return [u.row for u in units]
 
 
-def _verdicts(result: LocateResult) -> None:
+def verdicts(result: LocateResult) -> None:
     seen_origin = False
     for r in result.rows:
         if r.own is None:
@@ -1008,7 +1008,7 @@ def locate_runs(
                           quiet=quiet) as progress:
                 _replay(om, units, own_metrics, batch_bytes, threads, progress)
         result = LocateResult([u.row for u in units], run.run, threshold, limit, algos, notes)
-        _verdicts(result)
+        verdicts(result)
         _range_origin(result, graph, units)
         results.append(result)
     return results

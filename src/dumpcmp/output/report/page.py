@@ -160,9 +160,13 @@ def _locate_by_row(result: Any, locate: Sequence[LocateRow]) -> dict[int, Locate
     by_op = {lr.op: lr for lr in locate}
     out = {}
     for k, r in enumerate(result.rows):
-        if r.pair is None or r.pair.kind != "output":
+        if r.pair is None and r.sources is not None:  # compared from arrays (SigmaStar): located by its node
+            names: tuple[str | None, ...] = (r.npu_dump,)
+        elif r.pair is None or r.pair.kind != "output":
             continue
-        for name in (r.pair.npu_op, r.pair.graph_op, r.pair.ground_truth_op, *(r.pair.ground_truth_ops or ())):
+        else:
+            names = (r.pair.npu_op, r.pair.graph_op, r.pair.ground_truth_op, *(r.pair.ground_truth_ops or ()))
+        for name in names:
             if name and name in by_op:
                 out[k] = by_op[name]
                 break

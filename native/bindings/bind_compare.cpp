@@ -1,5 +1,8 @@
+#include <algorithm>
+#include <exception>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "dumpcmp/checked.hpp"
 #include "dumpcmp/dump.hpp"
@@ -8,6 +11,8 @@
 #include "dumpcmp/format.hpp"
 #include "dumpcmp/layout.hpp"
 #include "dumpcmp/mapped_file.hpp"
+#include "dumpcmp/parallel.hpp"
+#include "dumpcmp/source.hpp"
 #include "dumpcmp/stats.hpp"
 #include "pycommon.hpp"
 
@@ -150,6 +155,78 @@ void bind_compare(py::module_& core) {
     }, py::arg("pairs"), py::arg("metrics") = py::none(), py::arg("threads") = 0u, py::arg("precise") = false,
        "Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. "
        "Returns a MetricResult or the error text per pair.");
+
+    m.def("float32_windows", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
+                                py::function callback, unsigned threads, std::size_t chunk_elements) {
+        if (x->count() != y->count())
+            throw std::invalid_argument("element counts differ: " + std::to_string(x->count()) + " vs " +
+                                        std::to_string(y->count()));
+        if (chunk_elements == 0) throw std::invalid_argument("window size must be at least one element");
+        if (threads == 0) threads = num_threads();
+        const std::uint64_t n = x->count();
+        const std::uint64_t windows = (n + chunk_elements - 1) / chunk_elements;
+        // Windows are decoded a round at a time on the engine's threads, without the interpreter lock, while this
+        // thread hands the round before to Python in window order. Python is called from this thread only: calling
+        // it from every engine thread made them queue for the lock, slower on 2 threads than on 1 (measured,
+        // docs/performance.md#metric-plug-ins).
+        const std::size_t per_round = std::max<std::size_t>(2, 4 * static_cast<std::size_t>(threads));
+        struct Round {
+            std::vector<SourceScratch> sx, sy;  // a window's decoded values, unless it is read in place
+            std::vector<const float*> x, y;
+            std::vector<std::size_t> counts;
+            std::uint64_t first_window = 0;
+            std::size_t windows = 0;
+        };
+        auto decode = [&](Round& r, std::uint64_t first_window, unsigned decode_threads) {
+            r.first_window = first_window;
+            r.windows = static_cast<std::size_t>(std::min<std::uint64_t>(per_round, windows - first_window));
+            for (auto* v : {&r.sx, &r.sy}) v->resize(per_round);
+            for (auto* v : {&r.x, &r.y}) v->resize(per_round);
+            r.counts.resize(per_round);
+            parallel_for(r.windows, [&](std::size_t i) {
+                const std::uint64_t first = (first_window + i) * chunk_elements;
+                r.counts[i] = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_elements, n - first));
+                r.x[i] = x->read_float32(first, r.counts[i], r.sx[i]);
+                r.y[i] = y->read_float32(first, r.counts[i], r.sy[i]);
+            }, decode_threads);
+        };
+        Round current, next;
+        {
+            py::gil_scoped_release release;
+            if (windows > 0) decode(current, 0, threads);
+        }
+        for (std::uint64_t at = 0; at < windows; at += per_round) {
+            const std::uint64_t after = at + per_round;
+            std::exception_ptr ahead_error;
+            ThreadGroup ahead;  // the next round, decoded while Python reads this one (joined on every way out)
+            const bool overlap = threads > 1 && after < windows &&
+                                 ahead.spawn([&] {
+                                     try {
+                                         decode(next, after, threads - 1);
+                                     } catch (...) {
+                                         ahead_error = std::current_exception();
+                                     }
+                                 });
+            for (std::size_t i = 0; i < current.windows; ++i) {
+                // copies: the callback may keep them, the buffers are a later round's
+                const auto count = static_cast<py::ssize_t>(current.counts[i]);
+                py::array_t<float> ax(count, current.x[i]);
+                py::array_t<float> ay(count, current.y[i]);
+                callback(current.first_window + i, ax, ay);
+            }
+            {
+                py::gil_scoped_release release;
+                ahead.join();
+                if (ahead_error) std::rethrow_exception(ahead_error);
+                if (!overlap && after < windows) decode(next, after, threads);
+            }
+            std::swap(current, next);
+        }
+    }, py::arg("x"), py::arg("y"), py::arg("callback"), py::arg("threads") = 0u,
+       py::arg("chunk_elements") = kDefaultChunkElements,
+       "Both sides' windows of chunk_elements in the compared order, decoded to float32 on up to `threads` threads: "
+       "callback(window_index, x_window, y_window) (1-D float32 copies) once per window, in window order, on the "
+       "calling thread. An exception in the callback stops the windows and is raised as it is.");
 
     m.def("stats_many", [](const py::list& sources, unsigned threads) {
         std::vector<std::shared_ptr<TensorSource>> list;

@@ -427,6 +427,11 @@ class compare:
         Compare (x, y, scalar) source pairs; small pairs in parallel, large ones on all threads. Returns a MetricResult or the error text per pair.
         """
     @staticmethod
+    def float32_windows(x: compare.TensorSource, y: compare.TensorSource, callback: collections.abc.Callable, threads: typing.SupportsInt | typing.SupportsIndex = 0, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536) -> None:
+        """
+        Both sides' windows of chunk_elements in the compared order, decoded to float32 on up to `threads` threads: callback(window_index, x_window, y_window) (1-D float32 copies) once per window, in window order, on the calling thread. An exception in the callback stops the windows and is raised as it is.
+        """
+    @staticmethod
     def stats_many(sources: list, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
         """
         Each source's statistics in one pass, in the compared order (its layout plan): a dict with count, max, min, mean, l2norm (float32 values, float64 sums; NaN in the tensor makes the four NaN) and nan_count, pos_inf_count, neg_inf_count, zero_count; or the error text of a source that could not be read.

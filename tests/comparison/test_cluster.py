@@ -101,6 +101,8 @@ class Cluster:
 
     def _start(self, cmd: list[str], env: dict) -> subprocess.Popen:
         log = open(self.folder / f"p{len(self.procs)}.log", "wb")
+        # the workers' scratch folders in the test's own folder: a worker killed on purpose leaves its folder behind
+        env = {**env, "DASK_TEMPORARY_DIRECTORY": str(self.folder / "dask-scratch")}
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         log.close()
         self.procs.append(proc)
@@ -475,6 +477,46 @@ def test_the_only_holder_lost(trees: dict[str, Path], tmp_path: Path, cluster) -
         reasons = {r[-1] for r, t in zip(mine[1:], theirs[1:]) if t[-1] == ""}
         assert reasons == {"not compared: no worker that holds its files was left for 1 s (lost, or the client lost "
                            "the scheduler)"}, name
+
+
+# a worker that dies (SIGKILL) on the first batch it is given, once: after its nanny restarts it, it compares
+DIE_ONCE = """
+import os, signal
+from pathlib import Path
+import dumpcmp.comparison.cluster as cluster
+
+# Dask may run a preload twice in one namespace: keep the real function once, on the module
+cluster.real_compare_batch = getattr(cluster, "real_compare_batch", cluster.compare_batch)
+
+def compare_batch(*args, **kwargs):
+    mark = Path(MARK)
+    if not mark.exists():
+        mark.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return cluster.real_compare_batch(*args, **kwargs)
+
+cluster.compare_batch = compare_batch
+"""
+
+
+def test_a_holder_restarted_by_its_nanny_takes_its_batches_back(trees: dict[str, Path], tmp_path: Path,
+                                                                cluster) -> None:
+    """The only worker holding devices 0 and 1 dies on its first batch and its nanny restarts it under a new address
+    (same name, same disk): its batches go to the restarted worker, and every file is the local run's (before, the
+    batches stayed bound to the dead address and their rows failed after --cluster-timeout)."""
+    roots = split_tree(trees["left"], tmp_path / "hosts")
+    c = cluster()
+    c.worker(preload=DIE_ONCE.replace("MARK", repr(str(tmp_path / "died"))), nanny=True, name="w1")
+    c.worker(name="w2")
+    c.worker(name="w3")
+    c.wait_workers(3)
+    out = cli("compare", "-l", ",".join(f"{n}={r}" for n, r in roots.items()), "-r", trees["gt"],
+              "-o", tmp_path / "gt.csv", "--cluster", c.address, "--cluster-timeout", "60", "--quiet", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "died").exists()  # the worker did die once
+    for name in (p.name for p in trees["local"].glob("gt_*.csv")):
+        assert (tmp_path / name).read_bytes() == (trees["local"] / name).read_bytes().replace(
+            os.fsencode(trees["left"]), os.fsencode(roots["w1"])), name
 
 
 @pytest.mark.parametrize("peer", ["silent", "garbage"])

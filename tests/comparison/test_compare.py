@@ -234,11 +234,14 @@ def test_device_vs_device(model, tmp_path, rng):
     nz[0, 0, 0, 3] += np.float16(1.0)
     write_dump(right, op_name="fc1", inputs=[TensorData(d.inputs[0].array(), format="ND")],
                outputs=[TensorData(nz, format="FRACTAL_NZ", original_shape=(1, 10))])
-    row = rows_by_tensor(compare(model.root / "dump", other))["fc1:output:0"]
-    # as the original tool: both sides in stored order, the NZ block's padding included (16 x 16)
+    row = rows_by_tensor(compare(model.root / "dump", other, npu_vs_npu="raw"))["fc1:output:0"]
+    # as the original tool's 72c5bd4c: both sides in stored order, the NZ block's padding included (16 x 16)
     assert abs(row.result.value(1) - 1.0) < 0.01 and row.result.count == nz.size == 256
     assert row.result.format(6) == "%.6f" % (row.result.value(1) / 256)
     assert row.shape == (1, 1, 16, 16)  # the device shape
+    restored = rows_by_tensor(compare(model.root / "dump", other))["fc1:output:0"]  # the default: (1, 10)
+    assert restored.result.count == 10 and restored.result.format(6) == "%.6f" % (restored.result.value(1) / 10)
+    assert restored.shape == (1, 1, 16, 16)
 
 
 def test_bad_inputs(tmp_path, model):

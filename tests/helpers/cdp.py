@@ -132,3 +132,14 @@ class Browser:
             self.proc.wait()
         os.close(self._w)
         os.close(self._r)
+
+
+def browser_or_skip(profile: str) -> Browser:
+    """A browser for a test, which is skipped when Chromium is not installed (and fails in CI, which installs it)."""
+    import pytest
+
+    if CHROMIUM is None:
+        if os.environ.get("DUMPCMP_CI"):
+            pytest.fail("chromium is missing in CI (.ci/run installs it)")
+        pytest.skip("headless Chromium (Debian package chromium) is not installed")
+    return Browser(profile)

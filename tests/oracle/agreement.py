@@ -28,24 +28,34 @@ METRICS = {"CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "
 # the custom algorithm runs' flags (the same spelling in both tools; {custom}: the corpus's -c folder)
 CUSTOM_FLAGS = ("-c", "{custom}", "-alg", make_corpus.CUSTOM_ALG_SELECTION, "-a", make_corpus.CUSTOM_ALG_OPTIONS)
 CUSTOM_NPU_FLAGS = ("-c", "{custom}", "-alg", "MeanDiff,3,Raiser", "-a", "MeanDiff:scale=1")
+#: the runs of the original's current version (msprobe 8ff00da3, through the stand-in dump parser: regenerate.py
+#: --msprobe-current), as MODEL_RUNS: device vs device, each tensor restored to its original shape before comparing
+CURRENT_RUNS = {
+    "npu_vs_npu_current_result.csv": ("dump", "npu2", None, None, (), ()),
+    "custom_alg_npu_vs_npu_current_result.csv": ("dump", "npu2", None, None, CUSTOM_NPU_FLAGS, CUSTOM_NPU_FLAGS),
+    "ffts_current_result.csv": ("ffts_dump", "ffts_npu2", None, None, (), ()),
+}
+# dumpcmp compares device dumps restored by default (as the current version); 72c5bd4c's runs need the stored buffers
+RAW = ("--npu-vs-npu", "raw")
 # result file -> (left, right, graph, quant rule) corpus paths of its run, then its flags as dumpcmp spells them
 # and as the original does; NPU vs NPU has no graph
 MODEL_RUNS = {
     "model_result.csv": ("dump", "gt", "graph", None, (), ()),
-    "npu_vs_npu_result.csv": ("dump", "npu2", None, None, (), ()),
+    "npu_vs_npu_result.csv": ("dump", "npu2", None, None, RAW, ()),
     "quant_result.csv": ("q_dump", "q_gt", "q_graph", "q_rule", (), ()),
     "custom_alg_result.csv": ("dump", "gt", "graph", None, CUSTOM_FLAGS, CUSTOM_FLAGS),
-    "custom_alg_npu_vs_npu_result.csv": ("dump", "npu2", None, None, CUSTOM_NPU_FLAGS, CUSTOM_NPU_FLAGS),
+    "custom_alg_npu_vs_npu_result.csv": ("dump", "npu2", None, None, CUSTOM_NPU_FLAGS + RAW, CUSTOM_NPU_FLAGS),
     "max_result.csv": ("dump", "gt", "graph", None, ("--max-elements", "10"), ("-max", "10")),
     "overflow_result.csv": ("dump", "gt", "graph", None, ("--overflow-like-original",), ("-overflow_detection",)),
     "alg_order_result.csv": ("dump", "gt", "graph", None, ("-alg", "7,0,3"), ("-alg", "7", "0", "3")),
     "range_result.csv": ("dump", "gt", "graph", None, ("--op-range", "3,10,2"), ("-r", "3,10,2")),
     "select_result.csv": ("dump", "gt", "graph", None, ("--op-select", "1,4,7,13"), ("-s", "1,4,7,13")),
-    "ffts_result.csv": ("ffts_dump", "ffts_npu2", None, None, (), ()),
-    "ffts_slices_result.csv": ("ffts_dump", "ffts_npu2", None, None, ("--ffts",), ("-ffts",)),
+    "ffts_result.csv": ("ffts_dump", "ffts_npu2", None, None, RAW, ()),
+    "ffts_slices_result.csv": ("ffts_dump", "ffts_npu2", None, None, ("--ffts",) + RAW, ("-ffts",)),
     "ffts_truth_result.csv": ("ffts_dump", "ffts_gt", "ffts_graph", None, (), ()),
     "hashed_result.csv": ("hashed_dump", "hashed_gt", "graph", None, (), ()),
     "close_fusion_result.csv": ("cf_dump", "cf_npu2", "cf_graph", None, ("-cf", "{cf_close}"), ("-cf", "{cf_close}")),
+    **CURRENT_RUNS,
 }
 #: the runs added for issue #38 (regenerate.py runs them apart from the first three)
 ADDED_RUNS = ("custom_alg_result.csv", "custom_alg_npu_vs_npu_result.csv", "max_result.csv", "overflow_result.csv",

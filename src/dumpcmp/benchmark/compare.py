@@ -27,12 +27,14 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from dumpcmp.support.native import core
+from dumpcmp.comparison.metric_plugin import PLUGIN_PREFIX, MetricPlugin
+from dumpcmp.errors import ConfigError
 from dumpcmp.comparison.metrics import METRIC_INDEX, compare_arrays, parse_algorithms
 from dumpcmp.support.progress import Progress
 from dumpcmp.benchmark.common import (
@@ -334,7 +336,8 @@ class CompareBenchmark:
             case, _, variant = m.name[len("kernel "):].rpartition(", ")
             probe = by.get((PROBE, m.threads))
             ref = by.get((f"numpy reference {case}, 10 metrics", 1))
-            reads = dependent_reads(VARIANT_METRICS[variant])
+            # a metric plug-in (--metric plugin:Name) reads each window once
+            reads = 1 if variant.startswith(PLUGIN_PREFIX) else dependent_reads(VARIANT_METRICS[variant])
             ceiling = probe.gb_per_s / reads if probe else None
             rows.append({
                 "case": case, "metrics": variant, "threads": m.threads, "bytes": m.bytes, "elements": m.elements,
@@ -353,7 +356,8 @@ class CompareBenchmark:
                 "parameters": {"size_bytes": self.size_bytes, "elements": self.elements, "threads": self.threads,
                                "repeats": self.repeat, "reference_chunk_elements": self.reference_elements},
                 "unit": "GB/s of both sides' bytes (1 GB = 1e9 bytes), median of the timed runs",
-                "checked": all(r["check"] == "checked" for r in rows), "results": rows,
+                "checked": all(r["check"] == "checked" for r in rows if not r["metrics"].startswith(PLUGIN_PREFIX)),
+                "results": rows,
                 "measurements": [asdict(m) for m in self.results],
                 "peak_extra_rss_bytes": self.peak_extra_rss_bytes, "notes": self.notes}
 
@@ -451,11 +455,14 @@ def working_set_bytes(size_bytes: int, chunk: int = 1 << 20) -> int:
 
 def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | None = (1, 2), repeat: int = 3,
                           reference_elements: int = 1 << 20, seed: int = 0, dumps: bool = True,
-                          folder: str | None = None, quiet: bool = True) -> CompareBenchmark:
+                          folder: str | None = None, quiet: bool = True,
+                          plugins: Sequence[MetricPlugin] = ()) -> CompareBenchmark:
     """Every case at `size_bytes` of fp32 ground truth per side, each thread count; `reference_elements` is the
     chunk of the NumPy reference; `dumps=False` leaves the dump cases out; the dumps go to a temporary folder
-    (under `folder` if given) that is removed before returning. Raises InsufficientMemory up front when the
-    working set does not fit, CheckFailed when a kernel result differs from the reference."""
+    (under `folder` if given) that is removed before returning; `plugins`: metric plug-ins timed on every case
+    beside the built-ins (rows "plugin:Name", not checked: their values are the user's). Raises InsufficientMemory
+    up front when the working set does not fit, CheckFailed when a kernel result differs from the reference,
+    ConfigError when a plug-in fails."""
     thread_counts = parse_threads(threads if not isinstance(threads, (list, tuple)) else list(threads))
     chunk = max(int(reference_elements), 1)
     require_memory(working_set_bytes(size_bytes, chunk), f"bench compare at --size {format_bytes(size_bytes)}")
@@ -467,11 +474,13 @@ def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | Non
     try:
         shape = image_shape(n)
         dump_cases = _write_dumps(work, device16, shape) if dumps else []
-        steps = 1 + (2 + len(dump_cases)) * (1 + len(thread_counts))
+        steps = 1 + (2 + len(dump_cases)) * (1 + len(thread_counts) * (1 + len(plugins)))
         with Progress(steps, "bench compare", quiet=quiet) as progress:
             # cases: name -> (kernel call taking (metrics, threads), NumPy chunks, bytes, variants)
             cases: list[tuple[str, Callable[[str | None, int], object], Chunks, int, tuple[str, ...]]] = []
+            sources: dict[str, tuple[object, object]] = {}  # the engine sources of each case, for the plug-ins
             for name, x in (("fp16 vs fp32", device16), ("fp32 vs fp32", device32)):
+                sources[name] = (core.compare.source_from_array(x), core.compare.source_from_array(truth))
                 cases.append((name, lambda m, t, x=x: compare_arrays(x, truth, threads=t, metrics=m),
                               _plain_chunks(x, truth, chunk), x.nbytes + truth.nbytes,
                               ("10 metrics", "without KLD", "one pass")))
@@ -479,6 +488,7 @@ def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | Non
                 raw = dump.outputs[0].array()
                 xs = core.compare.source_from_dump(dump._file, "output", 0, plain, list(pshape))
                 ys = core.compare.source_from_array(truth.reshape(pshape))
+                sources[name] = (xs, ys)
                 chunks = (_nc1hwc0_chunks(raw, truth.reshape(pshape), chunk) if plain == "NCHW"
                           else _nz_chunks(raw, truth.reshape(pshape), chunk))
                 cases.append((name, lambda m, t, xs=xs, ys=ys: core.compare.compare_sources(
@@ -514,6 +524,18 @@ def run_compare_benchmark(size_bytes: int, *, threads: Iterable[int] | str | Non
                         bench.results.append(Measurement(f"kernel {name}, {variant}", t, nbytes, timing.median, n,
                                                          g["min"], g["max"], check["status"]))
                     progress.advance()
+                    for plugin in plugins:
+                        xs, ys = sources[name]
+                        _, message = plugin.compute(xs, ys, t)  # the warm-up run: a plug-in that fails stops here
+                        if message:
+                            raise ConfigError(f"--metric {PLUGIN_PREFIX}{plugin.name} fails on the case {name}, "
+                                              f"{t} thread(s): {message}")
+                        timing = time_runs(lambda p=plugin, xs=xs, ys=ys, t=t: p.compute(xs, ys, t), repeat,
+                                           warmup=False)
+                        g = timing.gbps(nbytes)
+                        bench.results.append(Measurement(f"kernel {name}, {PLUGIN_PREFIX}{plugin.name}", t, nbytes,
+                                                         timing.median, n, g["min"], g["max"], "plug-in"))
+                        progress.advance()
             # the kernel's own memory: growth of the high-water mark beyond the inputs (which existed before)
             bench.peak_extra_rss_bytes = max(peak_rss_bytes() - max(peak_before, rss_before), 0)
         bench.notes.append("the NumPy reference is the original's float32 formulas, chunk by chunk over the whole "

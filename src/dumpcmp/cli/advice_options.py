@@ -31,13 +31,19 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--min-max", metavar="TXT", help="a calibrator's tensor_min_max.txt (wide-conv-input reads it)")
     if "--locate" not in p._option_string_actions:  # compare has its own (MODEL.onnx, adding columns)
         g.add_argument("--locate", metavar="MODEL.onnx|JSON",
-                       help="run dumpcmp locate on the ONNX model (needs -f), or read a locate result: "
+                       help="run dumpcmp locate on the ONNX model (needs -f, except with a SigmaStar dump), or read "
+                            "a locate result: "
                             "`dumpcmp locate --json` output or a JSON list of {op, own_cosine, inherited_cosine, "
                             "total_cosine, verdict}; the report then shows own vs inherited error")
-    g.add_argument("--fail-below", type=float, metavar="COSINE",
-                   help="exit 1 when a compared tensor's cosine similarity is below COSINE (failing layers listed)")
+    g.add_argument("--fail-below", action="append", metavar="[METRIC=]X",
+                   help="exit 1 when a compared tensor's METRIC is below X (failing layers listed); METRIC: a metric "
+                        "column, built-in or a custom algorithm's (default CosineSimilarity); repeatable")
+    g.add_argument("--fail-above", action="append", metavar="METRIC=X",
+                   help="exit 1 when a compared tensor's METRIC (an error column, built-in or a custom algorithm's) "
+                        "is above X; repeatable")
     g.add_argument("--fail-on", action="append", metavar="RULE",
-                   help=f"exit 1 when an advice rule triggers ({', '.join(RULES)}, or any); repeatable")
+                   help=f"exit 1 when an advice rule triggers ({', '.join(RULES)}, or any), or when a compared "
+                        f"tensor's cell in the extra metric column RULE (a custom algorithm's) is NaN; repeatable")
     g.add_argument("--json", dest="json_path", metavar="FILE",
                    help="write the verdict, advice and gate as JSON (- for standard output)")
 

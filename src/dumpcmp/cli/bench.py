@@ -2,7 +2,7 @@
 to what the machine allows (memcpy, a one-pass memory read) and a NumPy reference, all measured in the same run.
 
   dumpcmp bench layouts [--dtype fp16,fp32,int8,bf16] [--size 256MB] [--threads 1,2] [--formats NC1HWC0,...|all]
-  dumpcmp bench compare [--size 1GB] [--threads 1,2]
+  dumpcmp bench compare [--size 1GB] [--threads 1,2] [--metric plugin:NAME [--custom DIR]]
   dumpcmp bench dumps DIR [-r GT_DIR] [-f model.json] [--threads 1,2]
 
 Every kernel run is checked once against its reference (layouts: byte for byte against the NumPy recipe;
@@ -84,6 +84,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--size", default="1GB", help="bytes of fp32 ground truth per side (default 1GB)")
     q.add_argument("--tmp", metavar="DIR", default=None,
                    help="where the temporary dumps go (default: the system's temporary folder)")
+    q.add_argument("--metric", metavar="plugin:NAME", action="append", default=[],
+                   help="also time this metric plug-in on every case (repeatable; docs/compare.md#metric-plug-ins)")
+    q.add_argument("--custom", metavar="DIR", default=None,
+                   help="the folder whose metric/metric_{NAME}.py holds --metric's plug-ins (else: entry points)")
     common(q)
     q.set_defaults(repeats=3)
 
@@ -97,6 +101,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="compared rows checked against NumPy: a number (the first ones) or 'all' (default all)")
     common(q)
     q.set_defaults(repeats=3)
+
+
+def _plugins(names: list[str], folder: str | None) -> list:
+    """--metric plugin:NAME (or NAME) as loaded plug-ins; one that does not exist or import: ConfigError."""
+    from dumpcmp.comparison.metric_plugin import available_metrics, load_metric, plugin_name
+    from dumpcmp.errors import ConfigError
+
+    roots = [folder] if folder is not None else []
+    found = []
+    for item in names:
+        name = plugin_name(item.strip()) or item.strip()
+        plugin = load_metric(name, roots)
+        if plugin is None:
+            raise ConfigError(f"--metric {item}: no metric plug-in of that name; available: "
+                              f"{available_metrics(roots)} (--custom DIR with DIR/metric/metric_{{NAME}}.py, or "
+                              f"entry points of the group dumpcmp.metrics)")
+        if plugin.problem:
+            raise ConfigError(f"--metric {item}: {plugin.problem}")
+        found.append(plugin)
+    return found
 
 
 def _require_matplotlib() -> None:
@@ -183,7 +207,8 @@ def _measure(args: argparse.Namespace) -> tuple[dict, str]:
             from dumpcmp.benchmark import compare
 
             bench = compare.run_compare_benchmark(common.parse_size(args.size), threads=args.threads,
-                                                  repeat=args.repeats, folder=args.tmp, quiet=args.quiet)
+                                                  repeat=args.repeats, folder=args.tmp, quiet=args.quiet,
+                                                  plugins=_plugins(args.metric, args.custom))
             result = bench.to_dict()
             return result, compare.format_table(result)
         from dumpcmp.benchmark import dumps

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from dumpcmp.cli.options import add_run_selection, count, positive, run_selection
+from dumpcmp.cli.options import add_cluster_options, add_run_selection, cluster_session, count, positive, run_selection
 from dumpcmp.support.gcpause import paused
 
 
@@ -29,8 +29,10 @@ examples:
   dumpcmp compare -l dump/ -r golden/ -f model.json -alg 0,1,7 --extra -o result.csv --force
   dumpcmp compare -l dump/ -r golden/ -f model.json -d conv1 -t output -i 0 -o detail/
   dumpcmp compare -l dump_a/ -r dump_b/ -o a_vs_b.csv          # device vs device, paired by file name
+  dumpcmp compare -l dump_a/ -r dump_b/ --npu-vs-npu raw -o a_vs_b.csv   # stored buffers, padding included
   dumpcmp compare -l dump/ -r dump/ --iteration 1 --right-iteration 0   # one run against another
   dumpcmp compare -l stats_dump/ -r golden/ -f model.json -o stats.csv   # statistics dump (dump_data stats)
+  dumpcmp compare -l sigma_outtensor_dump.bin -r golden/ --locate model.onnx --html report.html   # SigmaStar
 
 statistics: a left side holding statistics files (statistic.csv) and no tensor dump, or --stats, compares each
 tensor's Max/Min/Mean/L2Norm and NaN/Inf counts with the ground truth's, computed from its tensors (or with another
@@ -41,7 +43,8 @@ dump's); verdict error above --stats-error, warning above --stats-warning (docs/
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare device dumps with ground truth, operator by operator",
                        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-l", "--left", required=True, metavar="DIR", help='"My Output": the device dump folder or tree')
+    p.add_argument("-l", "--left", required=True, metavar="DIR",
+                   help='"My Output": the device dump folder or tree, or a SigmaStar dump (sigma_outtensor_dump.bin)')
     p.add_argument("-r", "--right", required=True, metavar="DIR",
                    help='"Ground Truth": a folder of {op}.{index}.{timestamp}.npy files, or another device dump')
     p.add_argument("-f", "--fusion-json", metavar="JSON", help="the compiled model's graph JSON (atc --mode=1)")
@@ -55,11 +58,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-csv", "--csv", action="store_true", help="write CSV (default for a .csv name)")
     p.add_argument("--output-folder", action="store_true",
                    help="-o is a folder, made when missing (as the original's -out)")
-    p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py")
+    p.add_argument("-custom", "--custom", metavar="DIR", help="folder holding format_convert/convert_X_to_Y.py "
+                                                             "and metric/metric_{Name}.py metric plug-ins")
     p.add_argument("-alg", "--algorithms", metavar="LIST",
                    help="metrics by index, e.g. 0,1,2 (0 Cosine, 1 MaxAbs, 2 AccRel, 3 RelEuclid, 4 KLD, 5 Std, "
-                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel) or name; with -c, also custom algorithm names, in "
-                        "column order; default all")
+                        "6 MAE, 7 RMSE, 8 MaxRel, 9 MeanRel) or name; with -c, also custom algorithm names; "
+                        "plugin:Name for a metric plug-in (docs/compare.md#metric-plug-ins); in column order; "
+                        "default all")
     p.add_argument("-c", "--custom_script_path", "--custom-script-path", dest="custom_script_path", metavar="DIR",
                    help="the original tool's user script folder: DIR/algorithm/alg_{Name}.py custom algorithms "
                         "(select them with -alg Name) and DIR/format_convert converters (as -custom)")
@@ -80,6 +85,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--op-mapping", action="store_true",
                    help="write the mapping of device ops to ground-truth ops and their files instead of comparing "
                         "(the original's -map; needs -f or -q): -o FILE, or mapping_{time}.csv in a folder")
+    p.add_argument("--npu-vs-npu", choices=("restored", "raw"), metavar="restored|raw",
+                   help="device vs device (-r another device dump): restored (default, as the current msaccucmp) "
+                        "decodes each tensor to its original shape, padding removed, and compares float32 values; "
+                        "raw (as msaccucmp 72c5bd4c) compares the stored buffers, padding included")
     p.add_argument("--precise", action="store_true",
                    help="per-element terms in float64 instead of the original tool's float32 (digits may then differ "
                         "from the original's)")
@@ -97,17 +106,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="device vs device: the right-hand run's iteration")
     p.add_argument("--threads", type=count, default=0, help="threads (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace existing result files")
-    p.add_argument("--cluster", metavar="ADDRESS",
-                   help="compare on a Dask cluster: a scheduler's tcp://HOST:PORT, or local:N for N worker processes "
-                        'here (pip install "dumpcmp[cluster]"; docs/cluster.md)')
-    p.add_argument("--cluster-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="with --cluster: how long the cluster may have no worker before the rows not compared yet "
-                        "fail, saying so (default 60)")
+    add_cluster_options(p, "compare")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary (the table still goes to "
                                                         "standard output when there is no -o)")
     p.add_argument("--locate", metavar="MODEL.onnx",
                    help="replay every operator on its own device inputs (dumpcmp locate) and add the columns "
-                        "OwnCosine, OwnRelRMSE, InheritedCosine, InheritedRelRMSE, Verdict after the original's")
+                        "OwnCosine, OwnRelRMSE, InheritedCosine, InheritedRelRMSE, Verdict after the original's; "
+                        "with a SigmaStar dump (no -f): rows in the ONNX graph's order and locate's verdict printed")
     p.add_argument("-d", "--op", dest="op", metavar="OP", help="single-operator mode: the device op to detail")
     p.add_argument("-t", "--tensor", choices=("input", "output"), default="output", help="with -d: input or output")
     p.add_argument("-i", "--index", type=count, default=0, help="with -d: which input/output")
@@ -176,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.support.files import exists_error
     from dumpcmp.errors import DumpcmpError
 
-    _custom_scripts(args)
+    custom_scripts(args)
 
     placed = _placed(args)  # -l HOST=PATH,... with --cluster: nothing of the left side to look at here
     if not placed and is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
@@ -192,6 +197,11 @@ def run(args: argparse.Namespace) -> int:
 
         raise ConfigError("--max-elements (-max) applies to the model-level compare only, not with -d/-op, --stats "
                           "or --locate")
+    if args.npu_vs_npu is not None and args.op is not None:
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError("--npu-vs-npu applies to the model-level compare only, not with -d/-op (which decodes both "
+                          "device tensors by their original shapes)")
     if args.op is None and not placed:
         from dumpcmp.comparison.stats import has_stats_dump
 
@@ -210,6 +220,9 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.cli.finish import check_outputs, finish
 
     check_outputs(args, args.html)
+    locate_results: dict[str, object] = {}
+    if args.locate is not None and args.fusion_json is None:
+        raise DumpcmpError("--locate needs the graph JSON (-f)")
     with _cluster(args) as client:  # None without --cluster; with it, closed once the rows are back
         results = compare_runs(args.left, args.right, fusion_json=args.fusion_json,
                                quant_json=args.quant_fusion_rule, algorithms=args.algorithms, custom=args.custom,
@@ -217,7 +230,11 @@ def run(args: argparse.Namespace) -> int:
                                gt_sample=args.gt_sample, right_time=args.right_time,
                                right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
                                max_elements=args.max_elements, client=client, per_slice=args.ffts,
-                               close_fusion_json=args.close_fusion_json, **selection)
+                               close_fusion_json=args.close_fusion_json, npu_vs_npu=args.npu_vs_npu or "restored",
+                               **selection)
+        located_on = client if args.locate is not None else None  # --locate replays on the same cluster
+        if located_on is not None:
+            locate_results = _locate(args, selection, located_on)
     if args.op_ranges is not None:  # -r/-s: the chosen fusion ops only
         from dumpcmp.comparison.op_range import select_ops
 
@@ -225,15 +242,11 @@ def run(args: argparse.Namespace) -> int:
         for note in args.op_ranges.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
     located: dict[str, dict] = {}
-    locate_results: dict[str, object] = {}
     if args.locate is not None:
-        from dumpcmp.debug.locate.core import compare_columns, locate_runs
+        from dumpcmp.debug.locate.core import compare_columns
 
-        if args.fusion_json is None:
-            raise DumpcmpError("--locate needs the graph JSON (-f)")
-        locate_results = {r.run: r for r in locate_runs(
-            args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
-            threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample, **selection)}
+        if located_on is None:
+            locate_results = _locate(args, selection, None)
         located = {run: compare_columns(r) for run, r in locate_results.items()}
     paths = [_result_path(args.output, args.csv, result.run, [r.run for r in results]) for result in results]
     if not args.force:
@@ -309,26 +322,34 @@ def _run_mapping(args: argparse.Namespace, selection: dict) -> int:
     return 0
 
 
-def _custom_scripts(args: argparse.Namespace) -> None:
+def custom_scripts(args: argparse.Namespace) -> None:
     """-c DIR (the original's user script folder): its algorithm/ plug-ins for -alg, its format_convert/ converters
-    as -custom; -a checked (it only reaches custom algorithms)."""
+    as -custom; -a checked (it only reaches custom algorithms). `dumpcmp report` takes them the same way."""
     from dumpcmp.comparison.custom_alg import CustomAlgorithms, parse_algorithm_options
     from dumpcmp.errors import ConfigError
 
     args.custom_algorithms = None
     folder = args.custom_script_path
+    metric_roots = [args.custom] if args.custom is not None else []  # -custom DIR/metric: metric plug-ins
+    if args.custom is not None and not (Path(args.custom) / "format_convert").is_dir() and \
+            (Path(args.custom) / "metric").is_dir():  # a folder of metric plug-ins only: no converters to load
+        args.custom = None
     if folder is None:
         parse_algorithm_options(args.algorithm_options)
-        if args.op is None and _alg_order_matters(args.algorithms):  # the columns in -alg's order, as the original
-            args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options)
+        # the columns in -alg's order, as the original; or metric plug-ins in -alg
+        if getattr(args, "op", None) is None and (_names_plugins(args.algorithms) or
+                                                  _alg_order_matters(args.algorithms)):
+            args.custom_algorithms = CustomAlgorithms(None, args.algorithms, args.algorithm_options, metric_roots)
+            _refuse_fixed_columns(args.custom_algorithms)
         return
     if args.custom is None and (Path(folder) / "format_convert").is_dir():
         args.custom = folder
     elif args.custom is not None and Path(args.custom).resolve() != Path(folder).resolve() and \
             (Path(folder) / "format_convert").is_dir():
         raise ConfigError(f"-c {folder} and -custom {args.custom} both give format converters; give one")
-    if args.op is None:
-        args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options)
+    if getattr(args, "op", None) is None:
+        args.custom_algorithms = CustomAlgorithms(folder, args.algorithms, args.algorithm_options, metric_roots)
+        _refuse_fixed_columns(args.custom_algorithms)
         for note in args.custom_algorithms.warnings:
             print(f"dumpcmp: warning: {note}", file=sys.stderr)
 
@@ -350,6 +371,29 @@ def _op_range(args: argparse.Namespace) -> object:
     return OpRange.parse_range(args.op_range) if args.op_range is not None else OpRange.parse_select(args.op_select)
 
 
+def _refuse_fixed_columns(custom: object) -> None:
+    """A metric plug-in's column named as one of the result file's other columns: a file no reader could take apart."""
+    from dumpcmp.errors import ConfigError
+    from dumpcmp.output import table
+
+    fixed = {*table.ROW_COLUMNS, table.OVERFLOW_COLUMN, table.REASON_COLUMN, *table.EXTRA_COLUMNS,
+             *table.LOCATED_COLUMNS, "OpSequence"}
+    for plugin in getattr(custom, "plugins", {}).values():
+        for column in plugin.columns:
+            if column in fixed:
+                raise ConfigError(f"metric plug-in {plugin.name} ({plugin.origin}): its column {column!r} is one of "
+                                  f"the result file's own columns; name it otherwise")
+
+
+def _names_plugins(selection: str | None) -> bool:
+    """-alg names something other than a built-in metric (a metric plug-in, dumpcmp.comparison.metric_plugin)."""
+    from dumpcmp.comparison.metrics import METRIC_INDEX
+
+    items = [item.strip() for item in (selection or "").split(",") if item.strip()]
+    return (selection or "").strip().lower() != "all" and any(
+        item not in METRIC_INDEX and not item.isdigit() for item in items)
+
+
 def _alg_order_matters(selection: str | None) -> bool:
     """-alg names the built-ins in another order than the result file's usual one (the original follows -alg)."""
     from dumpcmp.comparison.metrics import parse_algorithms
@@ -358,6 +402,16 @@ def _alg_order_matters(selection: str | None) -> bool:
         return False
     seen = list(dict.fromkeys(parse_algorithms(item) for item in selection.split(",") if item.strip()))
     return seen != sorted(seen)
+
+
+def _locate(args: argparse.Namespace, selection: dict, client: object) -> dict[str, object]:
+    """--locate: `dumpcmp locate`'s results by run (on the cluster `client` when there is one)."""
+    from dumpcmp.debug.locate.core import locate_runs
+
+    return {r.run: r for r in locate_runs(
+        args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
+        threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample, client=client,
+        **selection)}
 
 
 def _no_cluster(args: argparse.Namespace, what: str) -> None:
@@ -378,32 +432,22 @@ def _placed(args: argparse.Namespace) -> bool:
 
 @contextlib.contextmanager
 def _cluster(args: argparse.Namespace) -> Iterator[object]:
-    """The Dask cluster of --cluster, connected (None without it), its Dask log lines kept off the terminal, the
-    dashboard's address printed; closed when the block ends (dumpcmp.comparison.cluster)."""
-    if args.cluster is None:
-        yield None
-        return
-    from dumpcmp.comparison.cluster import connect, quiet_dask_logs
+    """`cluster_session` (cli/options.py), after what compare refuses with --cluster."""
     from dumpcmp.errors import ConfigError
 
-    if not args.cluster_timeout > 0:
-        raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
-    if _placed(args) and (args.locate is not None or args.html is not None):
+    if args.cluster is not None and _placed(args) and (args.locate is not None or args.html is not None):
         raise ConfigError("--locate and --html read the left side on this machine: give -l a path it sees")
-    if args.custom_algorithms is not None:
+    if args.cluster is not None and args.custom_algorithms is not None:
         raise ConfigError("custom algorithms (-c DIR -alg, or -alg in another order than the columns') run on this "
                           "machine only: leave out --cluster")
-    with connect(args.cluster) as cluster:
-        quiet_dask_logs()
-        cluster.timeout = args.cluster_timeout
-        if not args.quiet and cluster.dashboard:
-            print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)
+    with cluster_session(args) as cluster:
         yield cluster
 
 
-_GATES = ("--fail-below", "--fail-on", "--json")
+_GATES = ("--fail-below", "--fail-above", "--fail-on", "--json")
 _FLAG_DEST = {"-d": "op", "--locate": "locate", "--html": "html", "-f": "fusion_json", "--fail-below": "fail_below",
-              "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster"}
+              "--fail-above": "fail_above", "--fail-on": "fail_on", "--json": "json_path", "--cluster": "cluster",
+              "--npu-vs-npu": "npu_vs_npu"}
 
 
 def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> None:
@@ -416,20 +460,27 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], where: str) -> Non
 
 
 def _run_sigmastar(args: argparse.Namespace) -> int:
-    from dumpcmp.comparison.sigmastar import compare_sigmastar
+    """Their compare and console lines; --html, --locate MODEL.onnx and the gates on the same rows (cli/finish.py)."""
+    from dumpcmp.cli.finish import check_outputs, finish, sigmastar_results
 
-    _refuse(args, ("-d", "--locate", "--html", "-f", "--cluster") + _GATES, "when -l is a SigmaStar dump")
+    _refuse(args, ("-d", "-f", "--cluster", "--npu-vs-npu"), "when -l is a SigmaStar dump")
     _check_output(args)
-    result = compare_sigmastar(args.left, args.right, threads=args.threads)
+    check_outputs(args, args.html)
+    result, results, located = sigmastar_results(args)
     path = _result_path(args.output, True, "", [""])[0]
     if path is not None:
         result.write(path, force=args.force)
     sys.stdout.write("".join(line + "\n" for line in result.lines()))
+    out = sys.stderr if path is None else sys.stdout  # their lines alone on standard output without -o
     for note in [] if args.quiet else result.notes:
         print(f"dumpcmp: note: {note}", file=sys.stderr)
     if path is not None and not args.quiet:
         print(f"  result: {path}")
-    return 0
+    for r in [] if args.quiet else (located or {}).values():
+        print("  locate: " + r.statement(), file=out)
+    if args.html is None and args.fail_below is None and not args.fail_on and args.json_path is None:
+        return 0
+    return finish(results, args, html=args.html, out=out, locate_results=located)
 
 
 def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
@@ -457,12 +508,17 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
 
 def _run_stats(args: argparse.Namespace, selection: dict) -> int:
     """The statistics compare (dumpcmp.comparison.stats): one CSV per run, or the table on standard output."""
+    from dumpcmp.comparison.extra_metrics import extra_metric_names
     from dumpcmp.comparison.stats import compare_stats
+    from dumpcmp.errors import ConfigError
     from dumpcmp.output.table import text_table
     from dumpcmp.support.files import exists_error
 
     # a gate the statistics compare does not apply must not pass in silence (a CI job would read it as passed)
-    _refuse(args, ("--locate",) + _GATES, "for a statistics compare (its verdicts are in the result's Verdict column)")
+    _refuse(args, ("--locate", "--npu-vs-npu") + _GATES,
+            "for a statistics compare (its verdicts are in the result's Verdict column)")
+    if extra_metric_names(args.custom_algorithms):
+        raise ConfigError("custom algorithms (-c DIR -alg Name) read tensors: a statistics dump has none")
     _check_output(args)
     budget = _check_narrow(args)
     if args.html is not None:

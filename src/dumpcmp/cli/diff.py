@@ -17,7 +17,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("a", metavar="A.csv", help="the baseline result file")
     p.add_argument("b", metavar="B.csv", help="the result file to judge")
     p.add_argument("--metric", default="CosineSimilarity",
-                   help="the column to compare (default CosineSimilarity; error columns: smaller is better)")
+                   help="the column to compare (default CosineSimilarity; error columns: smaller is better); an extra "
+                        "metric column (a custom algorithm's) too")
+    p.add_argument("--higher-is-better", action="store_const", const=True, default=None,
+                   help="--metric is an extra column whose larger values are better (default: smaller is better)")
     p.add_argument("--tolerance", type=float, default=1e-4, help="changes up to this are unchanged (default 1e-4)")
     p.add_argument("--json", action="store_true", help="the diff as JSON on standard output")
     p.set_defaults(run=run)
@@ -26,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.output.diff import diff
 
-    result = diff(args.a, args.b, metric=args.metric, tolerance=args.tolerance)
+    result = diff(args.a, args.b, metric=args.metric, tolerance=args.tolerance,
+                  higher_is_better=args.higher_is_better)
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")

@@ -6,6 +6,10 @@ where the error starts. The dump must hold inputs (acl.json dump_mode all).
 
 Writes OUT/locate.csv (one file per run when the dump holds several: locate_{run}.csv) and prints the verdict and
 the operators that add the most error; --json FILE (or -) writes the same as JSON.
+
+A SigmaStar dump (-l sigma_outtensor_dump.bin of the fixed model; -r the float model's dump or `dumpcmp golden`'s
+tree) needs no -f: every layer (a tensor of the dump, named by its ONNX tensor name) is replayed from the ONNX node
+producing it, fed the dump's own inputs (dequantised, NHWC -> NCHW): the fixed model's own error per layer.
 """
 
 from __future__ import annotations
@@ -14,16 +18,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from dumpcmp.cli.options import add_run_selection, count, run_selection
+from dumpcmp.cli.options import add_cluster_options, add_run_selection, cluster_session, count, run_selection
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("locate", help="replay every operator on its own device inputs: where the error starts",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", metavar="MODEL.onnx", help="the original ONNX model")
-    p.add_argument("-l", "--left", required=True, metavar="DIR", help="the device dump tree (dump_mode all)")
-    p.add_argument("-r", "--right", required=True, metavar="DIR", help="the ground truth (dumpcmp golden)")
-    p.add_argument("-f", "--fusion-json", required=True, metavar="JSON", help="the compiled model's graph JSON")
+    p.add_argument("-l", "--left", required=True, metavar="DIR",
+                   help="the device dump tree (dump_mode all), or a SigmaStar dump (sigma_outtensor_dump.bin)")
+    p.add_argument("-r", "--right", required=True, metavar="DIR",
+                   help="the ground truth (dumpcmp golden); for a SigmaStar dump also the float model's dump")
+    p.add_argument("-f", "--fusion-json", metavar="JSON",
+                   help="the compiled model's graph JSON (required, except for a SigmaStar dump: its tensors are "
+                        "named by the ONNX tensor names)")
     p.add_argument("-q", "--quant-fusion-rule", metavar="JSON", help="quantization fusion rule file (AMCT)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="folder for locate.csv (created)")
     p.add_argument("--threshold", type=float, default=0.99,
@@ -38,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_run_selection(p)
     p.add_argument("--threads", type=count, default=0, help="onnxruntime threads (default: its own choice)")
     p.add_argument("--force", action="store_true", help="replace existing locate files")
+    add_cluster_options(p, "replay")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     p.set_defaults(run=run)
 
@@ -53,10 +62,33 @@ def run(args: argparse.Namespace) -> int:
         raise DumpcmpError(f"{out}: exists and is not a folder")
     if not args.force and (out / "locate.csv").exists():
         raise exists_error(out / "locate.csv", "locate result")
-    results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
-                          quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
-                          algorithms=args.algorithms, gt_sample=args.gt_sample, threads=args.threads,
-                          quiet=args.quiet, **run_selection(args))
+    from dumpcmp.dumps.sigmastar import is_sigmastar_dump
+
+    sigmastar = is_sigmastar_dump(args.left)
+    if args.cluster is not None:
+        from dumpcmp.comparison.cluster import placed_roots
+
+        if sigmastar:
+            raise DumpcmpError("--cluster is not available when -l is a SigmaStar dump (one file, replayed here)")
+        if placed_roots(args.left) is not None:
+            raise DumpcmpError("locate plans the replay from the dumps' headers on this machine: give -l a path it "
+                               "sees (shared storage), not HOST=PATH roots")
+    if sigmastar:  # SigmaStar DumpDebug: one run, layers by ONNX tensor name
+        from dumpcmp.debug.locate.sigmastar import locate_sigmastar
+
+        if args.fusion_json is not None or args.quant_fusion_rule is not None:
+            raise DumpcmpError(f"{'-f' if args.fusion_json is not None else '-q'} is not available when -l is a "
+                               "SigmaStar dump (its tensors are named by the ONNX tensor names)")
+        results = [locate_sigmastar(args.model, args.left, args.right, threshold=args.threshold, rrmse=args.rrmse,
+                                    algorithms=args.algorithms, threads=args.threads, quiet=args.quiet)]
+    elif args.fusion_json is None:
+        raise DumpcmpError("locate needs the graph JSON (-f): it says which original ops each device op stands for")
+    else:
+        with cluster_session(args) as client:  # None without --cluster
+            results = locate_runs(args.model, args.left, args.right, fusion_json=args.fusion_json,
+                                  quant_json=args.quant_fusion_rule, threshold=args.threshold, rrmse=args.rrmse,
+                                  algorithms=args.algorithms, gt_sample=args.gt_sample, threads=args.threads,
+                                  quiet=args.quiet, client=client, **run_selection(args))
     out.mkdir(parents=True, exist_ok=True)
     several = len(results) > 1
     for result in results:

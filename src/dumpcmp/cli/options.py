@@ -1,9 +1,12 @@
 """The argparse pieces every command shares: counts, the options that pick one run of a dump tree, one file given
-two ways."""
+two ways, the Dask cluster options."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+from typing import Iterator
 
 
 def count(text: str) -> int:
@@ -65,3 +68,33 @@ def one_file(positional: str | None, option: str | None) -> str:
     if positional is None and option is None:
         raise ConfigError("no dump file: give it as the first argument or with -i FILE")
     return positional if positional is not None else option  # type: ignore[return-value]
+
+
+def add_cluster_options(p: argparse.ArgumentParser, what: str) -> None:
+    """--cluster and --cluster-timeout; `what`: what the workers do ("compare", "replay")."""
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help=f"{what} on a Dask cluster: a scheduler's tcp://HOST:PORT, or local:N for N worker processes "
+                        'here (pip install "dumpcmp[cluster]"; docs/cluster.md)')
+    p.add_argument("--cluster-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="with --cluster: how long the cluster may have no worker before the rows not done yet "
+                        "fail, saying so (default 60)")
+
+
+@contextlib.contextmanager
+def cluster_session(args: argparse.Namespace) -> Iterator[object]:
+    """The Dask cluster of --cluster, connected (None without it), its Dask log lines kept off the terminal, the
+    dashboard's address printed; closed when the block ends (dumpcmp.comparison.cluster)."""
+    if args.cluster is None:
+        yield None
+        return
+    from dumpcmp.comparison.cluster import connect, quiet_dask_logs
+    from dumpcmp.errors import ConfigError
+
+    if not args.cluster_timeout > 0:
+        raise ConfigError(f"--cluster-timeout {args.cluster_timeout:g}: give a number of seconds above 0")
+    with connect(args.cluster) as cluster:
+        quiet_dask_logs()
+        cluster.timeout = args.cluster_timeout
+        if not args.quiet and cluster.dashboard:
+            print(f"dumpcmp: cluster {cluster.address}, dashboard {cluster.dashboard}", file=sys.stderr)
+        yield cluster

@@ -35,8 +35,9 @@ from dumpcmp.errors import DumpcmpError
 from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.progress import Progress
 
-__all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "batches", "cluster_rows", "compare_batch",
-           "connect", "placed_roots", "quiet_dask_logs", "refuse_custom", "scan_on_workers", "scan_root"]
+__all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "Task", "batches", "cluster_rows", "compare_batch",
+           "connect", "placed_roots", "portable", "quiet_dask_logs", "refuse_custom", "reopened", "run_tasks",
+           "scan_on_workers", "scan_root", "threads_by_host", "travelling", "worker_threads"]
 
 #: seconds a scheduler has to answer
 CONNECT_TIMEOUT = 5.0
@@ -173,18 +174,18 @@ def _probe(address: str, target: str, timeout: float) -> None:
 
 # ---- on the worker ------------------------------------------------------------------------------------------------
 
-def _portable(ref: Any) -> Any:
+def portable(ref: Any) -> Any:
     """A pair side without its opened header (a native handle that neither pickles nor means anything elsewhere)."""
     if isinstance(ref, DeviceRef):
         return DeviceRef(dataclasses.replace(ref.entry, dump=None), None, ref.error if ref.dump is None else "")
     return ref
 
 
-def _travelling(pair: TensorPair) -> TensorPair:
-    return dataclasses.replace(pair, npu_ref=_portable(pair.npu_ref), ground_truth_ref=_portable(pair.ground_truth_ref))
+def travelling(pair: TensorPair) -> TensorPair:
+    return dataclasses.replace(pair, npu_ref=portable(pair.npu_ref), ground_truth_ref=portable(pair.ground_truth_ref))
 
 
-def _reopened(pairs: list[TensorPair]) -> list[TensorPair]:
+def reopened(pairs: list[TensorPair]) -> list[TensorPair]:
     """The pairs with their device dump headers opened here (on the worker); one that was unreadable on the client
     keeps its reason."""
     from dumpcmp.dumps.dump import open_dumps
@@ -203,17 +204,16 @@ def _reopened(pairs: list[TensorPair]) -> list[TensorPair]:
 
 
 def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], device_vs_device: bool,
-                  threads: int | dict[str, int], precise: bool, max_elements: int = 0) -> tuple[str, list[Row]]:
+                  threads: int | dict[str, int], precise: bool, max_elements: int = 0,
+                  npu_vs_npu: str = "restored") -> tuple[str, list[Row]]:
     """A task: the rows of a batch of pairs (travelled without their headers), compared on the worker that runs it,
     without their pairs (the client has them). Returns (this worker's address, rows)."""
     from dumpcmp.comparison.compare import compare_pairs
     from dumpcmp.comparison.sources import Sides
 
     address = _worker_address()
-    if isinstance(threads, dict):  # {host: threads of the workers on it}: this host's cores shared among them
-        host = _host(address)
-        threads = max(1, (os.cpu_count() or 1) // max(1, threads.get(host, 1)))
-    rows = compare_pairs(_reopened(pairs), Sides(custom), algos, device_vs_device, threads, precise, max_elements)
+    rows = compare_pairs(reopened(pairs), Sides(custom), algos, device_vs_device, worker_threads(threads), precise,
+                         max_elements, npu_vs_npu)
     for row in rows:
         row.pair = None
     return address, rows
@@ -230,7 +230,7 @@ def scan_root(root: str) -> tuple[str, Any, dict[Any, list[DeviceOp]], dict[str,
     if not os.path.exists(root):
         return address, DumpIndex(root, skipped=[Skipped(root, "not on this worker")]), {}, {}
     index = scan(root)
-    ops = {g.key: [dataclasses.replace(op, ref=_portable(op.ref)) for op in device_ops(g)] for g in index.groups}
+    ops = {g.key: [dataclasses.replace(op, ref=portable(op.ref)) for op in device_ops(g)] for g in index.groups}
     index.groups = [DumpGroup(g.key, [dataclasses.replace(e, dump=None) for e in g.entries]) for g in index.groups]
     sizes = {}
     for e in index.entries():
@@ -259,6 +259,9 @@ class Placed:
     by_key: dict[Any, list[DeviceOp]]
     holders: dict[str, list[str]]
     sizes: dict[str, int]
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    """The `-l` keys (host, IP, name or `*`) whose workers hold each run: a worker restarted by its nanny comes back
+    under a new address but answers to the same key, and takes the run's batches over."""
 
     def ops(self, group: Any) -> list[DeviceOp]:
         return self.by_key[group.key]
@@ -303,13 +306,16 @@ def scan_on_workers(client: Any, left: str | os.PathLike[str]) -> Placed | None:
     timeout = client.timeout if isinstance(client, Cluster) else 60.0
     client = client.client if isinstance(client, Cluster) else client
     workers = client.scheduler_info().get("workers", {})
-    jobs = []
+    jobs: list[tuple[str, str]] = []
+    key_of: dict[tuple[str, str], set[str]] = {}  # (worker, root) -> the -l keys that chose it
     for key, root in roots.items():
         chosen = [a for a, info in workers.items() if _matches(key, a, info)]
         if not chosen:
             named = ", ".join(f"{a} ({info.get('name')})" for a, info in workers.items()) or "none"
             raise DumpcmpError(f"-l {os.fspath(left)}: no worker of the cluster is {key} (workers: {named})")
-        jobs += [(a, root) for a in chosen]
+        jobs += [(a, root) for a in chosen if (a, root) not in key_of]
+        for a in chosen:
+            key_of.setdefault((a, root), set()).add(key)
     futures = {client.submit(scan_root, root, workers=[a], allow_other_workers=False, pure=False,
                              key=f"dumpcmp-scan-{uuid.uuid4().hex[:8]}-{n}"): (a, root)
                for n, (a, root) in enumerate(jobs)}
@@ -330,7 +336,13 @@ def scan_on_workers(client: Any, left: str | os.PathLike[str]) -> Placed | None:
     except BaseException:
         client.cancel(list(waiting.futures))
         raise
-    return _merged(os.fspath(left), found)
+    placed = _merged(os.fspath(left), found)
+    keys: dict[str, set[str]] = {}
+    for address, root, index, _, _ in found:
+        for g in index.groups:
+            keys.setdefault(g.key.describe(), set()).update(key_of[(address, root)])
+    placed.keys = {run: sorted(k) for run, k in keys.items()}
+    return placed
 
 
 def _merged(left: str, found: list[tuple[str, str, Any, dict, dict]]) -> Placed:
@@ -421,7 +433,8 @@ class _Waiting:
     since: dict[int, float] = field(default_factory=dict)
 
 
-def _threads_by_host(client: Any) -> dict[str, int]:
+def threads_by_host(client: Any) -> dict[str, int]:
+    """{host: threads of the cluster's workers on it}: what `worker_threads` shares a host's cores among."""
     found: dict[str, int] = {}
     for address, info in client.scheduler_info().get("workers", {}).items():
         host = _host(address)
@@ -429,68 +442,83 @@ def _threads_by_host(client: Any) -> dict[str, int]:
     return found
 
 
+def worker_threads(threads: int | dict[str, int]) -> int:
+    """On a worker: the threads a task may use, `threads` itself, or, given `threads_by_host`, this host's cores
+    shared among the worker threads on it."""
+    if not isinstance(threads, dict):
+        return threads
+    return max(1, (os.cpu_count() or 1) // max(1, threads.get(_host(_worker_address()), 1)))
+
+
 def _reason(error: BaseException) -> str:
     text = str(error).splitlines()[0] if str(error) else ""
-    return f"not compared: the cluster could not run its batch ({type(error).__name__}{': ' + text if text else ''})"
+    return f"the cluster could not run its batch ({type(error).__name__}{': ' + text if text else ''})"
 
 
-def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
-                 quiet: bool, precise: bool = False, placed: Placed | None = None,
-                 max_elements: int = 0) -> list[list[Row]]:
-    """The rows of every run's pairs, in pair order (the rows `dumpcmp.comparison.compare` makes on one machine),
-    compared in batches on the cluster `client` is connected to: every run's batches are submitted at once, so the
-    workers share all of them. `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`);
-    `threads`: engine threads per task (0: the worker's host's cores shared by the worker threads on it); `placed`:
-    the left side as the workers scanned it (each run's batches go to the workers that hold it). Each run's
-    notes say which workers compared it."""
+@dataclass
+class Task:
+    """One batch for `run_tasks`: the function's arguments, the workers that hold its files (None: any), the `-l`
+    keys a holder answers to (a holder restarted under a new address takes it back) and its weight on the progress
+    bar."""
+
+    args: tuple
+    holders: list[str] | None = None
+    keys: Sequence[str] = ()
+    weight: int = 1
+
+
+def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, quiet: bool,
+              name: str = "dumpcmp") -> list[tuple[bool, Any]]:
+    """Each task run as `function(*task.args)` on the cluster, in task order: (True, its value) or (False, why it did
+    not run: a lost worker's task runs again elsewhere, `retries` more times when it failed itself; a task no worker
+    that may run it takes within `timeout` seconds fails). Ctrl-C, SIGTERM or an error cancels the tasks not back.
+    `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`)."""
     _distributed()
     retries, timeout = (client.retries, client.timeout) if isinstance(client, Cluster) else (1, 60.0)
-    target = client.batch_bytes if isinstance(client, Cluster) else None
     client = client.client if isinstance(client, Cluster) else client
-    workers = max(1, len(client.scheduler_info().get("workers", {})))
-    engine_threads: int | dict[str, int] = threads if threads > 0 else _threads_by_host(client)
     token = uuid.uuid4().hex[:8]
-    plan = [(k, span) for k, run in enumerate(runs)
-            for span in batches(run.pairs, workers, placed.sizes if placed else None, target)]
-    rows: list[list[Row | None]] = [[None] * len(run.pairs) for run in runs]
-    failed: dict[tuple[int, int], str] = {}
-    seen: list[set[str]] = [set() for _ in runs]
+    out: list[tuple[bool, Any] | None] = [None] * len(tasks)
     waiting = _Waiting()
+    attempts: dict[int, int] = {}
+
+    def submit(number: int, holders: list[str] | None) -> None:
+        attempts[number] = attempts.get(number, -1) + 1
+        future = client.submit(function, *tasks[number].args, key=f"{name}-{token}-{number}-{attempts[number]}",
+                               pure=False, retries=retries,
+                               **({"workers": holders, "allow_other_workers": False} if holders else {}))
+        waiting.futures[future] = number
+        if holders:
+            waiting.allowed[number] = holders
+            waiting.since.pop(number, None)
+
     try:
-        for number, (k, span) in enumerate(plan):
-            run = runs[k]
-            travelling = [_travelling(run.pairs[i]) for i in span]
-            holders = placed.holders.get(run.run) if placed else None
-            future = client.submit(compare_batch, travelling, custom, algos, run.device_vs_device, engine_threads,
-                                   precise, max_elements, key=f"dumpcmp-compare-{token}-{number}", pure=False,
-                                   retries=retries,
-                                   **({"workers": holders, "allow_other_workers": False} if holders else {}))
-            waiting.futures[future] = number
-            if holders:
-                waiting.allowed[number] = holders
-        total = sum(1 for run in runs for p in run.pairs if p.comparable)
-        label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
-        with Progress(total, f"comparing {label}", quiet=quiet) as progress:
+        for number, task in enumerate(tasks):
+            submit(number, task.holders)
+        look_again = 0.0
+        with Progress(sum(t.weight for t in tasks), label, quiet=quiet) as progress:
             while waiting.futures:
                 done = _next_done(waiting)
                 for future in done:
-                    k, span = plan[waiting.futures.pop(future)]
+                    number = waiting.futures.pop(future)
                     try:
-                        address, got = future.result()
+                        out[number] = (True, future.result())
                     except Exception as error:  # KilledWorker, CancelledError, a worker's error: rows say why
-                        failed.update({(k, i): _reason(error) for i in span})
-                    else:
-                        seen[k].add(address)
-                        rows[k][span.start:span.stop] = got
-                    progress.advance(sum(1 for i in span if runs[k].pairs[i].comparable))
-                stalled = [] if done else _stalled(client, waiting, timeout)
+                        out[number] = (False, _reason(error))
+                    progress.advance(tasks[number].weight)
+                stalled = []
+                if not done or time.monotonic() >= look_again:  # the cluster looked at, at most every _POLL * 4 s
+                    look_again = time.monotonic() + 4 * _POLL
+                    alive = _alive(client)
+                    for future, holders in _restarted(waiting, alive, [t.keys for t in tasks]):
+                        client.cancel([future])
+                        submit(waiting.futures.pop(future), holders)
+                    stalled = _stalled(client, waiting, timeout, alive)
                 for future in stalled:
                     number = waiting.futures.pop(future)
-                    k, span = plan[number]
                     whom = "no worker that holds its files" if number in waiting.allowed else "no worker"
-                    failed.update({(k, i): f"not compared: {whom} was left for {timeout:g} s (lost, or the client "
-                                   f"lost the scheduler)" for i in span})
-                    progress.advance(sum(1 for i in span if runs[k].pairs[i].comparable))
+                    out[number] = (False, f"{whom} was left for {timeout:g} s (lost, or the client lost the "
+                                          f"scheduler)")
+                    progress.advance(tasks[number].weight)
                 if stalled:
                     client.cancel(stalled)
     except BaseException:  # Ctrl-C, SIGTERM, an error of ours: the run's tasks do not outlive it
@@ -500,6 +528,42 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
             except Exception:
                 pass
         raise
+    return [r if r is not None else (False, "its batch did not come back from the cluster") for r in out]
+
+
+def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
+                 quiet: bool, precise: bool = False, placed: Placed | None = None,
+                 max_elements: int = 0, npu_vs_npu: str = "restored") -> list[list[Row]]:
+    """The rows of every run's pairs, in pair order (the rows `dumpcmp.comparison.compare` makes on one machine),
+    compared in batches on the cluster `client` is connected to: every run's batches are submitted at once, so the
+    workers share all of them. `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`);
+    `threads`: engine threads per task (0: the worker's host's cores shared by the worker threads on it); `placed`:
+    the left side as the workers scanned it (each run's batches go to the workers that hold it). Each run's
+    notes say which workers compared it."""
+    _distributed()
+    target = client.batch_bytes if isinstance(client, Cluster) else None
+    bare = client.client if isinstance(client, Cluster) else client
+    workers = max(1, len(bare.scheduler_info().get("workers", {})))
+    engine_threads: int | dict[str, int] = threads if threads > 0 else threads_by_host(bare)
+    plan = [(k, span) for k, run in enumerate(runs)
+            for span in batches(run.pairs, workers, placed.sizes if placed else None, target)]
+    tasks = [Task(([travelling(runs[k].pairs[i]) for i in span], custom, algos, runs[k].device_vs_device,
+                   engine_threads, precise, max_elements, npu_vs_npu),
+                  placed.holders.get(runs[k].run) if placed else None,
+                  placed.keys.get(runs[k].run, ()) if placed else (),
+                  sum(1 for i in span if runs[k].pairs[i].comparable)) for k, span in plan]
+    label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
+    results = run_tasks(client, compare_batch, tasks, f"comparing {label}", quiet, name="dumpcmp-compare")
+    rows: list[list[Row | None]] = [[None] * len(run.pairs) for run in runs]
+    failed: dict[tuple[int, int], str] = {}
+    seen: list[set[str]] = [set() for _ in runs]
+    for (k, span), (ok, value) in zip(plan, results):
+        if ok:
+            address, got = value
+            seen[k].add(address)
+            rows[k][span.start:span.stop] = got
+        else:
+            failed.update({(k, i): "not compared: " + value for i in span})
     for run, hosts in zip(runs, seen):
         if hosts - {""}:
             run.notes.append(f"compared on {len(hosts - {''})} worker(s): {', '.join(sorted(hosts - {''}))}")
@@ -519,13 +583,35 @@ def _next_done(waiting: _Waiting) -> list[Any]:
         time.sleep(0.02)
 
 
-def _stalled(client: Any, waiting: _Waiting, timeout: float) -> list[Any]:
-    """The futures none of whose workers (any, for one not restricted) has been there for `timeout` seconds, or
-    whose client has lost its scheduler that long."""
+def _alive(client: Any) -> dict[str, dict]:
+    """The cluster's workers now, {address: info} (none when the client has lost its scheduler)."""
     try:
-        alive = set(client.scheduler_info().get("workers", {})) if client.status == "running" else set()
+        return dict(client.scheduler_info().get("workers", {})) if client.status == "running" else {}
     except Exception:
-        alive = set()
+        return {}
+
+
+def _restarted(waiting: _Waiting, alive: dict[str, dict], keys: Sequence[Sequence[str]]) -> list[tuple[Any, list[str]]]:
+    """(future, new holders) for each task whose holders are all gone while a worker on one of their hosts answers to
+    the task's `-l` keys: a holder restarted by its nanny (same host and name, new address), which reads the same
+    disk."""
+    out = []
+    for future, number in waiting.futures.items():
+        allowed = waiting.allowed.get(number)
+        if allowed is None or not keys[number] or set(allowed) & set(alive):
+            continue
+        hosts = {_host(a) for a in allowed}
+        now = sorted(a for a, info in alive.items()
+                     if _host(a) in hosts and any(_matches(key, a, info) for key in keys[number]))
+        if now:
+            out.append((future, now))
+    return out
+
+
+def _stalled(client: Any, waiting: _Waiting, timeout: float, alive: dict[str, dict] | None = None) -> list[Any]:
+    """The futures none of whose workers (any, for one not restricted) has been there for `timeout` seconds, or
+    whose client has lost its scheduler that long; `alive`: the workers, when just looked at."""
+    alive = set(_alive(client) if alive is None else alive)
     now, out = time.monotonic(), []
     for future, number in waiting.futures.items():
         allowed = waiting.allowed.get(number)

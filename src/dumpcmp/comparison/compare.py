@@ -46,7 +46,16 @@ from dumpcmp.comparison.rows import (
 )
 from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
-from dumpcmp.comparison.sources import DeviceRef, DeviceTruth, Sides, slice_reason, stored_source
+from dumpcmp.comparison.sources import (
+    DeviceRef,
+    DeviceTruth,
+    Sides,
+    check_npu_vs_npu,
+    npu_vs_npu_note,
+    restored_source,
+    slice_reason,
+    stored_source,
+)
 from dumpcmp.graph.pairing import TensorPair
 from dumpcmp.support.progress import Progress
 from dumpcmp.dumps.ground_truth import dtype_name, ground_truth_source
@@ -86,6 +95,7 @@ def compare_runs(
     client: Any = None,
     per_slice: bool = False,
     close_fusion_json: str | os.PathLike[str] | None = None,
+    npu_vs_npu: str = "restored",
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -101,7 +111,11 @@ def compare_runs(
     per_slice: FFTS+ manual slices compared one by one (the original's `-ffts`), else merged (dumps/ffts.py);
     close_fusion_json: the graph of the model compiled without fusion, whose device dump `right` is (the
     original's `-cf`): the fused dump's tensors are compared with the unfused ops' outputs they stand for.
+    npu_vs_npu: how a device dump is compared with another (`dumpcmp.comparison.sources.NPU_VS_NPU_MODES`):
+    "restored" (default, as the current msaccucmp) decodes each tensor to its original shape, padding removed, and
+    compares float32 values; "raw" (as msaccucmp 72c5bd4c) the stored buffers, padding included.
     """
+    check_npu_vs_npu(npu_vs_npu)
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
     placed = None
     if client is not None and close_fusion_json is not None:
@@ -125,10 +139,11 @@ def compare_runs(
     if client is not None:  # the same rows, compared by the cluster's workers
         from dumpcmp.comparison.cluster import cluster_rows
 
-        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed, max_elements))
+        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed, max_elements,
+                                     npu_vs_npu=npu_vs_npu))
     for run in runs:
         rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
-                              custom_algorithms, max_elements) if client is None else next(compared)
+                              custom_algorithms, max_elements, npu_vs_npu) if client is None else next(compared)
         weights: frozenset[str] = frozenset()
         dumped, left_out = tuple(dumped_ops(rows)), ()
         if run.device_truth:  # -cf: the original prints no address for the unfused side (NaN)
@@ -140,7 +155,8 @@ def compare_runs(
             weights = weight_inputs(rows, run.graph)
         results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                                         ground_truth_has_address=run.device_vs_device or run.device_truth,
-                                        notes=run.notes + prefix_notes(max_elements),
+                                        notes=run.notes + prefix_notes(max_elements) +
+                                        ([npu_vs_npu_note(npu_vs_npu)] if run.device_vs_device else []),
                                         constant_files=_constant_files(right), weight_inputs=weights,
                                         dumped_ops=dumped, left_out=left_out, graph=run.graph,
                                         custom_algorithms=custom_algorithms))
@@ -214,6 +230,11 @@ def _batch_slice(op_name: str, t: Any, gt_shape: tuple[int, ...]) -> Any:
     return core.compare.source_from_array(np.ascontiguousarray(cut))
 
 
+def _original(t: Any) -> str:
+    """` (original shape [..])` of a dump tensor that records one (the device-vs-device mismatch message)."""
+    return "" if t.original_shape is None else f" (original shape {list(t.original_shape)})"
+
+
 def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> tuple[int, ...]:
     """The Shape of a compared row, as the original gives it: the flat length where no layout conversion
     happened (ND against ND) or for a scalar, else the (ground-truth) shape it was converted to."""
@@ -228,7 +249,7 @@ def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: in
 
 def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
                    threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None,
-                   max_elements: int = 0) -> list[Row]:
+                   max_elements: int = 0, npu_vs_npu: str = "restored") -> list[Row]:
     rows: list[Row] = []
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
@@ -309,14 +330,17 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     row.ground_truth_address = int(gt_t.address)
                     if (t.format, tuple(t.shape), t.original_shape) != \
                             (gt_t.format, tuple(gt_t.shape), gt_t.original_shape):
-                        raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)} vs "
-                                           f"{gt_t.format} {list(gt_t.shape)}")
-                    # as the original does: both sides in their stored (device) order, padding included
-                    x_src = stored_source(npu_ref, pair.kind, pair.index or 0)
-                    y_src = stored_source(gt_ref, pair.kind, pair.index or 0)
+                        raise DumpcmpError(f"format/shape differ: {t.format} {list(t.shape)}{_original(t)} vs "
+                                           f"{gt_t.format} {list(gt_t.shape)}{_original(gt_t)}")
+                    if npu_vs_npu == "raw":  # as 72c5bd4c: stored (device) order, padding included
+                        x_src = stored_source(npu_ref, pair.kind, pair.index or 0)
+                        y_src = stored_source(gt_ref, pair.kind, pair.index or 0)
+                    else:  # as the current msaccucmp: original shapes, padding removed, float32 (bool too)
+                        x_src = restored_source(npu_ref, pair.kind, pair.index or 0)
+                        y_src = restored_source(gt_ref, pair.kind, pair.index or 0)
                     scalar = len(t.shape) == 0
-                    ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
-                           gt_ref.entry.path)
+                    ctx = (scalar, npu_vs_npu == "raw" and t.data_type == "BOOL" and gt_t.data_type == "BOOL",
+                           npu_ref.entry.path, gt_ref.entry.path)
                 elif isinstance(pair.ground_truth_ref, DeviceTruth):  # -cf: the unfused model's device tensor
                     x_src, y_src, t, gt_t = _device_truth_sources(sides, npu_ref, pair)
                     gt_shape, gt_dtype = tuple(gt_t.shape), dtype_name(gt_t.data_type)
@@ -378,10 +402,12 @@ def _device_truth_sources(sides: Sides, npu_ref: DeviceRef, pair: TensorPair) ->
 
 
 def compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
-                  threads: int, precise: bool = False, max_elements: int = 0) -> list[Row]:
+                  threads: int, precise: bool = False, max_elements: int = 0,
+                  npu_vs_npu: str = "restored") -> list[Row]:
     """The rows of some pairs compared here, quietly: the hook a cluster worker runs a batch of a run through
     (`dumpcmp.comparison.cluster`), so its rows are a local run's."""
-    return _compare_pairs(pairs, sides, algos, device_vs_device, threads, True, "", precise, None, max_elements)
+    return _compare_pairs(pairs, sides, algos, device_vs_device, threads, True, "", precise, None, max_elements,
+                          npu_vs_npu)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,10 @@ nothing left is an error. A plug-in named as a built-in replaces it. A plug-in t
 two strings, gets `NaN` in its cell and "Failed to execute 'compare' in 'Name'. ..." in CompareFailReason; a bool
 tensor pair gets `NaN` and "Algorithm Name does not support Boolean types." One plug-in or operator never stops
 the run.
+
+Streaming metric plug-ins (`dumpcmp.comparison.metric_plugin`) share these columns: `-alg plugin:Name` (or a name
+neither a built-in nor a custom algorithm) adds the plug-in's column(s) where it stands in `-alg`; their cells are
+kept as a custom algorithm's, and a failing one writes its reason into CompareFailReason at its first column.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from dumpcmp.comparison.metric_plugin import MetricPlugin, available_metrics, load_metric, plugin_name
 from dumpcmp.comparison.metrics import METRICS, METRIC_INDEX
 from dumpcmp.comparison.rows import column_note
 from dumpcmp.errors import ConfigError
@@ -104,20 +109,31 @@ class CustomAlgorithms:
     original's order); `cells` gives a row's metric cells."""
 
     def __init__(self, script_dir: str | os.PathLike[str] | None, selection: str | Sequence[Any] | None,
-                 options: str | None = None) -> None:
-        """`script_dir` None: no plug-ins, only the built-ins in `selection`'s order (an unknown name is an error
-        then, as nothing could define it)."""
+                 options: str | None = None, metric_roots: Sequence[str | os.PathLike[str]] = (),
+                 metric_classes: dict[str, type] | None = None) -> None:
+        """`script_dir` None: no custom algorithms, only the built-ins and metric plug-ins in `selection`'s order (an
+        unknown name is an error then, as nothing could define it). Metric plug-ins come from `script_dir`'s and
+        `metric_roots`' metric/ folders, the installed entry points, and `metric_classes` (name -> class)."""
         self.root = Path(script_dir) if script_dir is not None else None
         if self.root is not None and not self.root.is_dir():
             raise ConfigError(f"-c {self.root}: not a folder (it should hold {ALGORITHM_DIR}/alg_{{Name}}.py)")
         self.warnings: list[str] = []
         self.files = self._find() if self.root is not None else {}
         self.options = parse_algorithm_options(options)
+        self.metric_roots = [Path(r) for r in ([self.root] if self.root is not None else []) + list(metric_roots)]
+        self.metric_classes = dict(metric_classes or {})
+        self.plugins: dict[str, MetricPlugin] = {}
         names = self._select(selection)
         self.functions: dict[str, Callable[..., Any]] = {}
         plan: list[int | str] = []
         for name in names:
-            if name in self.files:
+            if name in self.plugins:
+                for column in self.plugins[name].columns:
+                    if column in METRIC_INDEX or column in plan or column in self.files:
+                        raise ConfigError(f"metric plug-in {name} ({self.plugins[name].origin}): its column "
+                                          f"{column!r} is already a column of the result; name it otherwise")
+                    plan.append(column)
+            elif name in self.files:
                 fn = self._load(name)
                 if fn is not None:
                     self.functions[name] = fn
@@ -165,7 +181,13 @@ class CustomAlgorithms:
             if not item:
                 continue
             name = METRICS[int(item)] if _INDEX.match(item) else item
-            if name not in METRIC_INDEX and name not in self.files:
+            explicit = plugin_name(item)
+            if explicit is not None or (name not in METRIC_INDEX and name not in self.files):
+                plugin = self._plugin(explicit if explicit is not None else name, explicit is not None)
+                if plugin is not None:
+                    if plugin.name not in chosen:
+                        chosen.append(plugin.name)
+                    continue
                 if self.root is None:
                     raise ConfigError(f"-alg: {item!r} is not one of the built-in metrics "
                                       f"({', '.join(f'{i}={n}' for i, n in METRICS.items())}); custom algorithms "
@@ -179,6 +201,21 @@ class CustomAlgorithms:
             raise ConfigError(f"-alg {text!r}: no algorithm it names exists; built-in: {list(METRICS.values())} "
                               f"(or 0-9), in {self.root}/{ALGORITHM_DIR}: {sorted(self.files)}")
         return chosen
+
+    def _plugin(self, name: str, explicit: bool) -> MetricPlugin | None:
+        """The metric plug-in `name`, loaded once (None: there is none of that name; `explicit` (-alg plugin:Name):
+        an error then)."""
+        if name not in self.plugins:
+            found = load_metric(name, self.metric_roots, self.options.get(name), self.metric_classes.get(name))
+            if found is None:
+                if explicit:
+                    raise ConfigError(f"-alg plugin:{name}: no metric plug-in of that name; available: "
+                                      f"{sorted(set(available_metrics(self.metric_roots)) | set(self.metric_classes))}"
+                                      f" (files {{DIR}}/metric/metric_{{Name}}.py under -c/-custom DIR, or entry "
+                                      f"points of the group dumpcmp.metrics)")
+                return None
+            self.plugins[name] = found
+        return self.plugins[name]
 
     def _load(self, name: str) -> Callable[..., Any] | None:
         assert self.root is not None
@@ -218,6 +255,18 @@ class CustomAlgorithms:
         mine = self._cells.get(id(row), {})
         return [builtin_cell(row, c) if isinstance(c, int) else mine.get(c, _NAN) for c in self.plan]
 
+    def values(self, row: Any) -> dict[str, Any]:
+        """A row's custom columns for `ComparisonResult.to_records`: a custom algorithm's text, a metric plug-in's
+        number (NaN where it has none)."""
+        mine = self._cells.get(id(row), {})
+        plugin_columns = {c for p in self.plugins.values() for c in p.columns}
+        out: dict[str, Any] = {}
+        for c in self.plan:
+            if isinstance(c, str):
+                text = mine.get(c, _NAN)
+                out[c] = (float(text) if text != _NAN else float("nan")) if c in plugin_columns else text
+        return out
+
     # ---- a compared row ---------------------------------------------------------------------------------------
     def _call(self, name: str, x: Any, y: Any, args: dict[str, Any]) -> tuple[str, str]:
         values = dict(self.options.get(name, {}), **args)
@@ -240,16 +289,22 @@ class CustomAlgorithms:
         from dumpcmp.comparison.rows import metric_notes
 
         self.run(row, lambda: compared_values(x, y, [int(x.count)], None, threads), metric_notes(res, algos, ctx),
-                 ctx[1], (ctx[2], ctx[3]))
+                 ctx[1], (ctx[2], ctx[3]), (x, y, threads))
 
     def run(self, row: Any, values: Callable[[], tuple[Any, Any]], notes: dict[int | str, str],
-            boolean: bool, paths: tuple[str, str]) -> None:
+            boolean: bool, paths: tuple[str, str], sources: tuple[Any, Any, int] | None = None) -> None:
         """Call each plug-in on a compared row; `values()` reads both sides (float32, flat); `notes` are the
-        built-ins' messages by metric index ("scalar": the scalar note, `dumpcmp.comparison.rows.metric_notes`).
+        built-ins' messages by metric index ("scalar": the scalar note, `dumpcmp.comparison.rows.metric_notes`);
+        `sources`: the pair's engine sources and threads, for the metric plug-ins' windows.
         Sets the row's CompareFailReason in column order."""
         cells: dict[str, str] = {}
         messages: dict[str, str] = {}
-        names = [c for c in self.plan if isinstance(c, str)]
+        for plugin in self.plugins.values():
+            found = plugin.compute(*sources) if sources is not None else \
+                plugin.failed("the engine's windows of this pair are not available here")
+            cells.update(zip(plugin.columns, found[0]))
+            messages[plugin.columns[0]] = found[1]
+        names = [c for c in self.plan if isinstance(c, str) and c in self.functions]
         if boolean:
             for name in names:
                 cells[name], messages[name] = _NAN, f"Algorithm {name} does not support Boolean types."

@@ -61,6 +61,9 @@ class Row:
     differ), whatever was read."""
     graph_op: str | None = None
     """The graph op of a row without dump file (`unmatched`); other rows have it in `pair`."""
+    sources: Callable[[], tuple[Any, Any]] | None = field(default=None, repr=False, compare=False)
+    """A row compared from arrays rather than from a pair of files (a SigmaStar dump): gives (device, ground
+    truth) as they were compared, for the histograms."""
 
     @property
     def shown_tensor(self) -> str | None:
@@ -140,6 +143,9 @@ class ComparisonResult:
     """The OpSequence column (`-r`/`-s`, dumpcmp.comparison.op_range): id(row) -> its graph op's id."""
     custom_algorithms: Any = field(default=None, repr=False, compare=False)
     """The `-alg` columns when custom algorithms are in play (`dumpcmp.comparison.custom_alg.CustomAlgorithms`)."""
+    extra_columns: Mapping[str, Callable[[Row], str]] | None = field(default=None, repr=False, compare=False)
+    """Columns the rows carry beyond the original tool's (name -> cell of a row), after them in every table: a
+    SigmaStar compare's MSE, RelativeL1, Jump and Note (`dumpcmp.comparison.sigmastar.as_comparison`)."""
     _drops: tuple[Any, list[tuple[Row | None, Row, float]]] | None = field(default=None, init=False, repr=False,
                                                                            compare=False)
 
@@ -328,6 +334,8 @@ class ComparisonResult:
                                 "StdGroundTruth": math.nan if res is None else res.std_y})
                 else:
                     rec[METRICS[i]] = r.value(i)
+            if self.custom_algorithms is not None:  # custom algorithms' texts, metric plug-ins' numbers
+                rec.update(self.custom_algorithms.values(r))
             res = r.result
             rec["MeanSquaredError"] = math.nan if res is None else res.mse
             rec["SQNR(dB)"] = math.nan if res is None else res.sqnr_db

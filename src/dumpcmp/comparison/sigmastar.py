@@ -21,18 +21,19 @@ import csv
 import io
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dumpcmp.comparison.metrics import METRICS, MetricResult, compare_arrays
 from dumpcmp.dumps.ground_truth import INDEX_NAME, load_npy, read_golden_index
-from dumpcmp.dumps.sigmastar import SigmaTensor, is_sigmastar_dump, open_sigmastar
+from dumpcmp.dumps.sigmastar import DTYPES, SigmaTensor, is_sigmastar_dump, open_sigmastar
 from dumpcmp.errors import DumpcmpError, NotFoundError
 from dumpcmp.support.lazy_numpy import np
 
-__all__ = ["JUMP", "AMBIGUOUS_COS", "SigmaResult", "SigmaRow", "compare_sigmastar", "sigmastar_metrics"]
+__all__ = ["JUMP", "AMBIGUOUS_COS", "EXTRA_COLUMNS", "SigmaResult", "SigmaRow", "as_comparison", "benchmark_tensors",
+           "compare_sigmastar", "run_name", "sigmastar_metrics"]
 
 #: their jump threshold: "RMSE" rising by more than this from the previous layer is flagged
 JUMP = 1.00
@@ -74,6 +75,10 @@ class SigmaRow:
     note: str = ""
     error: str = ""
     jump: bool = False
+    data_type: str = "float"
+    """The header's type (`SGS_S8`, `SGS_S16`, `float`, ...): what the SigmaStar model holds the tensor in."""
+    load: Callable[[], tuple[Any, Any]] | None = field(default=None, repr=False, compare=False)
+    """(sample, benchmark) values as they were compared (the benchmark transposed where the row's note says)."""
 
     def line(self) -> str:
         """Their console line: `{k}.{name}.xx.output{i}  OP_TYPE:..  MSE:..  COS:..  RMSE:..` (flagged jumps)."""
@@ -151,7 +156,9 @@ def _npy_benchmark(folder: str) -> dict[str, tuple[tuple[int, ...], Loader]]:
     return out
 
 
-def _benchmark(path: str) -> dict[str, tuple[tuple[int, ...], Loader]]:
+def benchmark_tensors(path: str) -> dict[str, tuple[tuple[int, ...], Loader]]:
+    """The benchmark's tensors by name: (shape, loader of its float32 values), 4-D ones in NHWC as the SDK holds
+    them (a SigmaStar dump as it is, `dumpcmp golden`'s .npy tree transposed)."""
     if is_sigmastar_dump(path):
         return _sigmastar_benchmark(path)
     if os.path.isdir(path):
@@ -166,6 +173,11 @@ def _benchmark(path: str) -> dict[str, tuple[tuple[int, ...], Loader]]:
 
 def _nchw(b: Any) -> Any:
     return np.ascontiguousarray(b.transpose(0, 3, 1, 2))
+
+
+def _as_compared(b: Any, row: SigmaRow) -> Any:
+    """The benchmark as `_compare_one` compared it with the row's sample (NHWC->NCHW where its note says so)."""
+    return _nchw(b) if "NHWC->NCHW" in row.note and b.ndim == 4 else b
 
 
 def _compare_one(row: SigmaRow, a: Any, b: Any, threads: int) -> None:
@@ -204,19 +216,21 @@ def compare_sigmastar(sample: str | os.PathLike[str], benchmark: str | os.PathLi
     fit, a benchmark file that cannot be read) becomes a row with its `error`; the others go on."""
     sample, benchmark = os.fspath(sample), os.fspath(benchmark)
     dump = open_sigmastar(sample)
-    bench = _benchmark(benchmark)
+    bench = benchmark_tensors(benchmark)
     result = SigmaResult(sample, benchmark)
     chosen: list[SigmaTensor] = [t for t in dump.tensors if t.direction == "out" and not t.constant]
     missing = [t.name for t in chosen if t.name not in bench]
     chosen = sorted((t for t in chosen if t.name in bench), key=lambda t: (t.op_index, t.index))
     for t in chosen:
-        row = SigmaRow(t.index, t.label, t.name, t.op_type, t.op_index, t.shape)
+        row = SigmaRow(t.index, t.label, t.name, t.op_type, t.op_index, t.shape, data_type=t.data_type)
         result.rows.append(row)
         _, load = bench[t.name]
         try:
             _compare_one(row, dump.values(t), load(), threads)
         except DumpcmpError as error:
             row.error = str(error)
+        if not row.error:
+            row.load = lambda t=t, load=load, row=row: (dump.values(t), _as_compared(load(), row))
         if row.note:
             result.notes.append(f"{row.label}: {row.note}")
     last = None
@@ -234,3 +248,63 @@ def compare_sigmastar(sample: str | os.PathLike[str], benchmark: str | os.PathLi
     if not result.rows:
         raise NotFoundError(f"{sample}: no output tensor has a tensor of the same name in {benchmark}")
     return result
+
+
+# ---- the regular result rows (the report, the gates) ---------------------------------------------------------------
+
+#: the columns a SigmaStar compare's rows carry after the usual ones (`as_comparison`)
+EXTRA_COLUMNS = ("MSE", "RelativeL1", "Jump", "Note")
+
+
+def _fixed(v: float | None) -> str:
+    return "NaN" if v is None or not math.isfinite(v) else f"{v:.6f}"
+
+
+def run_name(sample: str) -> str:
+    """The run a SigmaStar dump is (report titles, locate's result): its file name."""
+    return Path(sample).name
+
+
+def as_comparison(result: SigmaResult, producers: Mapping[str, tuple[int, str, str]] | None = None) -> Any:
+    """`result` as the regular rows the report, the advice and the gates read (`ComparisonResult`): one `Row` per
+    SigmaRow, its ten metrics, the sample's shape, its `TensorIndex` the tensor name, its device data type the
+    header's (SGS_S8: int8, so the int8 advice applies; the values compared are dequantised), and its MSE,
+    RelativeL1 (their "RMSE"), Jump and Note as `extra_columns`; each row reads its values again for the histograms
+    (`Row.sources`).
+
+    `producers` (tensor name -> (position, node name, op type) of the ONNX node that produces it): rows follow the
+    ONNX graph's order (Index: the node's position) and name their node (NPUDump, GroundTruth) and its op type;
+    tensors no node produces come last in the SDK's order, with a note. Without it: the SDK's order, Index its op
+    index k, NPUDump its `{k}.{name}.xx.output{i}` label, GroundTruth the tensor name."""
+    from dumpcmp.comparison.rows import ComparisonResult, Row
+
+    order = list(result.rows)
+    unknown: list[SigmaRow] = []
+    if producers is not None:
+        unknown = [r for r in order if r.name not in producers]
+        order = sorted((r for r in order if r.name in producers), key=lambda r: producers[r.name][0]) + unknown
+    rows: list[Row] = []
+    by_row: dict[int, SigmaRow] = {}
+    for s in order:
+        known = producers.get(s.name) if producers is not None else None
+        index, npu, truth, op_type = (known[0], known[1], known[1], known[2]) if known else \
+            (s.op_index, s.label, s.name, s.op_type)
+        device_type = np.dtype(DTYPES[s.data_type]).name if s.data_type in DTYPES else "float32"
+        row = Row(index, op_type, npu, device_type, None, truth, "float32", None, s.name, s.shape, result=s.metrics,
+                  fail_reason=s.error, failed=bool(s.error), sources=s.load)
+        by_row[id(row)] = s
+        rows.append(row)
+
+    def cell(get: Callable[[SigmaRow], str]) -> Callable[[Any], str]:
+        return lambda row: get(by_row[id(row)]) if id(row) in by_row else ""
+
+    columns = dict(zip(EXTRA_COLUMNS, (cell(lambda s: _fixed(s.mse)), cell(lambda s: _fixed(s.rel_l1)),
+                                       cell(lambda s: "yes" if s.jump else ""), cell(lambda s: s.note))))
+    algorithms = next((tuple(r.metrics.metrics) for r in result.rows if r.metrics is not None), tuple(METRICS))
+    notes = list(result.notes)
+    if unknown:
+        notes.append(f"{len(unknown)} tensor(s) are produced by no node of the ONNX model, listed last in the "
+                     f"SDK's order (first: {unknown[0].name!r})")
+    return ComparisonResult(rows, algorithms, result.sample, result.benchmark, run_name(result.sample),
+                            npu_has_address=False,
+                            ground_truth_has_address=False, notes=notes, extra_columns=columns)

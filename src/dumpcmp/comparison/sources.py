@@ -16,8 +16,14 @@ from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
 
-__all__ = ["DeviceRef", "DeviceTruth", "Sides", "device_ops", "slice_notes", "slice_reason", "sliced_op",
+__all__ = ["NPU_VS_NPU_MODES", "DeviceRef", "DeviceTruth", "Sides", "check_npu_vs_npu", "device_ops",
+           "npu_vs_npu_note", "restored_plain", "restored_source", "slice_notes", "slice_reason", "sliced_op",
            "stored_source"]
+
+#: How two device dumps are compared (device vs device): "restored", as the current msaccucmp (msprobe 2026) does,
+#: each tensor decoded to its original shape, padding removed, as float32; "raw", as msaccucmp 72c5bd4c did, the
+#: stored buffers, padding included, in their stored order and data type. The first is the default.
+NPU_VS_NPU_MODES = ("restored", "raw")
 
 @dataclass
 class DeviceRef:
@@ -107,6 +113,69 @@ def stored_source(ref: DeviceRef, kind: str, index: int) -> Any:
     if isinstance(t, ffts.MergedTensor):
         return core.compare.source_from_array(np.ascontiguousarray(t.array()), t.data_type)
     return core.compare.source_from_dump(ref.dump._file, kind, index)
+
+
+def check_npu_vs_npu(mode: str) -> str:
+    """The device-vs-device mode, checked (ConfigError naming the choices)."""
+    if mode not in NPU_VS_NPU_MODES:
+        from dumpcmp.errors import ConfigError
+
+        raise ConfigError(f"npu_vs_npu {mode!r}: give one of {', '.join(NPU_VS_NPU_MODES)}")
+    return mode
+
+
+def npu_vs_npu_note(mode: str) -> str:
+    """The summary's note on a device-vs-device run: how its tensors were compared."""
+    if mode == "raw":
+        return ("device vs device: the stored buffers compared, padding included (--npu-vs-npu raw, as msaccucmp "
+                "72c5bd4c)")
+    return ("device vs device: each tensor restored to its original shape, padding removed, and compared as float32 "
+            "(as the current msaccucmp; --npu-vs-npu raw compares the stored buffers)")
+
+
+_TO_NCHW = ("NHWC", "HWCN", "CHWN")
+
+
+def restored_plain(t: Any) -> tuple[str | None, tuple[int, ...], tuple[int, ...] | None]:
+    """How the restored device-vs-device compare reads a dump tensor: (plain format, its shape, the original shape
+    the decoding crops to), or (None, stored shape, None) to read it as stored. A device layout (NC1HWC0, FRACTAL_Z,
+    FRACTAL_NZ, NDC1HWC0, ...) with an original shape is decoded to it in NCHW, NCDHW or ND (the rule of the ground
+    truth compare: `dumpcmp.dumps.layout.plain_target`), padding cropped; a four-dimensional NHWC, HWCN or CHWN
+    tensor is read in NCHW order, as the current msaccucmp reads it; anything else, and FFTS+ slices merged in a device
+    layout, as stored."""
+    fmt, stored = t.format, tuple(int(d) for d in t.shape)
+    if fmt in _layout.DEVICE_FORMATS:
+        if not t.original_shape or isinstance(t, ffts.MergedTensor):
+            return None, stored, None
+        original = tuple(int(d) for d in t.original_shape)
+        dst = _layout.plain_target(fmt, None, len(original))
+        original = original if fmt == "FRACTAL_NZ" else _layout.pad_original(original, fmt)
+        return dst, tuple(_layout.plain_shape(fmt, stored, dst, original_shape=original,
+                                              groups=_layout.groups_of(t))), original
+    if fmt in _TO_NCHW and len(stored) == 4:
+        return "NCHW", tuple(_layout.plain_shape(fmt, stored, "NCHW")), None
+    return None, stored, None
+
+
+def restored_source(ref: DeviceRef, kind: str, index: int) -> Any:
+    """A device tensor as the restored device-vs-device compare reads it (`restored_plain`), for the engine: as
+    float32, bool included (the engine gives a bool pair only two metrics; restored, it is compared as 0.0 and 1.0)."""
+    t = Sides.tensor(ref, kind, index)
+    try:
+        dst, shape, original = restored_plain(t)
+        if isinstance(t, ffts.MergedTensor) or t.data_type == "BOOL":  # an array here: merged, or read as numbers
+            a = np.ascontiguousarray(t.array())
+            if dst is not None:
+                a = _layout.convert(a, t.format, dst, original_shape=original, groups=_layout.groups_of(t))
+            if a.dtype == np.bool_:
+                return core.compare.source_from_array(np.ascontiguousarray(a).view(np.uint8), "UINT8")
+            return core.compare.source_from_array(np.ascontiguousarray(a), t.data_type)
+        if dst is None:
+            return core.compare.source_from_dump(ref.dump._file, kind, index)
+        return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(shape), _layout.groups_of(t))
+    except (DumpcmpError, ValueError) as error:  # the original shape does not fit the stored one: say whose
+        raise DumpcmpError(f"{ref.entry.path}: {kind} {index}: {error} (restoring it to its original shape; "
+                           f"--npu-vs-npu raw compares the stored buffers)") from None
 
 
 class Sides:

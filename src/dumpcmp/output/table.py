@@ -146,7 +146,8 @@ def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow
 def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = False,
           columns: Mapping[str, Callable[[Row], str]] | None = None) -> list[list[str]]:
     """Header and rows as the strings the result file holds; `columns` (name -> cell of a row) are added after
-    the original tool's (`compare --locate`)."""
+    the original tool's (`compare --locate`), after the result's own `extra_columns`."""
+    columns = {**(result.extra_columns or {}), **(columns or {})}
     out = [header(result, extra=extra, overflow=overflow) + list(columns or ())]
     for r in result.rows:
         out.append(row_cells(result, r, extra=extra, overflow=overflow)

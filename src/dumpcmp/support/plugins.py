@@ -24,6 +24,8 @@ def import_user_file(path: Path, prefix: str, what: str) -> ModuleType:
             raise ImportError("not a Python module")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    except Exception as error:  # a user's file may raise anything while importing
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM (files.Terminated): the run ends
+        raise
+    except BaseException as error:  # a user's file may raise anything while importing (sys.exit too)
         raise ConfigError(f"{path}: cannot import the {what}: {type(error).__name__}: {error}") from error
     return module

@@ -14,7 +14,8 @@ bounded batch at a time.
 from dumpcmp.debug.region import OriginalModel, Region, RegionError, cut_region, region_of, to_onnx
 from dumpcmp.debug.locate.feeds import decode, device_feeds, device_tensor
 from dumpcmp.debug.locate.core import LocateResult, LocateRow, RangeExit, locate, locate_runs, range_exit
+from dumpcmp.debug.locate.sigmastar import locate_sigmastar
 
 __all__ = ["OriginalModel", "Region", "RegionError", "cut_region", "region_of", "to_onnx", "decode",
            "device_feeds", "device_tensor", "LocateResult", "LocateRow", "RangeExit", "locate", "locate_runs",
-           "range_exit"]
+           "locate_sigmastar", "range_exit"]

@@ -60,8 +60,8 @@ from dumpcmp.output.table import (
     text_table,
 )
 
-__all__ = ["LocateRow", "LocateResult", "RangeExit", "locate", "locate_runs", "range_exit", "VERDICTS",
-           "DEFAULT_ALGORITHMS"]
+__all__ = ["LocateRow", "LocateResult", "RangeExit", "locate", "locate_runs", "measure", "range_exit", "verdicts",
+           "VERDICTS", "DEFAULT_ALGORITHMS"]
 
 VERDICTS = ("origin", "adds", "inherited", "ok", "not replayed")
 DEFAULT_ALGORITHMS = (0, 1, 7)
@@ -97,7 +97,7 @@ class Measure:
         return float(self.result.std_x) if metric == 5 else float(self.result.value(metric))
 
 
-def _measure(x: np.ndarray, y: np.ndarray, metrics: Iterable[int]) -> Measure:
+def measure(x: np.ndarray, y: np.ndarray, metrics: Iterable[int]) -> Measure:
     x = np.ascontiguousarray(x).reshape(-1)
     y = np.ascontiguousarray(y).reshape(-1)
     if x.size != y.size:
@@ -432,11 +432,13 @@ class _ForwardedDump:
     """A producer's dumped output standing in for a consumer's input that was not dumped (dump_mode output): what
     `device_tensor` reads as input `index` of the consumer."""
 
-    def __init__(self, dump: Any, tensor: Any, index: int) -> None:
+    def __init__(self, dump: Any, tensor: Any, index: int, output: int = 0) -> None:
         self.path = dump.path
         self.inputs = [None] * index + [tensor]
         self.outputs: list[Any] = []
         self.source = dump
+        self.output = output
+        """The producer's output index `tensor` is."""
 
 
 class _Forwarded:
@@ -484,7 +486,7 @@ def _forward_inputs(om: OriginalModel, graph: Any, pairs: Sequence[TensorPair], 
                 dump = source.npu_ref.dump
                 if k >= len(dump.outputs):
                     continue
-                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i), source.shown_op or op.name,
+                ref = _Forwarded(_ForwardedDump(dump, dump.outputs[k], i, k), source.shown_op or op.name,
                                  f"{source.shown_op}:output:{k}")
                 out.setdefault(gname, []).append(dataclasses.replace(source, npu_ref=ref, **common))
             elif op.type in ("Data", "RefData", "AippData"):
@@ -714,14 +716,14 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         name = unit.weight or unit.tensor(om, p)
         replay = job.outputs[name]
         device = device_tensor(om, p, shape=replay.shape, tensor=None if unit.weight else name)
-        own = _measure(device, replay, own_metrics)
+        own = measure(device, replay, own_metrics)
         if unit.weight is None and row.range_exit is None:
             row.range_exit = range_exit(_data_type(p), replay, device)
         truth = _truth(p, cache) if unit.weight is None else replay
-        total = _measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
+        total = measure(device, truth, DEFAULT_ALGORITHMS) if truth is not None else None
         alone = None
         if compute is not None and not compute.error:
-            alone = _measure(device, compute.outputs[name], DEFAULT_ALGORITHMS)
+            alone = measure(device, compute.outputs[name], DEFAULT_ALGORITHMS)
         if best is None or own.cosine < best[0].cosine:
             best = (own, total, name, alone)
     assert best is not None
@@ -731,7 +733,7 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         truth = _truth(p, cache)
         if truth is None:
             continue
-        m = _measure(job.feeds[unit.tensor(om, p)], truth, DEFAULT_ALGORITHMS)
+        m = measure(job.feeds[unit.tensor(om, p)], truth, DEFAULT_ALGORITHMS)
         if worst_in is None or m.cosine < worst_in.cosine:
             worst_in = m
     row.inherited = worst_in
@@ -754,20 +756,27 @@ def _finish(om: OriginalModel, unit: _Unit, job: Job, compute: Job | None, own_m
         row.note = f"{row.note}; {text}" if row.note else text
 
 
-def _replay(om: OriginalModel, units: Sequence[_Unit], own_metrics: Sequence[int], batch_bytes: int,
-            threads: int, progress: Any) -> None:
-    todo = [u for u in units if u.row.region is not None]
+def replay_batches(om: OriginalModel, units: Sequence[_Unit], batch_bytes: int) -> list[list[_Unit]]:
+    """The units to replay (those with a region), in order, cut into batches whose decoded tensors stay within
+    about `batch_bytes`: each batch is decoded, replayed and measured at once (here, or as one task on a cluster)."""
+    out: list[list[_Unit]] = []
     batch: list[_Unit] = []
     size = 0
-    for unit in todo:
+    for unit in (u for u in units if u.row.region is not None):
         est = _estimate(om, unit)
         if batch and size + est > batch_bytes:
-            _run_batch(om, batch, own_metrics, threads)
-            progress.advance(len(batch))
+            out.append(batch)
             batch, size = [], 0
         batch.append(unit)
         size += est
     if batch:
+        out.append(batch)
+    return out
+
+
+def _replay(om: OriginalModel, units: Sequence[_Unit], own_metrics: Sequence[int], batch_bytes: int,
+            threads: int, progress: Any) -> None:
+    for batch in replay_batches(om, units, batch_bytes):
         _run_batch(om, batch, own_metrics, threads)
         progress.advance(len(batch))
 
@@ -795,7 +804,89 @@ def _run_batch(om: OriginalModel, batch: Sequence[_Unit], own_metrics: Sequence[
             unit.row.note = f"cannot compare: {error}"
 
 
-def _verdicts(result: LocateResult) -> None:
+class _MissingDump:
+    """The reference of a forwarded input whose producer's dump a worker could not open: read as an error."""
+
+    def __init__(self, error: str) -> None:
+        self.dump = None
+        self.error = error
+
+
+@dataclass
+class _TravellingForward:
+    """A forwarded input's reference as it travels to a worker: the producer's dump by path and output index."""
+
+    path: str
+    output: int
+    index: int
+    producer: str
+    what: str
+
+
+def travelling_units(batch: Sequence[_Unit]) -> list[tuple[_Unit, list[tuple[TensorPair, str]]]]:
+    """Copies of a batch's units that pickle (their dumps' headers left out, to be opened where they run), each with
+    its `held` names by pair rather than by the pair's id (`replay_units` undoes both)."""
+    import dataclasses
+
+    from dumpcmp.comparison.cluster import portable
+
+    memo: dict[int, TensorPair] = {}
+
+    def pair(p: TensorPair) -> TensorPair:
+        got = memo.get(id(p))
+        if got is None:
+            ref = p.npu_ref
+            if isinstance(ref, _Forwarded) and isinstance(ref.dump, _ForwardedDump):
+                ref = _TravellingForward(str(ref.dump.path), ref.dump.output, len(ref.dump.inputs) - 1, ref.producer,
+                                         ref.what)
+            else:
+                ref = portable(ref)
+            got = memo[id(p)] = dataclasses.replace(p, npu_ref=ref, ground_truth_ref=portable(p.ground_truth_ref))
+        return got
+
+    out = []
+    for u in batch:
+        everything = u.feeds + u.outputs + u.compute_feeds + u.sources
+        held = [(pair(q), u.held[id(q)]) for q in everything if id(q) in u.held]
+        out.append((dataclasses.replace(u, feeds=[pair(q) for q in u.feeds], outputs=[pair(q) for q in u.outputs],
+                                        compute_feeds=[pair(q) for q in u.compute_feeds],
+                                        sources=[pair(q) for q in u.sources], held={}), held))
+    return out
+
+
+def replay_units(om: OriginalModel, travelled: Sequence[tuple[_Unit, list[tuple[TensorPair, str]]]],
+                 own_metrics: Sequence[int], threads: int) -> list[LocateRow]:
+    """On a worker: the travelled units' dumps opened here, the batch replayed and measured; their rows, in order."""
+    import dataclasses
+
+    from dumpcmp.comparison.cluster import reopened
+    from dumpcmp.dumps.dump import open_dumps
+
+    units = [u for u, _ in travelled]
+    pairs = list({id(q): q for u in units for q in u.feeds + u.outputs + u.compute_feeds + u.sources}.values())
+    forwarded = [q for q in pairs if isinstance(q.npu_ref, _TravellingForward)]
+    paths = sorted({q.npu_ref.path for q in forwarded})
+    opened = dict(zip(paths, open_dumps(paths)))
+    new: dict[int, TensorPair] = {}
+    plain = [q for q in pairs if not isinstance(q.npu_ref, _TravellingForward)]
+    new.update((id(old), got) for old, got in zip(plain, reopened(plain)))
+    for q in forwarded:
+        t = q.npu_ref
+        dump = opened[t.path]
+        if isinstance(dump, Exception) or t.output >= len(dump.outputs):
+            ref: Any = _MissingDump(str(dump) if isinstance(dump, Exception) else f"{t.path}: no output {t.output}")
+        else:
+            ref = _Forwarded(_ForwardedDump(dump, dump.outputs[t.output], t.index, t.output), t.producer, t.what)
+        new[id(q)] = dataclasses.replace(q, npu_ref=ref)
+    for u, held in travelled:
+        u.feeds, u.outputs = [new[id(q)] for q in u.feeds], [new[id(q)] for q in u.outputs]
+        u.compute_feeds, u.sources = [new[id(q)] for q in u.compute_feeds], [new[id(q)] for q in u.sources]
+        u.held = {id(new[id(q)]): name for q, name in held}
+    _run_batch(om, units, own_metrics, threads)
+    return [u.row for u in units]
+
+
+def verdicts(result: LocateResult) -> None:
     seen_origin = False
     for r in result.rows:
         if r.own is None:
@@ -872,12 +963,14 @@ def locate_runs(
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     threads: int = 0,
     quiet: bool = True,
+    client: Any = None,
 ) -> list[LocateResult]:
     """Replay every device operator of every selected run on its own device inputs (module doc); one
     LocateResult per run. `algorithms`: extra metrics for own (indices, names or "all"; cosine, max abs error and RMSE
     always); `rrmse`: the relative-RMSE limit (default `default_rrmse(threshold)`); `batch_bytes` bounds the
     tensors decoded and replayed at once; `gt_sample`: the ground truth's sample folder per iteration, as compare
-    pairs them (`sample_ground_truth`)."""
+    pairs them (`sample_ground_truth`); `client`: a Dask distributed Client (or `dumpcmp.comparison.cluster.connect`'s
+    Cluster) whose workers replay the batches (`dumpcmp.debug.locate.oncluster`), with the same rows."""
     from dumpcmp.comparison.compare import paired_runs
     from dumpcmp.graph.graph_json import load_graph
     from dumpcmp.support.progress import Progress
@@ -901,11 +994,21 @@ def locate_runs(
             raise ConfigError(f"{right}: locate needs ground truth ({{op}}.{{index}}.{{timestamp}}.npy), not a device "
                               "dump")
         units = _build_units(om, graph, run.pairs)
-        with Progress(sum(1 for u in units if u.row.region is not None), f"replaying {run.run}",
-                      quiet=quiet) as progress:
-            _replay(om, units, sorted(set(algos) | set(_BASE)), batch_bytes, threads, progress)
-        result = LocateResult([u.row for u in units], run.run, threshold, limit, algos, list(run.notes))
-        _verdicts(result)
+        own_metrics = sorted(set(algos) | set(_BASE))
+        notes = list(run.notes)
+        if client is not None:
+            from dumpcmp.debug.locate.oncluster import replay_on_cluster
+
+            hosts = replay_on_cluster(client, om, units, own_metrics, batch_bytes, threads, f"replaying {run.run}",
+                                      quiet)
+            if hosts:
+                notes.append(f"replayed on {len(hosts)} worker(s): {', '.join(hosts)}")
+        else:
+            with Progress(sum(1 for u in units if u.row.region is not None), f"replaying {run.run}",
+                          quiet=quiet) as progress:
+                _replay(om, units, own_metrics, batch_bytes, threads, progress)
+        result = LocateResult([u.row for u in units], run.run, threshold, limit, algos, notes)
+        verdicts(result)
         _range_origin(result, graph, units)
         results.append(result)
     return results

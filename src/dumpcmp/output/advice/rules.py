@@ -169,6 +169,8 @@ MOVING_TYPES = frozenset({"Cast", "TransData", "Reshape", "Transpose", "Transpos
                           "StridedSliceD", "Tile", "TileD", "BroadcastTo", "Expand", "Pad", "PadD", "Gather",
                           "GatherV2", "GatherV2D", "Shape", "Size", "NetOutput", "Data"})
 _INT8_DTYPES = frozenset({"int8", "uint8", "int4"})
+#: device tensors held in 16 bits or more: the int8 rules have nothing to advise on them (a SigmaStar SGS_S16 tensor)
+_WIDE_INT_DTYPES = frozenset({"int16", "uint16", "int32", "uint32"})
 
 
 def device_precision(result: Any) -> str:
@@ -270,6 +272,8 @@ def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) ->
             continue
         if quantized and (r.pair is None or r.pair.ground_truth_key not in quantized):
             continue
+        if (r.npu_data_type or "").lower() in _WIDE_INT_DTYPES:
+            continue
         peak = max(abs(h.min), abs(h.max))
         inner = peak / t.outlier_ratio
         share_in = 1.0 - h.share_outside(-inner, inner)
@@ -317,7 +321,10 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
     falls = {id(r): (up, drop) for up, r, drop in result.drops()}
     for r in distinct_rows(result):
         res = r.result
-        if r.op_type in MOVING_TYPES or r.op_type in QUANT_DEQUANT_TYPES or res is None or not res.count:
+        if r.op_type in MOVING_TYPES or r.op_type in QUANT_DEQUANT_TYPES or res is None or not res.count or \
+                (r.npu_data_type or "").lower() in _WIDE_INT_DTYPES:
+            continue
+        if r.npu_data_type == "bool":  # a mask (device vs device restored gives it an RMSE): no 16-bit layer to run
             continue
         rmse, cos, span = r.value(7), r.cosine, float(res.max_y) - float(res.min_y)
         if not (math.isfinite(rmse) and math.isfinite(span) and span > 0 and cos < t.cosine):

@@ -4,6 +4,12 @@ In: two result files in the original tool's CSV columns. Out: the rows matched b
 NPUDump, else GroundTruth, with the occurrence number for repeats), which got better or worse in a metric beyond a
 tolerance, and the rows new in B or vanished from A. The CLI exits 1 when anything got worse or vanished (0
 otherwise, 2 for unreadable input), with `--json` for machines.
+
+Beside the built-in metric columns, a result file may hold extra ones (a custom algorithm's, `compare -c DIR -alg
+Name`, or any plug-in's): every column that is none of the known ones and whose cells are all numbers or NaN
+(`extra_metric_columns`). They are compared as the built-ins are (smaller is better unless `higher_is_better`); an
+extra column only one file has is noted, and one the compared metric needs on both sides is an error naming the file
+that lacks it.
 """
 
 from __future__ import annotations
@@ -14,15 +20,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dumpcmp.comparison.extra_metrics import cell_number
+from dumpcmp.comparison.metrics import METRICS
 from dumpcmp.dumps.naming import sanitize
 from dumpcmp.errors import ConfigError, DumpError
 from dumpcmp.graph.pairing import shown_tensor_index
-from dumpcmp.output.table import REASON_COLUMN, ROW_COLUMNS
+from dumpcmp.output.table import EXTRA_COLUMNS, LOCATED_COLUMNS, OVERFLOW_COLUMN, REASON_COLUMN, ROW_COLUMNS
 
-__all__ = ["DiffResult", "Change", "read_result", "diff", "HIGHER_IS_BETTER"]
+__all__ = ["DiffResult", "Change", "read_result", "diff", "HIGHER_IS_BETTER", "KNOWN_COLUMNS",
+           "extra_metric_columns"]
 
 #: metrics where a larger value is better; every other metric column is an error (smaller is better)
 HIGHER_IS_BETTER = {"CosineSimilarity", "SQNR(dB)"}
+#: the columns dumpcmp and the original tool write themselves (any other is an extra column)
+KNOWN_COLUMNS = frozenset((*ROW_COLUMNS, "OpSequence", OVERFLOW_COLUMN, *METRICS.values(), *EXTRA_COLUMNS,
+                           REASON_COLUMN, *LOCATED_COLUMNS))
 
 
 @dataclass
@@ -43,6 +55,7 @@ class DiffResult:
     new: list[str] = field(default_factory=list)
     vanished: list[str] = field(default_factory=list)
     unchanged: int = 0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def regressed(self) -> bool:
@@ -61,6 +74,7 @@ class DiffResult:
     def text(self, limit: int = 30) -> str:
         lines = [f"{len(self.worse)} worse, {len(self.better)} better, {self.unchanged} within {self.tolerance:g}, "
                  f"{len(self.new)} new, {len(self.vanished)} vanished ({self.metric})"]
+        lines += [f"  note: {n}" for n in self.notes]
         for title, items in (("worse", self.worse), ("better", self.better)):
             for c in items[:limit]:
                 lines.append(f"  {title}: {c.key}: {c.a:.6f} -> {c.b:.6f} ({c.delta:+.6f})")
@@ -123,19 +137,47 @@ def read_result(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]
     return header, rows
 
 
+def extra_metric_columns(header: list[str], rows: dict[str, dict[str, str]]) -> list[str]:
+    """The extra metric columns of a result file: none of `KNOWN_COLUMNS`, every cell a number or NaN."""
+    return [h for h in dict.fromkeys(header) if h not in KNOWN_COLUMNS
+            and all(cell_number(row[h]) is not None for row in rows.values())]
+
+
+def _text_cell(path: str | Path, header: list[str], rows: dict[str, dict[str, str]], column: str) -> None:
+    """An extra column compared must hold numbers: its first text cell is an error."""
+    for key, row in rows.items():
+        if cell_number(row[column]) is None:
+            raise ConfigError(f"{path}: the {column} column holds {row[column]!r} (row {key}), not a number: only "
+                              f"columns of numbers or NaN can be compared")
+
+
 def diff(a_path: str | Path, b_path: str | Path, *, metric: str = "CosineSimilarity",
-         tolerance: float = 1e-4) -> DiffResult:
-    """Compare the `metric` column of two result files row by row."""
+         tolerance: float = 1e-4, higher_is_better: bool | None = None) -> DiffResult:
+    """Compare the `metric` column of two result files row by row. `higher_is_better`: the direction of an extra
+    metric column (default: smaller is better, as an error); the built-ins' is known."""
     if tolerance < 0:
         raise ConfigError(f"--tolerance must be 0 or more, not {tolerance}")
     ha, a = read_result(a_path)
     hb, b = read_result(b_path)
-    for path, header in ((a_path, ha), (b_path, hb)):
+    for path, header, other_path, other in ((a_path, ha, b_path, hb), (b_path, hb, a_path, ha)):
         if metric not in header:
             metrics = [h for h in header if h not in ROW_COLUMNS + (REASON_COLUMN,)]
-            raise ConfigError(f"{path}: no {metric} column (it has {', '.join(metrics)})")
-    up = metric in HIGHER_IS_BETTER
+            has = f"; {other_path} has it" if metric in other else ""
+            raise ConfigError(f"{path}: no {metric} column{has} (it has {', '.join(metrics)})")
+    known = metric in KNOWN_COLUMNS
+    if higher_is_better is not None and known:
+        raise ConfigError(f"--higher-is-better is for extra metric columns: {metric}'s direction is known "
+                          f"({'larger' if metric in HIGHER_IS_BETTER else 'smaller'} is better)")
+    if not known:
+        _text_cell(a_path, ha, a, metric)
+        _text_cell(b_path, hb, b, metric)
+    up = metric in HIGHER_IS_BETTER if known else bool(higher_is_better)
     out = DiffResult(metric, tolerance)
+    extra_a, extra_b = extra_metric_columns(ha, a), extra_metric_columns(hb, b)
+    out.notes = [f"{c}: an extra metric column only {path} has" for cols, others, path in
+                 ((extra_a, hb, a_path), (extra_b, ha, b_path)) for c in cols if c not in others]
+    if not known:
+        out.notes.append(f"{metric}: an extra metric column, {'larger' if up else 'smaller'} is better")
     out.vanished = [shown_key(k, a[k]) for k in a if k not in b]
     out.new = [shown_key(k, b[k]) for k in b if k not in a]
     for key in a:

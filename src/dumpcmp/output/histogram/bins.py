@@ -112,6 +112,10 @@ def row_sources(row: Any, device_vs_device: bool, custom: Any = None) -> tuple[A
     from dumpcmp.comparison.sources import Sides  # the comparison's own reading rules
     from dumpcmp.dumps.ground_truth import ground_truth_source
 
+    if getattr(row, "sources", None) is not None:  # compared from arrays (a SigmaStar dump)
+        a, b = row.sources()
+        x, y = (core.compare.source_from_array(np.ascontiguousarray(v, dtype=np.float32).reshape(-1)) for v in (a, b))
+        return x, y
     pair = row.pair
     if pair is None or pair.npu_ref is None or pair.ground_truth_ref is None:
         raise DumpcmpError(f"row {row.index}: no pair of tensors to read")

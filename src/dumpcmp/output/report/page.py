@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from dumpcmp.comparison.extra_metrics import result_extra_names
 from dumpcmp.support.files import atomic_write_text
 from dumpcmp.output.advice import Advice, LocateRow, Thresholds, advise, normalise_locate, row_keys
 from dumpcmp.support.progress import Progress
@@ -159,9 +160,13 @@ def _locate_by_row(result: Any, locate: Sequence[LocateRow]) -> dict[int, Locate
     by_op = {lr.op: lr for lr in locate}
     out = {}
     for k, r in enumerate(result.rows):
-        if r.pair is None or r.pair.kind != "output":
+        if r.pair is None and r.sources is not None:  # compared from arrays (SigmaStar): located by its node
+            names: tuple[str | None, ...] = (r.npu_dump,)
+        elif r.pair is None or r.pair.kind != "output":
             continue
-        for name in (r.pair.npu_op, r.pair.graph_op, r.pair.ground_truth_op, *(r.pair.ground_truth_ops or ())):
+        else:
+            names = (r.pair.npu_op, r.pair.graph_op, r.pair.ground_truth_op, *(r.pair.ground_truth_ops or ()))
+        for name in names:
             if name and name in by_op:
                 out[k] = by_op[name]
                 break
@@ -251,7 +256,7 @@ def render(data: ReportData) -> str:
         recs.append(rec)
     cells = [row_cells + [r.status] for row_cells, r in zip(body, result.rows)]
     payload = json_ready({"rows": recs, "cells": cells, "advice": [a.to_dict() for a in data.advice], "verdict": v,
-                      "threshold": data.threshold})
+                      "threshold": data.threshold, "extra": result_extra_names(result)})
 
     def series(rows: Iterable[tuple[int, Any]]) -> list[dict[str, Any]]:
         return [{"k": k, "i": r.index, "name": _name(r), "op": r.op_type, "cos": r.cosine,

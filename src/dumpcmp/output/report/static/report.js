@@ -52,6 +52,10 @@
     document.getElementById("d-title").textContent = `#${r.i} ${r.name}`;
     const cells = data.cells[r.k];
     let h = "<table>" + headers.map((name, k) => (cells[k] !== "" ? `<tr><th>${esc(name)}</th><td>${esc(cells[k])}</td></tr>` : "")).join("") + "</table>";
+    // extra metric columns (custom algorithms, metric plug-ins): a NaN cell of a compared row says why
+    const reason = cells[headers.indexOf("CompareFailReason")];
+    const missing = (data.extra || []).filter((name) => r.st === "compared" && cells[headers.indexOf(name)] === "NaN");
+    if (missing.length) h += `<p class="extra-nan">${esc(missing.join(", "))}: NaN, not computed: ${esc(reason || "no reason given")}</p>`;
     h += `<p>${esc(r.cls === "constant" ? "a weight or constant (an input no dumped operator produces)" : "an activation")}</p>`;
     if (r.range) {
       const g = r.range;

@@ -67,7 +67,7 @@ def test_single_op_spelling_gives_our_files(corpus, tmp_path):
     (["-map", "-op", "pool1"], "-op"), (["-cf", "x.json"], "-cf"), (["-r", "0,-1,1"], "start 0 is out of range"),
     (["--select", "100"], "out of range"), (["-r", "1,2,1", "-s", "1"], "at the same time"),
     (["-r", "1,a,1"], "the value is number"), (["-op", "pool1", "-s", "1"], "model-level compare only"),
-    (["-p", "1"], "PyTorch"), (["-op", "pool1", "--ignore_single_op_result"], "ignore"),
+    (["-p", "1"], "PyTorch"), (["--ignore_single_op_result"], "applies to -d/-op"),
     (["-o", "0"], "takes effect only when -op exists"), (["-n", "3"], "takes effect only when -op exists"),
     (["-v", "3"], "dump version"), (["-op", "pool1", "-o", "0", "-i", "0"], "cannot be used together"),
 ])
@@ -89,3 +89,30 @@ def test_convert_spelling(corpus, tmp_path, capsys):
         assert main(["convert", "-d", str(dump), "-out", str(tmp_path / "c"), *flags]) == 2
         assert words in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
+
+
+def test_ignore_single_op_result_writes_the_originals_files_but_the_detail(corpus, tmp_path):
+    """`-op OP --ignore_single_op_result` (ours: `-d OP --summary-only`): the original skips only the element-by-element
+    files and still writes the summary, the two top-N files and the tensor's .npy, which are those of a full run.
+    Held against the original's own files of that op (tests/oracle/expected/single/)."""
+    op, kind, index = "conv1relu1", "output", 0
+    expected = Path(__file__).resolve().parents[1] / "oracle" / "expected" / "single"
+    prefix = f"{op}_{kind}_{index}"
+    theirs = {f.name: f.read_bytes() for f in expected.glob(f"{prefix}*")}
+    assert f"{prefix}_0.csv" in theirs and f"{prefix}_summary.txt" in theirs
+    args = make_corpus.single_op_args(corpus, op)
+    original = [{"-l": "-m", "-r": "-g"}.get(a, a) for a in args]
+    assert main(["compare", *original, "-op", op, "-o", str(index), "--ignore_single_op_result", "-out",
+                 str(tmp_path / "o"), "--quiet"]) == 0
+    mine = {f.name: f.read_bytes() for f in (tmp_path / "o").iterdir()}
+    assert main(["compare", *original, "-op", op, "-o", str(index), "-out", str(tmp_path / "full"), "--quiet"]) == 0
+    full = {f.name: f.read_bytes() for f in (tmp_path / "full").iterdir()}
+    assert mine == {n: b for n, b in full.items() if n != f"{prefix}_0.csv"}  # all but the detail file
+    assert sorted(n for n in mine if n in theirs) == sorted(n for n in theirs if n != f"{prefix}_0.csv")
+    root = str(corpus["dump"].parent).encode()
+    for name in theirs:
+        if name in mine:
+            assert mine[name].replace(root, b"{CORPUS}") == theirs[name], name
+    assert main(["compare", *args, "-d", op, "-t", kind, "-i", str(index), "--summary-only", "-o",
+                 str(tmp_path / "p"), "--quiet"]) == 0
+    assert {f.name: f.read_bytes() for f in (tmp_path / "p").iterdir()} == mine

@@ -118,6 +118,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-i", "--index", type=count, default=0, help="with -d: which input/output")
     p.add_argument("--top-n", type=count, default=20, help="with -d: largest errors to list")
     p.add_argument("--max-lines", type=positive, default=1_000_000, help="with -d: data rows per detail CSV file")
+    p.add_argument("--summary-only", action="store_true",
+                   help="with -d: leave out the element-by-element files, write the summary and the top lists "
+                        "(the original's --ignore_single_op_result)")
     p.add_argument("--format", dest="detail_format", choices=("csv", "npy"), default="csv",
                    help="with -d: detail as CSV files (default) or .npy columns")
     p.add_argument("--html", metavar="HTML", help="also write the HTML report (see dumpcmp report)")
@@ -182,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
     from dumpcmp.errors import DumpcmpError
 
     custom_scripts(args)
+    if args.summary_only and args.op is None:
+        raise DumpcmpError("--summary-only (--ignore_single_op_result) applies to -d/-op, one operator's detail files")
 
     placed = _placed(args)  # -l HOST=PATH,... with --cluster: nothing of the left side to look at here
     if not placed and is_sigmastar_dump(args.left):  # SigmaStar DumpDebug: their compare, their console lines
@@ -493,7 +498,8 @@ def _run_single_op(args: argparse.Namespace, selection: dict) -> int:
     result = compare_op(args.left, args.right, args.op, args.output, kind=args.tensor, index=args.index,
                         fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule, custom=args.custom,
                         max_lines=args.max_lines, top_n=args.top_n, fmt=args.detail_format, threads=args.threads,
-                        force=args.force, gt_sample=args.gt_sample, per_slice=args.ffts, **selection)
+                        force=args.force, gt_sample=args.gt_sample, per_slice=args.ffts,
+                        details=not args.summary_only, **selection)
     for note in result.notes:
         print(f"dumpcmp: note: {note}", file=sys.stderr)
     if not args.quiet:

@@ -45,11 +45,10 @@ COMPARE_SWITCHES: dict[str, tuple[str, ...]] = {
     "-advisor": ("--overflow-like-original",),
     "-ffts": ("--ffts",),
     "-map": ("--op-mapping",), "--mapping": ("--op-mapping",),
+    "--ignore_single_op_result": ("--summary-only",),
 }
 _REFUSED = {
     "-p": "-p/--post_process only applies to PyTorch (.h5) dumps, which dumpcmp does not read",
-    "--ignore_single_op_result": "--ignore_single_op_result is not available in dumpcmp: -op always writes the "
-                                 "detail files",
 }
 _REFUSED_NAMES = {"--post_process": "-p"}
 

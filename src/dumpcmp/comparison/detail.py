@@ -166,6 +166,7 @@ def export_detail(
     format_line: str | None = None,
     npu_summary_name: str | None = None,
     bool_pair: bool = False,
+    details: bool = True,
 ) -> DetailResult:
     """Write the detail of x (NPU dump) against y (ground truth) for op `op_name`'s `kind` tensor `index`.
 
@@ -174,7 +175,8 @@ def export_detail(
     (the original's `N C H W`, `ID`). `ground_truth_name`: the op name(s) on the ground-truth side, joined by ``,``;
     `npu_summary_name` the summary's NPUDump line (default `op_name`). With `npu_dtype` (the device tensor's NumPy
     dtype) the original tool's other files are written too: the two top-N files and ``{prefix}.npy`` (see
-    `write_original_extras`); `bool_pair` writes two bool tensors as the original does.
+    `write_original_extras`); `bool_pair` writes two bool tensors as the original does. Without `details` (the
+    original's `--ignore_single_op_result`) the element-by-element files are left out, the rest is written.
     Raises ConfigError for bad options, an unusable folder or files that exist (without `force`), DumpcmpError for
     a write failure, ValueError for sides that do not match `shape`; nothing is left behind in any of those cases.
     """
@@ -205,7 +207,8 @@ def export_detail(
         return _export_into(x, y, dims, folder, created, op_name=op_name, kind=kind, index=index, prefix=prefix,
                             gt_name=gt_name, header=header, layout_name=layout_name, max_lines=max_lines,
                             top_n=top_n, fmt=fmt, threads=threads, force=force, npu_dtype=npu_dtype,
-                            format_line=format_line, npu_summary_name=npu_summary_name, bool_pair=bool_pair)
+                            format_line=format_line, npu_summary_name=npu_summary_name, bool_pair=bool_pair,
+                            details=details)
     finally:
         _io.remove_empty(created)  # a folder this export made and left empty (an error, a signal) is removed
 
@@ -214,7 +217,8 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
                  created: list[str], *,
                  op_name: str, kind: str, index: int, prefix: str, gt_name: str, header: str, layout_name: str,
                  max_lines: int, top_n: int, fmt: str, threads: int, force: bool, npu_dtype: Any,
-                 format_line: str | None, npu_summary_name: str | None, bool_pair: bool) -> DetailResult:
+                 format_line: str | None, npu_summary_name: str | None, bool_pair: bool,
+                 details: bool = True) -> DetailResult:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"output folder {folder} is not writable")
 
@@ -225,8 +229,9 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
     extras = [] if npu_dtype is None or fmt != "csv" else [
         os.path.join(folder, naming.planned_file_name(n, _ext(n))) for n in
         (f"{prefix}_absolute_error_topn.csv", f"{prefix}_relative_error_topn.csv", f"{prefix}.npy")]
+    kept = paths if details else paths[len(detail_names):]  # the files this export publishes
     if not force:
-        existing = [p for p in paths + extras if os.path.lexists(p)]
+        existing = [p for p in kept + extras if os.path.lexists(p)]
         if existing:
             raise exists_error(existing, "detail files")
 
@@ -266,8 +271,12 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
                                    header, int(max_lines))
             write_original_extras(xs, ys, dims, staged.private, prefix, header, int(top_n), npu_dtype,
                                   bool_pair=bool_pair)
+        if not details:  # computed with the rest (the summary reads the same pass), not published
+            for t in tmp[:n_detail]:
+                if os.path.lexists(t):
+                    os.unlink(t)
         if force and fmt == "csv":
-            for name in _stale(folder, prefix, n_detail):
+            for name in _stale(folder, prefix, n_detail if details else 0):
                 staged.drop(name)
 
     for original, name in zip(originals, on_disk):
@@ -283,7 +292,7 @@ def _export_into(x: core.compare.TensorSource, y: core.compare.TensorSource, dim
         total_count=raw["total_count"], min_abs_error=raw["min_abs_error"], max_abs_error=raw["max_abs_error"],
         min_rel_error=raw["min_rel_error"], max_rel_error=raw["max_rel_error"], rel_count=raw["rel_count"],
         top_abs=entries(raw["top_abs"]), top_rel=entries(raw["top_rel"]),
-        detail_files=tuple(paths[:n_detail]), summary_path=paths[n_detail],
+        detail_files=tuple(paths[:n_detail]) if details else (), summary_path=paths[n_detail],
         top_path=paths[n_detail + 1] if top_name else None, coordinate_header=header, format=fmt,
         notes=tuple(notes))
 

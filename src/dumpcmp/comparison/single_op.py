@@ -92,9 +92,11 @@ def compare_op(
     fmt: str = "csv",
     threads: int = 0,
     force: bool = False,
+    details: bool = True,
     **selection: Any,
 ) -> DetailResult:
-    """Compare one tensor of one device op with its ground truth, every element; see `dumpcmp.comparison.detail`."""
+    """Compare one tensor of one device op with its ground truth, every element; see `dumpcmp.comparison.detail`.
+    Without `details` the element-by-element files are left out (the summary and top lists are written)."""
     if kind not in ("input", "output"):
         raise DumpcmpError(f"the tensor kind is input or output, not {kind!r}")
     runs = paired_runs(left, right, fusion_json=fusion_json, quant_json=quant_json, **selection)
@@ -136,7 +138,7 @@ def compare_op(
                          kind=kind, index=index, layout_name=layout_name, max_lines=max_lines, top_n=top_n, fmt=fmt,
                          threads=threads, force=force, npu_dtype=numpy_dtype(device_t.data_type),
                          format_line=format_line, npu_summary_name=npu_names,
-                         bool_pair=device_t.data_type == "BOOL" and truth_bool)
+                         bool_pair=device_t.data_type == "BOOL" and truth_bool, details=details)
 
 
 def _sources(pair: TensorPair, kind: str, index: int, custom: Any,

@@ -6,7 +6,9 @@ unchanged. A flag with no meaning here stops the run (exit 2) saying so.
 original requires both); then `-r`, `-s`, `-o` and `-i` have the original's meanings (range, select, output and
 input tensor index of `-op`), and `-out` is a folder (made when missing, the current one when not given). dumpcmp's
 own options (--force, --quiet, --threads, ...) may be added. `convert` is the original's when it names `-d` or
-`--dump_file`. Both ways, `-alg 0 1 2` (indices separated by spaces) is read as `-alg 0,1,2`.
+`--dump_file`; then `-f`, `-s`, `-o`/`-i` (one tensor), `-c` and `-t npy|bin|msnpy` are `convert -format`,
+`-shape`, `-tensor output|input -index`, `-custom` and `-file-type`. Both ways, `-alg 0 1 2` (indices separated
+by spaces) is read as `-alg 0,1,2`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ it (with the NumPy and protobuf it needs; the committed outputs come from NumPy 
 interpreter with NumPy 2, runs the single-operator cases again: the files that come out otherwise (the top-N files
 whose tied or NaN errors the original orders by NumPy's argpartition) go to `expected/numpy2/`. This script needs
 dumpcmp importable (it writes the corpus with `dumpcmp.write_dump`). It writes nothing of the original tool into this
-repository: only the result files, with the corpus's temporary path replaced by `{CORPUS}`.
+repository: only the result files, with the corpus's temporary path replaced by `{CORPUS}`. Its `convert -d -f -s
+-o -i -c -t` runs (make_corpus.convert_runs) are kept as expected/convert_runs/{name}/.
 
 `--msprobe-current` is a checkout of the original's current version (msprobe 8ff00da3, the folder holding
 `python/msprobe/msaccucmp/msaccucmp.py`), run by `--python-current` (NumPy 1.26, ml_dtypes; pandas and psutil for

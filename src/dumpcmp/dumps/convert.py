@@ -427,7 +427,9 @@ def _converted_file(dump: Any, t: Tensor, array: np.ndarray, fmt: str | None, fi
     out_format = _format_name(t.format) if fmt is None else fmt
     if file_type == "bin":
         shape = (array.size,) if fmt is None else array.shape
-        return naming.build_bin_name(original, t.kind, t.index, shape, str(array.dtype), out_format), ".bin"
+        # the dump's type, as the original names it: bf16 values are written as float32 but named bfloat16
+        dtype = "bfloat16" if t.data_type == "BF16" else str(array.dtype)
+        return naming.build_bin_name(original, t.kind, t.index, shape, dtype, out_format), ".bin"
     if file_type == "msnpy":
         return naming.build_msnpy_name(original, dump.op_name, t.kind, t.index, out_format), ".npy"
     shape = None if fmt is None or array.ndim == 0 else array.shape

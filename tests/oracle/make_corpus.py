@@ -662,6 +662,7 @@ def convert_runs(paths: dict[str, Path]) -> dict[str, list[str]]:
         "nd_shape_o0": ["-d", matmul, "-f", "ND", "-s", "18,33", "-o", "0"],
         "fractal_z": ["-d", str(dump / "Abs.m_float_fractal_z.24.1700000000000000"), "-f", "NCHW"],
         "nz_float16": ["-d", str(dump / "Abs.m_float16_fractal_nz.31.1700000000000000"), "-f", "ND"],
+        "nz_as_nchw": ["-d", str(dump / "Abs.m_float_fractal_nz.25.1700000000000000"), "-f", "NCHW", "-t", "bin"],
         "bin_bf16": ["-d", str(dump / "Abs.m_bf16_nc1hwc0.35.1700000000000000"), "-f", "NCHW", "-t", "bin"],
         "o0": ["-d", conv, "-f", "NCHW", "-o", "0"],
         "i0": ["-d", conv, "-f", "NCHW", "-i", "0"],

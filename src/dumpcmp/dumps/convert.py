@@ -457,6 +457,9 @@ def format_convert(source: PathLike | Sequence[PathLike], fmt: str | None, out_d
       element count for the shape and the stored format);
     - ``msnpy``: ``{dump}.{kind}.{i}.{format}.npy`` (`naming.build_msnpy_name`).
 
+    A FRACTAL_NZ tensor asked for in NCHW or NHWC is written as its matrix (ND), as the original does, the file
+    named with `fmt`.
+
     `tensor` and `index` pick one tensor, `shape` is the target shape (see `convert_tensor`); the three only apply
     to a single file. A tensor or dump that cannot be converted is listed in ``report.failed`` (and in
     ``convert_failed_file_list.txt``) while the others are written, as the original does; bad arguments, an output
@@ -500,6 +503,16 @@ def format_convert(source: PathLike | Sequence[PathLike], fmt: str | None, out_d
     return report
 
 
+def _target_of(t: Tensor, fmt: str, converters: layout.Converters | None) -> str:
+    """The layout a tensor is converted to for `format_convert`'s `fmt`: a FRACTAL_NZ matrix has no 4-D form, so
+    NCHW and NHWC give it as the matrix (ND), as the original's FRACTAL_NZ_to_NCHW/NHWC do (unless a user converter
+    for that pair is given)."""
+    src = _format_name(t.format)
+    if src == "FRACTAL_NZ" and fmt in ("NCHW", "NHWC") and not (converters is not None and (src, fmt) in converters):
+        return "ND"
+    return fmt
+
+
 def _without(message: str, prefix: str) -> str:
     """`message` without a leading ``{prefix}: `` (the caller names the file and tensor once)."""
     return message[len(prefix) + 2:] if message.startswith(prefix + ": ") else message
@@ -526,7 +539,8 @@ def _format_one(path: str, folder: str, fmt: str | None, shape: Sequence[int] | 
             if fmt is None:
                 array, note = t.array(), ""  # stored layout and shape
             else:
-                array, note = convert_tensor(t, fmt, shape=shape, custom=converters, threads=threads)
+                array, note = convert_tensor(t, _target_of(t, fmt, converters), shape=shape, custom=converters,
+                                             threads=threads)
         except DumpcmpError as error:
             message = _without(_without(str(error), path), f"{t.kind} {t.index}")
             report.failed.append(Problem(path, f"{t.kind} {t.index}: {message}"))

@@ -160,3 +160,17 @@ def test_dumpcmp_spelling_needs_format_for_its_options(tmp_path, plain, capsys):
     assert main(["convert", "-i", d, "-o", str(tmp_path / "o")]) == 2
     assert "needs -type and -target" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_converter_returning_padded_data_is_cut_as_the_original_cuts_it(tmp_path, plain):
+    d = dump(tmp_path / "d", plain)
+    conv = tmp_path / "custom" / "format_convert"
+    conv.mkdir(parents=True)
+    (conv / "convert_NC1HWC0_to_NCHW.py").write_text(
+        "def convert(shape_from, shape_to, array):\n"
+        "    n, c1, h, w, c0 = shape_from\n"
+        "    return array.reshape(n, c1, h, w, c0).transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w) - 1\n")
+    out = tmp_path / "out"
+    report = C.format_convert(d, "NCHW", out, tensor="output", index=0, custom=tmp_path / "custom")
+    assert report.ok and files(out) == [f"{NAME}.output.0.1x20x5x5.npy"]
+    np.testing.assert_array_equal(np.load(out / files(out)[0]), plain["x"] - 1)

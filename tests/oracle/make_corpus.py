@@ -626,13 +626,13 @@ def convert_dump(paths: dict[str, Path]) -> Path:
 
 
 # `-c DIR` of the convert runs: DIR/format_convert/convert_{FROM}_to_{TO}.py; one that differs visibly from the
-# built-in (twice the values, cropped to shape_to as the original then slices) and one that raises
+# built-in (twice the values, still padded as the original's own converters return them: it then cuts them to the
+# original shape) and one that raises
 CONVERTERS = {
     "convert_NC1HWC0_to_NCHW.py": (
         "def convert(shape_from, shape_to, array):\n"
         "    n, c1, h, w, c0 = shape_from\n"
-        "    a = array.reshape(n, c1, h, w, c0).transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)\n"
-        "    return (a[:, :shape_to[1]] * 2).copy()\n"),
+        "    return array.reshape(n, c1, h, w, c0).transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w) * 2\n"),
     "convert_FRACTAL_Z_to_NCHW.py": (
         "def convert(shape_from, shape_to, array):\n"
         "    raise ValueError('this converter always fails')\n"),

@@ -85,7 +85,8 @@ def test_convert_spelling(corpus, tmp_path, capsys):
     assert main(["convert", "-d", str(dump), "-out", str(tmp_path / "b"), "-t", "npy", "-v", "2"]) == 0
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names and names == sorted(p.name for p in (tmp_path / "b").iterdir())
-    for flags, words in ((["-t", "bin"], "-t npy"), (["-f", "NCHW"], "--format"), (["-s", "1,2"], "--shape")):
+    for flags, words in ((["-t", "xyz"], "npy, bin or msnpy"), (["-f", "NCHW", "-o", "0", "-i", "0"], "together"),
+                         (["-s", "1,2"], '"-s" or "--shape"'), (["-f", "XYZ"], "unknown format")):
         assert main(["convert", "-d", str(dump), "-out", str(tmp_path / "c"), *flags]) == 2
         assert words in capsys.readouterr().err
     assert not (tmp_path / "c").exists()

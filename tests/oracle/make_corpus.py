@@ -625,6 +625,59 @@ def convert_dump(paths: dict[str, Path]) -> Path:
     return next(p for p in sorted(Path(paths["dump"]).iterdir()) if ".conv1relu1." in p.name)
 
 
+# `-c DIR` of the convert runs: DIR/format_convert/convert_{FROM}_to_{TO}.py; one that differs visibly from the
+# built-in (twice the values, still padded as the original's own converters return them: it then cuts them to the
+# original shape) and one that raises
+CONVERTERS = {
+    "convert_NC1HWC0_to_NCHW.py": (
+        "def convert(shape_from, shape_to, array):\n"
+        "    n, c1, h, w, c0 = shape_from\n"
+        "    return array.reshape(n, c1, h, w, c0).transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w) * 2\n"),
+    "convert_FRACTAL_Z_to_NCHW.py": (
+        "def convert(shape_from, shape_to, array):\n"
+        "    raise ValueError('this converter always fails')\n"),
+}
+
+
+def write_converters(directory: str | Path) -> Path:
+    """The `-c DIR` folder of the convert runs (DIR/format_convert/*.py)."""
+    folder = Path(directory) / "format_convert"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in CONVERTERS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return Path(directory)
+
+
+def convert_runs(paths: dict[str, Path]) -> dict[str, list[str]]:
+    """The original's `convert -d ... -f ...` runs (name -> its arguments but -out), kept as expected/convert_runs/
+    {name}/; writes the converters' folder beside the dump folder. Runs whose name ends in "_fails" convert some
+    tensors and fail on others."""
+    dump = Path(paths["dump"])
+    conv, pool = str(convert_dump(paths)), str(dump / "MaxPool.pool1.3.1700000000000000")
+    matmul = str(dump / "MatMulV2.matmul.4.1700000000000000")
+    custom = str(write_converters(dump.parent / "format_custom"))
+    return {
+        "nchw": ["-d", conv, "-f", "NCHW"],                           # NC1HWC0 and FRACTAL_Z to NCHW
+        "nd_fractal_nz": ["-d", matmul, "-f", "ND"],                  # FRACTAL_NZ to ND, cropped by the dump
+        "nd_shape_o0": ["-d", matmul, "-f", "ND", "-s", "18,33", "-o", "0"],
+        "fractal_z": ["-d", str(dump / "Abs.m_float_fractal_z.24.1700000000000000"), "-f", "NCHW"],
+        "nz_float16": ["-d", str(dump / "Abs.m_float16_fractal_nz.31.1700000000000000"), "-f", "ND"],
+        "nz_as_nchw": ["-d", str(dump / "Abs.m_float_fractal_nz.25.1700000000000000"), "-f", "NCHW", "-t", "bin"],
+        "bin_bf16": ["-d", str(dump / "Abs.m_bf16_nc1hwc0.35.1700000000000000"), "-f", "NCHW", "-t", "bin"],
+        "o0": ["-d", conv, "-f", "NCHW", "-o", "0"],
+        "i0": ["-d", conv, "-f", "NCHW", "-i", "0"],
+        "i1": ["-d", conv, "-f", "NCHW", "-i", "1"],
+        "bin": ["-d", conv, "-f", "NCHW", "-t", "bin"],
+        "msnpy": ["-d", conv, "-f", "NCHW", "-t", "msnpy"],
+        "bin_stored": ["-d", conv, "-t", "bin"],                      # no -f: the stored layout
+        "msnpy_stored": ["-d", conv, "-t", "msnpy"],
+        "list": ["-d", f"{conv},{pool}", "-f", "NCHW"],
+        "list_stored": ["-d", f"{conv},{pool}"],
+        "custom_fails": ["-d", conv, "-f", "NCHW", "-c", custom],     # input 1 (FRACTAL_Z) fails, the rest written
+        "shape_fails": ["-d", matmul, "-f", "ND", "-s", "18,33"],     # -s does not fit input 0: output 0 written
+    }
+
+
 # file_compare runs: name -> (my output, ground truth) arrays, written as corpus/file_compare/{name}_{my,golden}.npy
 def file_compare_cases(seed: int = SEED) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(seed)

@@ -9,7 +9,8 @@ it (with the NumPy and protobuf it needs; the committed outputs come from NumPy 
 interpreter with NumPy 2, runs the single-operator cases again: the files that come out otherwise (the top-N files
 whose tied or NaN errors the original orders by NumPy's argpartition) go to `expected/numpy2/`. This script needs
 dumpcmp importable (it writes the corpus with `dumpcmp.write_dump`). It writes nothing of the original tool into this
-repository: only the result files, with the corpus's temporary path replaced by `{CORPUS}`.
+repository: only the result files, with the corpus's temporary path replaced by `{CORPUS}`. Its `convert -d -f -s
+-o -i -c -t` runs (make_corpus.convert_runs) are kept as expected/convert_runs/{name}/.
 
 `--msprobe-current` is a checkout of the original's current version (msprobe 8ff00da3, the folder holding
 `python/msprobe/msaccucmp/msaccucmp.py`), run by `--python-current` (NumPy 1.26, ml_dtypes; pandas and psutil for
@@ -199,6 +200,8 @@ def original_runs(args: argparse.Namespace, root: Path, corpus: Path, paths: dic
     for f in sorted(out.iterdir()):
         keep(f, expected / "convert" / f.name, corpus)
 
+    convert_runs(args.python, tool, paths, expected)
+
     for name in make_corpus.file_compare_cases():  # file_compare -m -g -out: its file_result_{time}.txt
         out = root / f"file_compare_{name}"
         out.mkdir()
@@ -237,6 +240,30 @@ def original_runs(args: argparse.Namespace, root: Path, corpus: Path, paths: dic
                 keep(f, root / "cmp" / f.name, corpus)
                 if (root / "cmp" / f.name).read_bytes() != (expected / "single" / f.name).read_bytes():
                     keep(f, expected / "numpy2" / "single" / f.name, corpus)
+
+
+def convert_runs(python: str, tool: Path, paths: dict[str, Path], expected: Path) -> None:
+    """make_corpus.convert_runs (convert -d -f -s -o -i -c -t): each run's files as expected/convert_runs/{name}/,
+    byte for byte (its convert_failed_file_list.txt left out: it holds the corpus's paths)."""
+    root = Path(tempfile.mkdtemp(prefix="convert_runs_"))
+    try:
+        for name, flags in make_corpus.convert_runs(paths).items():
+            out = root / name
+            out.mkdir()
+            cmd = [python, str(tool / "src" / "compare" / "msaccucmp.py"), "convert", *flags, "-out", str(out)]
+            proc = subprocess.run(cmd, cwd=tool / "src" / "compare", capture_output=True, text=True)
+            if (proc.returncode != 0) != name.endswith("_fails"):
+                sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+                raise SystemExit(f"msaccucmp exited {proc.returncode}: {' '.join(cmd)}")
+            kept = expected / "convert_runs" / name
+            if kept.exists():
+                shutil.rmtree(kept)
+            kept.mkdir(parents=True)
+            for f in sorted(out.iterdir()):
+                if f.name != "convert_failed_file_list.txt":
+                    shutil.copyfile(f, kept / f.name)
+    finally:
+        shutil.rmtree(root)
 
 
 if __name__ == "__main__":

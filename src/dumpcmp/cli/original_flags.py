@@ -6,7 +6,9 @@ unchanged. A flag with no meaning here stops the run (exit 2) saying so.
 original requires both); then `-r`, `-s`, `-o` and `-i` have the original's meanings (range, select, output and
 input tensor index of `-op`), and `-out` is a folder (made when missing, the current one when not given). dumpcmp's
 own options (--force, --quiet, --threads, ...) may be added. `convert` is the original's when it names `-d` or
-`--dump_file`. Both ways, `-alg 0 1 2` (indices separated by spaces) is read as `-alg 0,1,2`.
+`--dump_file`; then `-f`, `-s`, `-o`/`-i` (one tensor), `-c` and `-t npy|bin|msnpy` are `convert -format`,
+`-shape`, `-tensor output|input -index`, `-custom` and `-file-type`. Both ways, `-alg 0 1 2` (indices separated
+by spaces) is read as `-alg 0,1,2`.
 """
 
 from __future__ import annotations
@@ -56,19 +58,17 @@ _REFUSED_NAMES = {"--post_process": "-p"}
 CONVERT_FLAGS: dict[str, tuple[str, ...] | None] = {
     "-d": ("-i",), "--dump_file": ("-i",),
     "-out": ("-o",), "--output": ("-o",),
+    "-f": ("-format",), "--format": ("-format",),
+    "-s": ("-shape",), "--shape": ("-shape",),
+    "-o": ("-tensor", "output", "-index"), "--output_tensor": ("-tensor", "output", "-index"),
+    "-i": ("-tensor", "input", "-index"), "--input_tensor": ("-tensor", "input", "-index"),
+    "-c": ("-custom",), "--custom_script_path": ("-custom",),
+    "-t": ("-file-type",), "--type": ("-file-type",),
     "-v": None, "--version": None,
-    "-t": None, "--type": None,
 }
-_CONVERT_REFUSED = {
-    "-f": "-f/--format (convert to another layout) is not available in dumpcmp convert yet; dumpcmp shape does it "
-          "for one file",
-    "-s": "-s/--shape is not available in dumpcmp convert yet (it goes with -f)",
-    "-o": "-o/--output_tensor is not available in dumpcmp convert yet (it goes with -f)",
-    "-i": "-i/--input_tensor is not available in dumpcmp convert yet (it goes with -f)",
-    "-c": "-c/--custom_script_path is not available in dumpcmp convert yet (it goes with -f)",
-}
-_CONVERT_NAMES = {"--format": "-f", "--shape": "-s", "--output_tensor": "-o", "--input_tensor": "-i",
-                  "--custom_script_path": "-c"}
+#: what needs -f, as the original says it
+_CONVERT_NEEDS_FORMAT = {"-tensor output": '"-o" or "--output_tensor"', "-tensor input": '"-i" or "--input_tensor"',
+                         "-shape": '"-s" or "--shape"', "-custom": '"-c" or "--custom_script_path"'}
 _INDEX = re.compile(r"^[0-9]$")
 
 
@@ -161,34 +161,38 @@ def compare_words(words: list[str]) -> list[str]:
 
 
 def convert_words(words: list[str]) -> list[str]:
-    """`convert ...` as dumpcmp reads it (words[0] is "convert"): the original's `-d DUMP -out DIR [-t npy]` is
-    `-type offline -target numpy -i DUMP -o DIR`."""
+    """`convert ...` as dumpcmp reads it (words[0] is "convert"): the original's `-d DUMPS -out DIR [-f FMT [-s SHAPE]
+    [-o IDX | -i IDX] [-c DIR]] [-t npy|bin|msnpy]` is `-type offline -target numpy -i DUMPS -o DIR [-format FMT
+    -shape SHAPE -tensor output|input -index IDX -custom DIR] -file-type TYPE`."""
     rest = words[1:]
     if not _is_original(rest, {"-d", "--dump_file"}):
         return words
     out = ["-type", "offline", "-target", "numpy"]
+    given: set[str] = set()
     i = 0
     while i < len(rest):
         name, inline = _split(rest[i])
-        refused = _CONVERT_REFUSED.get(_CONVERT_NAMES.get(name, name))
-        if refused is not None:
-            raise ConfigError(refused)
         if name not in CONVERT_FLAGS:
-            out.append(rest[i])
+            out.append(rest[i])  # dumpcmp's own option (--force, ...): as it is
             i += 1
             continue
         value, i = _value(rest, i, name, inline)
         spelling = CONVERT_FLAGS[name]
-        if name in ("-t", "--type"):
-            if value != "npy":
-                raise ConfigError(f"{name} {value}: dumpcmp convert writes .npy files only (-t npy)")
-            continue
         if spelling is None:
             _version(name, value)
             continue
+        if spelling[0] == "-file-type" and value not in ("npy", "bin", "msnpy"):
+            raise ConfigError(f"{name} {value}: the output file type is npy, bin or msnpy")
+        given.add(" ".join(spelling[:2]) if spelling[0] == "-tensor" else spelling[0])
         out += [*spelling, value]
-    if "-o" not in out:
-        out += ["-o", "."]
+    if "-tensor output" in given and "-tensor input" in given:
+        raise ConfigError('"-o"/"--output_tensor" and "-i"/"--input_tensor" cannot be used together')
+    if "-format" not in given:
+        for flag, what in _CONVERT_NEEDS_FORMAT.items():
+            if flag in given:
+                raise ConfigError(f"the argument {what} takes effect only when -f exists")
+    if "-o" not in given:
+        out += ["-o", "."]  # the original writes into the current folder
     return [words[0], *out]
 
 

@@ -66,9 +66,9 @@ from dumpcmp.dumps.ground_truth import framework_output, load_npy
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NamingError, NotFoundError
 
 __all__ = [
-    "FAILED_LIST", "KINDS", "TARGETS", "TYPES", "ConversionReport", "Output", "Problem", "convert",
-    "convert_tensor", "dump_to_npy", "npy_to_dump", "parse_shape", "shape_convert", "tensor_text_format",
-    "view", "write_txt",
+    "FAILED_LIST", "FILE_TYPES", "KINDS", "TARGETS", "TYPES", "ConversionReport", "Output", "Problem", "convert",
+    "convert_tensor", "dump_to_npy", "format_convert", "npy_to_dump", "parse_shape", "shape_convert",
+    "tensor_text_format", "view", "write_txt",
 ]
 
 #: -type values: framework dumps (quant, tf, caffe) and device dumps (offline model, functional simulation)
@@ -76,6 +76,8 @@ TYPES = ("quant", "tf", "caffe", "offline", "sim")
 TARGETS = ("numpy", "dump")
 KINDS = ("output", "input")
 FAILED_LIST = "convert_failed_file_list.txt"
+#: the original's ``convert -t``: .npy named with the shape, raw values (.bin), .npy named with the format (msnpy)
+FILE_TYPES = ("npy", "bin", "msnpy")
 
 _DEVICE_TYPES = ("offline", "sim")
 _EXTENSION = {"quant": naming.QUANT, "tf": naming.PB, "caffe": naming.PB}
@@ -409,6 +411,151 @@ def shape_convert(dump_path: PathLike, fmt: str, out_dir: PathLike, *, shape: Se
             _write_npy(staged, array, force)
             written.append(Output(target, t.kind, t.index, tuple(array.shape), str(array.dtype), path, note))
     return written
+
+
+def _sources(source: PathLike | Sequence[PathLike]) -> list[str]:
+    """A file, a folder or a list of them (the original's ``-d a,b``: a list of files)."""
+    items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    if not items:
+        raise ConfigError("no dump file given")
+    return [os.fspath(s) for s in items]
+
+
+def _converted_file(dump: Any, t: Tensor, array: np.ndarray, fmt: str | None, file_type: str) -> tuple[str, str]:
+    """(file name, suffix) of one converted tensor: see `format_convert`."""
+    original = os.path.basename(dump.path)
+    out_format = _format_name(t.format) if fmt is None else fmt
+    if file_type == "bin":
+        shape = (array.size,) if fmt is None else array.shape
+        # the dump's type, as the original names it: bf16 values are written as float32 but named bfloat16
+        dtype = "bfloat16" if t.data_type == "BF16" else str(array.dtype)
+        return naming.build_bin_name(original, t.kind, t.index, shape, dtype, out_format), ".bin"
+    if file_type == "msnpy":
+        return naming.build_msnpy_name(original, dump.op_name, t.kind, t.index, out_format), ".npy"
+    shape = None if fmt is None or array.ndim == 0 else array.shape
+    return naming.build_converted_name(original, t.kind, t.index, shape), ".npy"
+
+
+def _write_bin(path: str, array: np.ndarray, force: bool) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as handle:
+            np.ascontiguousarray(array).tofile(handle)
+    _save_atomic(path, write, force)
+
+
+def format_convert(source: PathLike | Sequence[PathLike], fmt: str | None, out_dir: PathLike, *,
+                   shape: Sequence[int] | str | None = None, tensor: str | None = None, index: int | None = None,
+                   custom: Union[None, PathLike, layout.Converters] = None, file_type: str = "npy",
+                   force: bool = False, threads: int = 0) -> ConversionReport:
+    """The original tool's ``convert -d DUMPS [-f FMT] -t npy|bin|msnpy``: every input, then every output of each
+    NPU dump (a file, a folder tree, or a list of files) converted to `fmt` by `convert_tensor` (None: kept in the
+    stored layout and shape), one file each in `out_dir` (a folder's subfolders mirrored):
+
+    - ``npy``: ``{dump}.{kind}.{i}.{1x3x224x224}.npy`` (with `fmt`; the `shape_convert` name), or
+      ``{dump}.{kind}.{i}.npy`` (without);
+    - ``bin``: the values, raw, as ``{dump}.{kind}.{i}.{1_3_224_224}.{dtype}.{format}.bin`` (without `fmt`: the
+      element count for the shape and the stored format);
+    - ``msnpy``: ``{dump}.{kind}.{i}.{format}.npy`` (`naming.build_msnpy_name`).
+
+    A FRACTAL_NZ tensor asked for in NCHW or NHWC is written as its matrix (ND), as the original does, the file
+    named with `fmt`.
+
+    `tensor` and `index` pick one tensor, `shape` is the target shape (see `convert_tensor`); the three only apply
+    to a single file. A tensor or dump that cannot be converted is listed in ``report.failed`` (and in
+    ``convert_failed_file_list.txt``) while the others are written, as the original does; bad arguments, an output
+    file that exists (without `force`) or two inputs naming one output raise ConfigError and write nothing.
+    """
+    if file_type not in FILE_TYPES:
+        raise ConfigError(f"-t {file_type}: the output type is one of {', '.join(FILE_TYPES)}")
+    fmt = None if fmt is None else _format_name(fmt)
+    if fmt is None and (shape is not None or tensor is not None or custom is not None):
+        raise ConfigError("-shape, -tensor/-index and -custom take effect only with a target format (-format)")
+    if index is not None and tensor is None:
+        tensor = "output"
+    if tensor is not None and tensor not in KINDS:
+        raise ConfigError(f"tensor kind must be 'input' or 'output', not {tensor!r}")
+    if index is not None and index < 0:
+        raise ConfigError(f"tensor index {index}: must be 0 or more")
+    parse_shape(shape)
+    sources = _sources(source)
+    out = _check_out(out_dir)
+    if len(sources) > 1 or not os.path.isfile(sources[0]):
+        if shape is not None or tensor is not None:
+            raise ConfigError("-shape and -tensor/-index (the original's -s, -o, -i) apply to a single dump file, "
+                              f"not to {', '.join(sources)}")
+    converters = layout.Converters(custom) if custom is not None and not isinstance(custom, layout.Converters) \
+        else custom
+    report = ConversionReport(", ".join(sources), out)
+    with _staging(out, force) as (out, staging):
+        seen: set[str] = set()
+        for src in sources:
+            for path, rel in _walk(src, out):
+                _format_one(path, os.path.join(out, rel), fmt, shape, tensor, index, converters, file_type, force,
+                            threads, staging, seen, report)
+        report.failed.sort(key=lambda p: p.path)
+        if report.failed:
+            staged_list, report.failed_list = staging.path(out, FAILED_LIST, "")
+            _check_free([report.failed_list], force)
+            with _io.open_atomic(staged_list, force=True, what="failed-file list", mode="w",
+                                 encoding="utf-8", errors="surrogateescape") as handle:
+                for p in report.failed:
+                    handle.write(f"{p.path}\t{' '.join(p.reason.split())}\n")
+    return report
+
+
+def _target_of(t: Tensor, fmt: str, converters: layout.Converters | None) -> str:
+    """The layout a tensor is converted to for `format_convert`'s `fmt`: a FRACTAL_NZ matrix has no 4-D form, so
+    NCHW and NHWC give it as the matrix (ND), as the original's FRACTAL_NZ_to_NCHW/NHWC do (unless a user converter
+    for that pair is given)."""
+    src = _format_name(t.format)
+    if src == "FRACTAL_NZ" and fmt in ("NCHW", "NHWC") and not (converters is not None and (src, fmt) in converters):
+        return "ND"
+    return fmt
+
+
+def _without(message: str, prefix: str) -> str:
+    """`message` without a leading ``{prefix}: `` (the caller names the file and tensor once)."""
+    return message[len(prefix) + 2:] if message.startswith(prefix + ": ") else message
+
+
+def _format_one(path: str, folder: str, fmt: str | None, shape: Sequence[int] | str | None, tensor: str | None,
+                index: int | None, converters: layout.Converters | None, file_type: str, force: bool, threads: int,
+                staging: _Staging, seen: set[str], report: ConversionReport) -> None:
+    """One dump of `format_convert`: its tensors written through `staging`, the ones that fail reported."""
+    try:
+        dump = open_dump(path)
+    except DumpcmpError as error:
+        report.failed.append(Problem(path, _without(str(error), path)))
+        return
+    # -tensor/-index name one file's tensor: one that is not there stops the run (NotFoundError)
+    chosen = _select(dump, tensor, index) if tensor is not None else \
+        [t for kind in ("input", "output") for t in dump.tensors(kind)]
+    if not chosen:
+        report.skipped.append(Problem(path, "the dump has no input or output tensor"))
+        return
+    bad = False
+    for t in chosen:
+        try:
+            if fmt is None:
+                array, note = t.array(), ""  # stored layout and shape
+            else:
+                array, note = convert_tensor(t, _target_of(t, fmt, converters), shape=shape, custom=converters,
+                                             threads=threads)
+        except DumpcmpError as error:
+            message = _without(_without(str(error), path), f"{t.kind} {t.index}")
+            report.failed.append(Problem(path, f"{t.kind} {t.index}: {message}"))
+            bad = True
+            continue
+        name, suffix = _converted_file(dump, t, array, fmt, file_type)
+        staged, target = staging.path(folder, name, suffix)
+        if target in seen:
+            raise ConfigError(f"{target}: two input files would both be written to this file")
+        seen.add(target)
+        _check_free([target], force)
+        (_write_bin if file_type == "bin" else _write_npy)(staged, array, force)
+        report.written.append(Output(target, t.kind, t.index, tuple(array.shape), str(array.dtype), path, note))
+    if not bad:
+        report.converted.append(path)
 
 
 # --- folders -------------------------------------------------------------------------------------------------------

@@ -175,7 +175,9 @@ class Converters:
 
     Each file defines ``convert(shape_from, shape_to, array)``: `shape_from` is the source shape (a list),
     `shape_to` the target shape when dumpcmp knows it (else None), `array` the source data as a 1-D NumPy array; it
-    returns a NumPy array (with `shape_to`'s size when that is known; a 1-D result is reshaped to `shape_to`).
+    returns a NumPy array (with `shape_to`'s size when that is known; a 1-D result is reshaped to `shape_to`, a
+    result of `shape_to`'s rank that is larger on some axes, still padded, is cut to its leading `shape_to` corner
+    as the original tool cuts it).
     A converter for a pair overrides the built-in one. Files are imported on first use. Any failure of a plug-in
     (import error, no `convert` function, an exception inside it, a result that is not an array of the right size
     or shape) raises ConfigError naming the file.
@@ -231,6 +233,9 @@ class Converters:
         if shape_to is not None:
             want = tuple(int(d) for d in shape_to)
             size = int(np.prod(want, dtype=np.int64))
+            if result.size != size and result.ndim == len(want) and all(r >= w for r, w in zip(result.shape, want)):
+                # still padded (as the original's own converters return it): cut to the target, as the original does
+                result = np.ascontiguousarray(result[tuple(slice(0, w) for w in want)])
             if result.size != size:
                 raise ConfigError(f"{path}: convert() returned {result.size} elements (shape {result.shape}), "
                                   f"the target shape {want} has {size}")

@@ -64,7 +64,8 @@ from dumpcmp.errors import NamingError
 __all__ = [
     "CONVERTED", "DEVICE", "MAPPING_FILE", "MAX_FILE_NAME", "NPY", "PB", "QUANT", "SCHEMES", "TASK_TYPES",
     "TIMESTAMP_DIGITS", "ConvertedName", "DeviceDumpName", "FftsSuffix", "FrameworkDumpName", "ParsedName",
-    "build_converted_name", "build_device_dump_name", "build_framework_dump_name", "classify",
+    "build_bin_name", "build_converted_name", "build_device_dump_name", "build_msnpy_name",
+    "build_framework_dump_name", "classify",
     "file_name_of", "ground_truth_key", "hashed_name", "is_hashed_name", "is_sanitized", "is_timestamp",
     "mapping_row", "newest_by_key", "parse_converted_name", "parse_device_dump_name", "parse_framework_dump_name",
     "parse_name", "planned_file_name", "read_mapping", "resolve_hashed", "run_path", "run_suffix", "safe_file_name",
@@ -470,6 +471,23 @@ def build_converted_name(original: str, kind: str, index: int, shape: Iterable[i
     """``{original}.{kind}.{index}[.{shape}].npy``; `original` is a file name (its folder is dropped)."""
     return ConvertedName(os.path.basename(original), kind, index,
                          None if shape is None else tuple(int(d) for d in shape)).build()
+
+
+def build_bin_name(original: str, kind: str, index: int, shape: Iterable[int], dtype: str, fmt: str) -> str:
+    """``{original}.{kind}.{index}.{1_3_224_224}.{dtype}.{format}.bin`` (the original tool's ``convert -t bin``: raw
+    C-order values); `original` is a file name (its folder is dropped)."""
+    dims = "_".join(str(int(d)) for d in shape)
+    return f"{os.path.basename(original)}.{kind}.{int(index)}.{dims}.{dtype}.{fmt}.bin"
+
+
+def build_msnpy_name(original: str, op_name: str, kind: str, index: int, fmt: str) -> str:
+    """``{original}.{kind}.{index}.{format}.npy`` (the original tool's ``convert -t msnpy``); in a five-part name
+    ``{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}`` the op name part becomes the last ``/`` part of the
+    dump's own op name."""
+    parts = os.path.basename(original).split(".")
+    if len(parts) == 5 and op_name:
+        parts[1] = op_name.split("/")[-1]
+    return f"{'.'.join(parts)}.{kind}.{int(index)}.{fmt}.npy"
 
 
 def ground_truth_key(op_name: str, output_index: int) -> str:

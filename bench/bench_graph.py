@@ -11,7 +11,8 @@ pairing takes (one device op per graph op, as the scan of a run folder lists the
 original output), written as a small JSON of its own and read by the child before the clock starts.
 
 Each measurement runs in a child process (`--repeats` times, the median counts): `parse` is `load_graph` alone,
-`pair` is `load_graph` then `pair_with_ground_truth` on the index. The child reports the CPU of its main thread
+`pair` is `load_graph` then `pair_with_ground_truth` on the index (with the cyclic
+collector paused, as `dumpcmp compare` runs it). The child reports the CPU of its main thread
 per stage (`time.thread_time`); the parent reads the child's CPU (user + sys, from wait4, import and start-up
 included) and samples its peak anonymous memory (RssAnon of /proc/<pid>/status, as bench_large.py does). The
 pairs' digest must be the same in every run. `--other-src DIR` times another source tree (its `src/`) in the same
@@ -61,7 +62,13 @@ t1 = time.thread_time()
 out["ops"] = len(graph)
 out["load_graph_s"] = t1 - t0
 if mode == "pair":
-    pairs = pair_with_ground_truth(device, truth, graph)
+    try:  # the collector paused as `dumpcmp compare` pauses it (a tree without dumpcmp.support.gcpause: not)
+        from dumpcmp.support.gcpause import paused
+    except ImportError:
+        import contextlib
+        paused = contextlib.nullcontext
+    with paused():
+        pairs = pair_with_ground_truth(device, truth, graph)
     out["pairing_s"] = time.thread_time() - t1
     out["pairs"] = len(pairs)
     digest = hashlib.sha256()

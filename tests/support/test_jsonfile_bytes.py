@@ -20,6 +20,8 @@ CASES = [
     '{"lone": "\\udcff"}',
     '{"x": NaN}',
     '{"x": 1,}',
+    '[' * 300,  # deep and not JSON: not a JSON file, as before the scan came first
+    '{"a": ' * 300 + '1' + '}' * 299,
 ]
 
 

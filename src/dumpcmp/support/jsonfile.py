@@ -150,31 +150,39 @@ _DIGITS_TO_ZERO = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord(" ") f
 _LONG_NUMBER = b"0" * 19
 
 
-def _fast_loads(text: str, data: bytes) -> Any:
+def _fast_loads(text: str, long_number: bool) -> Any:
     """The value of a JSON text read by orjson (several times faster than the standard library on a graph JSON of
     tens of MB), or _NOT_PARSED where the standard library must read it: without orjson, for numbers orjson would
-    read otherwise (integers past 64 bits), and for text orjson refuses (the standard library accepts NaN and
-    Infinity, and words its own errors with line and column)."""
+    read otherwise (integers past 64 bits: `long_number`), and for text orjson refuses (the standard library accepts
+    NaN and Infinity, and words its own errors with line and column)."""
     orjson = _orjson()
     if orjson is None:  # a dependency; a source checkout without it still reads JSON
         return _NOT_PARSED
-    if _LONG_NUMBER in data.translate(_DIGITS_TO_ZERO):
+    if long_number:
         return _NOT_PARSED
     try:
-        return orjson.loads(data)  # bytes: no UTF-8 copy of the text made inside
+        return orjson.loads(text)
     except orjson.JSONDecodeError:
         return _NOT_PARSED
 
 
+def _scan(data: bytes, max_depth: int) -> tuple[bool, bool]:
+    """(deeper than `max_depth`, holds a number of 19 digits or more) of a JSON text's UTF-8 bytes: found before
+    parsing, so that the bytes (and the scans' copies) are gone before the parsed value is built. The depth only
+    counts for a text that then parses (`bytes_depth` reads valid JSON)."""
+    return bytes_depth(data, max_depth) > max_depth, _LONG_NUMBER in data.translate(_DIGITS_TO_ZERO)
+
+
 def loads(text: str, where: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
     """json.loads with the nesting bound; ConfigError naming `where` for invalid or too deep JSON."""
-    return _loads(text, text.encode("utf-8", "surrogatepass"), where, max_depth, **kwargs)
+    return _loads(text, _scan(text.encode("utf-8", "surrogatepass"), max_depth), where, max_depth, **kwargs)
 
 
-def _loads(text: str, data: bytes, where: str, max_depth: int, **kwargs: Any) -> Any:
-    """`loads` of `text`, whose UTF-8 bytes are `data` (a file's, as read: not encoded again)."""
+def _loads(text: str, scanned: tuple[bool, bool], where: str, max_depth: int, **kwargs: Any) -> Any:
+    """`loads` of `text`, whose bytes' `_scan` is `scanned`."""
+    too_deep, long_number = scanned
     try:
-        value = _fast_loads(text, data) if not kwargs else _NOT_PARSED
+        value = _fast_loads(text, long_number) if not kwargs else _NOT_PARSED
         if value is _NOT_PARSED:
             value = json.loads(text, **kwargs)
     except json.JSONDecodeError as error:
@@ -184,7 +192,7 @@ def _loads(text: str, data: bytes, where: str, max_depth: int, **kwargs: Any) ->
         raise ConfigError(f"{where}: JSON nested too deeply (more than {max_depth} levels)") from None
     except ValueError as error:  # numbers with thousands of digits
         raise ConfigError(f"{where}: not a JSON file: {error}") from None
-    if bytes_depth(data, max_depth) > max_depth:
+    if too_deep:
         raise ConfigError(f"{where}: JSON nested too deeply (more than {max_depth} levels)")
     lone = unpaired_surrogate(text)
     if lone is not None:
@@ -195,11 +203,14 @@ def _loads(text: str, data: bytes, where: str, max_depth: int, **kwargs: Any) ->
 
 def load(path: str | os.PathLike[str], what: str = "JSON file", *, max_bytes: int = MAX_BYTES,
          max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
-    """Read and parse a JSON file (see the module docstring)."""
+    """Read and parse a JSON file (see the module docstring). The file's bytes are scanned as read (no second
+    UTF-8 copy of a 200 MB graph) and dropped before the value is built."""
     name = os.fspath(path)
     raw = read_bytes(name, what, max_bytes)
     text = decode(raw, name)
-    return _loads(text, raw[len(BOM):] if raw.startswith(BOM) else raw, name, max_depth, **kwargs)
+    scanned = _scan(raw[len(BOM):] if raw.startswith(BOM) else raw, max_depth)
+    del raw
+    return _loads(text, scanned, name, max_depth, **kwargs)
 
 
 def dumps_text(value: Any) -> str:

@@ -48,6 +48,8 @@ def test_every_field_is_set_as_the_dataclasses_would():
     {"list": {"val_type": "VT_LIST_INT", "i": ["1", 2]}},
     {"list": {"val_type": "VT_LIST_INT", "i": []}},
     {"list": {"val_type": "VT_LIST_INT", "s": ["a"]}},
+    {"list": {"i": [1], "s": ["a"]}}, {"list": {"s": ["a"], "i": [1]}}, {"list": {"f": [1.5], "i": [2]}},
+    {"list": {"val_type": "VT_LIST_INT", "i": [1], "extra": 3}}, {"list": {"i": [1]}},
 ])
 def test_short_paths_give_the_general_value(value):
     graph = parse_graph({"graph": [{"op": [{"name": "x", "attr": [{"key": "k", "value": value}]}]}]})

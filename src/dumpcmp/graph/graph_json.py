@@ -147,8 +147,9 @@ def _parse_attrs(raw: Any, where: str) -> dict[str, Any]:
                 if (kind == "s" and type(plain) is str) or (kind == "i" and type(plain) is int):
                     attrs[key] = plain
                     continue
-                if kind == "list" and type(plain) is dict and len(plain) == 2 and type(plain.get("i")) is list:
-                    items = plain["i"]  # `{"val_type": ..., "i": [...]}`: a shape
+                if (kind == "list" and type(plain) is dict and len(plain) == 2 and type(plain.get("i")) is list
+                        and "s" not in plain):  # `{"val_type": ..., "i": [...]}`: a shape ("s" comes before "i")
+                    items = plain["i"]
                     if all(type(d) is int for d in items):
                         attrs[key] = list(items)
                         continue

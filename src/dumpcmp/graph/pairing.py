@@ -33,12 +33,14 @@ The rules (docs/formats.md#pairing-rules), and the choices made where the format
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
 
 from dumpcmp.graph.graph_json import Graph, Op, TensorDesc
 from dumpcmp.dumps.naming import sanitize
+from dumpcmp.support.records import frozen_record
 
 __all__ = [
     "Relation",
@@ -539,10 +541,11 @@ def pair_with_ground_truth(
         else:
             # Not in the graph: keep it right after the device op that ran before it.
             base = (last_position, 1, rank)
+        relation = index.relation(g_op) if index is not None and g_op is not None else None
         for kind, count in (("input", dev.n_inputs), ("output", dev.n_outputs)):
             for i in range(max(count, 0)):
-                if index is not None and g_op is not None:
-                    pair = _pair_in_graph(index, gt, dev, g_op, kind, i)
+                if relation is not None:
+                    pair = _pair_in_graph(index, gt, dev, g_op, kind, i, relation)
                 else:
                     pair = _pair_by_name(gt, dev, kind, i, graph is not None)
                 rows.append((base + (0 if kind == "input" else 1, i), pair))
@@ -562,7 +565,9 @@ def pair_with_ground_truth(
             relation=Relation.GROUND_TRUTH_ONLY,
             note="no device tensor maps to this ground truth",
         )))
-    rows.sort(key=lambda r: tuple((0, v) if not isinstance(v, str) else (1, v) for v in r[0]))
+    # A name only stands in the keys of ground truth the graph does not know, (inf, 3, name, 0, sub), so a name is
+    # only ever compared with a name: the keys sort as they are.
+    rows.sort(key=itemgetter(0))
     return [pair for _, pair in rows]
 
 
@@ -581,9 +586,10 @@ def _pair_by_name(gt: _GroundTruth, dev: DeviceOp, kind: str, i: int, had_graph:
                       ground_truth_ref=ref, note=note, **common)
 
 
-def _pair_in_graph(index: _GraphIndex, gt: _GroundTruth, dev: DeviceOp, op: Op, kind: str, i: int) -> TensorPair:
+def _pair_in_graph(index: _GraphIndex, gt: _GroundTruth, dev: DeviceOp, op: Op, kind: str, i: int,
+                   relation: Relation) -> TensorPair:
+    """The row of tensor `kind` `i` of `dev`, found in the graph as `op` (whose relation is `relation`)."""
     graph = index.graph
-    relation = index.relation(op)
     if kind == "output":
         resolved = _resolve_output(index, op, i)
         own_desc = op.output(i)
@@ -622,16 +628,16 @@ def _pair_in_graph(index: _GraphIndex, gt: _GroundTruth, dev: DeviceOp, op: Op, 
     else:
         shown = ()
     desc = resolved.desc
-    return TensorPair(
-        npu_op=dev.op_name, op_type=dev.op_type, kind=kind, index=i,
-        tensor_index=_tensor_index(dev.op_name, kind, i),
-        ground_truth_op=resolved.name, ground_truth_ops=shown, ground_truth_key=key,
-        npu_ref=dev.ref, ground_truth_ref=ref, relation=relation,
-        origin_shape=desc.origin_shape if desc is not None else None,
-        origin_format=desc.origin_format if desc is not None else None,
-        origin_data_type=desc.origin_data_type if desc is not None else None,
-        graph_op=op.name, skip_reason=skip, note=note,
-    )
+    return frozen_record(TensorPair, {
+        "npu_op": dev.op_name, "op_type": dev.op_type, "kind": kind, "index": i,
+        "tensor_index": f"{dev.op_name}:{kind}:{i}",
+        "ground_truth_op": resolved.name, "ground_truth_ops": shown, "ground_truth_key": key,
+        "npu_ref": dev.ref, "ground_truth_ref": ref, "relation": relation,
+        "origin_shape": desc.origin_shape if desc is not None else None,
+        "origin_format": desc.origin_format if desc is not None else None,
+        "origin_data_type": desc.origin_data_type if desc is not None else None,
+        "graph_op": op.name, "skip_reason": skip, "note": note,
+    })
 
 
 def pair_device_to_device(left_ops: Iterable[DeviceOp], right_ops: Iterable[DeviceOp]) -> list[TensorPair]:

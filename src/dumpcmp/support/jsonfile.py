@@ -68,7 +68,12 @@ def text_depth(text: str, limit: int = MAX_DEPTH) -> int:
     between quotes (inside strings) with them; the brackets, now ( and ), lose their innermost level at each
     `replace("()", "")` (a pair that only becomes () in a round is left for the next), so the number of rounds until
     nothing is left is the depth."""
-    raw = text.encode("utf-8", "surrogatepass").replace(b"\\\\", b"").replace(b'\\"', b"")
+    return bytes_depth(text.encode("utf-8", "surrogatepass"), limit)
+
+
+def bytes_depth(data: bytes, limit: int = MAX_DEPTH) -> int:
+    """`text_depth` of a JSON text's UTF-8 bytes."""
+    raw = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     # two quotes side by side hold no bracket between them (a string without one, or the gap between two strings):
     # dropping them keeps the rest paired, and leaves few strings to split out
     kept = raw.translate(_BRACKETS, _NOT_BRACKETS).replace(b'""', b"")
@@ -139,20 +144,20 @@ def _orjson() -> Any:
 
 _NOT_PARSED = object()
 # a run of 19 digits or more (a number orjson reads as a float where the standard library keeps an int), found by
-# a translate and a find: a regular expression takes several times longer on a graph of tens of MB
-_DIGITS_TO_ZERO = str.maketrans({**{chr(c): " " for c in range(128)}, **{d: "0" for d in "0123456789"}})
-_LONG_NUMBER = "0" * 19
+# a translate of the bytes and a find: a regular expression takes several times longer on a graph of tens of MB
+_DIGITS_TO_ZERO = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord(" ") for c in range(256))
+_LONG_NUMBER = b"0" * 19
 
 
-def _fast_loads(text: str) -> Any:
+def _fast_loads(text: str, long_number: bool) -> Any:
     """The value of a JSON text read by orjson (several times faster than the standard library on a graph JSON of
     tens of MB), or _NOT_PARSED where the standard library must read it: without orjson, for numbers orjson would
-    read otherwise (integers past 64 bits), and for text orjson refuses (the standard library accepts NaN and
-    Infinity, and words its own errors with line and column)."""
+    read otherwise (integers past 64 bits: `long_number`), and for text orjson refuses (the standard library accepts
+    NaN and Infinity, and words its own errors with line and column)."""
     orjson = _orjson()
     if orjson is None:  # a dependency; a source checkout without it still reads JSON
         return _NOT_PARSED
-    if _LONG_NUMBER in text.translate(_DIGITS_TO_ZERO):
+    if long_number:
         return _NOT_PARSED
     try:
         return orjson.loads(text)
@@ -160,10 +165,23 @@ def _fast_loads(text: str) -> Any:
         return _NOT_PARSED
 
 
+def _scan(data: bytes, max_depth: int) -> tuple[bool, bool]:
+    """(deeper than `max_depth`, holds a number of 19 digits or more) of a JSON text's UTF-8 bytes: found before
+    parsing, so that the bytes (and the scans' copies) are gone before the parsed value is built. The depth only
+    counts for a text that then parses (`bytes_depth` reads valid JSON)."""
+    return bytes_depth(data, max_depth) > max_depth, _LONG_NUMBER in data.translate(_DIGITS_TO_ZERO)
+
+
 def loads(text: str, where: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
     """json.loads with the nesting bound; ConfigError naming `where` for invalid or too deep JSON."""
+    return _loads(text, _scan(text.encode("utf-8", "surrogatepass"), max_depth), where, max_depth, **kwargs)
+
+
+def _loads(text: str, scanned: tuple[bool, bool], where: str, max_depth: int, **kwargs: Any) -> Any:
+    """`loads` of `text`, whose bytes' `_scan` is `scanned`."""
+    too_deep, long_number = scanned
     try:
-        value = _fast_loads(text) if not kwargs else _NOT_PARSED
+        value = _fast_loads(text, long_number) if not kwargs else _NOT_PARSED
         if value is _NOT_PARSED:
             value = json.loads(text, **kwargs)
     except json.JSONDecodeError as error:
@@ -173,7 +191,7 @@ def loads(text: str, where: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -
         raise ConfigError(f"{where}: JSON nested too deeply (more than {max_depth} levels)") from None
     except ValueError as error:  # numbers with thousands of digits
         raise ConfigError(f"{where}: not a JSON file: {error}") from None
-    if text_depth(text, max_depth) > max_depth:
+    if too_deep:
         raise ConfigError(f"{where}: JSON nested too deeply (more than {max_depth} levels)")
     lone = unpaired_surrogate(text)
     if lone is not None:
@@ -184,9 +202,14 @@ def loads(text: str, where: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -
 
 def load(path: str | os.PathLike[str], what: str = "JSON file", *, max_bytes: int = MAX_BYTES,
          max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
-    """Read and parse a JSON file (see the module docstring)."""
+    """Read and parse a JSON file (see the module docstring). The file's bytes are scanned as read (no second
+    UTF-8 copy of a 200 MB graph) and dropped before the value is built."""
     name = os.fspath(path)
-    return loads(decode(read_bytes(name, what, max_bytes), name), name, max_depth=max_depth, **kwargs)
+    raw = read_bytes(name, what, max_bytes)
+    text = decode(raw, name)
+    scanned = _scan(raw[len(BOM):] if raw.startswith(BOM) else raw, max_depth)
+    del raw
+    return _loads(text, scanned, name, max_depth, **kwargs)
 
 
 def dumps_text(value: Any) -> str:

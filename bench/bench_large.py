@@ -1,7 +1,7 @@
 """`dumpcmp compare -f` on generated models of many operators (issue #35): what a tensor costs at scale.
 
     python bench/bench_large.py [--ops 2000,20000] [--with-100k] [--scale 1.0] [--profile 20000] [--json FILE]
-                                [--keep DIR]
+                                [--keep DIR] [--msaccucmp DIR --python PY [--dumpcmp-runs 3]]
 
 Each model: `--ops` compute operators, fp16 device dumps in NC1HWC0 and FRACTAL_NZ (dumpcmp.write_dump and
 dumpcmp.dumps.layout.convert, as dumpcmp.benchmark.model.generate_model writes them), fp32 `.npy` ground truth, and the
@@ -21,7 +21,17 @@ Every file is read once first (page-cached data); then, in the same run:
 with its `_core` built; imported even where this tree is installed in editable mode), whose result must be
 byte-identical. `--profile N` runs the N-operator model once more
 under cProfile and prints the top costs. The models are generated under a temporary folder (TMPDIR, /tmp by
-default) and deleted after, unless `--keep DIR`.
+default) and deleted after, unless `--keep DIR`; the result files always go to the temporary folder (a kept model's
+folder is only read).
+
+`--msaccucmp DIR --python PY` runs the original tool once on each model as well, as bench/bench_vs_original.py runs
+it (`msaccucmp.py compare -m DUMPFOLDER -g GT -f GRAPH -out OUT`, tests/oracle/regenerate.py's run_tool; wall clock
+and its CPU, user + sys of the child as wait4 reports it), between the dumpcmp runs: dumpcmp `--dumpcmp-runs` times
+in all (default 3), the first before the original's run and the others after, each result file held against the
+original's as bench_vs_original holds them (tests/oracle/agreement.py: every row, every metric cell; exit status 1
+when a row or a metric cell differs), and the ratio of the wall clocks (the original's over dumpcmp's median). The
+original takes minutes to hours on large models: run it in the background. Both tools get the same treatment: run
+this script under `nice` and both are nice'd.
 """
 
 from __future__ import annotations
@@ -32,7 +42,9 @@ import json
 import math
 import os
 import pstats
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,7 +59,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from helpers import graphjson as gj  # noqa: E402  (tests/helpers/graphjson.py)
 
-from bench_vs_original import dumpcmp_command, warm  # noqa: E402  (bench/bench_vs_original.py)
+from bench_vs_original import disagreements, dump_folder, dumpcmp_command, listed, run_original, warm  # noqa: E402
 from dumpcmp.benchmark.common import machine_info, machine_line  # noqa: E402
 from dumpcmp.benchmark.dumps import read_everything  # noqa: E402
 from dumpcmp.benchmark.model import TS  # noqa: E402
@@ -169,12 +181,35 @@ def profile(command: list[str], paths: dict[str, Path], work: Path, top: int = 2
     return "\n".join(lines)
 
 
+def original_run(python: str, tool: Path, paths: dict[str, Path], out: Path) -> dict:
+    """The original tool once on the model (bench_vs_original's run_original): wall seconds, the CPU of its process
+    (and of the children it waited for) as wait4 reported it to subprocess, and its result file."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, result = run_original(python, tool, {**paths, "dump": dump_folder(paths["dump"].parent)}, out)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    user, sys_ = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return {"wall_s": wall, "cpu_s": user + sys_, "user_s": user, "sys_s": sys_, "result": result}
+
+
+def against_original(ops: int, result: Path, ours: Path) -> dict:
+    """One dumpcmp result file held against the original's (exit status 1 when a row or a metric cell differs)."""
+    rows, cells, failing, text = disagreements(result, ours)
+    if failing:
+        print(f"{ops} ops: the result files disagree ({len(failing)} rows or metric cells of {cells} cells in {rows} "
+              f"rows):\n  {listed(failing)}", file=sys.stderr)
+        raise SystemExit(1)
+    return {"rows": rows, "cells": cells, "text_cells_differing": text}
+
+
 def bench_model(ops: int, root: Path, command: list[str], scale: float, check_threads: bool,
-                other: str | None = None) -> dict:
+                other: str | None = None, work: Path | None = None,
+                original: tuple[str, Path] | None = None, dumpcmp_runs: int = 3) -> dict:
     started = time.perf_counter()
     # a model kept by an earlier run (--keep) is reused as it is
     paths = generate_paths(root) if (root / "model.json").is_file() else generate_large(root, ops, scale=scale)
     generated = time.perf_counter() - started
+    work = work or root
+    work.mkdir(parents=True, exist_ok=True)
     files = sorted(p for key in ("dump", "gt") for p in paths[key].rglob("*") if p.is_file()) + [paths["graph"]]
     tensors = sum(1 for p in files if p.parent != root)
     data_bytes = sum(p.stat().st_size for p in files)
@@ -182,23 +217,40 @@ def bench_model(ops: int, root: Path, command: list[str], scale: float, check_th
     t0 = time.perf_counter()
     read_everything(files)
     probe = time.perf_counter() - t0
-    run = measured_run(compare_cmd(command, paths, root / "result.csv"))
+    run = measured_run(compare_cmd(command, paths, work / "result.csv"))
     figures = {"ops": ops, "graph_json_bytes": paths["graph"].stat().st_size, "files": len(files),
                "tensors": tensors, "data_bytes": data_bytes, "generate_s": generated, "read_probe_s": probe,
                "read_probe_gbps": data_bytes / probe / 1e9, **run,
                "cpu_us_per_tensor": run["cpu_s"] / tensors * 1e6, "gbps": data_bytes / run["wall_s"] / 1e9}
     if other:  # the same command on another dumpcmp source tree (a build before a change), same files, same run
-        figures["other"] = measured_run(compare_cmd(other_command(other), paths, root / "result_other.csv"))
+        figures["other"] = measured_run(compare_cmd(other_command(other), paths, work / "result_other.csv"))
         figures["other"]["src"] = other
-        figures["other"]["identical"] = (root / "result.csv").read_bytes() == (root / "result_other.csv").read_bytes()
+        figures["other"]["identical"] = (work / "result.csv").read_bytes() == (work / "result_other.csv").read_bytes()
         if not figures["other"]["identical"]:
             raise SystemExit(f"{ops} ops: the result of the dumpcmp in {other} differs")
     if check_threads:
-        one = measured_run(compare_cmd(command, paths, root / "result_1.csv", "--threads", "1"))
-        same = (root / "result.csv").read_bytes() == (root / "result_1.csv").read_bytes()
+        one = measured_run(compare_cmd(command, paths, work / "result_1.csv", "--threads", "1"))
+        same = (work / "result.csv").read_bytes() == (work / "result_1.csv").read_bytes()
         figures["threads_1"] = {**one, "identical": same}
         if not same:
             raise SystemExit(f"{ops} ops: the result with --threads 1 differs from the default's")
+    if original:
+        # dumpcmp once before the original's run (above) and the other runs after it, on the same page-cached files
+        orig = original_run(*original, paths, work / "original")
+        figures["original"] = {k: v for k, v in orig.items() if k != "result"}
+        figures["original"].update(against_original(ops, orig["result"], work / "result.csv"))
+        walls, cpus = [run["wall_s"]], [run["cpu_s"]]
+        warm(files)
+        for k in range(1, dumpcmp_runs):
+            again = measured_run(compare_cmd(command, paths, work / f"result_{k}_after.csv"))
+            against_original(ops, orig["result"], work / f"result_{k}_after.csv")
+            walls.append(again["wall_s"])
+            cpus.append(again["cpu_s"])
+        figures["dumpcmp_runs"] = {"wall_s": walls, "cpu_s": cpus, "median_wall_s": statistics.median(walls),
+                                   "median_cpu_s": statistics.median(cpus)}
+        figures["speedup"] = orig["wall_s"] / statistics.median(walls)
+        figures["cpu_ratio"] = orig["cpu_s"] / statistics.median(cpus)
+        figures["load_after"] = os.getloadavg()
     return figures
 
 
@@ -237,9 +289,22 @@ def main() -> None:
     ap.add_argument("--other-src", help="also time the dumpcmp of this source tree (PYTHONPATH: src/ of an older "
                     "checkout, its _core built) on the same files; its result must be byte-identical")
     ap.add_argument("--keep", type=Path, help="generate under this folder and keep it (a model there is reused)")
+    ap.add_argument("--msaccucmp", type=Path, help="also run the original tool (a checkout holding "
+                    "src/compare/msaccucmp.py) once on each model and hold its result against dumpcmp's")
+    ap.add_argument("--python", default=sys.executable, help="interpreter that runs msaccucmp")
+    ap.add_argument("--dumpcmp-runs", type=int, default=3, help="with --msaccucmp: dumpcmp runs in all, one before "
+                    "the original's and the others after (default 3; the median counts)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
     counts = [int(x) for x in args.ops.split(",") if x] + ([100_000] if args.with_100k else [])
+    original = None
+    if args.msaccucmp:
+        tool = args.msaccucmp.resolve()
+        if not (tool / "src" / "compare" / "msaccucmp.py").is_file():
+            raise SystemExit(f"{tool}: no src/compare/msaccucmp.py")
+        if args.dumpcmp_runs < 1:
+            raise SystemExit("--dumpcmp-runs must be at least 1")
+        original = (args.python, tool)
     command = dumpcmp_command()
     machine = machine_info()
     print(machine_line(machine))
@@ -248,7 +313,8 @@ def main() -> None:
         base = args.keep or Path(tmp)
         for ops in counts:
             root = base / f"model_{ops}"
-            f = bench_model(ops, root, command, args.scale, not args.no_threads_check, args.other_src)
+            f = bench_model(ops, root, command, args.scale, not args.no_threads_check, args.other_src,
+                            Path(tmp) / f"out_{ops}", original, args.dumpcmp_runs)
             results.append(f)
             print(f"{ops} ops: {f['tensors']} tensors, {f['data_bytes'] / 1e9:.2f} GB, graph JSON "
                   f"{f['graph_json_bytes'] / 1e6:.1f} MB (generated in {f['generate_s']:.0f} s)\n"
@@ -266,8 +332,19 @@ def main() -> None:
                 one = f["threads_1"]
                 print(f"  --threads 1           {one['wall_s']:6.2f} s  CPU {one['cpu_s']:.2f} s; result "
                       f"{'byte-identical' if one['identical'] else 'DIFFERENT'}")
+            if "original" in f:
+                o, d = f["original"], f["dumpcmp_runs"]
+                agree = (f"all {o['cells']} cells" if not o["text_cells_differing"] else
+                         f"every metric cell ({len(o['text_cells_differing'])} text cells differ)")
+                print(f"  the original tool     {o['wall_s']:6.0f} s  CPU {o['cpu_s']:.0f} s "
+                      f"(user {o['user_s']:.0f}, sys {o['sys_s']:.0f})\n"
+                      f"  dumpcmp, {len(d['wall_s'])} runs around it: median {d['median_wall_s']:.2f} s "
+                      f"(runs {', '.join(f'{s:.2f}' for s in d['wall_s'])}), CPU median {d['median_cpu_s']:.2f} s\n"
+                      f"  dumpcmp is {f['speedup']:.0f}x faster by wall clock ({f['cpu_ratio']:.0f}x by CPU); the "
+                      f"result files agree on {agree} of {o['rows']} rows; load average after "
+                      f"{', '.join(f'{x:.2f}' for x in f['load_after'])}")
             if ops == args.profile:
-                print(profile(command, generate_paths(root), root))
+                print(profile(command, generate_paths(root), Path(tmp) / f"out_{ops}"))
             if not args.keep:
                 shutil.rmtree(root)
     if args.json:

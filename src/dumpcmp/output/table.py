@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from dumpcmp.comparison.rows import FP16_TINY, dumped_ops
+from dumpcmp.comparison.rows import FP16_TINY, dumped_ops, metric_texts
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.comparison.overflow import original_overflow
 from dumpcmp.support.files import atomic_write_text
@@ -119,24 +119,42 @@ def _extra_cells(res: MetricResult | None) -> list[str]:
             str(res.nan_y), str(res.inf_y)]
 
 
+def _metric_cells(r: Row, algorithms: tuple[int, ...]) -> list[str]:
+    """The metric cells of a row: one call of the core for the whole row where it computed exactly `algorithms`."""
+    res = r.result
+    if res is None:
+        return [NOT_COMPUTED] * len(algorithms)
+    if not r.not_computed:
+        return metric_texts(res, algorithms)
+    return [_metric_cell(r, i) for i in algorithms]
+
+
 def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow: bool = False) -> list[str]:
     """One row's cells in the original tool's columns."""
-    side = side_texts(r)
-    cells = [str(r.index), r.op_type, r.npu_dump, side["NPUDataType"]]
+    if r.unmatched:
+        side = side_texts(r)
+        npu_type, npu_address, truth_type, truth_address, tensor, shape = side.values()
+    else:  # side_texts' cells, without its dict (a model's worth of rows)
+        unknown = r.data_types_unknown
+        npu_type = NOT_COMPUTED if unknown else r.npu_data_type or ""
+        truth_type = NOT_COMPUTED if unknown else r.ground_truth_data_type or ""
+        npu_address, truth_address = address_text(r.npu_address), address_text(r.ground_truth_address)
+        tensor, shape = r.tensor_index or "", shape_text(r.shape)
+    cells = [str(r.index), r.op_type, r.npu_dump, npu_type]
     if result.op_sequence is not None:  # -r/-s: the op's id in the graph, after Index
         cells.insert(1, str(result.op_sequence.get(id(r), "")))
     if result.npu_has_address:
-        cells.append(side["NPUAddress"])
-    cells += [r.ground_truth, side["GroundTruthDataType"]]
+        cells.append(npu_address)
+    cells += [r.ground_truth, truth_type]
     if result.ground_truth_has_address:
-        cells.append(side["GroundTruthAddress"])
-    cells += [side["TensorIndex"], side["Shape"]]
+        cells.append(truth_address)
+    cells += [tensor, shape]
     if overflow == "original":  # compare --overflow-like-original (the original's -overflow_detection)
         cells.append(original_overflow(r))
     elif overflow:
         cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
     custom = result.custom_algorithms
-    cells += [_metric_cell(r, i) for i in result.algorithms] if custom is None else custom.cells(r, _metric_cell)
+    cells += _metric_cells(r, result.algorithms) if custom is None else custom.cells(r, _metric_cell)
     if extra:
         cells += _extra_cells(r.result)
     cells.append(r.fail_reason)
@@ -160,9 +178,14 @@ def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = Fal
 _FORMULA = re.compile(r"(?:^|;)[\t\r\n]*[\uff1d\uff0b\uff0d+\-=%@]")
 
 
+_FORMULA_FIRST = frozenset("\t\r\n\uff1d\uff0b\uff0d+-=%@")  # what _FORMULA can match first without a ';'
+
+
 def csv_safe(cell: str) -> str:
     """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
     (the original refuses such a file; one odd op name must not cost the whole result)."""
+    if not cell or (cell[0] not in _FORMULA_FIRST and ";" not in cell):  # most cells: _FORMULA cannot match
+        return cell
     try:
         float(cell)
         return cell

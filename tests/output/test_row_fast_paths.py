@@ -87,3 +87,21 @@ def test_below_fp16_range_as_the_rule() -> None:
                 max(abs(float(res.min_y)), abs(float(res.max_y))) < 6.103515625e-05
             assert ComparisonResult([row], (0,), "l", "r", "run").below_fp16_range(row) is expected
     assert not math.isnan(big.value(0))
+
+
+def test_streamed_result_file_is_the_whole_tables_csv(tmp_path) -> None:
+    """write() streams the CSV in pieces of lines (issue #35: the table is never held whole): its bytes are the
+    whole table's `csv_text`, across piece boundaries, with cells that need quoting or a formula guard."""
+    from dumpcmp.output.table import csv_text, table, write
+
+    res = _result()
+    names = ["conv", "a,b", 'q"uote', "line\nbreak", "=cmd", "x;@y", "\u00e9t\u00e9", "cr\rlf", "-1", "tab\tx"]
+    rows = [Row(index=k, op_type="Conv2D", npu_dump=names[k % len(names)], npu_data_type="float16",
+                npu_address=k, ground_truth=names[(k * 7) % len(names)], ground_truth_data_type="float32",
+                ground_truth_address=None, tensor_index=f"{names[k % 3]}:output:0", shape=(1, k),
+                result=res if k % 5 else None, fail_reason="" if k % 5 else names[k % len(names)])
+            for k in range(9000)]
+    result = ComparisonResult(rows, tuple(range(10)), "l", "r", "run")
+    out = write(result, tmp_path / "result.csv")
+    assert out.read_bytes() == csv_text(table(result)).encode("utf-8", "surrogateescape")
+    assert out.read_bytes().count(b"\r\n") >= 9001

@@ -1,8 +1,14 @@
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dumpcmp/checked.hpp"
 #include "dumpcmp/dump.hpp"
@@ -30,6 +36,82 @@ Format format_of(const std::string& name) {
     const std::int32_t v = format_from_name(name);
     if (v < 0) throw std::invalid_argument("unknown format '" + name + "'");
     return static_cast<Format>(v);
+}
+
+// A .npy header exactly as NumPy writes it, `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }` and its
+// padding: (descr, shape), or nothing for any other text (the caller's general reader then decides). Whatever it
+// accepts, dumpcmp.dumps.ground_truth.parse_npy_header reads the same way (it accepts more).
+struct NpyHeader {
+    std::string descr;
+    std::vector<std::uint64_t> shape;
+};
+
+std::optional<NpyHeader> strict_npy_header(std::string_view t) {
+    auto take = [&t](std::string_view lit) {
+        if (t.substr(0, lit.size()) != lit) return false;
+        t.remove_prefix(lit.size());
+        return true;
+    };
+    NpyHeader h;
+    if (!take("{'descr': '")) return std::nullopt;
+    const auto quote = t.find('\'');
+    if (quote == std::string_view::npos || quote == 0 || quote > 16) return std::nullopt;
+    for (char c : t.substr(0, quote))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '<' || c == '>' ||
+              c == '|' || c == '='))
+            return std::nullopt;
+    h.descr = std::string(t.substr(0, quote));
+    t.remove_prefix(quote);
+    if (!take("', 'fortran_order': False, 'shape': (")) return std::nullopt;
+    bool comma = false;  // a single number is a tuple only with its comma: (3,)
+    while (!t.empty() && t.front() != ')') {
+        if (!h.shape.empty() && !take(" ")) return std::nullopt;
+        if (t.empty() || t.front() < '1' || t.front() > '9') return std::nullopt;  // no 0, no leading zeros
+        std::uint64_t d = 0;
+        std::size_t n = 0;
+        while (n < t.size() && t[n] >= '0' && t[n] <= '9') {
+            if (n >= 18) return std::nullopt;  // below 2**63 for sure; longer: the general reader
+            d = d * 10 + static_cast<std::uint64_t>(t[n] - '0');
+            ++n;
+        }
+        t.remove_prefix(n);
+        h.shape.push_back(d);
+        comma = take(",");
+        if (!comma && (t.empty() || t.front() != ')')) return std::nullopt;
+    }
+    if (h.shape.size() == 1 && !comma) return std::nullopt;
+    if (!take("), }")) return std::nullopt;
+    for (char c : t)
+        if (c != ' ' && c != '\t' && c != '\n') return std::nullopt;
+    return h;
+}
+
+// The header of a plain .npy file read with one open and one read (O_NONBLOCK: a FIFO put in its place never
+// waits): (data offset, header), or nothing for any other file or any doubt.
+std::optional<std::pair<std::uint64_t, NpyHeader>> read_npy_header(const std::string& path, std::uint64_t& size) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    std::string head(4096, '\0');
+    ssize_t got = -1;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) got = ::pread(fd, head.data(), head.size(), 0);
+    std::optional<std::pair<std::uint64_t, NpyHeader>> out;
+    if (got >= 10 && head.compare(0, 6, "\x93NUMPY") == 0 && head[7] == 0 && head[6] >= 1 && head[6] <= 3) {
+        const std::size_t width = head[6] == 1 ? 2 : 4;
+        std::uint64_t length = 0;
+        for (std::size_t i = 0; i < width; ++i)
+            length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
+        const std::uint64_t offset = 8 + width + length;
+        if (length > 0 && offset <= static_cast<std::uint64_t>(got)) {  // longer headers: the general reader
+            auto h = strict_npy_header(std::string_view(head).substr(8 + width, length));
+            if (h) {
+                size = static_cast<std::uint64_t>(st.st_size);
+                out.emplace(offset, std::move(*h));
+            }
+        }
+    }
+    ::close(fd);
+    return out;
 }
 
 }  // namespace
@@ -111,6 +193,69 @@ void bind_compare(py::module_& core) {
     }, py::arg("path"), py::arg("offset"), py::arg("data_type"), py::arg("count"),
        "count elements of a data type stored as it is compared (a name of data_types(): FLOAT, FLOAT16, BOOL, ...) "
        "at byte offset of a file (a .npy's data after its header), mapped here: one open and one mapping, no NumPy.");
+
+    m.def("npy_sources", [](const std::vector<std::string>& paths,
+                            const std::map<std::string, std::string>& data_types) {
+        // per file: (source, shape, data type name) of a plain .npy as NumPy writes it, or None (any other file,
+        // any doubt, any error: the caller reads that one with its general reader, whose messages the user sees)
+        struct Opened {
+            std::shared_ptr<TensorSource> source;
+            std::vector<std::uint64_t> shape;
+            std::string data_type;
+        };
+        std::vector<std::optional<Opened>> opened(paths.size());
+        {
+            py::gil_scoped_release release;
+            for (std::size_t k = 0; k < paths.size(); ++k) {
+                std::uint64_t size = 0;
+                auto header = read_npy_header(paths[k], size);
+                if (!header) continue;
+                const auto& [offset, h] = *header;
+                const auto name = data_types.find(h.descr);
+                if (name == data_types.end() || h.descr.size() < 3) continue;
+                const DataTypeInfo* info = find_data_type(name->second);
+                if (info == nullptr || info->repr != Repr::native) continue;
+                std::uint64_t itemsize = 0;
+                for (char c : h.descr.substr(2)) {
+                    if (c < '0' || c > '9' || itemsize > 64) { itemsize = 0; break; }
+                    itemsize = itemsize * 10 + static_cast<std::uint64_t>(c - '0');
+                }
+                std::optional<std::uint64_t> bytes = itemsize;
+                std::uint64_t count = 1;
+                for (auto d : h.shape) {
+                    const auto c = checked::mul(count, d);
+                    if (!c) { bytes.reset(); break; }
+                    count = *c;
+                }
+                if (bytes) bytes = checked::mul(count, itemsize);
+                if (!bytes || itemsize == 0 || offset > size || *bytes != size - offset) continue;
+                MappedFilePtr keep;
+                try {
+                    keep = std::make_shared<const MappedFile>(paths[k]);
+                } catch (const std::exception&) {
+                    continue;
+                }
+                if (!checked::within(offset, *bytes, keep->size())) continue;  // changed since its header was read
+                opened[k] = Opened{std::make_shared<TensorSource>(keep->data() + offset, info->type, count, nullptr,
+                                                                  keep),
+                                   h.shape, name->second};
+            }
+        }
+        py::list out;
+        for (auto& o : opened) {
+            if (!o) {
+                out.append(py::none());
+                continue;
+            }
+            py::tuple shape(o->shape.size());
+            for (std::size_t i = 0; i < o->shape.size(); ++i) shape[i] = py::int_(o->shape[i]);
+            out.append(py::make_tuple(o->source, shape, o->data_type));
+        }
+        return out;
+    }, py::arg("paths"), py::arg("data_types"),
+       "Plain .npy files as comparison sides, one call for many: per path (source, shape, data type name) where the "
+       "header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size "
+       "agreeing), else None.");
 
     m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
                                 std::optional<std::vector<int>> metrics, unsigned threads, bool scalar,

@@ -419,6 +419,11 @@ class compare:
         count elements of a data type stored as it is compared (a name of data_types(): FLOAT, FLOAT16, BOOL, ...) at byte offset of a file (a .npy's data after its header), mapped here: one open and one mapping, no NumPy.
         """
     @staticmethod
+    def npy_sources(paths: collections.abc.Sequence[str], data_types: collections.abc.Mapping[str, str]) -> list:
+        """
+        Plain .npy files as comparison sides, one call for many: per path (source, shape, data type name) where the header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size agreeing), else None.
+        """
+    @staticmethod
     def compare_sources(x: compare.TensorSource, y: compare.TensorSource, *, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, scalar: bool = False, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536, precise: bool = False) -> metrics.MetricResult:
         ...
     @staticmethod

@@ -58,7 +58,7 @@ from dumpcmp.comparison.sources import (
 )
 from dumpcmp.graph.pairing import TensorPair
 from dumpcmp.support.progress import Progress
-from dumpcmp.dumps.ground_truth import dtype_name, ground_truth_source
+from dumpcmp.dumps.ground_truth import dtype_name, ground_truth_source, ground_truth_sources
 
 __all__ = ["ComparisonResult", "PairedRun", "Row", "compare", "compare_runs", "paired_runs"]
 
@@ -257,6 +257,18 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     # afterwards fills in the rows of the one before and lets its mappings go: the engine runs one batch after
     # another without waiting for either (20-30 ms at every batch boundary, measured).
     running: _Batch | None = None
+    # the ground truth of the next pairs, opened in one call of the core (`ground_truth_sources`): number -> opened
+    opened: dict[int, tuple[Any, Any, str]] = {}
+    opened_upto = 0
+
+    def open_ahead(start: int) -> int:
+        opened.clear()  # what is left belongs to pairs that failed before reading their ground truth
+        ahead = [k for k in range(start, min(len(pairs), start + _BATCH_PAIRS))
+                 if pairs[k].comparable and pairs[k].skip_reason is None]
+        for k, got in zip(ahead, ground_truth_sources([pairs[k].ground_truth_ref for k in ahead])):
+            if got is not None:
+                opened[k] = got
+        return start + _BATCH_PAIRS
 
     def finish(batch: _Batch, outcomes: list) -> None:
         for (row, x, y, _, ctx), out in zip(batch.entries, outcomes):
@@ -349,7 +361,10 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
                            pair.ground_truth_ref.path)
                 else:
-                    y_src, gt_shape, gt_dtype = ground_truth_source(pair.ground_truth_ref)
+                    if number >= opened_upto:
+                        opened_upto = open_ahead(number)
+                    got = opened.pop(number, None)
+                    y_src, gt_shape, gt_dtype = got if got is not None else ground_truth_source(pair.ground_truth_ref)
                     row.ground_truth_data_type = gt_dtype
                     x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, tuple(gt_shape))
                     if x_src.count != y_src.count and t.format not in _layout.DEVICE_FORMATS and t.format != "ND":

@@ -19,9 +19,17 @@ from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
 __all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "graph_rows", "weight_inputs",
            "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
-           "metric_notes", "column_note"]
+           "metric_notes", "column_note", "metric_texts"]
 
 FP16_TINY = 6.103515625e-05  # float16's smallest normal value
+
+
+def metric_texts(res: MetricResult, algorithms: Sequence[int]) -> list[str]:
+    """The metrics `algorithms` of a result as the original prints them (`MetricResult.format`): one call of the
+    core for all of them where it computed exactly those, in that order (a model's worth of rows)."""
+    if list(algorithms) == res.metrics:
+        return res.formatted()
+    return [res.format(i) for i in algorithms]
 
 
 @dataclass
@@ -154,11 +162,14 @@ class ComparisonResult:
         float16's normal range (|x| < 6.1e-5): it rounds to zero or a few subnormal steps, so its cosine similarity
         says nothing about the layer."""
         res = row.result
+        if res is None or not res.count > 0 or not max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY:
+            return False  # the common case first: the dtype and the pair's relation are asked of tiny ones only
         inserted = row.pair is not None and str(row.pair.relation) == "Inserted"  # the output Cast of such a value
-        return res is not None and ((row.npu_data_type or "").lower() == "float16" or inserted) and res.count > 0 and \
-            max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY
+        return (row.npu_data_type or "").lower() == "float16" or inserted
 
     def is_constant(self, row: Row) -> bool:
+        if not self.constant_files:
+            return False
         ref = row.pair.ground_truth_ref if row.pair is not None else None
         return ref is not None and getattr(ref, "path", None) in self.constant_files
 
@@ -268,17 +279,18 @@ class ComparisonResult:
         op's input (the same values, dumped twice) take one place."""
         compared = [r for r in self.rows if r.result is not None and not self.is_constant(r)]
 
-        def broken(r: Row) -> bool:  # NaN cosine because the device side overflowed or went all zero
-            return math.isnan(r.cosine) and (r.overflow or r.dead)
+        def rank(r: Row) -> tuple[bool, float, int]:
+            c = r.cosine
+            broken = math.isnan(c) and (r.overflow or r.dead)  # NaN because the device overflowed or went all zero
+            return (math.isnan(c) and not broken, -math.inf if broken else c, r.index)
 
-        ranked = sorted(compared, key=lambda r: (math.isnan(r.cosine) and not broken(r),
-                                                 -math.inf if broken(r) else r.cosine, r.index))
+        ranked = sorted(compared, key=rank)
         if distinct:
             seen: set[tuple[Any, ...]] = set()
             unique = []
             for r in ranked:
                 key = (r.pair.ground_truth_key if r.pair else r.ground_truth,
-                       tuple(r.result.format(i) for i in self.algorithms))
+                       tuple(metric_texts(r.result, self.algorithms)))
                 if key not in seen:
                     seen.add(key)
                     unique.append(r)

@@ -26,7 +26,7 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from dumpcmp.dumps import naming
 from dumpcmp.errors import ConfigError, DumpcmpError, DumpError, NotFoundError
@@ -36,6 +36,7 @@ from dumpcmp.support.native import core
 __all__ = [
     "CONSTANT_MARK", "INDEX_COLUMNS", "INDEX_NAME", "GoldenRecord", "NpyHeader", "PlainNpy",
     "dtype_name", "framework_output", "ground_truth_data", "ground_truth_source", "has_values", "load_npy",
+    "ground_truth_sources",
     "mapped_npy", "npy_header", "open_npy", "parse_npy_header", "plain_npy", "read_golden_index", "keys_by_index",
 ]
 
@@ -316,6 +317,20 @@ def ground_truth_source(entry: Any) -> tuple[Any, Any, str]:
     index, t = framework_output(data, entry.output_index, entry.path)
     return core.compare.source_from_dump(data._file, "output", index), tuple(t.original_shape or t.shape), \
         dtype_name(t.data_type)
+
+
+def ground_truth_sources(entries: Sequence[Any]) -> list[tuple[Any, Any, str] | None]:
+    """`ground_truth_source`'s result for each plain .npy of `entries` (a header as NumPy writes it), all opened in
+    one call of the core; None for every other entry and on any doubt: the caller then calls `ground_truth_source`,
+    whose reading and messages are the general ones (a model's worth of files: 10^5 of them)."""
+    out: list[tuple[Any, Any, str] | None] = [None] * len(entries)
+    wanted = [k for k, e in enumerate(entries) if _is_npy(e)]
+    if wanted:
+        opened = core.compare.npy_sources([os.fsencode(entries[k].path) for k in wanted], _PLAIN_NPY)
+        for k, got in zip(wanted, opened):
+            if got is not None:
+                out[k] = (got[0], got[1], dtype_name(got[2]))
+    return out
 
 
 def ground_truth_data(entry: Any, *, whole_below: int = 0) -> Any:

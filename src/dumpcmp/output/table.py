@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
-from dumpcmp.comparison.rows import FP16_TINY, dumped_ops
+from dumpcmp.comparison.rows import FP16_TINY, dumped_ops, metric_texts
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.comparison.overflow import original_overflow
-from dumpcmp.support.files import atomic_write_text
+from dumpcmp.support.files import atomic_write, atomic_write_text
 
 if TYPE_CHECKING:
     from dumpcmp.comparison.rows import ComparisonResult, Row
@@ -119,24 +120,42 @@ def _extra_cells(res: MetricResult | None) -> list[str]:
             str(res.nan_y), str(res.inf_y)]
 
 
+def _metric_cells(r: Row, algorithms: tuple[int, ...]) -> list[str]:
+    """The metric cells of a row: one call of the core for the whole row where it computed exactly `algorithms`."""
+    res = r.result
+    if res is None:
+        return [NOT_COMPUTED] * len(algorithms)
+    if not r.not_computed:
+        return metric_texts(res, algorithms)
+    return [_metric_cell(r, i) for i in algorithms]
+
+
 def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow: bool = False) -> list[str]:
     """One row's cells in the original tool's columns."""
-    side = side_texts(r)
-    cells = [str(r.index), r.op_type, r.npu_dump, side["NPUDataType"]]
+    if r.unmatched:
+        side = side_texts(r)
+        npu_type, npu_address, truth_type, truth_address, tensor, shape = side.values()
+    else:  # side_texts' cells, without its dict (a model's worth of rows)
+        unknown = r.data_types_unknown
+        npu_type = NOT_COMPUTED if unknown else r.npu_data_type or ""
+        truth_type = NOT_COMPUTED if unknown else r.ground_truth_data_type or ""
+        npu_address, truth_address = address_text(r.npu_address), address_text(r.ground_truth_address)
+        tensor, shape = r.tensor_index or "", shape_text(r.shape)
+    cells = [str(r.index), r.op_type, r.npu_dump, npu_type]
     if result.op_sequence is not None:  # -r/-s: the op's id in the graph, after Index
         cells.insert(1, str(result.op_sequence.get(id(r), "")))
     if result.npu_has_address:
-        cells.append(side["NPUAddress"])
-    cells += [r.ground_truth, side["GroundTruthDataType"]]
+        cells.append(npu_address)
+    cells += [r.ground_truth, truth_type]
     if result.ground_truth_has_address:
-        cells.append(side["GroundTruthAddress"])
-    cells += [side["TensorIndex"], side["Shape"]]
+        cells.append(truth_address)
+    cells += [tensor, shape]
     if overflow == "original":  # compare --overflow-like-original (the original's -overflow_detection)
         cells.append(original_overflow(r))
     elif overflow:
         cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
     custom = result.custom_algorithms
-    cells += [_metric_cell(r, i) for i in result.algorithms] if custom is None else custom.cells(r, _metric_cell)
+    cells += _metric_cells(r, result.algorithms) if custom is None else custom.cells(r, _metric_cell)
     if extra:
         cells += _extra_cells(r.result)
     cells.append(r.fail_reason)
@@ -147,12 +166,16 @@ def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = Fal
           columns: Mapping[str, Callable[[Row], str]] | None = None) -> list[list[str]]:
     """Header and rows as the strings the result file holds; `columns` (name -> cell of a row) are added after
     the original tool's (`compare --locate`), after the result's own `extra_columns`."""
+    return list(_table_rows(result, extra=extra, overflow=overflow, columns=columns))
+
+
+def _table_rows(result: ComparisonResult, *, extra: bool = False, overflow: bool = False,
+                columns: Mapping[str, Callable[[Row], str]] | None = None) -> Iterator[list[str]]:
+    """`table`'s lines one at a time: the result file is written as they come, never held whole."""
     columns = {**(result.extra_columns or {}), **(columns or {})}
-    out = [header(result, extra=extra, overflow=overflow) + list(columns or ())]
+    yield header(result, extra=extra, overflow=overflow) + list(columns or ())
     for r in result.rows:
-        out.append(row_cells(result, r, extra=extra, overflow=overflow)
-                   + [cell(r) for cell in (columns or {}).values()])
-    return out
+        yield row_cells(result, r, extra=extra, overflow=overflow) + [cell(r) for cell in (columns or {}).values()]
 
 
 # A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
@@ -160,9 +183,14 @@ def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = Fal
 _FORMULA = re.compile(r"(?:^|;)[\t\r\n]*[\uff1d\uff0b\uff0d+\-=%@]")
 
 
+_FORMULA_FIRST = frozenset("\t\r\n\uff1d\uff0b\uff0d+-=%@")  # what _FORMULA can match first without a ';'
+
+
 def csv_safe(cell: str) -> str:
     """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
     (the original refuses such a file; one odd op name must not cost the whole result)."""
+    if not cell or (cell[0] not in _FORMULA_FIRST and ";" not in cell):  # most cells: _FORMULA cannot match
+        return cell
     try:
         float(cell)
         return cell
@@ -170,14 +198,31 @@ def csv_safe(cell: str) -> str:
         return " " + cell if _FORMULA.search(cell) else cell
 
 
-def csv_text(table: list[list[str]]) -> str:
+def csv_text(table: Iterable[list[str]]) -> str:
     """The result file's CSV: formula-like cells made safe, rows ending in CR LF."""
-    buf = io.StringIO()
-    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the original
-    # tool's (the csv module's default)
-    w = csv.writer(buf, lineterminator="\r\n")
-    w.writerows([csv_safe(c) for c in row] for row in table)
-    return buf.getvalue()
+    return "".join(_csv_chunks(table))
+
+
+def _csv_chunks(table: Iterable[list[str]], rows: int = 0) -> Iterator[str]:
+    """`csv_text` in pieces of `rows` lines each (0: one piece): each line's text depends on that line alone."""
+    lines = iter(table)
+    while True:
+        buf = io.StringIO()
+        # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the
+        # original tool's (the csv module's default)
+        w = csv.writer(buf, lineterminator="\r\n")
+        w.writerows([csv_safe(c) for c in row] for row in (itertools.islice(lines, rows) if rows else lines))
+        text = buf.getvalue()
+        if not text:
+            return
+        yield text
+        if not rows:
+            return
+
+
+def _write_csv(f: IO[bytes], table: Iterable[list[str]]) -> None:
+    for text in _csv_chunks(table, 4096):
+        f.write(text.encode("utf-8", "surrogateescape"))
 
 
 def text_table(table: Sequence[Sequence[str]]) -> str:
@@ -194,8 +239,10 @@ def write(result: ComparisonResult, path: str | os.PathLike[str], *, csv_format:
     path = Path(path)
     if csv_format is None:
         csv_format = path.suffix.lower() == ".csv"
-    rows = table(result, extra=extra, overflow=overflow, columns=columns)
-    text = csv_text(rows) if csv_format else text_table(rows)
+    if csv_format:  # line by line: a model's table is never held whole (issue #35)
+        lines = _table_rows(result, extra=extra, overflow=overflow, columns=columns)
+        return atomic_write(path, lambda f: _write_csv(f, lines), force=force, what="result file")
+    text = text_table(table(result, extra=extra, overflow=overflow, columns=columns))
     return atomic_write_text(path, text, force=force, what="result file")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dumpcmp.errors import ConfigError, DumpError
+from dumpcmp.comparison.rows import metric_texts
 from dumpcmp.graph.pairing import QUANT_DEQUANT_TYPES, QUANTIZING_TYPES
 
 __all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate", "distinct_rows",
@@ -216,7 +217,7 @@ def distinct_rows(result: Any) -> list[Any]:
     input holds the same values against the same ground truth, so it would be advised twice."""
     def key(r: Any) -> tuple[Any, ...]:
         return (r.pair.ground_truth_key if r.pair else r.ground_truth,
-                tuple(r.result.format(i) for i in result.algorithms))
+                tuple(metric_texts(r.result, result.algorithms)))
 
     compared = [r for r in result.rows if r.result is not None]
     outputs = {key(r) for r in compared if r.pair is None or r.pair.kind == "output"}

@@ -26,6 +26,7 @@ files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and g
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from dataclasses import dataclass, field
@@ -212,7 +213,23 @@ class DumpGroup:
         """op name -> its newest dump (newest timestamp wins), in execution order of those dumps."""
         best = naming.newest_by_key(self.entries, key=lambda e: e.name.op_name, timestamp=lambda e: e.name.timestamp,
                                     tie=lambda e: e.path)
-        return {e.name.op_name: e for e in sorted(best.values(), key=DumpEntry.order)}  # type: ignore[arg-type]
+        return {e.name.op_name: e for e in _in_order(best.values())}  # type: ignore[arg-type]
+
+
+def _in_order(entries: Iterable[DumpEntry]) -> list[DumpEntry]:
+    """`entries` sorted by `DumpEntry.order`. Without FFTS+ names (whose order keys are then -1 and -1 throughout):
+    by file name, then (stable) by timestamp and task as one integer, which sorts a run of 10^6 dumps in half the
+    time of the tuples."""
+    entries = list(entries)
+    if not entries or any(e.name.ffts is not None for e in entries) or \
+            max(e.name.task_id for e in entries) >= 1 << 64:
+        return sorted(entries, key=DumpEntry.order)
+    entries.sort(key=_FILE_NAME)
+    entries.sort(key=lambda e: (e.name.timestamp << 64) | e.name.task_id)
+    return entries
+
+
+_FILE_NAME = operator.attrgetter("file_name")
 
 
 @dataclass
@@ -470,7 +487,7 @@ class _Scanner:
             self.dumps[key] = kept
 
     def index(self, root: str) -> DumpIndex:
-        groups = [DumpGroup(k, sorted(v, key=DumpEntry.order)) for k, v in self.dumps.items() if v]
+        groups = [DumpGroup(k, _in_order(v)) for k, v in self.dumps.items() if v]
         groups.sort(key=lambda g: g.key.sort_key())
         gt = GroundTruthIndex()
         gt._add_all(self.framework)

@@ -61,3 +61,14 @@ def test_records_are_written_while_headers_are_read(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdout", sys.__stdout__)
     items, ok = info.gather([str(tmp_path)])  # the same records, made whole (the text output's way)
     assert text == jsonfile.dumps_text({"ok": ok, "paths": items})
+
+
+def test_descs_are_the_tensors_records_in_their_order(tmp_path):
+    path = tmp_path / f"Add.a.1.{T0}"
+    dumpcmp.write_dump(path, op_name="a", inputs=[TensorData(np.ones(3, np.float16)), TensorData(np.ones(2, np.int8))],
+                       outputs=[TensorData(np.ones((2, 2), np.float32))])
+    d = dumpcmp.open_dump(path)
+    fields = ("kind", "index", "data_type", "format", "shape", "original_shape", "sub_format", "size")
+    assert [[getattr(t.desc, f) for f in fields] for t in d.tensors()] == \
+        [[getattr(t, f) for f in fields] for t in d.descs()]
+    assert [t.kind for t in d.descs()] == ["input", "input", "output"]

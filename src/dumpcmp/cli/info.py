@@ -122,8 +122,7 @@ def _name_dict(file_name: str, folder: str) -> dict[str, Any] | None:
 
 def _dump_dict(dump: Any, name: dict[str, Any] | None) -> dict[str, Any]:
     tensors = []
-    for tensor in dump.tensors():
-        t = tensor.desc  # the core's record: its fields without the Tensor's properties over them
+    for t in dump.descs():  # the core's records: their fields without a Tensor and its properties over them
         original_shape = t.original_shape
         tensors.append({
             "kind": t.kind, "index": t.index, "data_type": t.data_type, "format": t.format, "shape": list(t.shape),

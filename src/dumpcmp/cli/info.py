@@ -55,15 +55,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import itertools
 import math
+import operator
 import os
 import sys
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from dumpcmp.dumps import naming
 from dumpcmp.errors import DumpcmpError, NamingError, NotFoundError
 from dumpcmp.dumps.ground_truth import open_npy, plain_npy
-from dumpcmp.dumps.scan import DumpIndex, scan
+from dumpcmp.dumps.scan import DumpIndex, read_dump_headers, scan
 from dumpcmp.support import jsonfile
 from dumpcmp.support.gcpause import paused
 from dumpcmp.dumps.sigmastar import is_sigmastar_dump
@@ -84,23 +86,29 @@ def add_parser(sub: Any) -> None:
 
 # --- gathering ----------------------------------------------------------------------------------------------------
 
+_PLAIN = (int, str, type(None), bool)
+
+
 def _parsed_dict(parsed: naming.ParsedName) -> dict[str, Any]:
     """The fields of a parsed name (what dataclasses.asdict gives, shape as a list), without asdict's deep copy of
     every field: a tree of 10^6 dumps has as many names."""
+    names, values = _fields_of(type(parsed))
     out: dict[str, Any] = {"scheme": parsed.scheme}
-    for field in _field_names(type(parsed)):
-        value = getattr(parsed, field)
-        if dataclasses.is_dataclass(value):
-            value = dataclasses.asdict(value)  # type: ignore[arg-type]
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[field] = value
+    out.update(zip(names, values(parsed)))
+    for field, value in out.items():
+        if type(value) not in _PLAIN:
+            if dataclasses.is_dataclass(value):
+                out[field] = dataclasses.asdict(value)  # type: ignore[arg-type]
+            elif isinstance(value, tuple):
+                out[field] = list(value)
     return out
 
 
 @functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+def _fields_of(cls: type) -> tuple[tuple[str, ...], Any]:
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    get = operator.attrgetter(*names)
+    return names, (get if len(names) > 1 else lambda value: (get(value),))
 
 
 def _name_dict(file_name: str, folder: str) -> dict[str, Any] | None:
@@ -114,10 +122,11 @@ def _name_dict(file_name: str, folder: str) -> dict[str, Any] | None:
 
 def _dump_dict(dump: Any, name: dict[str, Any] | None) -> dict[str, Any]:
     tensors = []
-    for t in dump.tensors():
+    for t in dump.descs():  # the core's records: their fields without a Tensor and its properties over them
+        original_shape = t.original_shape
         tensors.append({
             "kind": t.kind, "index": t.index, "data_type": t.data_type, "format": t.format, "shape": list(t.shape),
-            "original_shape": None if t.original_shape is None else list(t.original_shape),
+            "original_shape": None if original_shape is None else list(original_shape),
             "sub_format": t.sub_format, "size": t.size,
         })
     info = {"path": dump.path, "file_name": os.path.basename(dump.path), "name": name, "type": "dump",
@@ -147,14 +156,20 @@ def _opdebug_list(dump: Any) -> list[dict[str, Any]]:
     return records
 
 
+@functools.cache
+def _dtype_of(descr: str) -> tuple[str, int]:
+    from dumpcmp.support.lazy_numpy import np
+
+    dtype = np.dtype(descr)
+    return str(dtype), dtype.itemsize
+
+
 def _npy_dict(path: str, name: dict[str, Any] | None) -> dict[str, Any]:
     plain = plain_npy(path)  # a plain header (what golden and NumPy write): read without NumPy, nothing mapped
     if plain is not None:
-        from dumpcmp.support.lazy_numpy import np
-
-        dtype = np.dtype(plain.descr)
+        dtype, itemsize = _dtype_of(plain.descr)
         return {"path": path, "file_name": os.path.basename(path), "name": name, "type": "npy",
-                "dtype": str(dtype), "shape": list(plain.shape), "bytes": math.prod(plain.shape) * dtype.itemsize,
+                "dtype": dtype, "shape": list(plain.shape), "bytes": math.prod(plain.shape) * itemsize,
                 "fortran_order": False}
     array = open_npy(path)
     return {"path": path, "file_name": os.path.basename(path), "name": name, "type": "npy",
@@ -183,53 +198,116 @@ def _file_info(path: str) -> dict[str, Any]:
     return {"path": path, "kind": "dump", "file": _dump_dict(open_dump(path), name)}
 
 
-def _tree_info(path: str) -> tuple[dict[str, Any], bool]:
-    index: DumpIndex = scan(path, read_headers=True)
-    skipped = [{"path": s.path, "reason": s.reason} for s in index.skipped]
-    runs = []
-    for group in index:
-        runs.append({"key": group.key.to_dict(),
-                     "dumps": [_dump_dict(e.dump, _parsed_dict(e.name)) for e in group]})
-    ground_truth = []
-    for entry in index.ground_truth:
-        name = _parsed_dict(entry.name)
+_HEADER_BATCH = 4096  # dump headers read (in parallel) and held at a time while a tree's records are written
+
+
+def _dump_records(entries: list[Any], skipped: list[dict[str, str]], batch: int = 0) -> Iterator[Any]:
+    for entry, dump, skip in read_dump_headers(entries, batch=batch or _HEADER_BATCH):
+        if skip is not None:
+            skipped.append({"path": skip.path, "reason": skip.reason})
+        else:
+            yield _dump_dict(dump, _parsed_dict(entry.name))
+
+
+def _tried(records: Iterable[tuple[str, Any]], skipped: list[dict[str, str]], strip: bool = False) -> Iterator[Any]:
+    # (path, a function making the record): the records that could be made; why the others could not, in skipped
+    for path, make in records:
         try:
-            ground_truth.append(_npy_dict(entry.path, name) if entry.name.extension == naming.NPY
-                                else _dump_dict(entry.open(), name))
-        except DumpcmpError as error:
-            skipped.append({"path": entry.path, "reason": str(error)})
-    converted = []
-    for c in index.converted:
-        try:
-            converted.append(_npy_dict(c.path, _parsed_dict(c.name)))
-        except DumpcmpError as error:
-            skipped.append({"path": c.path, "reason": str(error)})
-    stats = []
-    for st in index.stats:
-        try:
-            stats.append(_stats_dict(st.path, st.key.to_dict()))
+            yield make()
         except DumpcmpError as error:
             reason = str(error)  # a Skipped names the file already
-            skipped.append({"path": st.path, "reason": reason.removeprefix(st.path + ": ")})
-    skipped.sort(key=lambda s: s["path"])
-    dumps = sum(len(r["dumps"]) for r in runs)
-    usable = dumps + len(ground_truth) + len(converted) + len(stats) > 0
-    info = {"path": path, "kind": "tree", "root": index.root, "runs": runs, "ground_truth": ground_truth,
-            "superseded": [e.path for e in index.ground_truth.superseded], "converted": converted,
-            "stats": stats, "skipped": skipped,
-            "summary": {"runs": len(runs), "dumps": dumps, "ground_truth": len(ground_truth),
-                        "converted": len(converted), "stats": len(stats), "skipped": len(skipped)}}
-    return info, usable
+            skipped.append({"path": path, "reason": reason.removeprefix(path + ": ") if strip else reason})
 
 
-def gather(paths: list[str]) -> tuple[list[dict[str, Any]], bool]:
-    """Information on every PATH, and whether all of them were usable (see the module's exit code rule)."""
+def _gt_records(index: DumpIndex) -> Iterator[tuple[str, Any]]:
+    for entry in index.ground_truth:
+        name = _parsed_dict(entry.name)
+        if entry.name.extension == naming.NPY:
+            yield entry.path, functools.partial(_npy_dict, entry.path, name)
+        else:
+            yield entry.path, lambda entry=entry, name=name: _dump_dict(entry.open(), name)
+
+
+def _tree_item(path: str, index: DumpIndex) -> dict[str, Any]:
+    """The tree's item with its runs, ground truth, converted files, statistics and skipped files as
+    `jsonfile.Streamed` lists, made (headers read a batch at a time) as they are written or listed; `summary` is
+    filled in once the skipped files are listed (all the others are then made)."""
+    skipped: list[dict[str, str]] = [{"path": s.path, "reason": s.reason} for s in index.skipped]
+    counts = {"runs": 0, "dumps": 0, "ground_truth": 0, "converted": 0, "stats": 0}
+    summary: dict[str, int] = {}
+
+    def counted(what: str, records: Iterable[Any]) -> Iterator[Any]:
+        for record in records:
+            counts[what] += 1
+            yield record
+
+    def runs() -> Iterator[dict[str, Any]]:
+        for group in index:
+            dumps = _dump_records(group.entries, skipped)
+            first = next(dumps, None)
+            if first is None:  # no header of the run could be read
+                continue
+            counts["runs"] += 1
+            yield {"key": group.key.to_dict(),
+                   "dumps": jsonfile.Streamed(counted("dumps", itertools.chain([first], dumps)))}
+
+    class SkippedThenSummary:  # listed again by _report once written
+        def __iter__(self) -> Iterator[dict[str, str]]:
+            skipped.sort(key=lambda s: s["path"])
+            summary.update(counts, skipped=len(skipped))
+            return iter(skipped)
+
+    converted = ((c.path, functools.partial(_npy_dict, c.path, _parsed_dict(c.name))) for c in index.converted)
+    stats = ((st.path, functools.partial(_stats_dict, st.path, st.key.to_dict())) for st in index.stats)
+    return {"path": path, "kind": "tree", "root": index.root, "runs": jsonfile.Streamed(runs()),
+            "ground_truth": jsonfile.Streamed(counted("ground_truth", _tried(_gt_records(index), skipped))),
+            "superseded": [e.path for e in index.ground_truth.superseded],
+            "converted": jsonfile.Streamed(counted("converted", _tried(converted, skipped))),
+            "stats": jsonfile.Streamed(counted("stats", _tried(stats, skipped, strip=True))),
+            "skipped": jsonfile.Streamed(SkippedThenSummary()), "summary": summary}
+
+
+def _made(value: Any) -> Any:
+    """`value` with every Streamed list made a list (in the order write_text would write it)."""
+    if isinstance(value, jsonfile.Streamed):
+        return [_made(v) for v in value.items]
+    if isinstance(value, dict):
+        return {k: _made(v) for k, v in value.items()}
+    return value
+
+
+def _usable(index: DumpIndex) -> bool:
+    """Whether the tree's item has a record (what its summary will count), found by making records until one is
+    made: usually the first header read."""
+    ignored: list[dict[str, str]] = []
+    for group in index:
+        if next(_dump_records(group.entries, ignored, batch=64), None) is not None:
+            return True
+    item = _tree_item(index.root, DumpIndex(index.root, ground_truth=index.ground_truth, converted=index.converted,
+                                            stats=index.stats))
+    return any(next(iter(item[what].items), None) is not None for what in ("ground_truth", "converted", "stats"))
+
+
+def _tree_info(path: str) -> tuple[dict[str, Any], bool]:
+    info = _made(_tree_item(path, scan(path)))
+    s = info["summary"]
+    return info, s["dumps"] + s["ground_truth"] + s["converted"] + s["stats"] > 0
+
+
+def gather(paths: list[str], stream: bool = False) -> tuple[list[dict[str, Any]], bool]:
+    """Information on every PATH, and whether all of them were usable (see the module's exit code rule). With
+    `stream`, a usable tree's item holds `jsonfile.Streamed` lists, made as `jsonfile.write_text` writes them."""
     items: list[dict[str, Any]] = []
     ok = True
     for path in paths:
         skipped: list[dict[str, str]] = []
         try:
             if os.path.isdir(path):
+                if stream:
+                    index = scan(path)
+                    if _usable(index):
+                        items.append(_tree_item(path, index))
+                        continue
                 info, usable = _tree_info(path)
                 if not usable:
                     skipped = info["skipped"]
@@ -377,27 +455,37 @@ def _print_tree(t: dict[str, Any], out: Any) -> None:
             _print_stats(d, "  ", out)
 
 
-@paused()  # a dict per dump of a tree of 10^6: see dumpcmp.support.gcpause
-def run(args: argparse.Namespace) -> int:
-    items, ok = gather(list(args.paths))
-    out, err = sys.stdout, sys.stderr
+def _report(items: list[dict[str, Any]], err: Any) -> None:
     for item in items:
-        for s in item.get("skipped", ()):
+        skipped = item.get("skipped", ())
+        for s in skipped.items if isinstance(skipped, jsonfile.Streamed) else skipped:
             print(f"dumpcmp: skipped {s['path']}: {s['reason']}", file=err)
         if item["kind"] == "error":
             print(f"dumpcmp: error: {item['error']}", file=err)
+
+
+@paused()  # a dict per dump of a tree of 10^6: see dumpcmp.support.gcpause
+def run(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
     if args.json:
-        out.write(jsonfile.dumps_text({"ok": ok, "paths": items}))
-    else:
-        first = True
-        for item in items:
-            if item["kind"] == "error":
-                continue
-            if not first:
-                print(file=out)
-            first = False
-            if item["kind"] == "tree":
-                _print_tree(item, out)
-            else:
-                _print_file(item["file"], "", out)
+        # written as it is made, a tree's records a batch of headers at a time; the skipped files are reported
+        # once they are all known, after the JSON
+        items, ok = gather(list(args.paths), stream=True)
+        jsonfile.write_text({"ok": ok, "paths": items}, out.write)
+        out.flush()
+        _report(items, err)
+        return EXIT_OK if ok else EXIT_BAD_INPUT
+    items, ok = gather(list(args.paths))
+    _report(items, err)
+    first = True
+    for item in items:
+        if item["kind"] == "error":
+            continue
+        if not first:
+            print(file=out)
+        first = False
+        if item["kind"] == "tree":
+            _print_tree(item, out)
+        else:
+            _print_file(item["file"], "", out)
     return EXIT_OK if ok else EXIT_BAD_INPUT

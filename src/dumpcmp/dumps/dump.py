@@ -151,6 +151,11 @@ class Dump:
             raise ValueError(f"tensor kind must be one of {KINDS}, not {kind!r}")
         return getattr(self, kind + "s")
 
+    def descs(self) -> list[core.dump.TensorDesc]:
+        """The core's records of every tensor (inputs, outputs, buffers, workspaces, as `tensors()` orders them):
+        their metadata without a `Tensor` made for each (`dumpcmp info` on a tree of 10^6 dumps)."""
+        return [t for kind in KINDS for t in self._file.tensors(kind)]
+
     def tensor(self, kind: str, index: int) -> Tensor:
         ts = self.tensors(kind)
         if not 0 <= index < len(ts):

@@ -18,6 +18,7 @@ The index is the mapping from original op names to files; a comparison pairs thr
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -187,6 +188,15 @@ def parse_npy_header(text: str) -> tuple[str, bool, tuple[int, ...]] | None:
     return descr, fortran_order, shape
 
 
+_cached_header = functools.lru_cache(maxsize=1024)(parse_npy_header)
+
+
+def _parsed_header(text: str) -> tuple[str, bool, tuple[int, ...]] | None:
+    # a folder of ground truth holds few distinct headers (one per dtype and shape): each is parsed once; the cache
+    # holds the short ones NumPy writes (a hostile 64 KiB header is parsed, not kept)
+    return _cached_header(text) if len(text) <= 512 else parse_npy_header(text)
+
+
 def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:
     """The header of a plain ``.npy`` file (the NumPy format, versions 1-3), read without NumPy: importing NumPy
     takes longer than reading a whole model's headers. None for any other file or any doubt (Fortran order,
@@ -219,7 +229,7 @@ def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:
     if len(text) != length or length == 0:
         return None
     try:
-        header = parse_npy_header(text.decode("utf-8" if lead[6] == 3 else "latin-1"))
+        header = _parsed_header(text.decode("utf-8" if lead[6] == 3 else "latin-1"))
     except UnicodeDecodeError:
         return None
     if header is None:

@@ -381,11 +381,12 @@ def _device_from_match(m: re.Match[str]) -> DeviceDumpName:
 
 
 def _framework_from_match(m: re.Match[str]) -> FrameworkDumpName:
+    op_name, output_index, timestamp, extension = m.groups()
     name = object.__new__(FrameworkDumpName)
-    _set(name, "op_name", m.group(1))
-    _set(name, "output_index", int(m.group(2)))
-    _set(name, "timestamp", int(m.group(3)))
-    _set(name, "extension", m.group(4))
+    _set(name, "op_name", op_name)
+    _set(name, "output_index", int(output_index))
+    _set(name, "timestamp", int(timestamp))
+    _set(name, "extension", extension)
     return name
 
 
@@ -435,7 +436,8 @@ def parse_name(name: str) -> ParsedName:
     (``.output.0.224.npy``) would otherwise pass for an output index and a timestamp.
     """
     base = name.rpartition("/")[2] if "/" in name else name
-    m = _DEVICE.match(base)
+    # an NPU dump name ends in a digit (its timestamp or FFTS+ device id): others skip its backtracking regex
+    m = _DEVICE.match(base) if "0" <= base[-1:] <= "9" else None
     if m is not None:
         return _device_from_match(m)
     if base.endswith(".npy"):

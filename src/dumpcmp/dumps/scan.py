@@ -26,6 +26,7 @@ files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and g
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from dumpcmp.support.gcpause import paused
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
-    "Skipped", "SELECT_FLAGS", "StatsEntry", "scan", "scan_ground_truth", "several_runs_error",
+    "Skipped", "SELECT_FLAGS", "StatsEntry", "read_dump_headers", "scan", "scan_ground_truth", "several_runs_error",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
@@ -212,7 +213,23 @@ class DumpGroup:
         """op name -> its newest dump (newest timestamp wins), in execution order of those dumps."""
         best = naming.newest_by_key(self.entries, key=lambda e: e.name.op_name, timestamp=lambda e: e.name.timestamp,
                                     tie=lambda e: e.path)
-        return {e.name.op_name: e for e in sorted(best.values(), key=DumpEntry.order)}  # type: ignore[arg-type]
+        return {e.name.op_name: e for e in _in_order(best.values())}  # type: ignore[arg-type]
+
+
+def _in_order(entries: Iterable[DumpEntry]) -> list[DumpEntry]:
+    """`entries` sorted by `DumpEntry.order`. Without FFTS+ names (whose order keys are then -1 and -1 throughout):
+    by file name, then (stable) by timestamp and task as one integer, which sorts a run of 10^6 dumps in half the
+    time of the tuples."""
+    entries = list(entries)
+    if not entries or any(e.name.ffts is not None for e in entries) or \
+            max(e.name.task_id for e in entries) >= 1 << 64:
+        return sorted(entries, key=DumpEntry.order)
+    entries.sort(key=_FILE_NAME)
+    entries.sort(key=lambda e: (e.name.timestamp << 64) | e.name.task_id)
+    return entries
+
+
+_FILE_NAME = operator.attrgetter("file_name")
 
 
 @dataclass
@@ -460,21 +477,17 @@ class _Scanner:
             bucket.extend(DumpEntry(p, f, n) for p, f, n in device)
 
     def read_headers(self, threads: int) -> None:
-        from dumpcmp.dumps.dump import open_dumps
-        paths = [e.path for entries in self.dumps.values() for e in entries]
-        results = iter(open_dumps(paths, threads=threads))
         for key, entries in self.dumps.items():
             kept = []
-            for entry in entries:
-                result = next(results)
-                if isinstance(result, Exception):
-                    self.skipped.append(Skipped(entry.path, _without_path(str(result), entry.path)))
+            for entry, dump, skipped in read_dump_headers(entries, threads=threads, batch=len(entries)):
+                if skipped is not None:
+                    self.skipped.append(skipped)
                 else:
-                    kept.append(DumpEntry(entry.path, entry.file_name, entry.name, result))
+                    kept.append(DumpEntry(entry.path, entry.file_name, entry.name, dump))
             self.dumps[key] = kept
 
     def index(self, root: str) -> DumpIndex:
-        groups = [DumpGroup(k, sorted(v, key=DumpEntry.order)) for k, v in self.dumps.items() if v]
+        groups = [DumpGroup(k, _in_order(v)) for k, v in self.dumps.items() if v]
         groups.sort(key=lambda g: g.key.sort_key())
         gt = GroundTruthIndex()
         gt._add_all(self.framework)
@@ -482,6 +495,21 @@ class _Scanner:
                          converted=sorted(self.converted, key=lambda c: c.path),
                          stats=sorted(self.stats, key=lambda e: (e.key.sort_key(), e.path)),
                          skipped=sorted(self.skipped, key=lambda s: s.path))
+
+
+def read_dump_headers(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096) \
+        -> Iterator[tuple[DumpEntry, Any, Skipped | None]]:
+    """(entry, its header as a `dumpcmp.Dump`, None), or (entry, None, the Skipped saying why it does not open), for
+    each entry in order: headers read in parallel (`threads` 0 = all cores) `batch` files at a time, so that a caller
+    going through 10^6 dumps holds one batch of headers at a time."""
+    from dumpcmp.dumps.dump import open_dumps
+    for start in range(0, len(entries), max(batch, 1)):
+        chunk = entries[start:start + max(batch, 1)]
+        for entry, result in zip(chunk, open_dumps([e.path for e in chunk], threads=threads)):
+            if isinstance(result, Exception):
+                yield entry, None, Skipped(entry.path, _without_path(str(result), entry.path))
+            else:
+                yield entry, result, None
 
 
 def _without_path(message: str, path: str) -> str:

@@ -227,3 +227,81 @@ def dumps_text(value: Any) -> str:
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
     return json.dumps(value, indent=2) + "\n"
+
+
+class Streamed:
+    """A list of `write_text`'s value written as its items are produced (an iterable read once): a tree of 10^6
+    dumps' `info` never holds its records, nor its text, whole."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Any) -> None:
+        self.items = items
+
+
+def _leaf_text(value: Any) -> str:
+    # what dumps_text writes for a value that holds no Streamed, without its newline
+    return dumps_text(value)[:-1]
+
+
+def _holds_streamed(value: Any, deep: bool) -> bool:
+    if isinstance(value, Streamed):
+        return True
+    if isinstance(value, dict):
+        values: Any = value.values()
+    elif isinstance(value, list):
+        values = value
+    else:
+        return False
+    if deep:
+        return any(_holds_streamed(v, True) for v in values)
+    return any(isinstance(v, Streamed) for v in values)
+
+
+_FLUSH = 1 << 20
+
+
+def write_text(value: Any, write: Any) -> None:
+    """`dumps_text(value)` given to `write` in pieces of about a megabyte, `Streamed` lists written as their items
+    come: the same text as dumps_text of the value with every Streamed made a list, each value that holds no
+    Streamed written by dumps_text (orjson, or the standard library where orjson cannot or would write otherwise).
+    Outside Streamed lists, Streamed lists may be anywhere; their items (the many records) hold Streamed lists only
+    as their own values, not deeper."""
+    pieces: list[str] = []
+    size = 0
+
+    def put(text: str) -> None:
+        nonlocal size
+        pieces.append(text)
+        size += len(text)
+        if size >= _FLUSH:
+            write("".join(pieces))
+            pieces.clear()
+            size = 0
+
+    _write(value, 0, put, True)
+    put("\n")
+    write("".join(pieces))
+
+
+def _write(value: Any, level: int, write: Any, deep: bool) -> None:
+    if not _holds_streamed(value, deep):
+        text = _leaf_text(value)
+        write(text.replace("\n", "\n" + "  " * level) if level and "\n" in text else text)
+        return
+    pad = "\n" + "  " * (level + 1)
+    if isinstance(value, dict):
+        first = True
+        for key, item in value.items():
+            write(("{" if first else ",") + pad + _leaf_text(key) + ": ")
+            first = False
+            _write(item, level + 1, write, deep)
+        write("\n" + "  " * level + "}")
+        return
+    streamed = isinstance(value, Streamed)
+    first = True
+    for item in value.items if streamed else value:
+        write("[" + pad if first else "," + pad)
+        first = False
+        _write(item, level + 1, write, deep and not streamed)
+    write("[]" if first else "\n" + "  " * level + "]")

@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.cli.advice_options import is_model
     from dumpcmp.comparison.compare import compare_runs
-    from dumpcmp.cli.finish import check_outputs, finish
+    from dumpcmp.cli.finish import check_outputs
 
     if args.bins < 1:
         raise ConfigError(f"--bins must be at least 1, not {args.bins}")
@@ -102,13 +102,20 @@ def run(args: argparse.Namespace) -> int:
             args.locate, args.left, args.right, fusion_json=args.fusion_json, quant_json=args.quant_fusion_rule,
             threshold=args.threshold, threads=args.threads, quiet=args.quiet, gt_sample=args.gt_sample,
             **run_selection(args))}
+    return _summaries_and_page(args, results, locate_results)
+
+
+def _summaries_and_page(args: argparse.Namespace, results: list, located: dict | None) -> int:
+    """The summaries (and locate's statements) on standard output, then the page and the gates (cli/finish.py)."""
+    from dumpcmp.cli.finish import finish
+
     if not args.quiet:
         for result in results:
             print(result.summary(args.threshold))
-        for r in (locate_results or {}).values():
+        for r in (located or {}).values():
             print("  locate: " + r.statement())
     return finish(results, args, html=args.output, layers=args.histograms, bins=args.bins, top_n=args.top_n,
-                  locate_results=locate_results)
+                  locate_results=located)
 
 
 def _stats_report(args: argparse.Namespace) -> int:
@@ -125,7 +132,7 @@ def _stats_report(args: argparse.Namespace) -> int:
 
 
 def _sigmastar_report(args: argparse.Namespace) -> int:
-    from dumpcmp.cli.finish import finish, sigmastar_results
+    from dumpcmp.cli.finish import sigmastar_results
 
     given = [flag for flag, value in (("-f", args.fusion_json), ("-q", args.quant_fusion_rule),
                                       ("-custom", args.custom), ("-alg", args.algorithms)) if value is not None]
@@ -133,10 +140,4 @@ def _sigmastar_report(args: argparse.Namespace) -> int:
         raise ConfigError(f"{given[0]} is not available when -l is a SigmaStar dump (its rows are paired by tensor "
                           "name and get every metric)")
     _, results, located = sigmastar_results(args)
-    if not args.quiet:
-        for result in results:
-            print(result.summary(args.threshold))
-        for r in (located or {}).values():
-            print("  locate: " + r.statement())
-    return finish(results, args, html=args.output, layers=args.histograms, bins=args.bins, top_n=args.top_n,
-                  locate_results=located)
+    return _summaries_and_page(args, results, located)

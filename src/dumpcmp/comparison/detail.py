@@ -199,11 +199,12 @@ def export_detail(
     folder = os.fspath(out_dir)
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise ConfigError(f"output folder {folder} is not a folder")
+    created: list[str] = []  # filled as each folder is made, so a signal at any point leaves none behind
     try:
-        created = _io.make_folder(folder)
-    except OSError as e:
-        raise ConfigError(f"cannot create the output folder {folder}: {e.strerror or e}") from None
-    try:
+        try:
+            _io.make_folder(folder, created)
+        except OSError as e:
+            raise ConfigError(f"cannot create the output folder {folder}: {e.strerror or e}") from None
         return _export_into(x, y, dims, folder, created, op_name=op_name, kind=kind, index=index, prefix=prefix,
                             gt_name=gt_name, header=header, layout_name=layout_name, max_lines=max_lines,
                             top_n=top_n, fmt=fmt, threads=threads, force=force, npu_dtype=npu_dtype,

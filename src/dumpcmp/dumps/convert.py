@@ -212,7 +212,7 @@ class _Staging:
     def path(self, folder: str, name: str, suffix: str) -> tuple[str, str]:
         """(where to write now, the final path) of the output `folder/name` (hashed when too long)."""
         if folder not in self.sets:
-            self.created.extend(_io.make_folder(folder))
+            _io.make_folder(folder, self.created)
             self.sets[folder] = self.stack.enter_context(_io.file_set(folder, force=self.force,
                                                                       what="converted files"))
         on_disk = naming.planned_file_name(name, suffix)

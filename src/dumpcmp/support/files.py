@@ -660,20 +660,23 @@ def remove_leftovers() -> None:
 
 # ---- output folders a run creates --------------------------------------------------------------------------------
 
-def make_folder(path: str | os.PathLike[str]) -> list[str]:
-    """``mkdir -p path``; returns the folders this call created (outermost first) for `remove_empty`."""
-    created: list[str] = []
+def make_folder(path: str | os.PathLike[str], created: list[str] | None = None) -> list[str]:
+    """``mkdir -p path``; returns the folders this call created (outermost first) for `remove_empty`, appended to
+    `created` (when given) as each is made: a signal never falls between a folder's creation and its record, so a
+    caller that holds the list before the call removes whatever was made."""
+    created = [] if created is None else created
     missing: list[str] = []
     p = os.path.abspath(path)
     while not os.path.lexists(p):
         missing.append(p)
         p = os.path.dirname(p)
     for folder in reversed(missing):
-        try:
-            os.mkdir(folder)
-        except FileExistsError:
-            continue
-        created.append(folder)
+        with signals_deferred():
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                continue
+            created.append(folder)
     if not os.path.isdir(path):
         raise DumpcmpError(f"{path}: exists and is not a folder")
     return created
@@ -694,8 +697,9 @@ def made_folder(path: str | os.PathLike[str]) -> Iterator[list[str]]:
     """``with made_folder(out): ...``: `out` created if missing (parents too); a folder created here and still empty
     when the block ends (an error, a signal, nothing published) is removed. Yields the list of created folders, to
     which the block may add the subfolders it makes."""
-    created = make_folder(path)
+    created: list[str] = []
     try:
+        make_folder(path, created)
         yield created
     finally:
         remove_empty(created)

@@ -232,6 +232,8 @@ def quant_skip_reason(
 
 _QUANT_NAME = re.compile(r"_quant_layer|/AscendQuant|/AscendWeightQuant|\.quant|\.weight_quant")
 _DEQUANT_NAME = re.compile(r"_dequant_layer|_anti_quant_layer|/AscendDequant|/AntiQuant|\.dequant|\.anti_quant")
+#: a text in every alternative of both patterns: a name without it matches neither (tests hold it)
+QUANT_NAME_MARK = "uant"
 _NORMAL, _MIDDLE, _QUANT, _DEQUANT = 0, 1, 2, 3
 
 
@@ -248,13 +250,30 @@ def quant_pair_members(graph: Graph) -> set[str]:
     downstream of it inside the pair. (The original drops everything downstream of a quant-named op whose pair
     never closes, e.g. an int8 weight `conv.weight_quantized` read by a Conv: most of a network, silently.)
     """
+    # A Graph never changes after construction: found once, kept on it (a copy to each caller).
+    found = getattr(graph, "_quant_pair_members", None)
+    if found is None:
+        found = frozenset(_quant_pair_members(graph))
+        graph._quant_pair_members = found  # type: ignore[attr-defined]
+    return set(found)
+
+
+def _quant_pair_members(graph: Graph) -> set[str]:
     out_types: dict[str, list[int]] = {}
     members: list[Op] = []
     closers: set[str] = set()
+    mark = QUANT_NAME_MARK
+    opened = False  # whether a quant op's output was seen: before, no op is inside a pair and no output type counts
     for op in graph.ops:
-        joined = "".join(graph.original_names(op)) if op.original_op_names is not None else op.name
-        is_quant = bool(_QUANT_NAME.search(op.name) or _QUANT_NAME.search(joined))
-        is_dequant = bool(_DEQUANT_NAME.search(op.name) or _DEQUANT_NAME.search(joined))
+        name = op.name
+        joined = "".join(op.original_op_names) if op.original_op_names is not None else name
+        if mark in name or mark in joined:
+            is_quant = bool(_QUANT_NAME.search(name) or _QUANT_NAME.search(joined))
+            is_dequant = bool(_DEQUANT_NAME.search(name) or _DEQUANT_NAME.search(joined))
+        else:
+            is_quant = is_dequant = False
+        if not (opened or is_quant):
+            continue
         in_pair = False
         for ref in op.data_inputs:
             types = out_types.get(ref.producer)
@@ -270,11 +289,14 @@ def quant_pair_members(graph: Graph) -> set[str]:
             elif is_dequant and dtype == "DT_FLOAT16":
                 kind = _DEQUANT
             types.append(kind)
+            opened = opened or kind == _QUANT
         out_types[op.name] = types
         if in_pair and not (types and all(t == _DEQUANT for t in types)):
             members.append(op)
         elif in_pair:
             closers.add(op.name)
+    if not members:
+        return set()
     # Closed members, walking back from the dequant ops that close a pair: a member feeding a closer, or a closed
     # member, through an output that is inside the pair.
     feeds: dict[str, set[str]] = {}

@@ -33,7 +33,7 @@ The rules (docs/formats.md#pairing-rules), and the choices made where the format
 from __future__ import annotations
 
 import re
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
@@ -513,11 +513,12 @@ class _InGraph:
     """One pairing through a graph: each op output resolved and looked up once, however many device tensors (its
     own output, its consumers' inputs) hold it; each op's quantization reasons found once."""
 
-    def __init__(self, index: _GraphIndex, gt: _GroundTruth) -> None:
+    def __init__(self, index: _GraphIndex, gt: _GroundTruth, remember: bool = True) -> None:
         self.index = index
         self.graph = index.graph
         self.gt = gt
         self.outputs: dict[tuple[int, int], tuple[Any, ...]] = {}
+        self.remember = remember
 
     def output(self, op: Op, out: int) -> tuple[Any, ...]:
         """(original name, desc, producer, note, ground-truth key, ground-truth ref, the originals shown, why the
@@ -536,17 +537,18 @@ class _InGraph:
                 shown = (name,) if explicit else self.graph.original_names(producer)
             skip = quant_skip_reason(producer.name, producer.type, "output", None,
                                      producer.unmerged_original_op_names or ())
-            got = self.outputs[(id(op), out)] = (name, desc, producer, note, key, ref, shown, skip)
+            got = (name, desc, producer, note, key, ref, shown, skip)
+            if self.remember:
+                self.outputs[(id(op), out)] = got
         return got
 
-    def op_pairs(self, dev: DeviceOp, op: Op) -> list[TensorPair]:
-        """The rows of `dev`'s tensors, found in the graph as `op`: its inputs, then its outputs."""
+    def op_pairs(self, dev: DeviceOp, op: Op, rows: list[TensorPair]) -> None:
+        """The rows of `dev`'s tensors, found in the graph as `op`, added to `rows`: its inputs, then its outputs."""
         relation = self.index.relation(op)
         originals = op.unmerged_original_op_names or ()
         skip_in = quant_skip_reason(op.name, op.type, "input", None, originals)
         skip_out = quant_skip_reason(op.name, op.type, "output", None, originals)
         npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
-        rows: list[TensorPair] = []
         data_inputs = op.data_inputs
         input_desc = op.input_desc
         for i in range(dev.n_inputs):
@@ -590,7 +592,6 @@ class _InGraph:
                 "origin_data_type": desc.origin_data_type if desc is not None else None,
                 "graph_op": graph_op, "skip_reason": skip_out, "note": note,
             }))
-        return rows
 
 
 class _GroundTruth:
@@ -674,24 +675,29 @@ def pair_with_ground_truth(
     gt = _GroundTruth(ground_truth)
     ops = _newest(device_ops, key=attrgetter("op_name"))
     index = _index_of(graph) if graph is not None else None
-    in_graph = _InGraph(index, gt) if index is not None else None
-    # (sort key, rows) of each device op and each unpaired ground-truth tensor. A device op's rows come in order
-    # (inputs, then outputs, by index) and its key (position, 0 or 1, rank) is unique and differs from a ground-truth
-    # key in its first two items, so sorting the ops sorts their tensors as keys of (position, 0 or 1, rank, kind,
-    # index) would.
-    entries: list[tuple[tuple[Any, ...], list[TensorPair]]] = []
+    # an output's resolution is kept for the inputs that read it only when some device op has inputs
+    in_graph = _InGraph(index, gt, any(d.n_inputs > 0 for d in ops)) if index is not None else None
+    # The rows of each device op and each unpaired ground-truth tensor in turn, `starts[n]` where those of the n-th
+    # begin, `keys[n]` its sort key. A device op's rows come in order (inputs, then outputs, by index) and its key
+    # (position, 0 or 1, rank) is unique and differs from a ground-truth key in its first two items, so sorting the
+    # ops sorts their tensors as keys of (position, 0 or 1, rank, kind, index) would.
+    rows: list[TensorPair] = []
+    keys: list[tuple[Any, ...]] = []
+    starts: list[int] = []
     last_position = -1
     for rank, dev in enumerate(ops):
         g_op = index.find(dev.op_name) if index is not None else None
+        starts.append(len(rows))
         if g_op is not None:
             last_position = g_op.position
-            entries.append(((last_position, 0, rank), in_graph.op_pairs(dev, g_op)))  # type: ignore[union-attr]
+            keys.append((last_position, 0, rank))
+            in_graph.op_pairs(dev, g_op, rows)  # type: ignore[union-attr]
         else:
             # Not in the graph: keep it right after the device op that ran before it.
-            entries.append(((last_position, 1, rank), [
-                _pair_by_name(gt, dev, kind, i, graph is not None)
-                for kind, count in (("input", dev.n_inputs), ("output", dev.n_outputs)) for i in range(max(count, 0))
-            ]))
+            keys.append((last_position, 1, rank))
+            rows.extend(_pair_by_name(gt, dev, kind, i, graph is not None)
+                        for kind, count in (("input", dev.n_inputs), ("output", dev.n_outputs))
+                        for i in range(max(count, 0)))
 
     used = gt.used
     original_position = index.original_position if index is not None and len(used) < len(ground_truth) else {}
@@ -702,19 +708,30 @@ def pair_with_ground_truth(
         pos = original_position.get(sanitize_name(name)) if index is not None else None
         sub = idx if idx is not None else -1
         # After the last compiled op standing for it; unknown to the graph (or no graph): at the end, by name.
-        sort = (pos, 2, 0, 0, sub) if pos is not None else (float("inf"), 3, name, 0, sub)
-        entries.append((sort, [frozen_record(TensorPair, {
+        keys.append((pos, 2, 0, 0, sub) if pos is not None else (float("inf"), 3, name, 0, sub))
+        starts.append(len(rows))
+        rows.append(frozen_record(TensorPair, {
             "npu_op": None, "op_type": None, "kind": "output", "index": idx, "tensor_index": None,
             "ground_truth_op": name, "ground_truth_ops": (name,), "ground_truth_key": key,
             "npu_ref": None, "ground_truth_ref": ground_truth[key],
             "relation": Relation.GROUND_TRUTH_ONLY,
             "origin_shape": None, "origin_format": None, "origin_data_type": None, "graph_op": None,
             "skip_reason": None, "note": "no device tensor maps to this ground truth",
-        })]))
+        }))
+    starts.append(len(rows))
     # A name only stands in the keys of ground truth the graph does not know, (inf, 3, name, 0, sub), so a name is
-    # only ever compared with a name: the keys sort as they are.
-    entries.sort(key=itemgetter(0))
-    return [pair for _, pairs in entries for pair in pairs]
+    # only ever compared with a name: the keys sort as they are (and equal keys keep their order).
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    if order == list(range(len(keys))):
+        return rows
+    out: list[TensorPair] = []
+    for n in order:
+        start, end = starts[n], starts[n + 1]
+        if end == start + 1:
+            out.append(rows[start])
+        else:
+            out.extend(rows[start:end])
+    return out
 
 
 def _pair_by_name(gt: _GroundTruth, dev: DeviceOp, kind: str, i: int, had_graph: bool) -> TensorPair:

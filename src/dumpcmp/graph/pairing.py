@@ -595,21 +595,29 @@ class _InGraph:
 
 
 class _GroundTruth:
-    """Ground-truth keys looked up exactly, then with runtime-style sanitized names."""
+    """Ground-truth keys looked up exactly, then with runtime-style sanitized names (those made on the first key
+    not found as it is)."""
 
     def __init__(self, mapping: Mapping[str, Any]) -> None:
         self.mapping = mapping
-        self.normalized: dict[str, str] = {}
-        normalized = self.normalized
-        ambiguous: set[str] = set()
-        for key in mapping:
-            name, sep, idx = key.rpartition(".")  # _split_key, inline
-            norm = f"{sanitize_name(name)}.{int(idx)}" if sep and idx.isdigit() else sanitize_name(key)
-            if normalized.setdefault(norm, key) != key:
-                ambiguous.add(norm)  # two names, one sanitised name (`a/b`, `a_b`): only exact names pair
-        for norm in ambiguous:
-            del normalized[norm]
+        self._normalized: dict[str, str] | None = None
         self.used: set[str] = set()
+
+    @property
+    def normalized(self) -> dict[str, str]:
+        """Sanitised key -> the key, for the sanitised keys only one key has."""
+        if self._normalized is None:
+            normalized: dict[str, str] = {}
+            ambiguous: set[str] = set()
+            for key in self.mapping:
+                name, sep, idx = key.rpartition(".")  # _split_key, inline
+                norm = f"{sanitize_name(name)}.{int(idx)}" if sep and idx.isdigit() else sanitize_name(key)
+                if normalized.setdefault(norm, key) != key:
+                    ambiguous.add(norm)  # two names, one sanitised name (`a/b`, `a_b`): only exact names pair
+            for norm in ambiguous:
+                del normalized[norm]
+            self._normalized = normalized
+        return self._normalized
 
     def lookup(self, name: str, idx: int) -> tuple[str, Any]:
         """(key, ref): the key actually present (else the canonical key) and its ref (None if absent)."""

@@ -551,6 +551,7 @@ class _InGraph:
         npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
         data_inputs = op.data_inputs
         input_desc = op.input_desc
+        tensors: list[tuple[Any, ...]] = []  # (kind, index, original, desc, note, key, ref, originals shown, skip)
         for i in range(dev.n_inputs):
             slot_desc = None
             if i < len(data_inputs):
@@ -570,27 +571,20 @@ class _InGraph:
                     desc = slot_desc if slot_desc is not None else desc
                 if skip is None and producer is not op:
                     skip = written  # the tensor a quantize op wrote is raw integers wherever it is read
+            tensors.append(("input", i, name, desc, note, key, ref, shown, skip))
+        for i in range(dev.n_outputs):
+            name, desc, _, note, key, ref, shown, _ = self.output(op, i)
+            tensors.append(("output", i, name, desc, note, key, ref, shown, skip_out))
+        for kind, i, name, desc, note, key, ref, shown, skip in tensors:
             rows.append(frozen_record(TensorPair, {
-                "npu_op": npu_op, "op_type": op_type, "kind": "input", "index": i,
-                "tensor_index": f"{npu_op}:input:{i}",
+                "npu_op": npu_op, "op_type": op_type, "kind": kind, "index": i,
+                "tensor_index": f"{npu_op}:{kind}:{i}",
                 "ground_truth_op": name, "ground_truth_ops": shown, "ground_truth_key": key,
                 "npu_ref": npu_ref, "ground_truth_ref": ref, "relation": relation,
                 "origin_shape": desc.origin_shape if desc is not None else None,
                 "origin_format": desc.origin_format if desc is not None else None,
                 "origin_data_type": desc.origin_data_type if desc is not None else None,
                 "graph_op": graph_op, "skip_reason": skip, "note": note,
-            }))
-        for i in range(dev.n_outputs):
-            name, desc, _, note, key, ref, shown, _ = self.output(op, i)
-            rows.append(frozen_record(TensorPair, {
-                "npu_op": npu_op, "op_type": op_type, "kind": "output", "index": i,
-                "tensor_index": f"{npu_op}:output:{i}",
-                "ground_truth_op": name, "ground_truth_ops": shown, "ground_truth_key": key,
-                "npu_ref": npu_ref, "ground_truth_ref": ref, "relation": relation,
-                "origin_shape": desc.origin_shape if desc is not None else None,
-                "origin_format": desc.origin_format if desc is not None else None,
-                "origin_data_type": desc.origin_data_type if desc is not None else None,
-                "graph_op": graph_op, "skip_reason": skip_out, "note": note,
             }))
 
 

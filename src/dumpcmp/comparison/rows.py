@@ -190,44 +190,45 @@ class ComparisonResult:
         return list(self._drops[1])
 
     def _measure_drops(self, graph: Graph) -> list[tuple[Row | None, Row, float]]:
-        usable: dict[tuple[str, int], Row] = {}
+        # (graph op, output) -> (cosine, row) of the first usable row of that output; `ends`: each usable row
+        # where it stands among the rows, with its output and cosine (a row that is not the first of its output
+        # is no end)
+        usable: dict[tuple[str, int], tuple[float, Row]] = {}
+        ends: list[tuple[Row, str, float]] = []
+        constants = bool(self.constant_files)
         for r in self.rows:
             p = r.pair
             if r.result is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
-                    not self.is_constant(r) and not self.below_fp16_range(r) and not math.isnan(r.cosine):
-                usable.setdefault((p.graph_op, p.index or 0), r)
+                    not (constants and self.is_constant(r)) and not self.below_fp16_range(r):
+                cosine = r.cosine
+                if not math.isnan(cosine) and usable.setdefault((p.graph_op, p.index or 0), (cosine, r))[1] is r:
+                    ends.append((r, p.graph_op, cosine))
         consts = {"Const", "Constant", "Variable", "ConstPlaceHolder"}
         done: dict[str, tuple[float, Row | None] | None] = {}  # op -> the worst of what reaches it (None: constants)
-
-        def reaching(op: Op) -> tuple[float, Row | None] | None:
-            worst: tuple[float, Row | None] | None = None
-            for prod in graph.producers(op):
-                if prod is None:
-                    continue
-                src, k = prod
-                row = usable.get((src.name, k))
-                if row is not None:
-                    got: tuple[float, Row | None] | None = (row.cosine, row)
-                elif src.type in consts:
-                    got = None
-                elif not src.data_inputs:
-                    got = (1.0, None)  # a model input (Data) or an op that reads nothing: exact
-                else:
-                    got = done.get(src.name, (1.0, None))  # looked through; not yet seen (a later op): unknown
-                if got is not None and (worst is None or got[0] < worst[0]):
-                    worst = got
-            return worst
-
+        producers = graph.producers
         for op in graph.ops:  # execution order: producers come first
-            done[op.name] = reaching(op)
+            worst: tuple[float, Row | None] | None = None
+            if op.data_inputs:
+                for prod in producers(op):
+                    if prod is None:
+                        continue
+                    src, k = prod
+                    got: tuple[float, Row | None] | None = usable.get((src.name, k))
+                    if got is not None:
+                        pass
+                    elif src.type in consts:
+                        got = None
+                    elif not src.data_inputs:
+                        got = (1.0, None)  # a model input (Data) or an op that reads nothing: exact
+                    else:
+                        got = done.get(src.name, (1.0, None))  # looked through; not yet seen (a later op): unknown
+                    if got is not None and (worst is None or got[0] < worst[0]):
+                        worst = got
+            done[op.name] = worst
         out = []
-        for r in self.rows:
-            p = r.pair
-            if p is None or p.graph_op is None or usable.get((p.graph_op, p.index or 0)) is not r:
-                continue
-            op = graph.get(p.graph_op)
-            start = (done.get(op.name) if op is not None else None) or (1.0, None)
-            out.append((start[1], r, start[0] - r.cosine))
+        for r, graph_op, cosine in ends:
+            start = done.get(graph_op) or (1.0, None)  # (the names in `done` are the graph's)
+            out.append((start[1], r, start[0] - cosine))
         return out
 
     def largest_drop(self) -> tuple[Row | None, Row] | None:
@@ -452,8 +453,11 @@ def graph_rows(rows: list[Row], graph: Graph, quant_pairs_left_out: bool = True)
     members: dict[int, list[Op]] = {}
     for op in graph.ops:
         n = numbers.setdefault(graph_group_name(op), len(numbers))
-        if op not in members.setdefault(n, []):
-            members[n].append(op)
+        group = members.get(n)
+        if group is None:
+            members[n] = [op]
+        elif op not in group:
+            group.append(op)
     by_op: dict[str, list[Row]] = {}
     outside: list[Row] = []
     for r in rows:
@@ -466,7 +470,7 @@ def graph_rows(rows: list[Row], graph: Graph, quant_pairs_left_out: bool = True)
             by_op.setdefault(p.graph_op, []).append(r)
     out: list[Row] = []
     for n, ops in sorted(members.items()):
-        npu = ",".join(o.name for o in ops)
+        npu = ops[0].name if len(ops) == 1 else ",".join([o.name for o in ops])
         for op in ops:
             truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
             mine = by_op.pop(op.name, None)
@@ -500,6 +504,8 @@ def dumped_ops(rows: Sequence[Row]) -> list[str]:
 def quant_left_out(rows: Sequence[Row], graph: Graph) -> tuple[str, ...]:
     """The dumped device ops `graph_rows` leaves out as inside a quant/dequant pair (the summary names them)."""
     members = quant_pair_members(graph)
+    if not members:
+        return ()
     return tuple(dict.fromkeys(r.pair.npu_op for r in rows if r.pair is not None and r.pair.npu_ref is not None
                                and r.pair.npu_op is not None and r.pair.graph_op in members))
 
@@ -511,7 +517,8 @@ def weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:
         p = r.pair
         if p is None or p.kind != "input" or p.graph_op is None or p.index is None or p.tensor_index is None:
             continue
-        src = graph.producer(p.graph_op, p.index) if p.graph_op in graph else None
+        op = graph.get(p.graph_op)
+        src = graph.producer(op, p.index) if op is not None else None
         if src is not None and src[0].type in ("Const", "Constant"):
             found.add(p.tensor_index)
     return frozenset(found)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from dumpcmp.graph.pairing import DeviceOp
+from dumpcmp.support.records import frozen_record
 
 __all__ = ["NOT_RUN_DEVICE_TYPES", "device_ops", "dumped_device_op", "output_device_op"]
 
@@ -20,7 +21,8 @@ NOT_RUN_DEVICE_TYPES = frozenset({"Data", "Const", "Constant", "NetOutput"})
 def output_device_op(op: Any) -> DeviceOp:
     """A compiled op as a dump of its outputs only would show it: no inputs, its outputs (at least output 0), in
     execution order."""
-    return DeviceOp(op.name, op.type, 0, max(len(op.output_desc), 1), order=op.position)
+    return frozen_record(DeviceOp, {"op_name": op.name, "op_type": op.type, "n_inputs": 0,
+                                    "n_outputs": max(len(op.output_desc), 1), "order": op.position, "ref": None})
 
 
 def device_ops(graph: Any) -> list[DeviceOp]:

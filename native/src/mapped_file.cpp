@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -26,17 +28,46 @@ MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
     if (f.fd < 0) throw DumpError(path_, std::string("cannot open: ") + std::strerror(errno));
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) throw DumpError(path_, std::string("cannot stat: ") + std::strerror(errno));
+    load(f.fd, st);
+}
+
+MappedFile::MappedFile(std::string path, int fd, const struct stat& st) : path_(std::move(path)) { load(fd, st); }
+
+void MappedFile::load(int fd, const struct stat& st) {
     if (S_ISDIR(st.st_mode)) throw DumpError(path_, "is a directory, not a file");
     if (!S_ISREG(st.st_mode)) throw DumpError(path_, "is not a regular file");
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ == 0) return;  // an empty mapping is legal here; readers decide whether empty is an error
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
+    const auto size = static_cast<std::size_t>(st.st_size);
+    if (size == 0) return;  // an empty view is legal here; readers decide whether empty is an error
+    if (size <= kReadWholeBytes) {
+        auto* buffer = static_cast<std::uint8_t*>(std::malloc(size));
+        if (buffer == nullptr) throw std::bad_alloc();
+        std::size_t done = 0;
+        while (done < size) {  // a file that shrank since its fstat: the bytes it still has (size() says how many)
+            const ssize_t got = ::pread(fd, buffer + done, size - done, static_cast<off_t>(done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) {
+                const int e = errno;
+                std::free(buffer);
+                throw DumpError(path_, std::string("cannot read: ") + std::strerror(e));
+            }
+            if (got == 0) break;
+            done += static_cast<std::size_t>(got);
+        }
+        data_ = buffer;
+        size_ = done;
+        owned_ = true;
+        return;
+    }
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) throw DumpError(path_, std::string("cannot map: ") + std::strerror(errno));
     data_ = static_cast<const std::uint8_t*>(p);
+    size_ = size;
 }
 
 MappedFile::~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
+    if (data_ == nullptr) return;
+    if (owned_) std::free(const_cast<std::uint8_t*>(data_));
+    else ::munmap(const_cast<std::uint8_t*>(data_), size_);
 }
 
 void prefault(const void* p, std::size_t n) noexcept {

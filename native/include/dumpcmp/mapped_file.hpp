@@ -1,10 +1,14 @@
-// A read-only memory mapping of a whole file (RAII). Dumps are many GB: we never read tensor bytes into memory,
-// we map them and let the page cache do the work.
+// A read-only view of a whole file (RAII). Dumps are many GB: a large file is never read into memory, it is mapped
+// and the page cache does the work. A small one (at most kReadWholeBytes) is read into a buffer the object owns:
+// for a few KB, mapping, faulting and unmapping cost the kernel three times what one read does
+// (docs/performance.md#design-measurements), and a model of many small tensors opens tens of thousands.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+
+struct stat;
 
 namespace dumpcmp {
 
@@ -14,6 +18,8 @@ class MappedFile {
 public:
     // Throws DumpError naming the file when it cannot be opened or mapped (missing, a directory, no permission).
     explicit MappedFile(std::string path);
+    // The same from a descriptor the caller opened (and still owns, and closes); `st` its fstat.
+    MappedFile(std::string path, int fd, const struct stat& st);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -21,11 +27,21 @@ public:
     const std::uint8_t* data() const noexcept { return data_; }
     std::size_t size() const noexcept { return size_; }
     const std::string& path() const noexcept { return path_; }
+    // Whether the bytes were read into a buffer (a small file) rather than mapped.
+    bool is_read() const noexcept { return owned_; }
+
+    // Files up to this size are read whole, larger ones mapped (docs/performance.md#design-measurements). Only the
+    // sources of the batches being compared and opened hold one (compare.py: 64 pairs of two sides, two batches at
+    // once), so what they hold stays under 16 MiB at any model size.
+    static constexpr std::size_t kReadWholeBytes = std::size_t{64} << 10;
 
 private:
+    void load(int fd, const struct stat& st);
+
     std::string path_;
     const std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
+    bool owned_ = false;
 };
 
 using MappedFilePtr = std::shared_ptr<const MappedFile>;

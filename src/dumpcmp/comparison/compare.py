@@ -67,7 +67,7 @@ _BATCH_PAIRS = 64
 _BATCH_ELEMENTS = 1 << 27
 
 def _shape(shape: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(d) for d in shape)
+    return tuple(map(int, shape))
 
 
 @paused()  # millions of long-lived records on a large model: see dumpcmp.support.gcpause
@@ -235,14 +235,15 @@ def _original(t: Any) -> str:
     return "" if t.original_shape is None else f" (original shape {list(t.original_shape)})"
 
 
-def _compared_shape(t: Any, pair: TensorPair, gt_shape: Sequence[int], count: int) -> tuple[int, ...]:
+def _compared_shape(fmt: str, ndim: int, pair: TensorPair, gt_shape: Sequence[int], count: int) -> tuple[int, ...]:
     """The Shape of a compared row, as the original gives it: the flat length where no layout conversion
-    happened (ND against ND) or for a scalar, else the (ground-truth) shape it was converted to."""
-    if len(tuple(t.shape)) == 0 or len(tuple(gt_shape)) == 0:
+    happened (ND against ND) or for a scalar, else the (ground-truth) shape it was converted to. fmt and ndim: the
+    device tensor's format and number of dimensions."""
+    if ndim == 0 or len(gt_shape) == 0:
         return (count,)
     origin = (pair.origin_format or "").upper()
-    dst = t.format if origin in ("", t.format) else origin
-    if dst == "ND" and t.format not in ("FRACTAL_NZ", "NDC1HWC0"):
+    dst = fmt if origin in ("", fmt) else origin
+    if dst == "ND" and fmt not in ("FRACTAL_NZ", "NDC1HWC0"):
         return (count,)
     return _shape(gt_shape)
 
@@ -333,6 +334,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     row.fail_reason = pair.note or ("no ground truth" if pair.npu_ref is not None else
                                                     "no device dump")
                 continue
+            truth_is_device = isinstance(pair.ground_truth_ref, DeviceTruth)
             try:
                 if device_vs_device:
                     gt_ref: DeviceRef = pair.ground_truth_ref
@@ -353,7 +355,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     scalar = len(t.shape) == 0
                     ctx = (scalar, npu_vs_npu == "raw" and t.data_type == "BOOL" and gt_t.data_type == "BOOL",
                            npu_ref.entry.path, gt_ref.entry.path)
-                elif isinstance(pair.ground_truth_ref, DeviceTruth):  # -cf: the unfused model's device tensor
+                elif truth_is_device:  # -cf: the unfused model's device tensor
                     x_src, y_src, t, gt_t = _device_truth_sources(sides, npu_ref, pair)
                     gt_shape, gt_dtype = tuple(gt_t.shape), dtype_name(gt_t.data_type)
                     row.ground_truth_data_type = gt_dtype
@@ -365,14 +367,20 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                         opened_upto = open_ahead(number)
                     got = opened.pop(number, None)
                     y_src, gt_shape, gt_dtype = got if got is not None else ground_truth_source(pair.ground_truth_ref)
+                    gt_shape = tuple(gt_shape)
                     row.ground_truth_data_type = gt_dtype
-                    x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, tuple(gt_shape))
-                    if x_src.count != y_src.count and t.format not in _layout.DEVICE_FORMATS and t.format != "ND":
-                        x_src = _batch_slice(pair.npu_op or "", t, tuple(gt_shape)) or x_src
-                    scalar = len(gt_shape) == 0
-                    ctx = (scalar or len(t.shape) == 0, t.data_type == "BOOL" and gt_dtype == "bool",
-                           npu_ref.entry.path, pair.ground_truth_ref.path)
-                if x_src.count != y_src.count:
+                    x_src, t = sides.device(npu_ref, pair.kind, pair.index or 0, pair, gt_shape)
+                    # each fact of the device tensor read once (each is a call into the core)
+                    fmt, ndim, x_count, y_count = t.format, len(t.shape), x_src.count, y_src.count
+                    if x_count != y_count and fmt not in _layout.DEVICE_FORMATS and fmt != "ND":
+                        x_src = _batch_slice(pair.npu_op or "", t, gt_shape) or x_src
+                        x_count = x_src.count
+                    scalar = not gt_shape
+                    ctx = (scalar or ndim == 0, gt_dtype == "bool" and t.data_type == "BOOL", npu_ref.entry.path,
+                           pair.ground_truth_ref.path)
+                if device_vs_device or truth_is_device:
+                    x_count, y_count = x_src.count, y_src.count
+                if x_count != y_count:
                     if not device_vs_device:
                         row.data_types_unknown = True
                     left = int(x_src.count)
@@ -380,19 +388,20 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                         # the original slices a plain tensor to the ground truth's extent first (_batch_slice)
                         left = int(np.prod([min(int(a), int(b)) for a, b in zip(t.shape, gt_shape)]))
                     raise DumpcmpError(count_reason(pair.npu_op or "", left, int(y_src.count)))
-                if isinstance(pair.ground_truth_ref, DeviceTruth):
+                if truth_is_device:
                     # the original's: the left tensor's own shape in the right's format, an ND one flat
-                    row.shape = (int(x_src.count),) if t.format == "ND" else tuple(gt_shape)
+                    row.shape = (int(x_count),) if t.format == "ND" else tuple(gt_shape)
                 elif not device_vs_device:
-                    row.shape = _compared_shape(t, pair, gt_shape, int(x_src.count))
+                    row.shape = _compared_shape(fmt, ndim, pair, gt_shape, x_count)
             except (DumpcmpError, ValueError, OSError) as error:
                 row.failed, row.fail_reason = True, slice_reason(npu_ref, str(error))
                 progress.advance()
                 continue
-            if max_elements and x_src.count > max_elements:  # -max N: the first N elements only
+            if max_elements and x_count > max_elements:  # -max N: the first N elements only
                 x_src, y_src = prefix_sources(x_src, y_src, max_elements, threads)
+                x_count = x_src.count
             pending.append((row, x_src, y_src, scalar, ctx))
-            pending_elements += int(x_src.count)
+            pending_elements += x_count
             if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:
                 flush()
         drain()

@@ -98,7 +98,8 @@ class Tensor:
 
     def problem(self) -> str:
         """Empty if the bytes fit the dtype and shape; else what is wrong."""
-        return self._file.check(self.kind, self.index)
+        desc = self.desc
+        return self._file.check(desc.kind, desc.index)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -256,6 +256,11 @@ public:
         py::object made = record(op_cls_, k.op, v, &held);
         if (PyList_Append(ops_.ptr(), made.ptr()) != 0) throw py::error_already_set();
         pending_.push_back(held);
+        if (unique_names_) {  // the first op of each name, while no name repeats
+            PyObject* first = PyDict_SetDefault(by_name_.ptr(), v[0].ptr(), made.ptr());
+            if (first == nullptr) throw py::error_already_set();
+            if (first != made.ptr()) unique_names_ = false;
+        }
     }
 
     void graph_done(std::size_t, const std::string& name) override {
@@ -268,6 +273,8 @@ public:
 
     py::object ops() const { return ops_; }
     bool in_order() const { return in_order_; }
+    // {name: op} in file order when no two ops share a name, else None
+    py::object by_name() const { return unique_names_ ? by_name_ : py::none(); }
 
 private:
     py::object cached(std::string_view s) { return s.size() > 512 ? text(s) : cache_.get(s); }
@@ -423,6 +430,8 @@ private:
     const char* text_;
     py::object ops_;
     bool in_order_ = true;
+    bool unique_names_ = true;
+    py::object by_name_ = steal(PyDict_New());
     std::size_t last_graph_ = 0;
     std::int64_t last_id_ = 0;
     std::vector<PyObject*> pending_;  // the current graph's ops (held by the list of ops)
@@ -449,14 +458,15 @@ void bind_graph(py::module_& core) {
             Document doc = read_graph(bytes, static_cast<std::size_t>(size), builder);
             py::tuple names(doc.graph_names.size());
             for (std::size_t i = 0; i < doc.graph_names.size(); ++i) names[i] = text(doc.graph_names[i]);
-            return py::make_tuple(builder.ops(), names, text(doc.model_name), builder.in_order());
+            return py::make_tuple(builder.ops(), names, text(doc.model_name), builder.in_order(), builder.by_name());
         } catch (const NotCanonical& e) {
             return py::str(e.what());
         }
     }, py::arg("data"), py::arg("op_cls"), py::arg("desc_cls"), py::arg("ref_cls"),
-       "(ops, graph names, model name, in order) of a graph JSON's bytes, the ops made as graph_json's Op, "
-       "TensorDesc and InputRef records in file order, each op's position its place in the file, `in order` true "
-       "when that is the execution order (by graph, then id); or, for a document this reader does not "
+       "(ops, graph names, model name, in order, by name) of a graph JSON's bytes, the ops made as graph_json's "
+       "Op, TensorDesc and InputRef records in file order, each op's position its place in the file, `in order` "
+       "true when that is the execution order (by graph, then id), `by name` {name: op} in file order when no two "
+       "ops share a name (else None); or, for a document this reader does not "
        "take as it is (invalid, too deep, unusual fields: see graph_json.hpp), a str saying why, and the caller "
        "reads it the Python way.");
 }

@@ -615,40 +615,36 @@ private:
         }
         if (k != '{') Cursor::give_up("an attribute value is not an object");
         a.begin = c_.offset();
-        // the typed fields in attr_value's order: s, i, b, f, then list
+        // the typed fields in attr_value's order: s, i, b, f (present, even null), then list; the first one wins
         static constexpr char scalars[] = {'s', 'i', 'b', 'f'};
-        Attr typed[4];
-        bool present[4] = {false, false, false, false};
-        Attr list;
-        bool has_list = false;
+        bool present[5] = {false, false, false, false, false};
+        Attr best;
+        int best_rank = 5;
         object(c_, depth, [&](std::string_view key) {
+            int rank = -1;
             if (key.size() == 1) {
-                for (int n = 0; n < 4; ++n) {
-                    if (key[0] == scalars[n]) {
-                        once(present[n]);
-                        scalar(scalars[n], typed[n]);
-                        return;
-                    }
-                }
+                for (int n = 0; n < 4; ++n)
+                    if (key[0] == scalars[n]) rank = n;
             } else if (key == "list") {
-                once(has_list);
-                list_value(depth + 1, list);
+                rank = 4;
+            }
+            if (rank < 0) {
+                c_.skip(depth);
                 return;
             }
-            c_.skip(depth);
+            once(present[rank]);
+            Attr got;
+            if (rank == 4) list_value(depth + 1, got);
+            else scalar(scalars[rank], got);
+            if (rank < best_rank) {
+                best = got;
+                best_rank = rank;
+            }
         });
         a.end = c_.offset();
-        for (int n = 0; n < 4; ++n) {
-            if (present[n]) {
-                const std::string_view key = a.key;
-                a = typed[n];
-                a.key = key;
-                return;
-            }
-        }
-        if (has_list) {
+        if (best_rank < 5) {
             const std::string_view key = a.key;
-            a = list;
+            a = best;
             a.key = key;
             return;
         }
@@ -667,8 +663,8 @@ private:
         static constexpr std::string_view fields[] = {"s", "i", "f", "b", "bt", "dt", "tf", "g", "t", "na"};
         constexpr int n_fields = 10;
         bool seen[n_fields] = {};
-        Attr found[n_fields];
-        bool non_null[n_fields] = {};
+        int best_rank = n_fields;  // the first field in that order holding an array wins
+        a.kind = AttrKind::list_empty;
         object(c_, depth, [&](std::string_view key) {
             int f = -1;
             for (int n = 0; n < n_fields; ++n)
@@ -684,63 +680,64 @@ private:
                 return;
             }
             if (t != '[') Cursor::give_up("a list field is not an array");
-            non_null[f] = true;
-            Attr& r = found[f];
-            switch (f) {
-                case 0:
-                    r.kind = AttrKind::list_str;
-                    r.first = pools_.strs.size();
-                    array(c_, depth + 1, [&] {
-                        if (c_.peek() != '"') Cursor::give_up("a string list holds a non-string");
-                        pools_.strs.push_back(c_.string());
-                    });
-                    r.count = pools_.strs.size() - r.first;
-                    return;
-                case 1:
-                case 3:
-                    r.kind = f == 1 ? AttrKind::list_int : AttrKind::list_bool;
-                    r.first = pools_.ints.size();
-                    array(c_, depth + 1, [&] {
-                        const char e = c_.peek();
-                        if (f == 1) {
-                            if (e != '-' && !is_digit(e)) Cursor::give_up("an integer list holds a non-integer");
-                            const Number n = c_.number();
-                            if (!n.is_int) Cursor::give_up("an integer list holds a non-integer");
-                            pools_.ints.push_back(n.i);
-                        } else {
-                            const char l = c_.literal();
-                            if (l == 'n') Cursor::give_up("a bool list holds a null");
-                            pools_.ints.push_back(l == 't');
-                        }
-                    });
-                    r.count = pools_.ints.size() - r.first;
-                    return;
-                case 2:
-                    r.kind = AttrKind::list_real;
-                    r.first = pools_.reals.size();
-                    array(c_, depth + 1, [&] {
-                        const char e = c_.peek();
-                        if (e != '-' && !is_digit(e)) Cursor::give_up("a float list holds a non-number");
-                        const Number n = c_.number();
-                        pools_.reals.push_back(n.is_int ? static_cast<double>(n.i) : n.f);
-                    });
-                    r.count = pools_.reals.size() - r.first;
-                    return;
-                default:
-                    r.kind = AttrKind::list_value;
-                    r.begin = c_.offset();
-                    c_.skip(depth);
-                    r.end = c_.offset();
-                    return;
+            Attr r;
+            read_list(depth, f, r);
+            if (f < best_rank) {
+                a = r;
+                best_rank = f;
             }
         });
-        for (int n = 0; n < n_fields; ++n) {
-            if (non_null[n]) {
-                a = found[n];
+    }
+
+    // The array of list field `f` (in _LIST_FIELDS' order) into `r`.
+    void read_list(int depth, int f, Attr& r) {
+        switch (f) {
+            case 0:
+                r.kind = AttrKind::list_str;
+                r.first = pools_.strs.size();
+                array(c_, depth + 1, [&] {
+                    if (c_.peek() != '"') Cursor::give_up("a string list holds a non-string");
+                    pools_.strs.push_back(c_.string());
+                });
+                r.count = pools_.strs.size() - r.first;
                 return;
-            }
+            case 1:
+            case 3:
+                r.kind = f == 1 ? AttrKind::list_int : AttrKind::list_bool;
+                r.first = pools_.ints.size();
+                array(c_, depth + 1, [&] {
+                    const char e = c_.peek();
+                    if (f == 1) {
+                        if (e != '-' && !is_digit(e)) Cursor::give_up("an integer list holds a non-integer");
+                        const Number n = c_.number();
+                        if (!n.is_int) Cursor::give_up("an integer list holds a non-integer");
+                        pools_.ints.push_back(n.i);
+                    } else {
+                        const char l = c_.literal();
+                        if (l == 'n') Cursor::give_up("a bool list holds a null");
+                        pools_.ints.push_back(l == 't');
+                    }
+                });
+                r.count = pools_.ints.size() - r.first;
+                return;
+            case 2:
+                r.kind = AttrKind::list_real;
+                r.first = pools_.reals.size();
+                array(c_, depth + 1, [&] {
+                    const char e = c_.peek();
+                    if (e != '-' && !is_digit(e)) Cursor::give_up("a float list holds a non-number");
+                    const Number n = c_.number();
+                    pools_.reals.push_back(n.is_int ? static_cast<double>(n.i) : n.f);
+                });
+                r.count = pools_.reals.size() - r.first;
+                return;
+            default:
+                r.kind = AttrKind::list_value;
+                r.begin = c_.offset();
+                c_.skip(depth);
+                r.end = c_.offset();
+                return;
         }
-        a.kind = AttrKind::list_empty;
     }
 
     void dims(int depth, Desc& d) {

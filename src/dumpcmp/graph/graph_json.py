@@ -396,9 +396,10 @@ class Graph:
     """
 
     def __init__(self, ops: list[Op], graph_names: tuple[str, ...], path: str | None = None, name: str = "", *,
-                 in_order: bool = False) -> None:
+                 in_order: bool = False, by_name: dict[str, Op] | None = None) -> None:
         """`in_order`: `ops` are already in execution order, each at its place (`position`), as the graph JSON
-        reader gives them for a file whose ops are in order; not sorted again."""
+        reader gives them for a file whose ops are in order; not sorted again. `by_name`: with `in_order`, {name:
+        op} of those ops in that order, given by a caller that made it while no name repeated."""
         if in_order:
             self._ops: tuple[Op, ...] = tuple(ops)
         else:
@@ -411,8 +412,10 @@ class Graph:
         self.name = name
         self.duplicate_names: list[str] = []
         # the first op of each name (in execution order), overall and per graph: built in C where no name repeats
-        by_name = dict(zip([op.name for op in self._ops], self._ops))
-        graphs = {op.graph for op in self._ops}
+        if by_name is None or not in_order:
+            by_name = dict(zip([op.name for op in self._ops], self._ops))
+        graphs = set(graph_names) if in_order and len(graph_names) == 1 and self._ops \
+            else {op.graph for op in self._ops}
         if len(by_name) == len(self._ops) and len(graphs) <= 1:
             self._by_name: dict[str, Op] = by_name
             self._by_graph: dict[str, dict[str, Op]] = {g: dict(by_name) for g in graphs}
@@ -545,11 +548,11 @@ def _read_graph(path: str | os.PathLike[str]) -> Graph:
     if type(read) is str:
         return parse_graph(jsonfile.load_bytes(raw, name), name, consume=True)
     del raw
-    ops, names, model, in_order = read
+    ops, names, model, in_order, by_name = read
     if not in_order:  # the reader placed each op where it is in the file: Graph sorts and places them
         for op in ops:
             object.__setattr__(op, "position", -1)
-    return Graph(ops, names, path=name, name=model, in_order=in_order)
+    return Graph(ops, names, path=name, name=model, in_order=in_order, by_name=by_name)
 
 
 def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str] | None = None) -> Graph:

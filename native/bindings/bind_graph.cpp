@@ -84,6 +84,15 @@ py::object record(PyObject* cls, const std::vector<py::object>& names, py::objec
     return obj;
 }
 
+// Out of the cyclic collector's passes: what the reader makes holds no cycle (records of strings, numbers and of
+// each other, lists and dicts of atoms), and a graph of 10^5 ops is millions of objects that the first collection
+// after the reader would walk (0.7 s at 300,000 ops) for nothing. Reference counting frees them as before; a dict
+// given a container later is tracked again by CPython itself.
+py::object untracked(py::object o) {
+    PyObject_GC_UnTrack(o.ptr());
+    return o;
+}
+
 py::object text(std::string_view s) {
     return steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict"));
 }
@@ -207,10 +216,10 @@ public:
                 control.push_back(cached(in.producer));
             } else {
                 py::object r[n_ref] = {integer(static_cast<std::int64_t>(i)), cached(in.producer), integer(in.index)};
-                data.push_back(record(ref_cls_, k.ref, r, nullptr));
+                data.push_back(untracked(record(ref_cls_, k.ref, r, nullptr)));
             }
         }
-        v[5] = inputs;
+        v[5] = untracked(inputs);
         v[6] = tuple_of(data);
         v[7] = tuple_of(control);
         py::object attrs = attr_dict(p, o.attrs_first, o.attrs_count);
@@ -253,7 +262,7 @@ public:
         v[13] = py::bool_(is_multiop);
         v[14] = originals;
         PyObject* held = nullptr;
-        py::object made = record(op_cls_, k.op, v, &held);
+        py::object made = untracked(record(op_cls_, k.op, v, &held));
         if (PyList_Append(ops_.ptr(), made.ptr()) != 0) throw py::error_already_set();
         pending_.push_back(held);
         if (unique_names_) {  // the first op of each name, while no name repeats
@@ -283,7 +292,7 @@ private:
         py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
         for (std::size_t i = 0; i < items.size(); ++i)
             PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), items[i].inc_ref().ptr());
-        return t;
+        return untracked(t);
     }
 
     template <class T, class F>
@@ -291,7 +300,7 @@ private:
         py::object l = steal(PyList_New(static_cast<Py_ssize_t>(count)));
         for (std::size_t i = 0; i < count; ++i)
             PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), make(pool[first + i]).release().ptr());
-        return l;
+        return untracked(l);
     }
 
     // A JSON value of the document's text (already checked by the reader) as the standard library gives it.
@@ -359,7 +368,7 @@ private:
                 return list_of(p.ints, a.first, a.count, [](std::int64_t b) -> py::object { return py::bool_(b); });
             case AttrKind::list_real:
                 return list_of(p.reals, a.first, a.count, [](double f) { return steal(PyFloat_FromDouble(f)); });
-            case AttrKind::list_empty: return steal(PyList_New(0));
+            case AttrKind::list_empty: return untracked(steal(PyList_New(0)));
             case AttrKind::value:
             case AttrKind::list_value: return span(a.begin, a.end);
         }
@@ -368,13 +377,15 @@ private:
 
     py::object attr_dict(const Pools& p, std::size_t first, std::size_t count) {
         py::object d = steal(PyDict_New());
+        bool generic = false;
         for (std::size_t i = 0; i < count; ++i) {
             const Attr& a = p.attrs[first + i];
             py::object key = cached(a.key);
             py::object value = attr_value(p, a);
             if (PyDict_SetItem(d.ptr(), key.ptr(), value.ptr()) != 0) throw py::error_already_set();
+            generic = generic || a.kind == AttrKind::value || a.kind == AttrKind::list_value;
         }
-        return d;
+        return generic ? d : untracked(d);  // a generic value may hold anything
     }
 
     py::object descs(const Pools& p, std::size_t first, std::size_t count) {
@@ -395,7 +406,7 @@ private:
                     for (std::size_t i = 0; i < d.dims_count; ++i)
                         PyTuple_SET_ITEM(shape.ptr(), static_cast<Py_ssize_t>(i),
                                          integer(p.ints[d.dims_first + i]).release().ptr());
-                    v[2] = shape;
+                    v[2] = untracked(shape);
                 } else {
                     v[2] = none();
                 }
@@ -412,16 +423,16 @@ private:
                     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(origin_shape); ++i)
                         if (!PyLong_CheckExact(PyList_GET_ITEM(origin_shape, i)))
                             throw NotCanonical("origin_shape holds a non-integer");
-                    v[6] = steal(PyList_AsTuple(origin_shape));
+                    v[6] = untracked(steal(PyList_AsTuple(origin_shape)));
                 }
                 v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type));
                 if (v[7].is_none()) v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type_ge));
                 v[8] = attrs;
-                made = record(desc_cls_, k.desc, v, nullptr);
+                made = untracked(record(desc_cls_, k.desc, v, nullptr));
             }
             PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(n), made.release().ptr());
         }
-        return t;
+        return untracked(t);
     }
 
     PyObject* op_cls_;

@@ -115,42 +115,33 @@ def test_ops_out_of_id_order_are_sorted_as_before(tmp_path):
     assert [(op.name, op.position) for op in load_graph(path).ops] == [("a", 0), ("c", 1), ("b", 2), ("a", 3)]
 
 
+# (name, what is replaced in the sample's text, by what): each a file of its own
+_EDITS = [
+    ("nan", '{"i": 0}', '{"i": NaN}'), ("long_id", '"id": 2', '"id": 1234567890123456789'),
+    ("long_dim", "[1, 16, 4, 4]", "[1, 16, 4, 99999999999999999999999]"), ("huge_exponent", '"id": 2', '"id": 1e999'),
+    ("float_id", '"id": 2', '"id": 2.0'), ("negative_zero", '"id": 2', '"id": -0'),
+    ("bad_utf8", '"Conv2D"', b'"Conv\xff2D"'), ("overlong", '"Conv2D"', b'"Conv\xc0\xafD"'),
+    ("raw_surrogate", '"Conv2D"', b'"Conv\xed\xa0\x80D"'), ("lone_high", '"Conv2D"', '"Conv\\ud800D"'),
+    ("lone_low", '"Conv2D"', '"Conv\\udc00D"'), ("two_highs", '"Conv2D"', '"\\ud800\\ud83d\\ude00"'),
+    ("paired", '"Conv2D"', '"\\ud83d\\ude00"'), ("escaped_backslash_u", '"Conv2D"', '"\\\\ud800"'),
+    ("control_char", '"Conv2D"', '"Conv\t2D"'),
+    ("dup_graph", '{"name": "model"', '{"graph": [], "name": "model"'),
+    ("dup_op_name", '"name": "b", "type"', '"name": "b", "name": "b2", "type"'),
+    ("dup_value_key", '{"s": "NCHW"}', '{"s": "NCHW", "s": "NHWC"}'),
+    ("dup_in_tensor", '"data": ""', '"data": "", "data": "x"'),
+    ("op_not_object", '"op": [{"name": "a"', '"op": [5, {"name": "a"'), ("bad_input", '"a:0", ""', '"a:x", ""'),
+    ("spaced_input_index", '"a:0", ""', '"a: 1", ""'), ("string_f", '"0.05"', '" 0.05"'), ("nan_f", '"0.05"', '"nan"'),
+    ("string_dims", "[1, 16, 4, 4]", '[1, "16", 4, 4]'), ("string_origin_index", '{"i": 0}', '{"i": "0"}'),
+]
+
+
 def test_bom_trailing_data_nan_and_long_numbers(tmp_path):
-    text = json.dumps(_sample_doc())
-    cases = {
-        "bom": ("\ufeff" + text).encode(),
-        "trailing": (text + " x").encode(),
-        "trailing_space": (text + " \n").encode(),
-        "nan": text.replace('"i": 6', '"i": NaN').encode(),
-        "long_id": text.replace('"id": 2', '"id": 1234567890123456789').encode(),
-        "long_dim": text.replace("[1, 16, 4, 4]", "[1, 16, 4, 99999999999999999999999]").encode(),
-        "huge_exponent": text.replace('"id": 2', '"id": 1e999').encode(),
-        "float_id": text.replace('"id": 2', '"id": 2.0').encode(),
-        "negative_zero": text.replace('"id": 2', '"id": -0').encode(),
-        "bad_utf8": text.encode().replace(b'"Conv2D"', b'"Conv\xff2D"'),
-        "overlong": text.encode().replace(b'"Conv2D"', b'"Conv\xc0\xafD"'),
-        "raw_surrogate": text.encode().replace(b'"Conv2D"', b'"Conv\xed\xa0\x80D"'),
-        "lone_high": text.replace('"Conv2D"', '"Conv\\ud800D"').encode(),
-        "lone_low": text.replace('"Conv2D"', '"Conv\\udc00D"').encode(),
-        "two_highs": text.replace('"Conv2D"', '"\\ud800\\ud83d\\ude00"').encode(),
-        "paired": text.replace('"Conv2D"', '"\\ud83d\\ude00"').encode(),
-        "escaped_backslash_u": text.replace('"Conv2D"', '"\\\\ud800"').encode(),
-        "control_char": text.replace('"Conv2D"', '"Conv\t2D"').encode(),
-        "empty": b"",
-        "not_object": b"[1, 2]",
-        "no_graph": b'{"name": "x"}',
-        "dup_graph": text.replace('{"name": "model"', '{"graph": [], "name": "model"').encode(),
-        "dup_op_name": text.replace('"name": "b", "type"', '"name": "b", "name": "b2", "type"').encode(),
-        "dup_value_key": text.replace('{"s": "NCHW"}', '{"s": "NCHW", "s": "NHWC"}').encode(),
-        "dup_in_tensor": text.replace('"data": ""', '"data": "", "data": "x"').encode(),
-        "op_not_object": text.replace('"op": [{"name": "a"', '"op": [5, {"name": "a"').encode(),
-        "bad_input": text.replace('"a:0", ""', '"a:x", ""').encode(),
-        "spaced_input_index": text.replace('"a:0", ""', '"a: 1", ""').encode(),
-        "string_f": text.replace('"0.05"', '" 0.05"').encode(),
-        "nan_f": text.replace('"0.05"', '"nan"').encode(),
-        "string_dims": text.replace("[1, 16, 4, 4]", '[1, "16", 4, 4]').encode(),
-        "string_origin_index": text.replace('{"i": 0}', '{"i": "0"}').encode(),
-    }
+    text = json.dumps(_sample_doc()).encode()
+    cases = {"bom": b"\xef\xbb\xbf" + text, "trailing": text + b" x", "trailing_space": text + b" \n", "empty": b"",
+             "not_object": b"[1, 2]", "no_graph": b'{"name": "x"}'}
+    for name, old, new in _EDITS:
+        assert old.encode() in text, name
+        cases[name] = text.replace(old.encode(), new if isinstance(new, bytes) else new.encode())
     for name, data in cases.items():
         path = tmp_path / f"{name}.json"
         path.write_bytes(data)

@@ -113,9 +113,9 @@ PyObject* get(PyObject* dict, const py::object& key) {
     return v;
 }
 
-// Strings made once per call: the short ones that repeat (types, dtypes, layouts, attribute keys, formats) and the
-// op names that come back as origins and producers. An open-addressing table keyed by the bytes; keys are views into
-// the document's text (which outlives the table) or copies kept here.
+// Strings made once per call: the short ones that repeat (types, dtypes, layouts, attribute keys, formats). An
+// open-addressing table keyed by the bytes; keys are views into the document's text (which outlives the table) or
+// copies kept here.
 class StrCache {
 public:
     StrCache(const char* text, std::size_t size) : text_(text), size_(size), slots_(1024) {}
@@ -124,6 +124,8 @@ public:
     }
     StrCache(const StrCache&) = delete;
     StrCache& operator=(const StrCache&) = delete;
+
+    bool full() const { return used_ >= 4096; }
 
     py::object get(std::string_view s) {
         const std::uint64_t h = hash(s);
@@ -196,7 +198,7 @@ public:
     void op(const Op& o, const Pools& p) override {
         const Keys& k = keys();
         py::object v[n_op];
-        v[0] = cached(o.name);
+        v[0] = text(o.name);
         v[1] = cached(o.type);
         v[2] = integer(o.id);
         v[3] = none();  // the graph's name, set when the graph is done
@@ -213,9 +215,9 @@ public:
             PyTuple_SET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(i), text(in.text).release().ptr());
             if (in.text.empty()) continue;
             if (in.index < 0) {
-                control.push_back(cached(in.producer));
+                control.push_back(text(in.producer));
             } else {
-                py::object r[n_ref] = {integer(static_cast<std::int64_t>(i)), cached(in.producer), integer(in.index)};
+                py::object r[n_ref] = {integer(static_cast<std::int64_t>(i)), text(in.producer), integer(in.index)};
                 data.push_back(untracked(record(ref_cls_, k.ref, r, nullptr)));
             }
         }
@@ -286,7 +288,9 @@ public:
     py::object by_name() const { return unique_names_ ? by_name_ : py::none(); }
 
 private:
-    py::object cached(std::string_view s) { return s.size() > 512 ? text(s) : cache_.get(s); }
+    // short strings (types, dtypes, layouts, attribute keys, formats) made once; names are made each time (a table
+    // of every name costs more in cache misses than the strings it saves)
+    py::object cached(std::string_view s) { return s.size() > 16 || cache_.full() ? text(s) : cache_.get(s); }
 
     static py::object tuple_of(const std::vector<py::object>& items) {
         py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));

@@ -199,6 +199,7 @@ public:
         const Keys& k = keys();
         py::object v[n_op];
         v[0] = text(o.name);
+        recent_[recent_next_++ % n_recent] = v[0];
         v[1] = cached(o.type);
         v[2] = integer(o.id);
         v[3] = none();  // the graph's name, set when the graph is done
@@ -215,9 +216,9 @@ public:
             PyTuple_SET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(i), text(in.text).release().ptr());
             if (in.text.empty()) continue;
             if (in.index < 0) {
-                control.push_back(text(in.producer));
+                control.push_back(name(in.producer));
             } else {
-                py::object r[n_ref] = {integer(static_cast<std::int64_t>(i)), text(in.producer), integer(in.index)};
+                py::object r[n_ref] = {integer(static_cast<std::int64_t>(i)), name(in.producer), integer(in.index)};
                 data.push_back(untracked(record(ref_cls_, k.ref, r, nullptr)));
             }
         }
@@ -288,9 +289,22 @@ public:
     py::object by_name() const { return unique_names_ ? by_name_ : py::none(); }
 
 private:
-    // short strings (types, dtypes, layouts, attribute keys, formats) made once; names are made each time (a table
-    // of every name costs more in cache misses than the strings it saves)
-    py::object cached(std::string_view s) { return s.size() > 16 || cache_.full() ? text(s) : cache_.get(s); }
+    // short strings (types, dtypes, layouts, attribute keys, formats) made once; longer ones (names) shared with
+    // the last ops' names when equal (a table of every name costs more in cache misses than the strings it saves)
+    py::object cached(std::string_view s) { return s.size() > 16 || cache_.full() ? name(s) : cache_.get(s); }
+
+    // A name: the string of one of the last ops read when it is one of them (an op's own origin, the producer of
+    // its input: the common cases), else a new one.
+    py::object name(std::string_view s) {
+        for (const py::object& r : recent_) {
+            if (!r) continue;
+            Py_ssize_t size = 0;
+            const char* utf8 = PyUnicode_AsUTF8AndSize(r.ptr(), &size);
+            if (utf8 == nullptr) throw py::error_already_set();
+            if (static_cast<std::size_t>(size) == s.size() && std::memcmp(utf8, s.data(), s.size()) == 0) return r;
+        }
+        return text(s);
+    }
 
     static py::object tuple_of(const std::vector<py::object>& items) {
         py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
@@ -451,6 +465,9 @@ private:
     std::int64_t last_id_ = 0;
     std::vector<PyObject*> pending_;  // the current graph's ops (held by the list of ops)
     StrCache cache_;
+    static constexpr std::size_t n_recent = 4;
+    py::object recent_[n_recent];
+    std::size_t recent_next_ = 0;
 };
 
 }  // namespace

@@ -708,10 +708,7 @@ private:
                 array(c_, depth + 1, [&] {
                     const char e = c_.peek();
                     if (f == 1) {
-                        if (e != '-' && !is_digit(e)) Cursor::give_up("an integer list holds a non-integer");
-                        const Number n = c_.number();
-                        if (!n.is_int) Cursor::give_up("an integer list holds a non-integer");
-                        pools_.ints.push_back(n.i);
+                        pools_.ints.push_back(list_integer(e));
                     } else {
                         const char l = c_.literal();
                         if (l == 'n') Cursor::give_up("a bool list holds a null");
@@ -740,16 +737,24 @@ private:
         }
     }
 
+    // An item of an integer list (a shape, an `i` list) starting with `e`: an integer, or one written as a string
+    // (graph_json._ints reads both).
+    std::int64_t list_integer(char e) {
+        std::int64_t v = 0;
+        if (e == '"') {
+            if (!int_text(c_.string(), v)) Cursor::give_up("an integer list holds a non-integer");
+            return v;
+        }
+        if (e != '-' && !is_digit(e)) Cursor::give_up("an integer list holds a non-integer");
+        const Number n = c_.number();
+        if (!n.is_int) Cursor::give_up("an integer list holds a non-integer");
+        return n.i;
+    }
+
     void dims(int depth, Desc& d) {
         d.has_shape = true;
         d.dims_first = pools_.ints.size();
-        array(c_, depth, [&] {
-            const char e = c_.peek();
-            if (e != '-' && !is_digit(e)) Cursor::give_up("a dim is not an integer");
-            const Number n = c_.number();
-            if (!n.is_int) Cursor::give_up("a dim is not an integer");
-            pools_.ints.push_back(n.i);
-        });
+        array(c_, depth, [&] { pools_.ints.push_back(list_integer(c_.peek())); });
         d.dims_count = pools_.ints.size() - d.dims_first;
     }
 

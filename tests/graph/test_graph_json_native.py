@@ -132,6 +132,8 @@ _EDITS = [
     ("op_not_object", '"op": [{"name": "a"', '"op": [5, {"name": "a"'), ("bad_input", '"a:0", ""', '"a:x", ""'),
     ("spaced_input_index", '"a:0", ""', '"a: 1", ""'), ("string_f", '"0.05"', '" 0.05"'), ("nan_f", '"0.05"', '"nan"'),
     ("string_dims", "[1, 16, 4, 4]", '[1, "16", 4, 4]'), ("string_origin_index", '{"i": 0}', '{"i": "0"}'),
+    ("string_shape", '"shape": [2, 3]', '"shape": ["2", "-3"]'), ("spaced_dim", "[1, 16, 4, 4]", '[1, " 16", 4, 4]'),
+    ("float_dim", "[1, 16, 4, 4]", "[1, 16.0, 4, 4]"), ("plus_dim", "[1, 16, 4, 4]", '[1, "+16", 4, 4]'),
 ]
 
 
@@ -146,7 +148,8 @@ def test_bom_trailing_data_nan_and_long_numbers(tmp_path):
         path = tmp_path / f"{name}.json"
         path.write_bytes(data)
         _check(path)
-    for name in ("bom", "trailing_space", "paired", "escaped_backslash_u", "negative_zero", "string_origin_index"):
+    for name in ("bom", "trailing_space", "paired", "escaped_backslash_u", "negative_zero", "string_origin_index",
+                 "string_dims", "string_shape", "plus_dim"):
         assert _check(tmp_path / f"{name}.json"), name
 
 

@@ -137,6 +137,15 @@ _EDITS = [
 ]
 
 
+def test_graphs_whose_names_meet_are_ordered_as_before(tmp_path):
+    # the third graph's name becomes "x#2", the first one's own: both rank as the last, as parse_graph ranks them
+    doc = {"graph": [{"name": "x#2", "op": [gj.op("a", "Data", 0)]}, {"name": "x", "op": [gj.op("b", "Relu", 0)]},
+                     {"name": "x", "op": [gj.op("c", "Relu", 0)]}]}
+    path = gj.write(tmp_path / "m.json", doc)
+    assert _check(path)
+    assert [op.name for op in load_graph(path).ops] == ["b", "a", "c"]
+
+
 def test_bom_trailing_data_nan_and_long_numbers(tmp_path):
     text = json.dumps(_sample_doc()).encode()
     cases = {"bom": b"\xef\xbb\xbf" + text, "trailing": text + b" x", "trailing_space": text + b" \n", "empty": b"",

@@ -549,6 +549,7 @@ def _read_graph(path: str | os.PathLike[str]) -> Graph:
         return parse_graph(jsonfile.load_bytes(raw, name), name, consume=True)
     del raw
     ops, names, model, in_order, by_name = read
+    in_order = in_order and len(set(names)) == len(names)  # two graphs of one name share a rank: Graph's sort
     if not in_order:  # the reader placed each op where it is in the file: Graph sorts and places them
         for op in ops:
             object.__setattr__(op, "position", -1)

@@ -3,9 +3,11 @@
 The graph tells which original (Caffe / TensorFlow / ONNX) operators each compiled operator stands for, and per
 output which original tensor it holds. `load_graph` reads it into a `Graph`; `merge` composes a `-f` graph with a
 `-q` quantization fusion rule file (same schema) so that the compiled ops point straight at the non-quantized
-originals. Everything here is pure Python and tolerant of the quirks real files have: `null` attribute values,
-empty lists that carry only `val_type`, integers written as strings, a missing `id` (protobuf's JSON printer drops
-zero), absent optional inputs written as `""`.
+originals. The core reads a file in the shapes real files have in one pass (native/src/graph_json.cpp: the same
+records, tests/graph/test_graph_json_native.py); the rules below read every other file and any document given as
+dicts. Both are tolerant of the quirks real files have: `null` attribute values, empty lists that carry only
+`val_type`, integers written as strings, a missing `id` (protobuf's JSON printer drops zero), absent optional
+inputs written as `""`.
 """
 
 from __future__ import annotations

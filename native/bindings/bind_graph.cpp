@@ -1,10 +1,10 @@
 // The graph JSON read in C++ (native/src/graph_json.cpp), its ops made into graph_json's records here: the frozen
 // dataclasses' instances built without their __init__ (object.__new__, then each field set by object.__setattr__
 // in the class's order), so the Graph the Python code gets is the one parse_graph would give.
+#include <cstring>
 #include <deque>
 #include <string>
 #include <string_view>
-#include <cstring>
 #include <vector>
 
 #include "dumpcmp/graph_json.hpp"

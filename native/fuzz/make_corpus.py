@@ -1,4 +1,4 @@
-"""Write the fuzzers' seed corpus (native/fuzz/corpus/{dump,layout}/) and the regression inputs of the issue's
+"""Write the fuzzers' seed corpus (native/fuzz/corpus/{dump,layout,graph}/) and the regression inputs of the issue's
 crashes (native/fuzz/regressions/): small files, regenerated with `python native/fuzz/make_corpus.py`.
 
 Layout inputs are read by targets.hpp's layout_target: byte 0 picks a supported (device, plain) pair, 1 the element
@@ -6,12 +6,14 @@ size, 2 the groups, 3 the rank, 4 the C0, then the plain dims, a window, and a r
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
+from helpers import graphjson as gj  # noqa: E402
 from helpers.hostile import broken_dumps  # noqa: E402
 
 from dumpcmp.dumps import layout  # noqa: E402
@@ -24,10 +26,33 @@ def layout_seed(device: str, plain: str, dims: list[int], elem_log2: int = 1, gr
     return bytes([k, elem_log2, groups - 1, len(dims) - 1, c0]) + bytes(dims) + tail
 
 
+def graph_seeds() -> dict[str, bytes]:
+    """Graph JSON documents in the shapes real files have (the C++ reader takes them) and a few it gives up on."""
+    out = gj.desc(origin_name="a", origin_index=0, origin_format="NCHW", origin_shape=(1, 16, 4, 4))
+    out["attr"].append({"key": "t", "value": {"t": {"desc": {"dtype": "DT_FLOAT"}, "n": [1, 2.5, None, True]}}})
+    conv = gj.op("b", "Conv2D", 1, inputs=["a:0", "", "c:-1"], originals=["x", "y"], outputs=[out],
+                 input_descs=[gj.desc()], l1="3", multiop=True)
+    conv["attr"] += [gj.i("n", "-12"), {"key": "f", "value": {"f": "0.05"}},
+                     {"key": "lf", "value": {"list": {"f": [1, 2.5]}}}, {"key": "ldt", "value": {"list": {"dt": [1]}}},
+                     {"key": "esc", "value": {"s": "\u00e9\\\"\U0001F600"}}]
+    doc = gj.document(gj.op("a", "Data", 0), conv, gj.op("t", "TransData", 2, inputs=["b:0"], originals=[]))
+    text = json.dumps(doc)
+    return {
+        "model": text.encode(),
+        "model_indented": json.dumps(doc, indent=2, ensure_ascii=False).encode(),
+        "one_graph_object": json.dumps({"graph": {"op": [gj.op("x", "Relu", 0)]}}).encode(),
+        "bom": b"\xef\xbb\xbf" + text.encode(),
+        "surrogate": text.replace('"Data"', '"\\ud800"').encode(),
+        "deep": b'{"graph": [], "x": ' + b"[" * 300 + b"]" * 300 + b"}",
+        "long_number": text.replace('"id": 0', '"id": 12345678901234567890').encode(),
+    }
+
+
 def main() -> None:
     seeds = {
         "dump": {name: data for name, data in broken_dumps().items() if not name.startswith(("overflow", "zero",
                                                                                               "dims_70"))},
+        "graph": graph_seeds(),
         "layout": {
             "5hd_nchw": layout_seed("NC1HWC0", "NCHW", [1, 20, 3, 3]),
             "5hd_nhwc": layout_seed("NC1HWC0", "NHWC", [2, 3, 3, 17]),

@@ -19,6 +19,7 @@
 #include "dumpcmp/dtype.hpp"
 #include "dumpcmp/dump.hpp"
 #include "dumpcmp/errors.hpp"
+#include "dumpcmp/graph_json.hpp"
 #include "dumpcmp/layout.hpp"
 
 namespace dumpcmp::fuzz {
@@ -126,6 +127,79 @@ inline void layout_target(const std::uint8_t* data, std::size_t size) {
         }
     } catch (const std::invalid_argument&) {
     } catch (const std::out_of_range&) {
+    }
+}
+
+// The graph JSON reader: any bytes either give ops whose every view lies inside the text (or is a decoded escape) and
+// whose every index stays inside its pool, or NotCanonical; attribute values kept as text are valid JSON (skipped
+// again by a cursor over that text alone).
+inline void graph_target(const std::uint8_t* data, std::size_t size) {
+    using namespace graphjson;
+    const char* text = reinterpret_cast<const char*>(data);
+    struct Check : Sink {
+        const char* text;
+        std::size_t size;
+        void view(std::string_view v) const {
+            // a view into the text, or into the reader's own copy of a string with escapes (owned elsewhere)
+            if (v.data() >= text && v.data() <= text + size && v.data() + v.size() > text + size)
+                finding("a view past the end of the text");
+        }
+        static void range(std::size_t first, std::size_t count, std::size_t size_of) {
+            if (first > size_of || count > size_of - first) finding("an index past its pool");
+        }
+        void op(const Op& o, const Pools& p) override {
+            view(o.name);
+            view(o.type);
+            if (o.name.empty()) finding("an op without a name");
+            range(o.inputs_first, o.inputs_count, p.inputs.size());
+            range(o.attrs_first, o.attrs_count, p.attrs.size());
+            range(o.in_first, o.in_count, p.descs.size());
+            range(o.out_first, o.out_count, p.descs.size());
+            for (const Input& in : p.inputs) {
+                view(in.text);
+                view(in.producer);
+            }
+            for (const Desc& d : p.descs) {
+                view(d.dtype);
+                view(d.layout);
+                if (d.has_shape) range(d.dims_first, d.dims_count, p.ints.size());
+                range(d.attrs_first, d.attrs_count, p.attrs.size());
+            }
+            for (const std::string_view s : p.strs) view(s);
+            for (const Attr& a : p.attrs) {
+                view(a.key);
+                view(a.s);
+                switch (a.kind) {
+                    case AttrKind::list_str: range(a.first, a.count, p.strs.size()); break;
+                    case AttrKind::list_int:
+                    case AttrKind::list_bool: range(a.first, a.count, p.ints.size()); break;
+                    case AttrKind::list_real: range(a.first, a.count, p.reals.size()); break;
+                    case AttrKind::value:
+                    case AttrKind::list_value: {
+                        if (a.begin > a.end || a.end > size) finding("an attribute value past the text");
+                        // offsets count from after a byte-order mark
+                        const std::size_t bom = size >= 3 && std::memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+                        std::deque<std::string> arena;
+                        Cursor c(text + bom + a.begin, text + bom + a.end, &arena);
+                        try {
+                            c.skip(1);
+                            if (!c.at_end()) finding("an attribute value's text holds more than the value");
+                        } catch (const NotCanonical&) {
+                            finding("an attribute value's text is not valid JSON");
+                        }
+                        break;
+                    }
+                    default: break;
+                }
+            }
+        }
+        void graph_done(std::size_t, const std::string&) override {}
+    } check;
+    check.text = text;
+    check.size = size;
+    try {
+        read_graph(text, size, check);
+    } catch (const NotCanonical&) {
     }
 }
 

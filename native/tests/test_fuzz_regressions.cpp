@@ -49,11 +49,12 @@ std::vector<std::uint8_t> dump_of(std::int32_t dtype, const std::vector<std::uin
 int main() {
     const std::string root = DUMPCMP_FUZZ_DIR;
     int replayed = 0;
-    for (const char* target : {"dump", "layout"}) {
+    for (const char* target : {"dump", "layout", "graph"}) {
         for (const char* kind : {"/corpus/", "/regressions/"}) {
             for (const std::string& path : files_in(root + kind + target)) {
                 const std::vector<std::uint8_t> bytes = read_all(path);
                 if (std::string(target) == "dump") fuzz::dump_target(bytes.data(), bytes.size());
+                else if (std::string(target) == "graph") fuzz::graph_target(bytes.data(), bytes.size());
                 else fuzz::layout_target(bytes.data(), bytes.size());
                 ++replayed;
             }

@@ -15,7 +15,7 @@ from dumpcmp.errors import DumpError
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DumpError', 'compare', 'detail', 'dtype', 'dump', 'histogram', 'layout', 'metrics', 'num_threads', 'set_num_threads', 'simd_level']
+__all__: list[str] = ['DumpError', 'compare', 'detail', 'dtype', 'dump', 'graph', 'histogram', 'layout', 'metrics', 'num_threads', 'set_num_threads', 'simd_level']
 def num_threads() -> int:
     """
     Threads the core uses for one big job.
@@ -459,6 +459,13 @@ class detail:
     def export_detail(x: compare.TensorSource, y: compare.TensorSource, *, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], format: str = 'csv', csv_paths: collections.abc.Sequence[str] = [], max_rows: typing.SupportsInt | typing.SupportsIndex = 1000000, coordinate_header: str = 'N C H W', npy_paths: collections.abc.Sequence[str] | None = None, summary_path: str = '', top_path: str = '', top_n: typing.SupportsInt | typing.SupportsIndex = 20, npu_name: str = '', ground_truth_name: str = '', layout_name: str = '', threads: typing.SupportsInt | typing.SupportsIndex = 0, block_rows: typing.SupportsInt | typing.SupportsIndex = 32768) -> dict:
         """
         Write the element-level detail of x (NPU dump) against y (ground truth); the dumpcmp.detail module names the files. Returns the summary numbers, the top lists as (index, npu, ground_truth, abs_error, rel_error or None) tuples and the files written. Nothing is left behind on error or Ctrl-C.
+        """
+class graph:
+    """The compiler's graph JSON, read in one pass."""
+    @staticmethod
+    def read_graph_json(data: bytes, op_cls: typing.Any, desc_cls: typing.Any, ref_cls: typing.Any) -> tuple | str:
+        """
+        (ops, graph names, model name, in order, by name) of a graph JSON's bytes, the ops made as graph_json's Op, TensorDesc and InputRef records in file order, each op's position its place in the file, `in order` true when that is the execution order (by graph, then id), `by name` {name: op} in file order when no two ops share a name (else None); or, for a document this reader does not take as it is (invalid, too deep, unusual fields: see graph_json.hpp), a str saying why, and the caller reads it the Python way.
         """
 class histogram:
     """Value ranges, histograms and the largest errors of tensors."""

@@ -3,9 +3,11 @@
 The graph tells which original (Caffe / TensorFlow / ONNX) operators each compiled operator stands for, and per
 output which original tensor it holds. `load_graph` reads it into a `Graph`; `merge` composes a `-f` graph with a
 `-q` quantization fusion rule file (same schema) so that the compiled ops point straight at the non-quantized
-originals. Everything here is pure Python and tolerant of the quirks real files have: `null` attribute values,
-empty lists that carry only `val_type`, integers written as strings, a missing `id` (protobuf's JSON printer drops
-zero), absent optional inputs written as `""`.
+originals. The core reads a file in the shapes real files have in one pass (native/src/graph_json.cpp: the same
+records, tests/graph/test_graph_json_native.py); the rules below read every other file and any document given as
+dicts. Both are tolerant of the quirks real files have: `null` attribute values, empty lists that carry only
+`val_type`, integers written as strings, a missing `id` (protobuf's JSON printer drops zero), absent optional
+inputs written as `""`.
 """
 
 from __future__ import annotations
@@ -395,26 +397,50 @@ class Graph:
     graph first.
     """
 
-    def __init__(self, ops: list[Op], graph_names: tuple[str, ...], path: str | None = None, name: str = "") -> None:
-        graph_rank = {g: n for n, g in enumerate(graph_names)}
-        indexed = sorted(enumerate(ops), key=lambda t: (graph_rank.get(t[1].graph, len(graph_rank)), t[1].id, t[0]))
-        self._ops: tuple[Op, ...] = tuple(_placed(op, pos) for pos, (_, op) in enumerate(indexed))
+    def __init__(self, ops: list[Op], graph_names: tuple[str, ...], path: str | None = None, name: str = "", *,
+                 in_order: bool = False, by_name: dict[str, Op] | None = None) -> None:
+        """`in_order`: `ops` are already in execution order, each at its place (`position`), as the graph JSON
+        reader gives them for a file whose ops are in order; not sorted again. `by_name`: with `in_order`, {name:
+        op} of those ops in that order, given by a caller that made it while no name repeated."""
+        if in_order:
+            self._ops: tuple[Op, ...] = tuple(ops)
+        else:
+            graph_rank = {g: n for n, g in enumerate(graph_names)}
+            indexed = sorted(enumerate(ops),
+                             key=lambda t: (graph_rank.get(t[1].graph, len(graph_rank)), t[1].id, t[0]))
+            self._ops = tuple(_placed(op, pos) for pos, (_, op) in enumerate(indexed))
         self.graph_names = graph_names
         self.path = path
         self.name = name
-        self._by_name: dict[str, Op] = {}
-        self._by_graph: dict[str, dict[str, Op]] = {}
         self.duplicate_names: list[str] = []
-        for op in self._ops:
-            if op.name in self._by_name:
-                self.duplicate_names.append(op.name)
-            else:
-                self._by_name[op.name] = op
-            self._by_graph.setdefault(op.graph, {}).setdefault(op.name, op)
-        self._consumers: dict[str, list[tuple[Op, int]]] = {}
-        for op in self._ops:
-            for n, ref in enumerate(op.data_inputs):
-                self._consumers.setdefault(ref.producer, []).append((op, n))
+        # the first op of each name (in execution order), overall and per graph: built in C where no name repeats
+        if by_name is None or not in_order:
+            by_name = dict(zip([op.name for op in self._ops], self._ops))
+        graphs = set(graph_names) if in_order and len(graph_names) == 1 and self._ops \
+            else {op.graph for op in self._ops}
+        if len(by_name) == len(self._ops) and len(graphs) <= 1:
+            self._by_name: dict[str, Op] = by_name
+            self._by_graph: dict[str, dict[str, Op]] = {g: dict(by_name) for g in graphs}
+        else:
+            self._by_name = {}
+            self._by_graph = {}
+            for op in self._ops:
+                if op.name in self._by_name:
+                    self.duplicate_names.append(op.name)
+                else:
+                    self._by_name[op.name] = op
+                self._by_graph.setdefault(op.graph, {}).setdefault(op.name, op)
+        self._consumers_of: dict[str, list[tuple[Op, int]]] | None = None  # made at the first `consumers` call
+
+    @property
+    def _consumers(self) -> dict[str, list[tuple[Op, int]]]:
+        if self._consumers_of is None:
+            consumers: dict[str, list[tuple[Op, int]]] = {}
+            for op in self._ops:
+                for n, ref in enumerate(op.data_inputs):
+                    consumers.setdefault(ref.producer, []).append((op, n))
+            self._consumers_of = consumers
+        return self._consumers_of
 
     # --- lookups -------------------------------------------------------------------------------------------------
     @property
@@ -511,10 +537,25 @@ def parse_graph(document: Any, path: str | None = None, *, consume: bool = False
     return Graph(ops, tuple(names), path=path, name=model if isinstance(model, str) else "")
 
 
-def _read_json(path: str | os.PathLike[str]) -> Any:
+def _read_graph(path: str | os.PathLike[str]) -> Graph:
+    """The Graph of a graph JSON file: read by the C++ core in one pass (native/src/graph_json.cpp, no tree of JSON
+    objects), or, for a file it does not take as it is (invalid JSON, too deep, fields of unusual types: see
+    graph_json.hpp), by the standard reader and `parse_graph`, which give the same records or the error."""
     from dumpcmp.support import jsonfile
+    from dumpcmp.support.native import core
 
-    return jsonfile.load(path, "graph file")
+    name = os.fspath(path)
+    raw = jsonfile.read_bytes(name, "graph file")
+    read = core.graph.read_graph_json(raw, Op, TensorDesc, InputRef)
+    if type(read) is str:
+        return parse_graph(jsonfile.load_bytes(raw, name), name, consume=True)
+    del raw
+    ops, names, model, in_order, by_name = read
+    in_order = in_order and len(set(names)) == len(names)  # two graphs of one name share a rank: Graph's sort
+    if not in_order:  # the reader placed each op where it is in the file: Graph sorts and places them
+        for op in ops:
+            object.__setattr__(op, "position", -1)
+    return Graph(ops, names, path=name, name=model, in_order=in_order, by_name=by_name)
 
 
 def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str] | None = None) -> Graph:
@@ -526,10 +567,10 @@ def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str
     from dumpcmp.support.gcpause import paused
 
     with paused():  # the JSON's objects and the ops: see dumpcmp.support.gcpause
-        graph = parse_graph(_read_json(path), os.fspath(path), consume=True)
+        graph = _read_graph(path)
         if quant_fusion is None:
             return graph
-        return merge(graph, parse_graph(_read_json(quant_fusion), os.fspath(quant_fusion), consume=True))
+        return merge(graph, _read_graph(quant_fusion))
 
 
 def merge(fusion: Graph, quant: Graph) -> Graph:

@@ -205,7 +205,11 @@ def load(path: str | os.PathLike[str], what: str = "JSON file", *, max_bytes: in
     """Read and parse a JSON file (see the module docstring). The file's bytes are scanned as read (no second
     UTF-8 copy of a 200 MB graph) and dropped before the value is built."""
     name = os.fspath(path)
-    raw = read_bytes(name, what, max_bytes)
+    return load_bytes(read_bytes(name, what, max_bytes), name, max_depth=max_depth, **kwargs)
+
+
+def load_bytes(raw: bytes, name: str, *, max_depth: int = MAX_DEPTH, **kwargs: Any) -> Any:
+    """`load` of a file's bytes as `read_bytes` read them (`name`: the file's name, for the errors)."""
     text = decode(raw, name)
     scanned = _scan(raw[len(BOM):] if raw.startswith(BOM) else raw, max_depth)
     del raw

@@ -11,13 +11,13 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.graph.graph_json import Graph, Op
 from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
-__all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "graph_rows", "weight_inputs",
+__all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "weight_inputs", "ops_dumped",
            "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
            "metric_notes", "column_note", "metric_texts"]
 
@@ -441,74 +441,31 @@ def graph_group_name(op: Op) -> str:
     return "multi:" + "\x00".join(names)
 
 
-def graph_rows(rows: list[Row], graph: Graph, quant_pairs_left_out: bool = True) -> list[Row]:
-    """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
-    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
-    and so are, as the original's quantization rules say, ops inside a closed quant/dequant pair (the summary names
-    them: `quant_left_out`; kept with `quant_pairs_left_out` False, as the original's -map keeps them) and the
-    raw-integer tensors of quant (outputs) and dequant (inputs) ops."""
-    left_out = quant_pair_members(graph) if quant_pairs_left_out else set()
-    numbers: dict[str, int] = {}
-    members: dict[int, list[Op]] = {}
-    for op in graph.ops:
-        n = numbers.setdefault(graph_group_name(op), len(numbers))
-        if op not in members.setdefault(n, []):
-            members[n].append(op)
-    by_op: dict[str, list[Row]] = {}
-    outside: list[Row] = []
-    for r in rows:
-        p = r.pair
-        if p is None or p.npu_op is None or (r.skipped and p.skip_reason is not None):
-            continue
-        if p.graph_op is None:
-            outside.append(r)
-        else:
-            by_op.setdefault(p.graph_op, []).append(r)
-    out: list[Row] = []
-    for n, ops in sorted(members.items()):
-        npu = ",".join(o.name for o in ops)
-        for op in ops:
-            truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
-            mine = by_op.pop(op.name, None)
-            if op.name in left_out:
-                continue
-            if not mine:
-                out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type=None, npu_address=None,
-                               ground_truth=truth, ground_truth_data_type=None, ground_truth_address=None,
-                               tensor_index=None, shape=None, unmatched=True,
-                               fail_reason=no_dump_reason(op.name, op.type), graph_op=op.name))
-                continue
-            for r in mine:
-                r.index, r.npu_dump, r.ground_truth = n, npu, truth
-                out.append(r)
-    for r in outside + [r for rest in by_op.values() for r in rest]:
-        r.index = len(members)
-        out.append(r)
-    return out
-
-
 def dumped_ops(rows: Sequence[Row]) -> list[str]:
     """The device ops that have a dump file among the rows, in order, each once."""
+    return ops_dumped([r.pair for r in rows])
+
+
+def ops_dumped(pairs: Iterable[TensorPair | None]) -> list[str]:
+    """`dumped_ops` of the rows these pairs give (known before comparing)."""
     seen: dict[str, None] = {}
-    for r in rows:
-        p = r.pair
+    for p in pairs:
         if p is not None and p.npu_op is not None and p.npu_ref is not None:
             seen.setdefault(p.npu_op, None)
     return list(seen)
 
 
-def quant_left_out(rows: Sequence[Row], graph: Graph) -> tuple[str, ...]:
-    """The dumped device ops `graph_rows` leaves out as inside a quant/dequant pair (the summary names them)."""
+def quant_left_out(pairs: Iterable[TensorPair | None], graph: Graph) -> tuple[str, ...]:
+    """The dumped device ops `graph_layout` leaves out as inside a quant/dequant pair (the summary names them)."""
     members = quant_pair_members(graph)
-    return tuple(dict.fromkeys(r.pair.npu_op for r in rows if r.pair is not None and r.pair.npu_ref is not None
-                               and r.pair.npu_op is not None and r.pair.graph_op in members))
+    return tuple(dict.fromkeys(p.npu_op for p in pairs if p is not None and p.npu_ref is not None
+                               and p.npu_op is not None and p.graph_op in members))
 
 
-def weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:
-    """The TensorIndex of every input row whose producer in the graph is a Const op."""
+def weight_inputs(pairs: Iterable[TensorPair | None], graph: Graph) -> frozenset[str]:
+    """The TensorIndex of every input row (of these pairs) whose producer in the graph is a Const op."""
     found = set()
-    for r in rows:
-        p = r.pair
+    for p in pairs:
         if p is None or p.kind != "input" or p.graph_op is None or p.index is None or p.tensor_index is None:
             continue
         src = graph.producer(p.graph_op, p.index) if p.graph_op in graph else None

@@ -96,6 +96,7 @@ def compare_runs(
     per_slice: bool = False,
     close_fusion_json: str | os.PathLike[str] | None = None,
     npu_vs_npu: str = "restored",
+    row_sinks: Callable[[list[ComparisonResult]], Sequence[Callable[[Row], object] | None]] | None = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -114,6 +115,9 @@ def compare_runs(
     npu_vs_npu: how a device dump is compared with another (`dumpcmp.comparison.sources.NPU_VS_NPU_MODES`):
     "restored" (default, as the current msaccucmp) decodes each tensor to its original shape, padding removed, and
     compares float32 values; "raw" (as msaccucmp 72c5bd4c) the stored buffers, padding included.
+    row_sinks: called with the results before any row is compared (their rows still empty, notes not yet made);
+    returns, for each, None or where its rows go as well, one by one in their final order, as batches finish (the
+    CLI writes the result file so).
     """
     check_npu_vs_npu(npu_vs_npu)
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
@@ -139,6 +143,10 @@ def compare_runs(
     # rows go through a reorder buffer into it as batches finish, in any order (issue #35)
     constants = _constant_files(right)
     made = [_streamed_result(run, algos, left, right, constants, custom_algorithms) for run in runs]
+    also = list(row_sinks([result for result, _, _ in made])) if row_sinks is not None else []
+    for (result, buffer, _), more in zip(made, also):
+        if more is not None:
+            buffer.tee(more)
     for _, buffer, _ in made:
         buffer.start()
     if client is not None:  # the same rows, compared by the cluster's workers

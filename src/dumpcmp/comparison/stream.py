@@ -125,6 +125,16 @@ class ReorderBuffer:
         self.most_held = 0
         """The most rows held at once (how far ahead of the order rows came)."""
 
+    def tee(self, more: Callable[[Row], object]) -> None:
+        """Hand each row to `more` as well, after the sink (before any row is put)."""
+        first = self._sink
+
+        def both(row: Row) -> None:
+            first(row)
+            more(row)
+
+        self._sink = both
+
     def put(self, number: int, row: Row) -> None:
         place = self.layout.place(number)
         if place < 0 or place < self._next or place in self._held:

@@ -36,6 +36,7 @@ from dumpcmp.comparison.metrics import parse_algorithms
 from dumpcmp.comparison.rows import (
     ComparisonResult,
     Row,
+    RowStore,
     count_reason,
     finish_row,
     no_truth_reason,
@@ -181,7 +182,9 @@ def _streamed_result(run: PairedRun, algos: tuple[int, ...], left: str | os.Path
         left_out = quant_left_out(run.pairs, graph)
     else:
         layout, weights, left_out = pair_layout(len(run.pairs)), frozenset(), ()
-    result = ComparisonResult([], algos, os.fspath(left), os.fspath(right), run.run,
+    # compact columns once written, unless custom algorithms key their cells by the row object
+    rows: list[Row] = RowStore() if custom_algorithms is None else []  # type: ignore[assignment]
+    result = ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
                               ground_truth_has_address=run.device_vs_device or run.device_truth,
                               constant_files=constants, weight_inputs=weights,
                               dumped_ops=tuple(ops_dumped(run.pairs)), left_out=left_out, graph=graph,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -17,7 +19,7 @@ from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.graph.graph_json import Graph, Op
 from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
-__all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "weight_inputs", "ops_dumped",
+__all__ = ["Row", "RowStore", "ComparisonResult", "FP16_TINY", "graph_group_name", "weight_inputs", "ops_dumped",
            "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
            "metric_notes", "column_note", "metric_texts"]
 
@@ -119,6 +121,166 @@ class Row:
         return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
 
 
+# RowStore's columns: the fields kept as a code into its table of values (each value once), and the flags
+_CODED = ("op_type", "npu_dump", "npu_data_type", "ground_truth", "ground_truth_data_type", "tensor_index", "shape",
+          "fail_reason", "not_computed", "graph_op")
+_FLAGS = ("skipped", "failed", "unmatched", "data_types_unknown")
+_NO_NPU_ADDRESS, _NO_TRUTH_ADDRESS = 16, 32
+_PAIRS_TENSOR = -1  # tensor_index: the pair's own
+
+
+class RowStore:
+    """The rows of a run kept as compact columns once they are added (`append`, as they leave the reorder buffer
+    and the result file has them): index, addresses, flags, each text as a code into a table of the values, the
+    pair and the MetricResult; no `Row` is kept. `row(k)` rebuilds one (the same object while someone holds it),
+    `each()` all of them one at a time. The list API (iterating, indexing, `index`) is the Python API's: it builds
+    the rows once and keeps them (`materialise`), so the consumers that key rows by identity (advice, gates, the
+    report) see the same objects; `release` lets them go again. A row the columns cannot hold (a value outside
+    their range) makes the store a plain list from then on."""
+
+    def __init__(self) -> None:
+        self._index = array("q")
+        self._addresses = array("Q")
+        self._flags = bytearray()
+        self._codes = {name: array("l") for name in _CODED}
+        self._values: list[Any] = []
+        self._code_of: dict[Any, int] = {}
+        self._pairs: list[TensorPair | None] = []
+        self._results: list[MetricResult | None] = []
+        self._sources: dict[int, Callable[[], tuple[Any, Any]]] = {}
+        self._count = 0
+        self._list: list[Row] | None = None
+        self._plain = False  # a row the columns could not hold: the rows are the list alone
+        self._alive: weakref.WeakValueDictionary[int, Row] = weakref.WeakValueDictionary()
+
+    def __len__(self) -> int:
+        return len(self._list) if self._plain and self._list is not None else self._count
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def _code(self, value: Any) -> int:
+        key = (type(value), value)
+        code = self._code_of.get(key)
+        if code is None:
+            code = self._code_of[key] = len(self._values)
+            self._values.append(value)
+        return code
+
+    def append(self, row: Row) -> None:
+        if self._plain:
+            assert self._list is not None
+            self._list.append(row)
+            return
+        try:
+            self._encode(row)
+        except (OverflowError, TypeError):  # an address or index beyond 64 bits, an unhashable value
+            self._list = self.materialise() + [row]
+            self._plain = True
+            return
+        if self._list is not None:
+            self._list.append(row)
+        self._alive[self._count] = row
+        self._count += 1
+
+    def _encode(self, row: Row) -> None:
+        flags = sum(1 << k for k, name in enumerate(_FLAGS) if getattr(row, name))
+        npu, truth = row.npu_address, row.ground_truth_address
+        addresses = (0 if npu is None else npu, 0 if truth is None else truth)
+        flags |= (_NO_NPU_ADDRESS if npu is None else 0) | (_NO_TRUTH_ADDRESS if truth is None else 0)
+        pair = row.pair
+        codes = [_PAIRS_TENSOR if name == "tensor_index" and pair is not None and type(row.tensor_index) is str
+                 and row.tensor_index == pair.tensor_index else self._code(getattr(row, name)) for name in _CODED]
+        try:  # the numbers first: one out of range leaves the columns as they were
+            self._addresses.extend(addresses)
+            self._index.append(row.index)
+        except (OverflowError, TypeError):
+            del self._addresses[2 * self._count:], self._index[self._count:]
+            raise
+        self._flags.append(flags)
+        for name, code in zip(_CODED, codes):
+            self._codes[name].append(code)
+        self._pairs.append(pair)
+        self._results.append(row.result)
+        if row.sources is not None:
+            self._sources[self._count] = row.sources
+
+    def _decode(self, k: int) -> Row:
+        values, codes, flags = self._values, self._codes, self._flags[k]
+        fields = {name: values[codes[name][k]] for name in _CODED}
+        pair = self._pairs[k]
+        if codes["tensor_index"][k] == _PAIRS_TENSOR:
+            fields["tensor_index"] = pair.tensor_index if pair is not None else None
+        for bit, name in enumerate(_FLAGS):
+            fields[name] = bool(flags >> bit & 1)
+        return Row(index=self._index[k], pair=pair, result=self._results[k], sources=self._sources.get(k),
+                   npu_address=None if flags & _NO_NPU_ADDRESS else self._addresses[2 * k],
+                   ground_truth_address=None if flags & _NO_TRUTH_ADDRESS else self._addresses[2 * k + 1], **fields)
+
+    def row(self, k: int) -> Row:
+        """Row `k`, rebuilt from the columns unless someone holds it (then that object)."""
+        if self._list is not None:
+            return self._list[k]
+        if not 0 <= k < self._count:
+            raise IndexError(k)
+        got = self._alive.get(k)
+        if got is None:
+            got = self._decode(k)
+            self._alive[k] = got
+        return got
+
+    def each(self) -> Iterator[Row]:
+        """The rows in order, each rebuilt when reached and let go after (unless the list is kept)."""
+        if self._list is not None:
+            return iter(self._list)
+        return (self.row(k) for k in range(self._count))
+
+    def materialise(self) -> list[Row]:
+        """Every row, built once and kept (the list API's)."""
+        if self._list is None:
+            self._list = [self.row(k) for k in range(self._count)]
+        return self._list
+
+    @property
+    def kept(self) -> bool:
+        """The rows are built and kept (`materialise`)."""
+        return self._list is not None
+
+    def release(self) -> None:
+        """Let the kept rows go (the columns keep them); a row someone still holds stays that object."""
+        if not self._plain:
+            self._list = None
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.materialise())
+
+    def __getitem__(self, k: Any) -> Any:
+        return self.materialise()[k]
+
+    def index(self, row: Row) -> int:
+        return self.materialise().index(row)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (RowStore, list)):
+            return self.materialise() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RowStore({len(self)} rows)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_list"] = None if not self._plain else self._list
+        state["_alive"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._alive = weakref.WeakValueDictionary()
+
+
 _WEIGHT_INPUT = "layer inputs read from a Const"
 _NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights and constants (Const)",
                  "Data": "inputs (Data)", "NetOutput": "graph outputs (NetOutput)"}
@@ -126,7 +288,9 @@ _NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights 
 
 @dataclass
 class ComparisonResult:
-    """The rows of one run (device, model, iteration) in execution order, with how they were produced."""
+    """The rows of one run (device, model, iteration) in execution order, with how they were produced. `rows` is a
+    list, or for a model-level compare a `RowStore` (compact columns: `for row in result` rebuilds each row as it is
+    reached; `result.rows` builds them all once, as a list does)."""
 
     rows: list[Row]
     algorithms: tuple[int, ...]
@@ -185,13 +349,15 @@ class ComparisonResult:
         if graph is None:
             return []
         key = (id(self.rows), len(self.rows), id(graph))  # the summary, advice and report each ask: measured once
+        if isinstance(self.rows, RowStore) and not self.rows.kept:
+            return self._measure_drops(graph)  # kept, the rows it names would stay built (the summary asks once)
         if self._drops is None or self._drops[0] != key:
             self._drops = (key, self._measure_drops(graph))
         return list(self._drops[1])
 
     def _measure_drops(self, graph: Graph) -> list[tuple[Row | None, Row, float]]:
         usable: dict[tuple[str, int], Row] = {}
-        for r in self.rows:
+        for r in self:
             p = r.pair
             if r.result is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
                     not self.is_constant(r) and not self.below_fp16_range(r) and not math.isnan(r.cosine):
@@ -221,7 +387,7 @@ class ComparisonResult:
         for op in graph.ops:  # execution order: producers come first
             done[op.name] = reaching(op)
         out = []
-        for r in self.rows:
+        for r in self:
             p = r.pair
             if p is None or p.graph_op is None or usable.get((p.graph_op, p.index or 0)) is not r:
                 continue
@@ -238,14 +404,21 @@ class ComparisonResult:
         return (best[0], best[1]) if best is not None and best[2] > 0 else None
 
     def __iter__(self) -> Iterator[Row]:
-        return iter(self.rows)
+        """The rows in order; from a `RowStore` each is rebuilt when reached and let go after."""
+        return self.rows.each() if isinstance(self.rows, RowStore) else iter(self.rows)
 
     def __len__(self) -> int:
         return len(self.rows)
 
+    def release(self) -> None:
+        """Let go the rows `result.rows` built from a `RowStore` (its columns keep them); nothing for a list."""
+        if isinstance(self.rows, RowStore):
+            self.rows.release()
+            self._drops = None  # it names rows too
+
     def counts(self) -> dict[str, int]:
         out = {"compared": 0, "failed": 0, "skipped": 0, "unmatched": 0}
-        for r in self.rows:
+        for r in self:
             out[r.status] += 1
         return out
 
@@ -254,7 +427,7 @@ class ComparisonResult:
         (Data)", "graph outputs (NetOutput)", "layer inputs read from a Const"): kept apart from layers whose dump
         is missing."""
         out: dict[str, int] = {}
-        for r in self.rows:
+        for r in self:
             what = None
             if r.status == "unmatched":
                 what = _WEIGHT_INPUT if r.tensor_index in self.weight_inputs else _NEVER_DUMPED.get(r.op_type)
@@ -265,7 +438,7 @@ class ComparisonResult:
     def first_below(self, threshold: float = 0.99) -> Row | None:
         """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
         the device side holds NaN/inf)."""
-        for r in self.rows:
+        for r in self:
             if r.result is None or self.is_constant(r) or self.below_fp16_range(r):
                 continue
             c = r.cosine
@@ -277,25 +450,29 @@ class ComparisonResult:
         """The `n` compared rows with the lowest cosine similarity (rows whose cosine is NaN because a side is all
         zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
         op's input (the same values, dumped twice) take one place."""
-        compared = [r for r in self.rows if r.result is not None and not self.is_constant(r)]
-
         def rank(r: Row) -> tuple[bool, float, int]:
             c = r.cosine
             broken = math.isnan(c) and (r.overflow or r.dead)  # NaN because the device overflowed or went all zero
             return (math.isnan(c) and not broken, -math.inf if broken else c, r.index)
 
-        ranked = sorted(compared, key=rank)
-        if distinct:
-            seen: set[tuple[Any, ...]] = set()
-            unique = []
-            for r in ranked:
-                key = (r.pair.ground_truth_key if r.pair else r.ground_truth,
-                       tuple(metric_texts(r.result, self.algorithms)))
-                if key not in seen:
-                    seen.add(key)
-                    unique.append(r)
-            ranked = unique
-        return ranked[:n]
+        # (rank, position), sorted by rank alone as the rows were (stable); rows rebuilt only for the places given
+        ranked = sorted([(rank(r), k) for k, r in enumerate(self) if r.result is not None and not self.is_constant(r)],
+                        key=lambda e: e[0])
+        at = self.rows.row if isinstance(self.rows, RowStore) else self.rows.__getitem__
+        if not distinct:
+            return [at(k) for _, k in ranked[:n]]
+        seen: set[tuple[Any, ...]] = set()
+        unique: list[Row] = []
+        for _, k in ranked:
+            if len(unique) >= n:
+                break
+            r = at(k)
+            key = (r.pair.ground_truth_key if r.pair else r.ground_truth,
+                   tuple(metric_texts(r.result, self.algorithms)))
+            if key not in seen:
+                seen.add(key)
+                unique.append(r)
+        return unique
 
     # ---- output: the writers live in dumpcmp.output.table; these methods are the public API's doors to them -------
     # (imported when called: the comparison stage comes before the output stage and never imports it at load time)
@@ -329,7 +506,7 @@ class ComparisonResult:
         from dumpcmp.output.table import side_texts  # the cell texts, imported when called (see `header`)
 
         recs = []
-        for r in self.rows:
+        for r in self:
             texts = side_texts(r)
             rec: dict[str, Any] = {
                 "Index": r.index, "OpType": r.op_type, "NPUDump": r.npu_dump, "NPUDataType": texts["NPUDataType"],
@@ -441,7 +618,7 @@ def graph_group_name(op: Op) -> str:
     return "multi:" + "\x00".join(names)
 
 
-def dumped_ops(rows: Sequence[Row]) -> list[str]:
+def dumped_ops(rows: Iterable[Row]) -> list[str]:
     """The device ops that have a dump file among the rows, in order, each once."""
     return ops_dumped([r.pair for r in rows])
 

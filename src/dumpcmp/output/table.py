@@ -173,7 +173,7 @@ def _table_rows(result: ComparisonResult, *, extra: bool = False, overflow: bool
     """`table`'s lines one at a time: the result file is written as they come, never held whole."""
     columns = {**(result.extra_columns or {}), **(columns or {})}
     yield header(result, extra=extra, overflow=overflow) + list(columns)
-    for r in result.rows:
+    for r in result:
         yield _line(result, r, extra, overflow, columns)
 
 
@@ -238,7 +238,7 @@ def csv_text(table: Iterable[list[str]]) -> str:
 def _write_csv(f: IO[bytes], result: ComparisonResult, extra: bool, overflow: bool,
                columns: Mapping[str, Callable[[Row], str]] | None) -> None:
     out = CsvRows(f, result, extra=extra, overflow=overflow, columns=columns)
-    for r in result.rows:
+    for r in result:
         out.add(r)
     out.close()
 
@@ -274,7 +274,7 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
              f"{c['skipped']} skipped"]
     lines += [f"  note: {n}" for n in result.notes]
     if result.dumped_ops is not None:
-        with_rows = set(dumped_ops(result.rows))
+        with_rows = set(dumped_ops(result))
         raw = [op for op in result.dumped_ops if op not in with_rows and op not in result.left_out]
 
         def names(ops: Sequence[str]) -> str:
@@ -290,15 +290,15 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
         kinds = ", ".join(f"{n} {what}" for what, n in never.items())
         lines.append(f"  of the {c['unmatched']} unmatched: {kinds}: never dumped, or weights without ground "
                      f"truth of their own, not missing layers; {c['unmatched'] - sum(never.values())} other")
-    over = sum(1 for r in result.rows if r.overflow)
+    over = sum(1 for r in result if r.overflow)
     if over:
         lines.append(f"  {over} device tensors hold NaN or inf")
-    tiny = [r for r in result.rows if result.below_fp16_range(r)]
+    tiny = [r for r in result if result.below_fp16_range(r)]
     if tiny:
         lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
                      f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].shown_tensor}): their cosine "
                      "says nothing, left out of first below and largest drop")
-    consts = [r for r in result.rows if r.result is not None and result.is_constant(r)]
+    consts = [r for r in result if r.result is not None and result.is_constant(r)]
     if consts and 0 in result.algorithms:
         low = [r for r in consts if not r.cosine >= threshold]
         lines.append(f"  weights and constants: {len(consts)} compared apart from the layers, {len(low)} below "
@@ -327,7 +327,7 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
                 rows.append([str(r.index), r.shown_tensor or "", r.op_type, r.result.format(0),
                              fixed6(r.result.value(1)), fixed6(r.result.value(7))])
             lines += ["    " + line for line in text_table(rows).splitlines()]
-    failed = [r for r in result.rows if r.status == "failed"]
+    failed = [r for r in result if r.status == "failed"]
     for r in failed[:5]:
         lines.append(f"  failed #{r.index} {r.shown_tensor or r.ground_truth}: {r.fail_reason}")
     if len(failed) > 5:

@@ -135,14 +135,14 @@ class RowStore:
     pair and the MetricResult; no `Row` is kept. `row(k)` rebuilds one (the same object while someone holds it),
     `each()` all of them one at a time. The list API (iterating, indexing, `index`) is the Python API's: it builds
     the rows once and keeps them (`materialise`), so the consumers that key rows by identity (advice, gates, the
-    report) see the same objects; `release` lets them go again. A row the columns cannot hold (a value outside
-    their range) makes the store a plain list from then on."""
+    report) see the same objects; `release` lets them go again (`ComparisonResult.release`). A row the columns
+    cannot hold (a value outside their range) makes the store a plain list from then on."""
 
     def __init__(self) -> None:
         self._index = array("q")
         self._addresses = array("Q")
         self._flags = bytearray()
-        self._codes = {name: array("l") for name in _CODED}
+        self._codes = {name: array("i") for name in _CODED}
         self._values: list[Any] = []
         self._code_of: dict[Any, int] = {}
         self._pairs: list[TensorPair | None] = []
@@ -160,10 +160,9 @@ class RowStore:
         return len(self) > 0
 
     def _code(self, value: Any) -> int:
-        key = (type(value), value)
-        code = self._code_of.get(key)
+        code = self._code_of.get(value)  # str, None, a shape tuple, a frozenset: equal only to their own kind
         if code is None:
-            code = self._code_of[key] = len(self._values)
+            code = self._code_of[value] = len(self._values)
             self._values.append(value)
         return code
 
@@ -180,7 +179,6 @@ class RowStore:
             return
         if self._list is not None:
             self._list.append(row)
-        self._alive[self._count] = row
         self._count += 1
 
     def _encode(self, row: Row) -> None:
@@ -237,8 +235,9 @@ class RowStore:
 
     def materialise(self) -> list[Row]:
         """Every row, built once and kept (the list API's)."""
-        if self._list is None:
-            self._list = [self.row(k) for k in range(self._count)]
+        if self._list is None:  # the rows someone holds are those objects; the list holds the others
+            alive = self._alive
+            self._list = [alive.get(k) or self._decode(k) for k in range(self._count)]
         return self._list
 
     @property
@@ -247,7 +246,7 @@ class RowStore:
         return self._list is not None
 
     def release(self) -> None:
-        """Let the kept rows go (the columns keep them); a row someone still holds stays that object."""
+        """Let the kept rows go (the columns keep them): rows asked for after are built anew."""
         if not self._plain:
             self._list = None
 

@@ -121,10 +121,10 @@ class Row:
         return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
 
 
-# RowStore's columns: the fields kept as a code into its table of values (each value once), and the flags
-_CODED = ("op_type", "npu_dump", "npu_data_type", "ground_truth", "ground_truth_data_type", "tensor_index", "shape",
-          "fail_reason", "not_computed", "graph_op")
-_FLAGS = ("skipped", "failed", "unmatched", "data_types_unknown")
+# RowStore's columns: op_type, npu_dump, npu_data_type, ground_truth, ground_truth_data_type, tensor_index, shape,
+# fail_reason, not_computed and graph_op kept as codes into its table of values (each value once), _WIDTH a row; the
+# flags skipped 1, failed 2, unmatched 4, data_types_unknown 8, and which address is None
+_WIDTH = 10
 _NO_NPU_ADDRESS, _NO_TRUTH_ADDRESS = 16, 32
 _PAIRS_TENSOR = -1  # tensor_index: the pair's own
 
@@ -142,7 +142,7 @@ class RowStore:
         self._index = array("q")
         self._addresses = array("Q")
         self._flags = bytearray()
-        self._codes = {name: array("i") for name in _CODED}
+        self._codes = array("i")
         self._values: list[Any] = []
         self._code_of: dict[Any, int] = {}
         self._pairs: list[TensorPair | None] = []
@@ -182,38 +182,40 @@ class RowStore:
         self._count += 1
 
     def _encode(self, row: Row) -> None:
-        flags = sum(1 << k for k, name in enumerate(_FLAGS) if getattr(row, name))
+        code, pair, tensor = self._code, row.pair, row.tensor_index
         npu, truth = row.npu_address, row.ground_truth_address
-        addresses = (0 if npu is None else npu, 0 if truth is None else truth)
-        flags |= (_NO_NPU_ADDRESS if npu is None else 0) | (_NO_TRUTH_ADDRESS if truth is None else 0)
-        pair = row.pair
-        codes = [_PAIRS_TENSOR if name == "tensor_index" and pair is not None and type(row.tensor_index) is str
-                 and row.tensor_index == pair.tensor_index else self._code(getattr(row, name)) for name in _CODED]
+        codes = (code(row.op_type), code(row.npu_dump), code(row.npu_data_type), code(row.ground_truth),
+                 code(row.ground_truth_data_type),
+                 _PAIRS_TENSOR if pair is not None and type(tensor) is str and tensor == pair.tensor_index else
+                 code(tensor), code(row.shape), code(row.fail_reason), code(row.not_computed), code(row.graph_op))
         try:  # the numbers first: one out of range leaves the columns as they were
-            self._addresses.extend(addresses)
+            self._addresses.extend((0 if npu is None else npu, 0 if truth is None else truth))
             self._index.append(row.index)
         except (OverflowError, TypeError):
             del self._addresses[2 * self._count:], self._index[self._count:]
             raise
-        self._flags.append(flags)
-        for name, code in zip(_CODED, codes):
-            self._codes[name].append(code)
+        self._flags.append((1 if row.skipped else 0) | (2 if row.failed else 0) | (4 if row.unmatched else 0) |
+                           (8 if row.data_types_unknown else 0) | (_NO_NPU_ADDRESS if npu is None else 0) |
+                           (_NO_TRUTH_ADDRESS if truth is None else 0))
+        self._codes.extend(codes)
         self._pairs.append(pair)
         self._results.append(row.result)
         if row.sources is not None:
             self._sources[self._count] = row.sources
 
     def _decode(self, k: int) -> Row:
-        values, codes, flags = self._values, self._codes, self._flags[k]
-        fields = {name: values[codes[name][k]] for name in _CODED}
-        pair = self._pairs[k]
-        if codes["tensor_index"][k] == _PAIRS_TENSOR:
-            fields["tensor_index"] = pair.tensor_index if pair is not None else None
-        for bit, name in enumerate(_FLAGS):
-            fields[name] = bool(flags >> bit & 1)
-        return Row(index=self._index[k], pair=pair, result=self._results[k], sources=self._sources.get(k),
-                   npu_address=None if flags & _NO_NPU_ADDRESS else self._addresses[2 * k],
-                   ground_truth_address=None if flags & _NO_TRUTH_ADDRESS else self._addresses[2 * k + 1], **fields)
+        values, flags, pair, at = self._values, self._flags[k], self._pairs[k], _WIDTH * k
+        codes = self._codes[at:at + _WIDTH]
+        op_type, npu_dump, npu_dtype, truth, truth_dtype, tensor, shape, reason, not_computed, graph_op = \
+            [values[c] for c in codes]
+        if codes[5] == _PAIRS_TENSOR:
+            tensor = pair.tensor_index if pair is not None else None
+        # positional, in Row's field order
+        return Row(self._index[k], op_type, npu_dump, npu_dtype,
+                   None if flags & _NO_NPU_ADDRESS else self._addresses[2 * k], truth, truth_dtype,
+                   None if flags & _NO_TRUTH_ADDRESS else self._addresses[2 * k + 1], tensor, shape,
+                   self._results[k], reason, bool(flags & 1), bool(flags & 2), pair, bool(flags & 4), not_computed,
+                   bool(flags & 8), graph_op, self._sources.get(k))
 
     def row(self, k: int) -> Row:
         """Row `k`, rebuilt from the columns unless someone holds it (then that object)."""
@@ -228,10 +230,14 @@ class RowStore:
         return got
 
     def each(self) -> Iterator[Row]:
-        """The rows in order, each rebuilt when reached and let go after (unless the list is kept)."""
+        """The rows in order, each rebuilt when reached and let go after (unless the list is kept): a row asked for
+        again is another object, unless someone holds the one `row` gave."""
         if self._list is not None:
             return iter(self._list)
-        return (self.row(k) for k in range(self._count))
+        alive, decode = self._alive, self._decode
+        if not alive:
+            return map(decode, range(self._count))
+        return ((alive.get(k) or decode(k)) for k in range(self._count))
 
     def materialise(self) -> list[Row]:
         """Every row, built once and kept (the list API's)."""
@@ -349,7 +355,13 @@ class ComparisonResult:
             return []
         key = (id(self.rows), len(self.rows), id(graph))  # the summary, advice and report each ask: measured once
         if isinstance(self.rows, RowStore) and not self.rows.kept:
-            return self._measure_drops(graph)  # kept, the rows it names would stay built (the summary asks once)
+            # measured on rows built once (it asks them by identity) and let go after: kept, the rows it names would
+            # stay built (the summary asks once; the advice and the report after `result.rows` built them)
+            self.rows.materialise()
+            try:
+                return self._measure_drops(graph)
+            finally:
+                self.rows.release()
         if self._drops is None or self._drops[0] != key:
             self._drops = (key, self._measure_drops(graph))
         return list(self._drops[1])
@@ -540,7 +552,14 @@ class ComparisonResult:
         """What the terminal shows after a run: counts, the first tensor below the threshold, the worst ones."""
         from dumpcmp.output.table import summary  # the output stage, imported when called (see `header`)
 
-        return summary(self, threshold, worst)
+        built = isinstance(self.rows, RowStore) and not self.rows.kept
+        if built:  # its ten questions ask the rows once, built for them and let go after
+            self.rows.materialise()
+        try:
+            return summary(self, threshold, worst)
+        finally:
+            if built:
+                self.release()
 
 
 # The original tool's own wording for rows it could not compare (users' scripts match these texts).

@@ -118,13 +118,19 @@ def test_every_consumer_reads_the_same_as_from_the_rows_kept(model, tmp_path) ->
 def test_the_list_api_keeps_one_object_per_row(model) -> None:
     """Consumers that key rows by identity (advice, gates, the report) see the rows `result.rows` built, whatever
     the summary asked before; `release` lets them go."""
+    from dumpcmp.output.report import verdict
+
+    assert verdict(_compare(model), 0.9999)["first_below"] is not None  # it asks first_below and drops, then keys
     result = _compare(model)
     first_worst = result.worst(3)
+    first, drops = result.first_below(0.9999), result.drops()
     result.summary()
     rows = result.rows
     ids = {id(r) for r in rows}
     assert len(ids) == len(result) and rows[0] is rows[0] and list(rows) == list(result)
     assert all(id(r) in ids for r in result.worst(5)) and all(r in ids for r in map(id, first_worst))
+    assert id(first) in ids and all(id(row) in ids and (up is None or id(up) in ids) for up, row, _ in drops)
+    del first, drops
     assert all(id(row) in ids and (up is None or id(up) in ids) for up, row, _ in result.drops())
     assert rows.index(rows[3]) == 3
     before = _live_rows()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import weakref
 from array import array
 from dataclasses import dataclass, field
@@ -251,10 +252,23 @@ class RowStore:
         """The rows are built and kept (`materialise`)."""
         return self._list is not None
 
+    def named(self, k: int, row: Row) -> Row:
+        """`row` (row `k` as `each` gave it) named to a caller: `row(k)` and the list give that object while someone
+        holds it."""
+        if self._list is None:
+            self._alive[k] = row
+        return row
+
     def release(self) -> None:
-        """Let the kept rows go (the columns keep them): rows asked for after are built anew."""
-        if not self._plain:
-            self._list = None
+        """Let the kept rows go (the columns keep them); a row someone else holds stays that object for `row` and
+        the list built next."""
+        if self._plain or self._list is None:
+            return
+        rows, alive, self._list = self._list, self._alive, None
+        for k in range(len(rows)):
+            r = rows[k]
+            if sys.getrefcount(r) > 3:  # the list, `r` and the call's argument: held elsewhere too
+                alive[k] = r
 
     def __iter__(self) -> Iterator[Row]:
         return iter(self.materialise())
@@ -449,12 +463,12 @@ class ComparisonResult:
     def first_below(self, threshold: float = 0.99) -> Row | None:
         """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
         the device side holds NaN/inf)."""
-        for r in self:
+        for k, r in enumerate(self):
             if r.result is None or self.is_constant(r) or self.below_fp16_range(r):
                 continue
             c = r.cosine
             if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
-                return r
+                return self.rows.named(k, r) if isinstance(self.rows, RowStore) else r
         return None
 
     def worst(self, n: int = 10, *, distinct: bool = False) -> list[Row]:

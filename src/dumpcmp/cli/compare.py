@@ -16,6 +16,7 @@ from typing import Iterator
 
 from dumpcmp.cli.options import add_cluster_options, add_run_selection, cluster_session, count, positive, run_selection
 from dumpcmp.support.gcpause import paused
+from dumpcmp.cli.streamed import StreamedResults, discarding
 
 
 EPILOG = """\
@@ -177,6 +178,7 @@ def _check_output(args: argparse.Namespace) -> None:
 
 
 @paused()  # the rows, their cells, the summary and advice of a large model: see dumpcmp.support.gcpause
+@discarding  # result files written while comparing and not published (an error, a signal) are removed
 def run(args: argparse.Namespace) -> int:
     from dumpcmp.comparison.compare import compare_runs
     from dumpcmp.dumps.sigmastar import is_sigmastar_dump
@@ -228,6 +230,10 @@ def run(args: argparse.Namespace) -> int:
     locate_results: dict[str, object] = {}
     if args.locate is not None and args.fusion_json is None:
         raise DumpcmpError("--locate needs the graph JSON (-f)")
+    # a CSV result file of the original columns is written as the rows come (issue #35), else after the run
+    streamed = StreamedResults(args, lambda run, runs: _result_path(args.output, args.csv, run, runs)[0]) \
+        if args.output is not None and args.locate is None and args.op_ranges is None and \
+        _result_path(args.output, args.csv, "", [""])[1] else None
     with _cluster(args) as client:  # None without --cluster; with it, closed once the rows are back
         results = compare_runs(args.left, args.right, fusion_json=args.fusion_json,
                                quant_json=args.quant_fusion_rule, algorithms=args.algorithms, custom=args.custom,
@@ -236,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
                                right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
                                max_elements=args.max_elements, client=client, per_slice=args.ffts,
                                close_fusion_json=args.close_fusion_json, npu_vs_npu=args.npu_vs_npu or "restored",
-                               **selection)
+                               row_sinks=streamed.sinks if streamed is not None else None, **selection)
         located_on = client if args.locate is not None else None  # --locate replays on the same cluster
         if located_on is not None:
             locate_results = _locate(args, selection, located_on)
@@ -259,7 +265,9 @@ def run(args: argparse.Namespace) -> int:
             if path is not None and path.exists():
                 raise exists_error(path, "result file")
     for result, (path, csv_format) in zip(results, paths):
-        if path is not None:
+        if path is not None and streamed is not None:
+            streamed.publish(result, path)
+        elif path is not None:
             result.write(path, csv_format=csv_format, extra=args.extra, overflow=args.overflow, force=args.force,
                          columns=located.get(result.run))
         else:
@@ -272,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     # advice, the HTML report, the gates (exit 1 when one fails) and --json
     code = finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout,
                   locate_results=locate_results if args.locate is not None else None)
-    if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result.rows):
+    if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result):
         return 2
     return code
 

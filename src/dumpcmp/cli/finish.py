@@ -100,6 +100,7 @@ def finish(results: Sequence[Any], args: argparse.Namespace, *, html: str | None
         if extra is not None:  # the extra metric columns' values (custom algorithms, metric plug-ins)
             record["extra_metrics"] = extra
         runs.append(json_ready(record))
+        result.release()  # rows built for the advice, the report and the gate: the next run's may take their place
     if args.json_path:
         write_json(args.json_path, {"runs": runs, "passed": not failed}, force=args.force)
     return 1 if failed else 0

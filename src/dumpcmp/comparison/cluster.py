@@ -26,7 +26,8 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 from dumpcmp.comparison.rows import Row
 from dumpcmp.comparison.runs import PairedRun
@@ -468,17 +469,27 @@ class Task:
 
 
 def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, quiet: bool,
-              name: str = "dumpcmp") -> list[tuple[bool, Any]]:
+              name: str = "dumpcmp",
+              on_done: Callable[[int, bool, Any], None] | None = None) -> list[tuple[bool, Any]]:
     """Each task run as `function(*task.args)` on the cluster, in task order: (True, its value) or (False, why it did
     not run: a lost worker's task runs again elsewhere, `retries` more times when it failed itself; a task no worker
     that may run it takes within `timeout` seconds fails). Ctrl-C, SIGTERM or an error cancels the tasks not back.
-    `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`)."""
+    `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`). `on_done(number, ok, value)`: each
+    task's outcome handed on as it comes back, in any order, and not kept (its place in the list is (ok, None))."""
     _distributed()
     retries, timeout = (client.retries, client.timeout) if isinstance(client, Cluster) else (1, 60.0)
     client = client.client if isinstance(client, Cluster) else client
     token = uuid.uuid4().hex[:8]
     out: list[tuple[bool, Any] | None] = [None] * len(tasks)
     waiting = _Waiting()
+
+    def settle(number: int, ok: bool, value: Any) -> None:
+        if on_done is None:
+            out[number] = (ok, value)
+        else:
+            out[number] = (ok, None)
+            on_done(number, ok, value)
+
     attempts: dict[int, int] = {}
 
     def submit(number: int, holders: list[str] | None) -> None:
@@ -501,9 +512,11 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
                 for future in done:
                     number = waiting.futures.pop(future)
                     try:
-                        out[number] = (True, future.result())
+                        value = future.result()
                     except Exception as error:  # KilledWorker, CancelledError, a worker's error: rows say why
-                        out[number] = (False, _reason(error))
+                        settle(number, False, _reason(error))
+                    else:
+                        settle(number, True, value)
                     progress.advance(tasks[number].weight)
                 stalled = []
                 if not done or time.monotonic() >= look_again:  # the cluster looked at, at most every _POLL * 4 s
@@ -516,7 +529,7 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
                 for future in stalled:
                     number = waiting.futures.pop(future)
                     whom = "no worker that holds its files" if number in waiting.allowed else "no worker"
-                    out[number] = (False, f"{whom} was left for {timeout:g} s (lost, or the client lost the "
+                    settle(number, False, f"{whom} was left for {timeout:g} s (lost, or the client lost the "
                                           f"scheduler)")
                     progress.advance(tasks[number].weight)
                 if stalled:
@@ -528,18 +541,24 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
             except Exception:
                 pass
         raise
-    return [r if r is not None else (False, "its batch did not come back from the cluster") for r in out]
+    for number, r in enumerate(out):
+        if r is None:
+            settle(number, False, "its batch did not come back from the cluster")
+    return [r for r in out if r is not None]
 
 
 def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tuple[int, ...], threads: int,
                  quiet: bool, precise: bool = False, placed: Placed | None = None,
-                 max_elements: int = 0, npu_vs_npu: str = "restored") -> list[list[Row]]:
+                 max_elements: int = 0, npu_vs_npu: str = "restored",
+                 puts: Sequence[Callable[[int, Row], None]] | None = None) -> list[list[Row]] | None:
     """The rows of every run's pairs, in pair order (the rows `dumpcmp.comparison.compare` makes on one machine),
     compared in batches on the cluster `client` is connected to: every run's batches are submitted at once, so the
     workers share all of them. `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`);
     `threads`: engine threads per task (0: the worker's host's cores shared by the worker threads on it); `placed`:
     the left side as the workers scanned it (each run's batches go to the workers that hold it). Each run's
-    notes say which workers compared it."""
+    notes say which workers compared it. `puts`: for each run, where its rows go as their batches come back, in any
+    order (pair number, row; a `dumpcmp.comparison.stream.ReorderBuffer`'s `put`): then none is kept (None is
+    returned)."""
     _distributed()
     target = client.batch_bytes if isinstance(client, Cluster) else None
     bare = client.client if isinstance(client, Cluster) else client
@@ -553,23 +572,38 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
                   placed.keys.get(runs[k].run, ()) if placed else (),
                   sum(1 for i in span if runs[k].pairs[i].comparable)) for k, span in plan]
     label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
-    results = run_tasks(client, compare_batch, tasks, f"comparing {label}", quiet, name="dumpcmp-compare")
-    rows: list[list[Row | None]] = [[None] * len(run.pairs) for run in runs]
-    failed: dict[tuple[int, int], str] = {}
+    collected: list[list[Row | None]] | None = None
+    if puts is None:  # kept, in pair order
+        collected = [[None] * len(run.pairs) for run in runs]
+        puts = [partial(_store, rows) for rows in collected]
+    given = [bytearray(len(run.pairs)) for run in runs]
     seen: list[set[str]] = [set() for _ in runs]
-    for (k, span), (ok, value) in zip(plan, results):
+
+    def done(number: int, ok: bool, value: Any) -> None:  # a batch back, in any order: its rows go on at once
+        k, span = plan[number]
+        pairs, put = runs[k].pairs, puts[k]
         if ok:
             address, got = value
             seen[k].add(address)
-            rows[k][span.start:span.stop] = got
-        else:
-            failed.update({(k, i): "not compared: " + value for i in span})
+            for i, row in zip(span, got):
+                given[k][i] = 1
+                put(i, _placed(row, i, pairs[i]))
+        for i in span:
+            if not given[k][i]:
+                given[k][i] = 1
+                put(i, _failed_row(i, pairs[i], "" if ok else "not compared: " + value))
+
+    run_tasks(client, compare_batch, tasks, f"comparing {label}", quiet, name="dumpcmp-compare", on_done=done)
     for run, hosts in zip(runs, seen):
         if hosts - {""}:
             run.notes.append(f"compared on {len(hosts - {''})} worker(s): {', '.join(sorted(hosts - {''}))}")
-    return [[_placed(row, i, pair) if row is not None else _failed_row(i, pair, failed.get((k, i), ""))
-             for i, (row, pair) in enumerate(zip(run_rows, run.pairs))]
-            for k, (run_rows, run) in enumerate(zip(rows, runs))]
+    if collected is None:
+        return None
+    return [[row for row in rows if row is not None] for rows in collected]
+
+
+def _store(rows: list[Row | None], number: int, row: Row) -> None:
+    rows[number] = row
 
 
 def _next_done(waiting: _Waiting) -> list[Any]:

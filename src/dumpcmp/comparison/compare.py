@@ -36,14 +36,15 @@ from dumpcmp.comparison.metrics import parse_algorithms
 from dumpcmp.comparison.rows import (
     ComparisonResult,
     Row,
+    RowStore,
     count_reason,
-    dumped_ops,
     finish_row,
-    graph_rows,
     no_truth_reason,
+    ops_dumped,
     quant_left_out,
     weight_inputs,
 )
+from dumpcmp.comparison.stream import ReorderBuffer, graph_layout, pair_layout
 from dumpcmp.comparison.prefix import prefix_notes, prefix_sources
 from dumpcmp.comparison.runs import PairedRun, paired_runs
 from dumpcmp.comparison.sources import (
@@ -96,6 +97,7 @@ def compare_runs(
     per_slice: bool = False,
     close_fusion_json: str | os.PathLike[str] | None = None,
     npu_vs_npu: str = "restored",
+    row_sinks: Callable[[list[ComparisonResult]], Sequence[Callable[[Row], object] | None]] | None = None,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -114,6 +116,9 @@ def compare_runs(
     npu_vs_npu: how a device dump is compared with another (`dumpcmp.comparison.sources.NPU_VS_NPU_MODES`):
     "restored" (default, as the current msaccucmp) decodes each tensor to its original shape, padding removed, and
     compares float32 values; "raw" (as msaccucmp 72c5bd4c) the stored buffers, padding included.
+    row_sinks: called with the results before any row is compared (their rows still empty, notes not yet made);
+    returns, for each, None or where its rows go as well, one by one in their final order, as batches finish (the
+    CLI writes the result file so).
     """
     check_npu_vs_npu(npu_vs_npu)
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
@@ -133,34 +138,66 @@ def compare_runs(
                        left_index=placed.index if placed else None, left_ops=placed.ops if placed else None,
                        per_slice=per_slice, close_fusion_json=close_fusion_json)
     sides = Sides(custom)
-    results = []
     if client is not None:
         _refuse_slices_on_cluster(runs, placed)
+    # each run's result made before comparing: its rows' order depends on the pairs and the graph alone, and the
+    # rows go through a reorder buffer into it as batches finish, in any order (issue #35)
+    constants = _constant_files(right)
+    made = [_streamed_result(run, algos, left, right, constants, custom_algorithms) for run in runs]
+    also = list(row_sinks([result for result, _, _ in made])) if row_sinks is not None else []
+    for (result, buffer, _), more in zip(made, also):
+        if more is not None:
+            buffer.tee(more)
+    for _, buffer, _ in made:
+        buffer.start()
     if client is not None:  # the same rows, compared by the cluster's workers
         from dumpcmp.comparison.cluster import cluster_rows
 
-        compared = iter(cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed, max_elements,
-                                     npu_vs_npu=npu_vs_npu))
-    for run in runs:
-        rows = _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
-                              custom_algorithms, max_elements, npu_vs_npu) if client is None else next(compared)
-        weights: frozenset[str] = frozenset()
-        dumped, left_out = tuple(dumped_ops(rows)), ()
-        if run.device_truth:  # -cf: the original prints no address for the unfused side (NaN)
-            for r in rows:
-                r.ground_truth_address = 0
-        if run.graph is not None:
-            left_out = quant_left_out(rows, run.graph)
-            rows = graph_rows(rows, run.graph)
-            weights = weight_inputs(rows, run.graph)
-        results.append(ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
-                                        ground_truth_has_address=run.device_vs_device or run.device_truth,
-                                        notes=run.notes + prefix_notes(max_elements) +
-                                        ([npu_vs_npu_note(npu_vs_npu)] if run.device_vs_device else []),
-                                        constant_files=_constant_files(right), weight_inputs=weights,
-                                        dumped_ops=dumped, left_out=left_out, graph=run.graph,
-                                        custom_algorithms=custom_algorithms))
+        cluster_rows(client, runs, custom, algos, threads, quiet, precise, placed, max_elements,
+                     npu_vs_npu=npu_vs_npu, puts=[put for _, _, put in made])
+    else:
+        for run, (_, _, put) in zip(runs, made):
+            _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
+                           custom_algorithms, max_elements, npu_vs_npu, put=put)
+    results = []
+    for run, (result, buffer, _) in zip(runs, made):
+        if not buffer.complete:  # never expected: every pair's row is put, compared or not
+            raise DumpcmpError(f"{run.run}: the rows of pairs {buffer.missing()[:5]} are missing")
+        # the notes last: a cluster adds the workers that compared the run
+        result.notes = run.notes + prefix_notes(max_elements) + \
+            ([npu_vs_npu_note(npu_vs_npu)] if run.device_vs_device else [])
+        results.append(result)
     return results
+
+
+def _streamed_result(run: PairedRun, algos: tuple[int, ...], left: str | os.PathLike[str],
+                     right: str | os.PathLike[str], constants: frozenset[str],
+                     custom_algorithms: Any) -> tuple[ComparisonResult, ReorderBuffer, Callable[[int, Row], None]]:
+    """A run's result before its rows (rows: empty), the reorder buffer that fills them in their final order, and
+    what a finished row is put through (pair number, row)."""
+    graph = run.graph
+    if graph is not None:
+        layout = graph_layout([p if p.skip_reason is None else None for p in run.pairs], graph)
+        weights = weight_inputs([run.pairs[k] for k in layout.kept()], graph)
+        left_out = quant_left_out(run.pairs, graph)
+    else:
+        layout, weights, left_out = pair_layout(len(run.pairs)), frozenset(), ()
+    # compact columns once written, unless custom algorithms key their cells by the row object
+    rows: list[Row] = RowStore() if custom_algorithms is None else []  # type: ignore[assignment]
+    result = ComparisonResult(rows, algos, os.fspath(left), os.fspath(right), run.run,
+                              ground_truth_has_address=run.device_vs_device or run.device_truth,
+                              constant_files=constants, weight_inputs=weights,
+                              dumped_ops=tuple(ops_dumped(run.pairs)), left_out=left_out, graph=graph,
+                              custom_algorithms=custom_algorithms)
+    buffer = ReorderBuffer(layout, result.rows.append)
+    if not run.device_truth:
+        return result, buffer, buffer.put
+
+    def put(number: int, row: Row) -> None:  # -cf: the original prints no address for the unfused side (NaN)
+        row.ground_truth_address = 0
+        buffer.put(number, row)
+
+    return result, buffer, put
 
 
 def _refuse_slices_on_cluster(runs: list[PairedRun], placed: Any) -> None:
@@ -250,8 +287,12 @@ def _compared_shape(fmt: str, ndim: int, pair: TensorPair, gt_shape: Sequence[in
 
 def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
                    threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None,
-                   max_elements: int = 0, npu_vs_npu: str = "restored") -> list[Row]:
-    rows: list[Row] = []
+                   max_elements: int = 0, npu_vs_npu: str = "restored",
+                   put: Callable[[int, Row], None] | None = None) -> list[Row]:
+    """The rows of `pairs`, in pair order; with `put`, each row is put (pair number, row) once it is finished and
+    every row before it has been, and none is kept (the list returned is empty)."""
+    rows: list[Row | None] = []
+    released = 0
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
     pending_elements = 0
     # The batch on the engine's thread. While one batch is compared, this thread opens the next one's files, and
@@ -282,6 +323,17 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     custom.run_row(row, x, y, out, algos, ctx, threads)
         progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries))
 
+    def release(upto: int) -> None:
+        """The rows before `upto` are finished: put them, in order, and let them go."""
+        nonlocal released
+        if put is None:
+            return
+        for k in range(released, upto):
+            row = rows[k]
+            rows[k] = None
+            put(k, row)
+        released = upto
+
     def flush() -> None:
         nonlocal pending, pending_elements, running
         if not pending:
@@ -294,6 +346,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
             # unmapping holds the interpreter lock, which the engine's thread needs to begin: let it begin first
             running.begun.wait()
             finish(before, outcomes)
+            release(running.entries[0][0].index)  # the rows before the running batch's are all finished
 
     def drain() -> None:
         nonlocal running
@@ -301,6 +354,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
         if running is not None:
             batch, running = running, None
             finish(batch, batch.result())
+        release(len(rows))
 
     with Progress(sum(1 for p in pairs if p.comparable), f"comparing {label}", quiet=quiet) as progress, \
             _joined_at_exit(lambda: running):
@@ -405,7 +459,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
             if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:
                 flush()
         drain()
-    return rows
+    return [] if put is not None else rows  # type: ignore[return-value]
 
 
 def _device_truth_sources(sides: Sides, npu_ref: DeviceRef, pair: TensorPair) -> tuple[Any, Any, Any, Any]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dumpcmp.comparison.rows import ComparisonResult, Row, graph_rows
+from dumpcmp.comparison.rows import ComparisonResult, Row
+from dumpcmp.comparison.stream import graph_rows
 from dumpcmp.comparison.runs import paired_runs
 from dumpcmp.errors import ConfigError
 from dumpcmp.graph.pairing import DEQUANTIZE_TYPES, QUANTIZE_TYPES, TensorPair

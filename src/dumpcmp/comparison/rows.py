@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+import weakref
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.graph.graph_json import Graph, Op
 from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
-__all__ = ["Row", "ComparisonResult", "FP16_TINY", "graph_group_name", "graph_rows", "weight_inputs",
+__all__ = ["Row", "RowStore", "ComparisonResult", "FP16_TINY", "graph_group_name", "weight_inputs", "ops_dumped",
            "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
            "metric_notes", "column_note", "metric_texts"]
 
@@ -119,6 +122,184 @@ class Row:
         return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
 
 
+# RowStore's columns: op_type, npu_dump, npu_data_type, ground_truth, ground_truth_data_type, tensor_index, shape,
+# fail_reason, not_computed and graph_op kept as codes into its table of values (each value once), _WIDTH a row; the
+# flags skipped 1, failed 2, unmatched 4, data_types_unknown 8, and which address is None
+_WIDTH = 10
+_NO_NPU_ADDRESS, _NO_TRUTH_ADDRESS = 16, 32
+_PAIRS_TENSOR = -1  # tensor_index: the pair's own
+
+
+class RowStore:
+    """The rows of a run kept as compact columns once they are added (`append`, as they leave the reorder buffer
+    and the result file has them): index, addresses, flags, each text as a code into a table of the values, the
+    pair and the MetricResult; no `Row` is kept. `row(k)` rebuilds one (the same object while someone holds it),
+    `each()` all of them one at a time. The list API (iterating, indexing, `index`) is the Python API's: it builds
+    the rows once and keeps them (`materialise`), so the consumers that key rows by identity (advice, gates, the
+    report) see the same objects; `release` lets them go again (`ComparisonResult.release`). A row the columns
+    cannot hold (a value outside their range) makes the store a plain list from then on."""
+
+    def __init__(self) -> None:
+        self._index = array("q")
+        self._addresses = array("Q")
+        self._flags = bytearray()
+        self._codes = array("i")
+        self._values: list[Any] = []
+        self._code_of: dict[Any, int] = {}
+        self._pairs: list[TensorPair | None] = []
+        self._results: list[MetricResult | None] = []
+        self._sources: dict[int, Callable[[], tuple[Any, Any]]] = {}
+        self._count = 0
+        self._list: list[Row] | None = None
+        self._plain = False  # a row the columns could not hold: the rows are the list alone
+        self._alive: weakref.WeakValueDictionary[int, Row] = weakref.WeakValueDictionary()
+
+    def __len__(self) -> int:
+        return len(self._list) if self._plain and self._list is not None else self._count
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def _code(self, value: Any) -> int:
+        code = self._code_of.get(value)  # str, None, a shape tuple, a frozenset: equal only to their own kind
+        if code is None:
+            code = self._code_of[value] = len(self._values)
+            self._values.append(value)
+        return code
+
+    def append(self, row: Row) -> None:
+        if self._plain:
+            assert self._list is not None
+            self._list.append(row)
+            return
+        try:
+            self._encode(row)
+        except (OverflowError, TypeError):  # an address or index beyond 64 bits, an unhashable value
+            self._list = self.materialise() + [row]
+            self._plain = True
+            return
+        if self._list is not None:
+            self._list.append(row)
+        self._count += 1
+
+    def _encode(self, row: Row) -> None:
+        code, pair, tensor = self._code, row.pair, row.tensor_index
+        npu, truth = row.npu_address, row.ground_truth_address
+        codes = (code(row.op_type), code(row.npu_dump), code(row.npu_data_type), code(row.ground_truth),
+                 code(row.ground_truth_data_type),
+                 _PAIRS_TENSOR if pair is not None and type(tensor) is str and tensor == pair.tensor_index else
+                 code(tensor), code(row.shape), code(row.fail_reason), code(row.not_computed), code(row.graph_op))
+        try:  # the numbers first: one out of range leaves the columns as they were
+            self._addresses.extend((0 if npu is None else npu, 0 if truth is None else truth))
+            self._index.append(row.index)
+        except (OverflowError, TypeError):
+            del self._addresses[2 * self._count:], self._index[self._count:]
+            raise
+        self._flags.append((1 if row.skipped else 0) | (2 if row.failed else 0) | (4 if row.unmatched else 0) |
+                           (8 if row.data_types_unknown else 0) | (_NO_NPU_ADDRESS if npu is None else 0) |
+                           (_NO_TRUTH_ADDRESS if truth is None else 0))
+        self._codes.extend(codes)
+        self._pairs.append(pair)
+        self._results.append(row.result)
+        if row.sources is not None:
+            self._sources[self._count] = row.sources
+
+    def _decode(self, k: int) -> Row:
+        values, flags, pair, at = self._values, self._flags[k], self._pairs[k], _WIDTH * k
+        codes = self._codes[at:at + _WIDTH]
+        op_type, npu_dump, npu_dtype, truth, truth_dtype, tensor, shape, reason, not_computed, graph_op = \
+            [values[c] for c in codes]
+        if codes[5] == _PAIRS_TENSOR:
+            tensor = pair.tensor_index if pair is not None else None
+        # positional, in Row's field order
+        return Row(self._index[k], op_type, npu_dump, npu_dtype,
+                   None if flags & _NO_NPU_ADDRESS else self._addresses[2 * k], truth, truth_dtype,
+                   None if flags & _NO_TRUTH_ADDRESS else self._addresses[2 * k + 1], tensor, shape,
+                   self._results[k], reason, bool(flags & 1), bool(flags & 2), pair, bool(flags & 4), not_computed,
+                   bool(flags & 8), graph_op, self._sources.get(k))
+
+    def row(self, k: int) -> Row:
+        """Row `k`, rebuilt from the columns unless someone holds it (then that object)."""
+        if self._list is not None:
+            return self._list[k]
+        if not 0 <= k < self._count:
+            raise IndexError(k)
+        got = self._alive.get(k)
+        if got is None:
+            got = self._decode(k)
+            self._alive[k] = got
+        return got
+
+    def each(self) -> Iterator[Row]:
+        """The rows in order, each rebuilt when reached and let go after (unless the list is kept): a row asked for
+        again is another object, unless someone holds the one `row` gave."""
+        if self._list is not None:
+            return iter(self._list)
+        alive, decode = self._alive, self._decode
+        if not alive:
+            return map(decode, range(self._count))
+        return ((alive.get(k) or decode(k)) for k in range(self._count))
+
+    def materialise(self) -> list[Row]:
+        """Every row, built once and kept (the list API's)."""
+        if self._list is None:  # the rows someone holds are those objects; the list holds the others
+            alive = self._alive
+            self._list = [alive.get(k) or self._decode(k) for k in range(self._count)]
+        return self._list
+
+    @property
+    def kept(self) -> bool:
+        """The rows are built and kept (`materialise`)."""
+        return self._list is not None
+
+    def named(self, k: int, row: Row) -> Row:
+        """`row` (row `k` as `each` gave it) named to a caller: `row(k)` and the list give that object while someone
+        holds it."""
+        if self._list is None:
+            self._alive[k] = row
+        return row
+
+    def release(self) -> None:
+        """Let the kept rows go (the columns keep them); a row someone else holds stays that object for `row` and
+        the list built next."""
+        if self._plain or self._list is None:
+            return
+        rows, alive, self._list = self._list, self._alive, None
+        for k in range(len(rows)):
+            r = rows[k]
+            if sys.getrefcount(r) > 3:  # the list, `r` and the call's argument: held elsewhere too
+                alive[k] = r
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.materialise())
+
+    def __getitem__(self, k: Any) -> Any:
+        return self.materialise()[k]
+
+    def index(self, row: Row) -> int:
+        return self.materialise().index(row)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (RowStore, list)):
+            return self.materialise() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RowStore({len(self)} rows)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_list"] = None if not self._plain else self._list
+        state["_alive"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._alive = weakref.WeakValueDictionary()
+
+
 _WEIGHT_INPUT = "layer inputs read from a Const"
 _NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights and constants (Const)",
                  "Data": "inputs (Data)", "NetOutput": "graph outputs (NetOutput)"}
@@ -126,7 +307,9 @@ _NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights 
 
 @dataclass
 class ComparisonResult:
-    """The rows of one run (device, model, iteration) in execution order, with how they were produced."""
+    """The rows of one run (device, model, iteration) in execution order, with how they were produced. `rows` is a
+    list, or for a model-level compare a `RowStore` (compact columns: `for row in result` rebuilds each row as it is
+    reached; `result.rows` builds them all once, as a list does)."""
 
     rows: list[Row]
     algorithms: tuple[int, ...]
@@ -185,6 +368,14 @@ class ComparisonResult:
         if graph is None:
             return []
         key = (id(self.rows), len(self.rows), id(graph))  # the summary, advice and report each ask: measured once
+        if isinstance(self.rows, RowStore) and not self.rows.kept:
+            # measured on rows built once (it asks them by identity) and let go after: kept, the rows it names would
+            # stay built (the summary asks once; the advice and the report after `result.rows` built them)
+            self.rows.materialise()
+            try:
+                return self._measure_drops(graph)
+            finally:
+                self.rows.release()
         if self._drops is None or self._drops[0] != key:
             self._drops = (key, self._measure_drops(graph))
         return list(self._drops[1])
@@ -196,7 +387,7 @@ class ComparisonResult:
         usable: dict[tuple[str, int], tuple[float, Row]] = {}
         ends: list[tuple[Row, str, float]] = []
         constants = bool(self.constant_files)
-        for r in self.rows:
+        for r in self:
             p = r.pair
             if r.result is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
                     not (constants and self.is_constant(r)) and not self.below_fp16_range(r):
@@ -239,14 +430,21 @@ class ComparisonResult:
         return (best[0], best[1]) if best is not None and best[2] > 0 else None
 
     def __iter__(self) -> Iterator[Row]:
-        return iter(self.rows)
+        """The rows in order; from a `RowStore` each is rebuilt when reached and let go after."""
+        return self.rows.each() if isinstance(self.rows, RowStore) else iter(self.rows)
 
     def __len__(self) -> int:
         return len(self.rows)
 
+    def release(self) -> None:
+        """Let go the rows `result.rows` built from a `RowStore` (its columns keep them); nothing for a list."""
+        if isinstance(self.rows, RowStore):
+            self.rows.release()
+            self._drops = None  # it names rows too
+
     def counts(self) -> dict[str, int]:
         out = {"compared": 0, "failed": 0, "skipped": 0, "unmatched": 0}
-        for r in self.rows:
+        for r in self:
             out[r.status] += 1
         return out
 
@@ -255,7 +453,7 @@ class ComparisonResult:
         (Data)", "graph outputs (NetOutput)", "layer inputs read from a Const"): kept apart from layers whose dump
         is missing."""
         out: dict[str, int] = {}
-        for r in self.rows:
+        for r in self:
             what = None
             if r.status == "unmatched":
                 what = _WEIGHT_INPUT if r.tensor_index in self.weight_inputs else _NEVER_DUMPED.get(r.op_type)
@@ -266,37 +464,41 @@ class ComparisonResult:
     def first_below(self, threshold: float = 0.99) -> Row | None:
         """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
         the device side holds NaN/inf)."""
-        for r in self.rows:
+        for k, r in enumerate(self):
             if r.result is None or self.is_constant(r) or self.below_fp16_range(r):
                 continue
             c = r.cosine
             if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
-                return r
+                return self.rows.named(k, r) if isinstance(self.rows, RowStore) else r
         return None
 
     def worst(self, n: int = 10, *, distinct: bool = False) -> list[Row]:
         """The `n` compared rows with the lowest cosine similarity (rows whose cosine is NaN because a side is all
         zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
         op's input (the same values, dumped twice) take one place."""
-        compared = [r for r in self.rows if r.result is not None and not self.is_constant(r)]
-
         def rank(r: Row) -> tuple[bool, float, int]:
             c = r.cosine
             broken = math.isnan(c) and (r.overflow or r.dead)  # NaN because the device overflowed or went all zero
             return (math.isnan(c) and not broken, -math.inf if broken else c, r.index)
 
-        ranked = sorted(compared, key=rank)
-        if distinct:
-            seen: set[tuple[Any, ...]] = set()
-            unique = []
-            for r in ranked:
-                key = (r.pair.ground_truth_key if r.pair else r.ground_truth,
-                       tuple(metric_texts(r.result, self.algorithms)))
-                if key not in seen:
-                    seen.add(key)
-                    unique.append(r)
-            ranked = unique
-        return ranked[:n]
+        # (rank, position), sorted by rank alone as the rows were (stable); rows rebuilt only for the places given
+        ranked = sorted([(rank(r), k) for k, r in enumerate(self) if r.result is not None and not self.is_constant(r)],
+                        key=lambda e: e[0])
+        at = self.rows.row if isinstance(self.rows, RowStore) else self.rows.__getitem__
+        if not distinct:
+            return [at(k) for _, k in ranked[:n]]
+        seen: set[tuple[Any, ...]] = set()
+        unique: list[Row] = []
+        for _, k in ranked:
+            if len(unique) >= n:
+                break
+            r = at(k)
+            key = (r.pair.ground_truth_key if r.pair else r.ground_truth,
+                   tuple(metric_texts(r.result, self.algorithms)))
+            if key not in seen:
+                seen.add(key)
+                unique.append(r)
+        return unique
 
     # ---- output: the writers live in dumpcmp.output.table; these methods are the public API's doors to them -------
     # (imported when called: the comparison stage comes before the output stage and never imports it at load time)
@@ -330,7 +532,7 @@ class ComparisonResult:
         from dumpcmp.output.table import side_texts  # the cell texts, imported when called (see `header`)
 
         recs = []
-        for r in self.rows:
+        for r in self:
             texts = side_texts(r)
             rec: dict[str, Any] = {
                 "Index": r.index, "OpType": r.op_type, "NPUDump": r.npu_dump, "NPUDataType": texts["NPUDataType"],
@@ -365,7 +567,14 @@ class ComparisonResult:
         """What the terminal shows after a run: counts, the first tensor below the threshold, the worst ones."""
         from dumpcmp.output.table import summary  # the output stage, imported when called (see `header`)
 
-        return summary(self, threshold, worst)
+        built = isinstance(self.rows, RowStore) and not self.rows.kept
+        if built:  # its ten questions ask the rows once, built for them and let go after
+            self.rows.materialise()
+        try:
+            return summary(self, threshold, worst)
+        finally:
+            if built:
+                self.release()
 
 
 # The original tool's own wording for rows it could not compare (users' scripts match these texts).
@@ -442,79 +651,33 @@ def graph_group_name(op: Op) -> str:
     return "multi:" + "\x00".join(names)
 
 
-def graph_rows(rows: list[Row], graph: Graph, quant_pairs_left_out: bool = True) -> list[Row]:
-    """Rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
-    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
-    and so are, as the original's quantization rules say, ops inside a closed quant/dequant pair (the summary names
-    them: `quant_left_out`; kept with `quant_pairs_left_out` False, as the original's -map keeps them) and the
-    raw-integer tensors of quant (outputs) and dequant (inputs) ops."""
-    left_out = quant_pair_members(graph) if quant_pairs_left_out else set()
-    numbers: dict[str, int] = {}
-    members: dict[int, list[Op]] = {}
-    for op in graph.ops:
-        n = numbers.setdefault(graph_group_name(op), len(numbers))
-        group = members.get(n)
-        if group is None:
-            members[n] = [op]
-        elif op not in group:
-            group.append(op)
-    by_op: dict[str, list[Row]] = {}
-    outside: list[Row] = []
-    for r in rows:
-        p = r.pair
-        if p is None or p.npu_op is None or (r.skipped and p.skip_reason is not None):
-            continue
-        if p.graph_op is None:
-            outside.append(r)
-        else:
-            by_op.setdefault(p.graph_op, []).append(r)
-    out: list[Row] = []
-    for n, ops in sorted(members.items()):
-        npu = ops[0].name if len(ops) == 1 else ",".join([o.name for o in ops])
-        for op in ops:
-            truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
-            mine = by_op.pop(op.name, None)
-            if op.name in left_out:
-                continue
-            if not mine:
-                out.append(Row(index=n, op_type=op.type, npu_dump=npu, npu_data_type=None, npu_address=None,
-                               ground_truth=truth, ground_truth_data_type=None, ground_truth_address=None,
-                               tensor_index=None, shape=None, unmatched=True,
-                               fail_reason=no_dump_reason(op.name, op.type), graph_op=op.name))
-                continue
-            for r in mine:
-                r.index, r.npu_dump, r.ground_truth = n, npu, truth
-                out.append(r)
-    for r in outside + [r for rest in by_op.values() for r in rest]:
-        r.index = len(members)
-        out.append(r)
-    return out
-
-
-def dumped_ops(rows: Sequence[Row]) -> list[str]:
+def dumped_ops(rows: Iterable[Row]) -> list[str]:
     """The device ops that have a dump file among the rows, in order, each once."""
+    return ops_dumped([r.pair for r in rows])
+
+
+def ops_dumped(pairs: Iterable[TensorPair | None]) -> list[str]:
+    """`dumped_ops` of the rows these pairs give (known before comparing)."""
     seen: dict[str, None] = {}
-    for r in rows:
-        p = r.pair
+    for p in pairs:
         if p is not None and p.npu_op is not None and p.npu_ref is not None:
             seen.setdefault(p.npu_op, None)
     return list(seen)
 
 
-def quant_left_out(rows: Sequence[Row], graph: Graph) -> tuple[str, ...]:
-    """The dumped device ops `graph_rows` leaves out as inside a quant/dequant pair (the summary names them)."""
+def quant_left_out(pairs: Iterable[TensorPair | None], graph: Graph) -> tuple[str, ...]:
+    """The dumped device ops `graph_layout` leaves out as inside a quant/dequant pair (the summary names them)."""
     members = quant_pair_members(graph)
     if not members:
         return ()
-    return tuple(dict.fromkeys(r.pair.npu_op for r in rows if r.pair is not None and r.pair.npu_ref is not None
-                               and r.pair.npu_op is not None and r.pair.graph_op in members))
+    return tuple(dict.fromkeys(p.npu_op for p in pairs if p is not None and p.npu_ref is not None
+                               and p.npu_op is not None and p.graph_op in members))
 
 
-def weight_inputs(rows: Sequence[Row], graph: Graph) -> frozenset[str]:
-    """The TensorIndex of every input row whose producer in the graph is a Const op."""
+def weight_inputs(pairs: Iterable[TensorPair | None], graph: Graph) -> frozenset[str]:
+    """The TensorIndex of every input row (of these pairs) whose producer in the graph is a Const op."""
     found = set()
-    for r in rows:
-        p = r.pair
+    for p in pairs:
         if p is None or p.kind != "input" or p.graph_op is None or p.index is None or p.tensor_index is None:
             continue
         op = graph.get(p.graph_op)

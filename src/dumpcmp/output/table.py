@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import math
 import os
 import re
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from dumpcmp.comparison.rows import ComparisonResult, Row
 
 __all__ = ["EXTRA_COLUMNS", "OVERFLOW_COLUMN", "REASON_COLUMN", "ROW_COLUMNS", "LOCATED_COLUMNS", "header",
-           "table", "write", "summary", "text_table", "csv_text", "csv_safe", "fixed6", "fixed6_inf",
+           "table", "write", "CsvRows", "summary", "text_table", "csv_text", "csv_safe", "fixed6", "fixed6_inf",
            "NOT_COMPUTED", "LOCATE_LEADING", "LOCATE_SIDES", "LOCATE_NOTE", "locate_header", "locate_metric_name",
            "locate_cells", "locate_csv_text", "row_cells", "side_texts", "address_text",
            "shape_text"]
@@ -173,9 +172,37 @@ def _table_rows(result: ComparisonResult, *, extra: bool = False, overflow: bool
                 columns: Mapping[str, Callable[[Row], str]] | None = None) -> Iterator[list[str]]:
     """`table`'s lines one at a time: the result file is written as they come, never held whole."""
     columns = {**(result.extra_columns or {}), **(columns or {})}
-    yield header(result, extra=extra, overflow=overflow) + list(columns or ())
-    for r in result.rows:
-        yield row_cells(result, r, extra=extra, overflow=overflow) + [cell(r) for cell in (columns or {}).values()]
+    yield header(result, extra=extra, overflow=overflow) + list(columns)
+    for r in result:
+        yield _line(result, r, extra, overflow, columns)
+
+
+def _line(result: ComparisonResult, r: Row, extra: bool, overflow: bool,
+          columns: Mapping[str, Callable[[Row], str]]) -> list[str]:
+    return row_cells(result, r, extra=extra, overflow=overflow) + [cell(r) for cell in columns.values()]
+
+
+class CsvRows:
+    """The result file's CSV written as its rows come (`add`, in their final order: a
+    `dumpcmp.comparison.stream.ReorderBuffer`'s sink), `lines` at a time: the same bytes as `write`'s, never the
+    table held. The header is written first; `close()` writes what is left (the file object stays open)."""
+
+    def __init__(self, f: IO[bytes], result: ComparisonResult, *, extra: bool = False, overflow: bool = False,
+                 columns: Mapping[str, Callable[[Row], str]] | None = None, lines: int = 4096) -> None:
+        self._f, self._result, self._extra, self._overflow = f, result, extra, overflow
+        self._columns = {**(result.extra_columns or {}), **(columns or {})}
+        self._lines = lines
+        self._pending = [header(result, extra=extra, overflow=overflow) + list(self._columns)]
+
+    def add(self, r: Row) -> None:
+        self._pending.append(_line(self._result, r, self._extra, self._overflow, self._columns))
+        if len(self._pending) >= self._lines:
+            self.close()
+
+    def close(self) -> None:
+        if self._pending:
+            text, self._pending = csv_text(self._pending), []
+            self._f.write(text.encode("utf-8", "surrogateescape"))
 
 
 # A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
@@ -199,30 +226,21 @@ def csv_safe(cell: str) -> str:
 
 
 def csv_text(table: Iterable[list[str]]) -> str:
-    """The result file's CSV: formula-like cells made safe, rows ending in CR LF."""
-    return "".join(_csv_chunks(table))
+    """The result file's CSV: formula-like cells made safe, rows ending in CR LF. Each line's text depends on that
+    line alone (`CsvRows` writes a file in pieces)."""
+    buf = io.StringIO()
+    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the
+    # original tool's (the csv module's default)
+    csv.writer(buf, lineterminator="\r\n").writerows([csv_safe(c) for c in row] for row in table)
+    return buf.getvalue()
 
 
-def _csv_chunks(table: Iterable[list[str]], rows: int = 0) -> Iterator[str]:
-    """`csv_text` in pieces of `rows` lines each (0: one piece): each line's text depends on that line alone."""
-    lines = iter(table)
-    while True:
-        buf = io.StringIO()
-        # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the
-        # original tool's (the csv module's default)
-        w = csv.writer(buf, lineterminator="\r\n")
-        w.writerows([csv_safe(c) for c in row] for row in (itertools.islice(lines, rows) if rows else lines))
-        text = buf.getvalue()
-        if not text:
-            return
-        yield text
-        if not rows:
-            return
-
-
-def _write_csv(f: IO[bytes], table: Iterable[list[str]]) -> None:
-    for text in _csv_chunks(table, 4096):
-        f.write(text.encode("utf-8", "surrogateescape"))
+def _write_csv(f: IO[bytes], result: ComparisonResult, extra: bool, overflow: bool,
+               columns: Mapping[str, Callable[[Row], str]] | None) -> None:
+    out = CsvRows(f, result, extra=extra, overflow=overflow, columns=columns)
+    for r in result:
+        out.add(r)
+    out.close()
 
 
 def text_table(table: Sequence[Sequence[str]]) -> str:
@@ -240,8 +258,8 @@ def write(result: ComparisonResult, path: str | os.PathLike[str], *, csv_format:
     if csv_format is None:
         csv_format = path.suffix.lower() == ".csv"
     if csv_format:  # line by line: a model's table is never held whole (issue #35)
-        lines = _table_rows(result, extra=extra, overflow=overflow, columns=columns)
-        return atomic_write(path, lambda f: _write_csv(f, lines), force=force, what="result file")
+        return atomic_write(path, lambda f: _write_csv(f, result, extra, overflow, columns), force=force,
+                            what="result file")
     text = text_table(table(result, extra=extra, overflow=overflow, columns=columns))
     return atomic_write_text(path, text, force=force, what="result file")
 
@@ -256,7 +274,7 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
              f"{c['skipped']} skipped"]
     lines += [f"  note: {n}" for n in result.notes]
     if result.dumped_ops is not None:
-        with_rows = set(dumped_ops(result.rows))
+        with_rows = set(dumped_ops(result))
         raw = [op for op in result.dumped_ops if op not in with_rows and op not in result.left_out]
 
         def names(ops: Sequence[str]) -> str:
@@ -272,15 +290,15 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
         kinds = ", ".join(f"{n} {what}" for what, n in never.items())
         lines.append(f"  of the {c['unmatched']} unmatched: {kinds}: never dumped, or weights without ground "
                      f"truth of their own, not missing layers; {c['unmatched'] - sum(never.values())} other")
-    over = sum(1 for r in result.rows if r.overflow)
+    over = sum(1 for r in result if r.overflow)
     if over:
         lines.append(f"  {over} device tensors hold NaN or inf")
-    tiny = [r for r in result.rows if result.below_fp16_range(r)]
+    tiny = [r for r in result if result.below_fp16_range(r)]
     if tiny:
         lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
                      f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].shown_tensor}): their cosine "
                      "says nothing, left out of first below and largest drop")
-    consts = [r for r in result.rows if r.result is not None and result.is_constant(r)]
+    consts = [r for r in result if r.result is not None and result.is_constant(r)]
     if consts and 0 in result.algorithms:
         low = [r for r in consts if not r.cosine >= threshold]
         lines.append(f"  weights and constants: {len(consts)} compared apart from the layers, {len(low)} below "
@@ -309,7 +327,7 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
                 rows.append([str(r.index), r.shown_tensor or "", r.op_type, r.result.format(0),
                              fixed6(r.result.value(1)), fixed6(r.result.value(7))])
             lines += ["    " + line for line in text_table(rows).splitlines()]
-    failed = [r for r in result.rows if r.status == "failed"]
+    failed = [r for r in result if r.status == "failed"]
     for r in failed[:5]:
         lines.append(f"  failed #{r.index} {r.shown_tensor or r.ground_truth}: {r.fail_reason}")
     if len(failed) > 5:

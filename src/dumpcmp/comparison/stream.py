@@ -1,0 +1,198 @@
+"""Rows in their final order as they are finished, not after the whole run (issue #35).
+
+The order of a run's rows depends on its pairs and graph only, never on what the comparison measured, so it is
+computed before comparing (`graph_layout`): every graph op in order, grouped into its fusion units, ops without a
+dump file included. Rows then arrive as batches finish, in any order (the engine's batches locally, a cluster's
+workers), and a `ReorderBuffer` hands each one on as soon as every row before it has been handed on: it holds only
+the rows that arrived early, never the whole table. The local run and the cluster go through the same buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Sequence
+
+from dumpcmp.graph.graph_json import Graph, Op
+from dumpcmp.graph.pairing import TensorPair, quant_pair_members
+from dumpcmp.comparison.rows import Row, graph_group_name, no_dump_reason
+
+__all__ = ["Slot", "RowLayout", "graph_layout", "pair_layout", "ReorderBuffer", "graph_rows"]
+
+
+class Slot(NamedTuple):
+    """One row of the final order: the pair it comes from (`number`, -1 for a graph op without dump file, whose row
+    `op` stands for), and, with a graph, the Index, NPUDump and GroundTruth cells of its fusion unit (None: the row
+    keeps its own)."""
+
+    number: int
+    index: int | None = None
+    npu_dump: str | None = None
+    ground_truth: str | None = None
+    op: Op | None = None
+
+
+class RowLayout:
+    """The final order of a run's rows: `slots` in order, and for each pair number its place among them (-1: the
+    pair has no row, as the original leaves it out)."""
+
+    def __init__(self, slots: list[Slot] | None, count: int) -> None:
+        self.slots = slots
+        self.count = count
+        self._place: list[int] | None = None
+        if slots is not None:
+            self._place = [-1] * count
+            for k, slot in enumerate(slots):
+                if slot.number >= 0:
+                    self._place[slot.number] = k
+
+    def __len__(self) -> int:
+        return self.count if self.slots is None else len(self.slots)
+
+    def place(self, number: int) -> int:
+        """Where pair `number`'s row goes (-1: nowhere)."""
+        return number if self._place is None else self._place[number]
+
+    def kept(self) -> list[int]:
+        """The pair numbers that have a row, in pair order."""
+        if self._place is None:
+            return list(range(self.count))
+        return [n for n, k in enumerate(self._place) if k >= 0]
+
+
+def pair_layout(count: int) -> RowLayout:
+    """Rows in pair order, one per pair (no graph JSON)."""
+    return RowLayout(None, count)
+
+
+def graph_layout(pairs: Sequence[TensorPair | None], graph: Graph, quant_pairs_left_out: bool = True) -> RowLayout:
+    """The rows as the original lays them out with a graph JSON: every graph op in order, grouped into its fusion
+    units (`Index` counts the units), ops without a dump file included; ground truth nothing maps to is left out,
+    and so are, as the original's quantization rules say, ops inside a closed quant/dequant pair (the summary names
+    them: `quant_left_out`; kept with `quant_pairs_left_out` False, as the original's -map keeps them) and the
+    raw-integer tensors of quant (outputs) and dequant (inputs) ops. `pairs[n]` None: that row has no place (a pair
+    skipped by the pairing)."""
+    left_out = quant_pair_members(graph) if quant_pairs_left_out else set()
+    numbers: dict[str, int] = {}
+    members: dict[int, list[Op]] = {}
+    for op in graph.ops:
+        n = numbers.setdefault(graph_group_name(op), len(numbers))
+        group = members.get(n)
+        if group is None:
+            members[n] = [op]
+        elif op not in group:
+            group.append(op)
+    by_op: dict[str, list[int]] = {}
+    outside: list[int] = []
+    for number, p in enumerate(pairs):
+        if p is None or p.npu_op is None:
+            continue
+        if p.graph_op is None:
+            outside.append(number)
+        else:
+            by_op.setdefault(p.graph_op, []).append(number)
+    slots: list[Slot] = []
+    for n, ops in sorted(members.items()):
+        npu = ops[0].name if len(ops) == 1 else ",".join([o.name for o in ops])
+        for op in ops:
+            truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
+            mine = by_op.pop(op.name, None)
+            if op.name in left_out:
+                continue
+            if not mine:
+                slots.append(Slot(-1, n, npu, truth, op))
+                continue
+            slots += [Slot(number, n, npu, truth) for number in mine]
+    last = len(members)
+    slots += [Slot(number, last) for number in outside + [k for rest in by_op.values() for k in rest]]
+    return RowLayout(slots, len(pairs))
+
+
+def _unmatched(slot: Slot) -> Row:
+    op = slot.op
+    assert op is not None and slot.index is not None
+    return Row(index=slot.index, op_type=op.type, npu_dump=slot.npu_dump or "", npu_data_type=None, npu_address=None,
+               ground_truth=slot.ground_truth or "", ground_truth_data_type=None, ground_truth_address=None,
+               tensor_index=None, shape=None, unmatched=True, fail_reason=no_dump_reason(op.name, op.type),
+               graph_op=op.name)
+
+
+class ReorderBuffer:
+    """Rows put in any order (`put(number, row)`, number: the row's pair), handed to `sink` in `layout`'s order as
+    soon as every row before them has been: only the rows that came early are held. A row with no place in the
+    layout is dropped; with a graph, the row takes its fusion unit's Index, NPUDump and GroundTruth."""
+
+    def __init__(self, layout: RowLayout, sink: Callable[[Row], object]) -> None:
+        self.layout = layout
+        self._sink = sink
+        self._held: dict[int, Row] = {}
+        self._next = 0
+        self.most_held = 0
+        """The most rows held at once (how far ahead of the order rows came)."""
+
+    def tee(self, more: Callable[[Row], object]) -> None:
+        """Hand each row to `more` as well, after the sink (before any row is put)."""
+        first = self._sink
+
+        def both(row: Row) -> None:
+            first(row)
+            more(row)
+
+        self._sink = both
+
+    def put(self, number: int, row: Row) -> None:
+        place = self.layout.place(number)
+        if place < 0 or place < self._next or place in self._held:
+            return
+        slots = self.layout.slots
+        if slots is not None:
+            slot = slots[place]
+            if slot.index is not None:
+                row.index = slot.index
+            if slot.npu_dump is not None:
+                row.npu_dump, row.ground_truth = slot.npu_dump, slot.ground_truth or ""
+        if place != self._next:
+            self._held[place] = row
+            self.most_held = max(self.most_held, len(self._held))
+            return
+        self._sink(row)
+        self._next += 1
+        self._release()
+
+    def _release(self) -> None:
+        slots, held, end = self.layout.slots, self._held, len(self.layout)
+        while self._next < end:
+            if slots is not None and slots[self._next].number < 0:
+                row = _unmatched(slots[self._next])
+            else:
+                got = held.pop(self._next, None)
+                if got is None:
+                    return
+                row = got
+            self._sink(row)
+            self._next += 1
+
+    def start(self) -> None:
+        """Hand on the rows that need no pair at the head of the order (graph ops without dump file)."""
+        self._release()
+
+    @property
+    def complete(self) -> bool:
+        return self._next >= len(self.layout)
+
+    def missing(self) -> list[int]:
+        """The pair numbers whose rows were never put (empty once complete)."""
+        slots = self.layout.slots
+        if slots is None:
+            return [n for n in range(self._next, self.layout.count) if n not in self._held]
+        return [s.number for k, s in enumerate(slots[self._next:], self._next)
+                if s.number >= 0 and k not in self._held]
+
+
+def graph_rows(rows: list[Row], graph: Graph, quant_pairs_left_out: bool = True) -> list[Row]:
+    """`rows` (one per pair, in pair order) laid out by `graph_layout`; a row skipped by the pairing has no place."""
+    pairs = [None if r.pair is None or (r.skipped and r.pair.skip_reason is not None) else r.pair for r in rows]
+    out: list[Row] = []
+    buffer = ReorderBuffer(graph_layout(pairs, graph, quant_pairs_left_out), out.append)
+    buffer.start()
+    for number, r in enumerate(rows):
+        buffer.put(number, r)
+    return out

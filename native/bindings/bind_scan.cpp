@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dumpcmp/dtype.hpp"
+#include "dumpcmp/dump.hpp"
+#include "dumpcmp/format.hpp"
 #include "dumpcmp/scan.hpp"
 #include "pycommon.hpp"
 
@@ -182,6 +185,199 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
     return py::make_tuple(py::none(), subdirs, skipped, slow, devices, py::bool_(in_order), framework);
 }
 
+
+// --- info records ---------------------------------------------------------------------------------------------------
+
+// JSON text as jsonfile.dumps_text writes it (orjson's two-space indent) for values whose strings are plain printable
+// ASCII: there every writer dumpcmp uses gives the same bytes. `ok` turns false at the first string that is not.
+class JsonText {
+public:
+    std::string s;
+    bool ok = true;
+
+    void begin(char c) {
+        s += c;
+        first_.push_back(true);
+    }
+    void end(char c) {
+        const bool empty = first_.back();
+        first_.pop_back();
+        if (!empty) newline();
+        s += c;
+    }
+    void item() {
+        if (!first_.back()) s += ',';
+        first_.back() = false;
+        newline();
+    }
+    void key(const char* k) {
+        item();
+        s += '"';
+        s += k;
+        s += "\": ";
+    }
+    void text(std::string_view v) {
+        for (char c : v)
+            if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') ok = false;
+        s += '"';
+        s += v;
+        s += '"';
+    }
+    void number(std::uint64_t v) { s += std::to_string(v); }
+    void number(std::int64_t v) { s += std::to_string(v); }
+    void null() { s += "null"; }
+    void boolean(bool v) { s += v ? "true" : "false"; }
+
+private:
+    std::vector<bool> first_;
+    void newline() {
+        s += '\n';
+        s.append(2 * first_.size(), ' ');
+    }
+};
+
+// A Python attribute of a parsed name: plain ASCII text, a 64-bit non-negative int or None; else `ok` false.
+void name_field(JsonText& j, const py::handle& obj, PyObject* attr, bool text) {
+    py::object v = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), attr));
+    if (!v) throw py::error_already_set();
+    if (v.is_none()) return j.null();
+    if (text) {
+        Py_ssize_t size = 0;
+        const char* data = PyUnicode_Check(v.ptr()) ? PyUnicode_AsUTF8AndSize(v.ptr(), &size) : nullptr;
+        if (data == nullptr) {
+            PyErr_Clear();
+            j.ok = false;
+            return;
+        }
+        return j.text(std::string_view(data, static_cast<std::size_t>(size)));
+    }
+    if (!PyLong_CheckExact(v.ptr())) {
+        j.ok = false;
+        return;
+    }
+    const unsigned long long n = PyLong_AsUnsignedLongLong(v.ptr());
+    if (n == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        j.ok = false;
+        return;
+    }
+    j.number(static_cast<std::uint64_t>(n));
+}
+
+std::string type_name(std::int32_t v) {
+    const DataTypeInfo* info = find_data_type(v);
+    return info ? std::string(info->name) : "UNKNOWN(" + std::to_string(v) + ")";
+}
+
+std::string format_text(std::int32_t v) {
+    const char* name = format_name(v);
+    return name ? std::string(name) : "UNKNOWN(" + std::to_string(v) + ")";
+}
+
+// info's record of a device dump (cli/info.py `_dump_dict` of the header and `_parsed_dict` of the name), or None
+// where Python writes it: text that is not plain ASCII, numbers past 64 bits, an OpDebug dump's overflow list.
+py::object dump_record(const DumpFile& file, const py::handle& name) {
+    const Names& n = names();
+    const DumpHeader& h = file.header();
+    JsonText j;
+    j.begin('{');
+    j.key("path");
+    j.text(file.path());
+    j.key("file_name");
+    const std::size_t slash = file.path().rfind('/');
+    j.text(slash == std::string::npos ? std::string_view(file.path()) : std::string_view(file.path()).substr(slash + 1));
+    j.key("name");
+    j.begin('{');
+    j.key("scheme");
+    j.text("device");
+    const std::size_t op_type_at = j.s.size() + std::strlen(",\n    \"op_type\": ");
+    j.key("op_type");
+    name_field(j, name, n.op_type, true);
+    const std::string op_type = j.s.substr(op_type_at);
+    j.key("op_name");
+    const std::size_t op_name_at = j.s.size();
+    name_field(j, name, n.op_name, true);
+    const bool opdebug = op_type == "\"Opdebug\"" && j.s.compare(op_name_at, std::string::npos, "\"Node_OpDebug\"") == 0;
+    j.key("task_id");
+    name_field(j, name, n.task_id, false);
+    j.key("timestamp");
+    name_field(j, name, n.timestamp, false);
+    j.key("stream_id");
+    name_field(j, name, n.stream_id, false);
+    j.key("dump_number");
+    name_field(j, name, n.dump_number, false);
+    j.key("ffts");
+    py::object ffts = py::reinterpret_steal<py::object>(PyObject_GetAttr(name.ptr(), n.ffts));
+    if (!ffts) throw py::error_already_set();
+    if (ffts.is_none()) {
+        j.null();
+    } else {
+        j.begin('{');
+        j.key("task_type");
+        name_field(j, ffts, n.task_type, true);
+        j.key("context_id");
+        name_field(j, ffts, n.context_id, false);
+        j.key("thread_id");
+        name_field(j, ffts, n.thread_id, false);
+        j.key("device_id");
+        name_field(j, ffts, n.device_id, false);
+        j.end('}');
+    }
+    j.end('}');
+    if (opdebug) return py::none();  // an OpDebug file: Python adds its overflow list
+    j.key("type");
+    j.text("dump");
+    j.key("op_name");
+    j.text(h.op_name);
+    j.key("op_type");
+    j.s += op_type;
+    j.key("version");
+    j.text(h.version);
+    j.key("dump_time");
+    j.number(h.dump_time);
+    j.key("legacy");
+    j.boolean(h.legacy);
+    j.key("file_size");
+    j.number(h.file_size);
+    j.key("tensors");
+    j.begin('[');
+    for (TensorKind kind : {TensorKind::input, TensorKind::output, TensorKind::buffer, TensorKind::workspace}) {
+        for (const TensorDesc& t : h.tensors(kind)) {
+            j.item();
+            j.begin('{');
+            j.key("kind");
+            j.text(tensor_kind_name(t.kind));
+            j.key("index");
+            j.number(std::uint64_t{t.index});
+            j.key("data_type");
+            j.text(type_name(t.data_type));
+            j.key("format");
+            j.text(format_text(t.format));
+            j.key("shape");
+            j.begin('[');
+            for (std::int64_t d : t.shape) j.item(), j.number(d);
+            j.end(']');
+            j.key("original_shape");
+            if (t.has_original_shape) {
+                j.begin('[');
+                for (std::int64_t d : t.original_shape) j.item(), j.number(d);
+                j.end(']');
+            } else {
+                j.null();
+            }
+            j.key("sub_format");
+            j.number(std::int64_t{t.sub_format});
+            j.key("size");
+            j.number(t.size);
+            j.end('}');
+        }
+    }
+    j.end(']');
+    j.end('}');
+    if (!j.ok) return py::none();
+    return py::str(j.s);
+}
+
 }  // namespace
 
 void bind_scan(py::module_& core) {
@@ -197,6 +393,18 @@ void bind_scan(py::module_& core) {
           "the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by\n"
           "the bytes of {op_name}.{output_index}.\n"
           "Files named .dumpcmp-*.tmp are left out.");
+    m.def("dump_records", [](const py::list& files, const py::list& parsed) {
+        if (files.size() != parsed.size()) throw std::invalid_argument("dump_records: as many names as files");
+        py::list out;
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            py::handle f = files[i];
+            out.append(f.is_none() ? py::none() : dump_record(f.cast<const DumpFile&>(), parsed[i]));
+        }
+        return out;
+    }, py::arg("files"), py::arg("names"),
+          "`dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName)\n"
+          "given, as the JSON text jsonfile.dumps_text writes for it (without the newline); None where that is\n"
+          "left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).");
     m.def("parse_name", [](const py::bytes& name) -> py::object {
         const std::string s = name;
         const ParsedDumpName p = parse_dump_name(s);

@@ -1,5 +1,6 @@
 #include "dumpcmp/dump.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -467,15 +468,21 @@ DumpHeader read_dump_header(const std::string& path) {
         }
     };
     if (size >= 8) {
-        std::uint8_t prefix[8];
-        pread_all(prefix, 8, 0);
-        const std::uint64_t n = read_u64_le(prefix);
+        // the prefix and (usually) the whole header in one read: open, fstat, pread, close a file (issue #35)
+        std::vector<std::uint8_t> first(static_cast<std::size_t>(std::min<std::uint64_t>(size, 4096)));
+        pread_all(first.data(), first.size(), 0);
+        const std::uint64_t n = read_u64_le(first.data());
         if (n <= size - 8 && n <= kMaxHeaderBytes) {  // over the limit: never allocated (parse_dump says why)
-            std::vector<std::uint8_t> header(n);
-            pread_all(header.data(), n, 8);
+            std::vector<std::uint8_t> header;
+            const std::uint8_t* bytes = first.data() + 8;
+            if (n > first.size() - 8) {
+                header.resize(n);
+                pread_all(header.data(), n, 8);
+                bytes = header.data();
+            }
             DumpHeader h;
             bool limited = false;
-            if (try_current(header.data(), n, size, path, h, limited).empty()) {
+            if (try_current(bytes, n, size, path, h, limited).empty()) {
                 validate_enums(h, path);
                 return h;
             }

@@ -42,7 +42,8 @@ from dumpcmp.support.native import core
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
-    "Skipped", "SELECT_FLAGS", "StatsEntry", "read_dump_headers", "scan", "scan_ground_truth", "several_runs_error",
+    "Skipped", "SELECT_FLAGS", "StatsEntry", "read_dump_headers", "read_dump_records", "scan", "scan_ground_truth",
+    "several_runs_error",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
@@ -535,6 +536,36 @@ def read_dump_headers(entries: list[DumpEntry], *, threads: int = 0, batch: int 
                 yield entry, None, Skipped(entry.path, _without_path(str(result), entry.path))
             else:
                 yield entry, result, None
+
+
+def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096) \
+        -> Iterator[list[str] | tuple[DumpEntry, Any, Skipped | None]]:
+    """`read_dump_headers` for `dumpcmp info --json`, in order: a list of consecutive entries' records as the JSON
+    text the core makes (`core.scan.dump_records`), and (entry, its `dumpcmp.Dump`, None) for a record the core
+    leaves to Python, or (entry, None, the Skipped) for a file that does not open."""
+    from dumpcmp.dumps.dump import Dump
+    size = max(batch, 1)
+    for start in range(0, len(entries), size):
+        chunk = entries[start:start + size]
+        files = core.dump.read_headers([os.fsencode(e.path) for e in chunk], threads)
+        texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk])
+        if None not in texts:
+            yield texts
+            continue
+        run: list[str] = []
+        for entry, file, text in zip(chunk, files, texts):
+            if text is not None:
+                run.append(text)
+                continue
+            if run:
+                yield run
+                run = []
+            if isinstance(file, str):
+                yield entry, None, Skipped(entry.path, _without_path(file, entry.path))
+            else:
+                yield entry, Dump(file), None
+        if run:
+            yield run
 
 
 def _without_path(message: str, path: str) -> str:

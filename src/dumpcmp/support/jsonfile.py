@@ -239,6 +239,16 @@ class Streamed:
         self.items = items
 
 
+class Rendered:
+    """`count` consecutive items of a `Streamed` list already written as JSON text by the core: what `dumps_text`
+    writes for each (without its newline), joined by ``",\\n"``. `write_text` indents them to their place."""
+
+    __slots__ = ("text", "count")
+
+    def __init__(self, text: str, count: int = 1) -> None:
+        self.text, self.count = text, count
+
+
 def _leaf_text(value: Any) -> str:
     # what dumps_text writes for a value that holds no Streamed, without its newline
     return dumps_text(value)[:-1]
@@ -285,6 +295,9 @@ def write_text(value: Any, write: Any) -> None:
 
 
 def _write(value: Any, level: int, write: Any, deep: bool) -> None:
+    if type(value) is Rendered:
+        write(value.text.replace("\n", "\n" + "  " * level) if level else value.text)
+        return
     if not _holds_streamed(value, deep):
         text = _leaf_text(value)
         write(text.replace("\n", "\n" + "  " * level) if level and "\n" in text else text)

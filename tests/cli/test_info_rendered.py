@@ -40,6 +40,12 @@ def tree(root):
     dumpcmp.write_dump(run / f"Opdebug.other.5.1.{T0 + 11}", outputs=[np.zeros(2, np.uint8)])
     (run / f"Relu.bad.9.{T0 + 12}").write_bytes(b"\x07" * 9)
     (run / "empty_run").mkdir()
+    gt = root / "gt"
+    gt.mkdir()
+    for k in range(3000):  # more than one batch of records written at once
+        np.save(gt / f"op{k}.0.{T0 + k}.npy", np.ones((k % 3 + 1, 2), np.float32 if k % 2 else np.int64))
+    np.save(gt / f"\u00e9.0.{T0}.npy", np.ones(2, np.float16))
+    (gt / f"bad.0.{T0}.npy").write_bytes(b"\x93NUMPY")
     return run
 
 
@@ -64,3 +70,4 @@ def test_records_written_by_the_core_are_the_python_records(tmp_path, monkeypatc
     assert made == 7, written  # the plain dumps; quotes, non-ASCII, a raw byte, a tab, 2^64, OpDebug: Python
     dumps = plain[0]["runs"][0]["dumps"]
     assert len(dumps) == 13 and "overflow" in dumps[-2] and "overflow" not in dumps[-1]
+    assert plain[0]["summary"]["ground_truth"] == 3001

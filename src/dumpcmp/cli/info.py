@@ -271,10 +271,18 @@ def _tree_item(path: str, index: DumpIndex, render: bool = False) -> dict[str, A
             summary.update(counts, skipped=len(skipped))
             return iter(skipped)
 
+    def batched(records: Iterable[Any]) -> Iterator[Any]:  # ground truth's records written by orjson 1,024 at a time
+        if not render:
+            yield from records
+            return
+        for batch in iter(lambda: list(itertools.islice(records, 1024)), []):
+            text = jsonfile.rendered(batch)
+            yield from batch if text is None else (text,)
+
     converted = ((c.path, functools.partial(_npy_dict, c.path, _parsed_dict(c.name))) for c in index.converted)
     stats = ((st.path, functools.partial(_stats_dict, st.path, st.key.to_dict())) for st in index.stats)
     return {"path": path, "kind": "tree", "root": index.root, "runs": jsonfile.Streamed(runs()),
-            "ground_truth": jsonfile.Streamed(counted("ground_truth", _tried(_gt_records(index), skipped))),
+            "ground_truth": jsonfile.Streamed(counted("ground_truth", batched(_tried(_gt_records(index), skipped)))),
             "superseded": [e.path for e in index.ground_truth.superseded],
             "converted": jsonfile.Streamed(counted("converted", _tried(converted, skipped))),
             "stats": jsonfile.Streamed(counted("stats", _tried(stats, skipped, strip=True))),

@@ -249,6 +249,22 @@ class Rendered:
         self.text, self.count = text, count
 
 
+def rendered(items: list[Any]) -> Rendered | None:
+    """`items` (values holding no Streamed) as one `Rendered`, written by orjson in one call: the text `dumps_text`
+    gives each, joined. None where `dumps_text` would not use orjson for them (then write them one by one)."""
+    orjson = _orjson()
+    if orjson is None or not items:
+        return None
+    try:
+        data = orjson.dumps(items, option=orjson.OPT_INDENT_2)
+    except TypeError:
+        return None
+    if not data.isascii():
+        return None
+    # "[\n  item,\n  item\n]": the items one level in (a JSON string holds no raw newline)
+    return Rendered(data[4:-2].decode("ascii").replace("\n  ", "\n"), len(items))
+
+
 def _leaf_text(value: Any) -> str:
     # what dumps_text writes for a value that holds no Streamed, without its newline
     return dumps_text(value)[:-1]

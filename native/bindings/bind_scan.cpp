@@ -264,6 +264,19 @@ void name_field(JsonText& j, const py::handle& obj, PyObject* attr, bool text) {
     j.number(static_cast<std::uint64_t>(n));
 }
 
+struct NameField {
+    const char* key;
+    PyObject* attr;
+    bool text;
+};
+
+void name_fields(JsonText& j, const py::handle& obj, std::initializer_list<NameField> fields) {
+    for (const NameField& f : fields) {
+        j.key(f.key);
+        name_field(j, obj, f.attr, f.text);
+    }
+}
+
 std::string type_name(std::int32_t v) {
     const DataTypeInfo* info = find_data_type(v);
     return info ? std::string(info->name) : "UNKNOWN(" + std::to_string(v) + ")";
@@ -298,14 +311,8 @@ py::object dump_record(const DumpFile& file, const py::handle& name) {
     const std::size_t op_name_at = j.s.size();
     name_field(j, name, n.op_name, true);
     const bool opdebug = op_type == "\"Opdebug\"" && j.s.compare(op_name_at, std::string::npos, "\"Node_OpDebug\"") == 0;
-    j.key("task_id");
-    name_field(j, name, n.task_id, false);
-    j.key("timestamp");
-    name_field(j, name, n.timestamp, false);
-    j.key("stream_id");
-    name_field(j, name, n.stream_id, false);
-    j.key("dump_number");
-    name_field(j, name, n.dump_number, false);
+    name_fields(j, name, {{"task_id", n.task_id, false}, {"timestamp", n.timestamp, false},
+                          {"stream_id", n.stream_id, false}, {"dump_number", n.dump_number, false}});
     j.key("ffts");
     py::object ffts = py::reinterpret_steal<py::object>(PyObject_GetAttr(name.ptr(), n.ffts));
     if (!ffts) throw py::error_already_set();
@@ -313,14 +320,8 @@ py::object dump_record(const DumpFile& file, const py::handle& name) {
         j.null();
     } else {
         j.begin('{');
-        j.key("task_type");
-        name_field(j, ffts, n.task_type, true);
-        j.key("context_id");
-        name_field(j, ffts, n.context_id, false);
-        j.key("thread_id");
-        name_field(j, ffts, n.thread_id, false);
-        j.key("device_id");
-        name_field(j, ffts, n.device_id, false);
+        name_fields(j, ffts, {{"task_type", n.task_type, true}, {"context_id", n.context_id, false},
+                              {"thread_id", n.thread_id, false}, {"device_id", n.device_id, false}});
         j.end('}');
     }
     j.end('}');

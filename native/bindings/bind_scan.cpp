@@ -84,6 +84,71 @@ bool utf8(std::string_view s) {
     return true;
 }
 
+enum class Text { op_type, op_name, task_type, extension };
+
+struct NameClasses {
+    py::handle device, ffts, framework;
+};
+
+// The DeviceDumpName or FrameworkDumpName (with its FftsSuffix) of a parsed name: text(Text, bytes) makes its texts,
+// num(i, value) its numbers (i: the NameDigits index).
+template <class TextOf, class NumberOf>
+py::object name_object(const ParsedDumpName& p, const NameClasses& c, TextOf&& text, NumberOf&& num) {
+    const Names& n = names();
+    if (p.kind == NameKind::framework) {
+        py::object name = make(c.framework);
+        put(name, n.op_name, text(Text::op_name, p.op_name));
+        put(name, n.output_index, num(0, p.task_id));
+        put(name, n.timestamp, num(1, p.timestamp));
+        put(name, n.extension, text(Text::extension, p.extension));
+        return name;
+    }
+    py::object name = make(c.device);
+    put(name, n.op_type, text(Text::op_type, p.op_type));
+    put(name, n.op_name, text(Text::op_name, p.op_name));
+    put(name, n.task_id, num(0, p.task_id));
+    put(name, n.timestamp, num(1, p.timestamp));
+    put(name, n.stream_id, p.has_stream ? num(2, p.stream_id) : py::none());
+    put(name, n.dump_number, p.has_dump_number ? num(3, p.dump_number) : py::none());
+    if (p.has_ffts) {
+        py::object ffts = make(c.ffts);
+        put(ffts, n.task_type, text(Text::task_type, p.task_type));
+        put(ffts, n.context_id, num(4, p.context_id));
+        put(ffts, n.thread_id, num(5, p.thread_id));
+        put(ffts, n.device_id, num(6, p.device_id));
+        put(name, n.ffts, ffts);
+    } else {
+        put(name, n.ffts, py::none());
+    }
+    return name;
+}
+
+// naming.parse_name's rule for the two schemes the C++ parses: `name` (a str, any code points: its UTF-8 with
+// surrogates passed, where '.', '/' and digits are the same bytes) parsed, or None.
+py::object parse_name(const py::str& name, const py::handle& device_name, const py::handle& ffts_suffix,
+                      const py::handle& framework_name) {
+    PyObject* encoded = PyUnicode_AsEncodedString(name.ptr(), "utf-8", "surrogatepass");
+    if (encoded == nullptr) throw py::error_already_set();
+    const py::object keep = py::reinterpret_steal<py::object>(encoded);
+    const std::string_view bytes(PyBytes_AS_STRING(encoded), static_cast<std::size_t>(PyBytes_GET_SIZE(encoded)));
+    NameDigits digits;
+    const ParsedDumpName p = parse_dump_name(bytes, &digits);
+    if (p.kind == NameKind::other) return py::none();
+    auto text = [](Text, std::string_view s) {
+        PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogatepass");
+        if (o == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(o);
+    };
+    auto num = [&](int i, std::uint64_t v) {
+        if (p.fits) return number(v);
+        const std::string s(digits.v[i]);  // past 64 bits: Python's int of the digits
+        PyObject* o = PyLong_FromString(s.c_str(), nullptr, 10);
+        if (o == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(o);
+    };
+    return name_object(p, NameClasses{device_name, ffts_suffix, framework_name}, text, num);
+}
+
 py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const py::handle& device_name,
                       const py::handle& ffts_suffix, const py::handle& ground_truth_entry,
                       const py::handle& framework_name) {
@@ -126,28 +191,22 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
         }
     }
     Shared op_types, task_types, extensions;
+    const NameClasses classes{device_name, ffts_suffix, framework_name};
+    auto cached = [&](Text field, std::string_view s) -> py::object {
+        switch (field) {
+            case Text::op_type: return op_types.get(s);
+            case Text::task_type: return task_types.get(s);
+            case Text::extension: return extensions.get(s);
+            default: return fs_text(s);
+        }
+    };
+    auto plain = [](int, std::uint64_t v) { return number(v); };
     std::string path = prefix;
     for (std::uint32_t i : device) {
         const FolderItem& item = items[i];
         const ParsedDumpName& p = item.parsed;
         in_order = in_order && utf8(item.name);
-        py::object name = make(device_name);
-        put(name, n.op_type, op_types.get(p.op_type));
-        put(name, n.op_name, fs_text(p.op_name));
-        put(name, n.task_id, number(p.task_id));
-        put(name, n.timestamp, number(p.timestamp));
-        put(name, n.stream_id, p.has_stream ? number(p.stream_id) : py::none());
-        put(name, n.dump_number, p.has_dump_number ? number(p.dump_number) : py::none());
-        if (p.has_ffts) {
-            py::object ffts = make(ffts_suffix);
-            put(ffts, n.task_type, task_types.get(p.task_type));
-            put(ffts, n.context_id, number(p.context_id));
-            put(ffts, n.thread_id, number(p.thread_id));
-            put(ffts, n.device_id, number(p.device_id));
-            put(name, n.ffts, ffts);
-        } else {
-            put(name, n.ffts, py::none());
-        }
+        py::object name = name_object(p, classes, cached, plain);
         path.resize(prefix.size());
         path += item.name;
         py::object entry = make(dump_entry);
@@ -169,11 +228,7 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
     for (const auto& [key, i] : keyed) {
         const FolderItem& item = items[i];
         const ParsedDumpName& p = item.parsed;
-        py::object name = make(framework_name);
-        put(name, n.op_name, fs_text(p.op_name));
-        put(name, n.output_index, number(p.task_id));
-        put(name, n.timestamp, number(p.timestamp));
-        put(name, n.extension, extensions.get(p.extension));
+        py::object name = name_object(p, classes, cached, plain);
         path.resize(prefix.size());
         path += item.name;
         py::object entry = make(ground_truth_entry);
@@ -406,25 +461,10 @@ void bind_scan(py::module_& core) {
           "`dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName)\n"
           "given, as the JSON text jsonfile.dumps_text writes for it (without the newline); None where that is\n"
           "left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).");
-    m.def("parse_name", [](const py::bytes& name) -> py::object {
-        const std::string s = name;
-        const ParsedDumpName p = parse_dump_name(s);
-        auto opt = [](bool has, std::uint64_t v) -> py::object { return has ? number(v) : py::none(); };
-        if (p.kind == NameKind::device)
-            return py::make_tuple("device", fs_text(p.op_type), fs_text(p.op_name), number(p.task_id),
-                                  number(p.timestamp), opt(p.has_stream, p.stream_id),
-                                  opt(p.has_dump_number, p.dump_number),
-                                  p.has_ffts ? py::object(py::make_tuple(fs_text(p.task_type), number(p.context_id),
-                                                                         number(p.thread_id), number(p.device_id)))
-                                             : py::none());
-        if (p.kind == NameKind::framework)
-            return py::make_tuple("framework", fs_text(p.op_name), number(p.task_id), number(p.timestamp),
-                                  fs_text(p.extension));
-        return py::none();
-    }, py::arg("name"),
-          "The scan's C++ parse of a file name's bytes (for tests): ('device', op_type, op_name, task_id, timestamp,\n"
-          "stream_id, dump_number, (task_type, context_id, thread_id, device_id) or None), ('framework', op_name,\n"
-          "output_index, timestamp, extension), or None (neither scheme, or a number past 64 bits).");
+    m.def("parse_name", &parse_name, py::arg("name"), py::arg("device_name"), py::arg("ffts_suffix"),
+          py::arg("framework_name"),
+          "The device dump and framework name rules (naming.parse_name's, which calls this): `name` (no '/') as a\n"
+          "device_name (with an ffts_suffix) or a framework_name (the classes given), or None if it is neither.");
 }
 
 }  // namespace dumpcmp::bindings

@@ -41,7 +41,7 @@ bool part(std::string_view s) noexcept {  // [^./]+ (the split already took the 
 
 }  // namespace
 
-ParsedDumpName parse_dump_name(std::string_view name) noexcept {
+ParsedDumpName parse_dump_name(std::string_view name, NameDigits* digits) noexcept {
     ParsedDumpName p;
     std::string_view f[11];
     std::size_t n = 0, start = 0;
@@ -70,35 +70,42 @@ ParsedDumpName parse_dump_name(std::string_view name) noexcept {
             if (ok && base != k)
                 for (std::size_t i = 0; i < 3 && ok; ++i) ok = number(f[n - 3 + i], tail[i], fits);
             if (ok) {
-                if (!fits) return p;
                 p.kind = NameKind::device;
+                p.fits = fits;
                 p.op_type = f[0];
                 p.op_name = f[1];
                 p.timestamp = v[base - 1];
+                std::string_view* d = digits != nullptr ? digits->v : nullptr;
+                if (d != nullptr) d[1] = f[2 + base - 1];
                 if (base == 4) {
                     p.has_dump_number = p.has_stream = true;
                     p.dump_number = v[0], p.task_id = v[1], p.stream_id = v[2];
+                    if (d != nullptr) d[3] = f[2], d[0] = f[3], d[2] = f[4];
                 } else if (base == 3) {
                     p.has_stream = true;
                     p.task_id = v[0], p.stream_id = v[1];
+                    if (d != nullptr) d[0] = f[2], d[2] = f[3];
                 } else {
                     p.task_id = v[0];
+                    if (d != nullptr) d[0] = f[2];
                 }
                 if (base != k) {
                     p.has_ffts = true;
                     p.task_type = f[n - 4];
                     p.context_id = tail[0], p.thread_id = tail[1], p.device_id = tail[2];
+                    if (d != nullptr) d[4] = f[n - 3], d[5] = f[n - 2], d[6] = f[n - 1];
                 }
-                return p;
             }
         }
         return p;  // ends in a digit: never a framework name
     }
     if (n == 4 && part(f[0]) && (f[3] == "npy" || f[3] == "pb" || f[3] == "quant") &&
-        number(f[1], p.task_id, fits) && number(f[2], p.timestamp, fits) && fits) {
+        number(f[1], p.task_id, fits) && number(f[2], p.timestamp, fits)) {
         p.kind = NameKind::framework;
+        p.fits = fits;
         p.op_name = f[0];
         p.extension = f[3];
+        if (digits != nullptr) digits->v[0] = f[1], digits->v[1] = f[2];
     }
     return p;
 }
@@ -149,6 +156,7 @@ int list_folder(const std::string& folder, std::vector<FolderItem>& items) {
     for (FolderItem& item : items) {
         if (item.type != FolderItem::file) continue;
         item.parsed = parse_dump_name(item.name);
+        if (!item.parsed.fits) item.parsed.kind = NameKind::other;
         if (item.parsed.kind != NameKind::other && ::faccessat(fd, item.name.c_str(), R_OK, 0) != 0)
             item.type = FolderItem::unreadable;
     }

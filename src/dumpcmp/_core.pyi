@@ -490,8 +490,8 @@ class scan:
         (error, subdirs, skipped, others, devices, in_order, framework) of one folder, as the scan sees it: error the strerror text that stopped the listing (then the rest is None), else None; subdirs the names of its folders (links followed); skipped (name, reason) for special files, files that do not stat and dump or ground-truth names that are not readable; others the names of the other files, for the Python rules (mapping.csv, hashed, statistics, converted, names of no scheme, numbers past 64 bits); devices the DumpEntry of each device dump (the classes given), sorted by DumpEntry.order if in_order; framework the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by the bytes of {op_name}.{output_index}. Files named .dumpcmp-*.tmp are left out.
         """
     @staticmethod
-    def parse_name(name: bytes) -> typing.Any:
+    def parse_name(name: str, device_name: typing.Any, ffts_suffix: typing.Any, framework_name: typing.Any) -> typing.Any:
         """
-        The scan's C++ parse of a file name's bytes (for tests): ('device', op_type, op_name, task_id, timestamp, stream_id, dump_number, (task_type, context_id, thread_id, device_id) or None), ('framework', op_name, output_index, timestamp, extension), or None (neither scheme, or a number past 64 bits).
+        The device dump and framework name rules (naming.parse_name's, which calls this): `name` (no '/') as a device_name (with an ffts_suffix) or a framework_name (the classes given), or None if it is neither.
         """
 __version__: str = '0.1.0'

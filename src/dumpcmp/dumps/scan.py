@@ -18,8 +18,8 @@ a tree, even at the files' own folder, gives the same keys):
 
 Names are parsed with `dumpcmp.dumps.naming`; a digits-only name is resolved through the folder's ``mapping.csv``.
 Each folder is listed in C++ (``_core.scan.list_folder``: its device dump and ground-truth names parsed, checked
-readable and made entries there, by rules tests/dumps/test_scan_native.py holds equal to naming's); every other
-name takes the Python rules here.
+readable and made entries there, by the C++ name rules `naming.parse_name` calls too); every other name takes the
+Python rules here.
 No file is opened unless ``read_headers=True``, which reads every dump header in parallel in C++ and moves the
 files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and ground-truth ``.npy`` files go to
 `DumpIndex.ground_truth` (newest wins per ``{op_name}.{output_index}``), NPU dumps converted to ``.npy`` to

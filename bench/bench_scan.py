@@ -129,8 +129,9 @@ def main() -> None:
             r = measured_run(cmd)
             files = 2 * args.files if name.startswith(("scan (compare's)", "compare")) else args.files
             figures[name] = {**r, "files": files}
-            print(f"  {name:25s} {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  {files / r['wall_s']:10,.0f} files/s  "
-                  f"peak RSS {mib(r['peak_rss_bytes'])}")
+            print(f"  {name:25s} {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s ({r['user_s']:.2f} user + "
+                  f"{r['sys_s']:.2f} sys)  {files / r['wall_s']:10,.0f} files/s  peak RSS {mib(r['peak_rss_bytes'])}, "
+                  f"anonymous {mib(r['peak_anon_bytes'])}")
         if args.other_src:
             for a, b in (("info_tree", "info_tree_other"), ("info_gt", "info_gt_other"), ("out", "out_other")):
                 ext = ".csv" if a == "out" else ".json"

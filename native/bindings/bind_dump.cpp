@@ -1,3 +1,6 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <memory>
 
 #include "dumpcmp/dtype.hpp"
@@ -150,13 +153,35 @@ void bind_dump(py::module_& core) {
         std::vector<std::string> errors(paths.size());
         {
             py::gil_scoped_release release;
+            // each folder opened once, each file looked up in it (not along its whole path again: issue #35)
+            std::vector<int> dirs(paths.size(), -1);
+            std::vector<int> opened;
+            std::string last;
+            int last_fd = -1;
+            bool have_last = false;
+            for (std::size_t i = 0; i < paths.size(); ++i) {
+                const std::size_t slash = paths[i].rfind('/');
+                if (slash == std::string::npos || slash + 1 == paths[i].size()) continue;
+                const std::string dir = paths[i].substr(0, slash == 0 ? 1 : slash);
+                if (!have_last || dir != last) {
+                    have_last = true;
+                    last = dir;
+                    last_fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+                    if (last_fd >= 0) opened.push_back(last_fd);
+                }
+                dirs[i] = last_fd;
+            }
             parallel_for(paths.size(), [&](std::size_t i) {
                 try {
-                    files[i] = std::make_shared<DumpFile>(paths[i]);
+                    const std::string& p = paths[i];
+                    files[i] = dirs[i] < 0 ? std::make_shared<DumpFile>(p)
+                                           : std::make_shared<DumpFile>(p, read_dump_header_at(
+                                                 dirs[i], p.c_str() + p.rfind('/') + 1, p));
                 } catch (const std::exception& e) {
                     errors[i] = e.what();
                 }
             }, threads);
+            for (int fd : opened) ::close(fd);
         }
         py::list out;
         for (std::size_t i = 0; i < paths.size(); ++i) {

@@ -444,11 +444,13 @@ DumpHeader parse_dump(const std::uint8_t* bytes, std::uint64_t size, const std::
     throw DumpError(path, "not a dump file: " + current_error);
 }
 
-DumpHeader read_dump_header(const std::string& path) {
+DumpHeader read_dump_header(const std::string& path) { return read_dump_header_at(AT_FDCWD, path.c_str(), path); }
+
+DumpHeader read_dump_header_at(int dir_fd, const char* name, const std::string& path) {
     struct Fd {
         int fd;
         ~Fd() { if (fd >= 0) ::close(fd); }
-    } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    } f{::openat(dir_fd, name, O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) throw DumpError(path, std::string("cannot open: ") + std::strerror(errno));
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) throw DumpError(path, std::string("cannot stat: ") + std::strerror(errno));

@@ -15,7 +15,7 @@ from dumpcmp.errors import DumpError
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DumpError', 'compare', 'detail', 'dtype', 'dump', 'graph', 'histogram', 'layout', 'metrics', 'num_threads', 'set_num_threads', 'simd_level']
+__all__: list[str] = ['DumpError', 'compare', 'detail', 'dtype', 'dump', 'graph', 'histogram', 'layout', 'metrics', 'num_threads', 'scan', 'set_num_threads', 'simd_level']
 def num_threads() -> int:
     """
     Threads the core uses for one big job.
@@ -483,5 +483,22 @@ class histogram:
     def top_errors(x: compare.TensorSource, y: compare.TensorSource, n: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
         """
         The n largest |x - y| (finite ones), largest first: (index, x, y, abs_error) tuples.
+        """
+class scan:
+    """One folder of a dump tree listed and its names parsed (issue #35)."""
+    @staticmethod
+    def dump_records(files: list, names: list) -> list:
+        """
+        `dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName) given, as the JSON text jsonfile.dumps_text writes for it (without the newline); None where that is left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).
+        """
+    @staticmethod
+    def list_folder(folder: str, dump_entry: typing.Any, device_name: typing.Any, ffts_suffix: typing.Any, ground_truth_entry: typing.Any, framework_name: typing.Any) -> tuple:
+        """
+        (error, subdirs, skipped, others, devices, in_order, framework) of one folder, as the scan sees it: error the strerror text that stopped the listing (then the rest is None), else None; subdirs the names of its folders (links followed); skipped (name, reason) for special files, files that do not stat and dump or ground-truth names that are not readable; others the names of the other files, for the Python rules (mapping.csv, hashed, statistics, converted, names of no scheme, numbers past 64 bits); devices the DumpEntry of each device dump (the classes given), sorted by DumpEntry.order if in_order; framework the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by the bytes of {op_name}.{output_index}. Files named .dumpcmp-*.tmp are left out.
+        """
+    @staticmethod
+    def parse_name(name: str, device_name: typing.Any, ffts_suffix: typing.Any, framework_name: typing.Any) -> typing.Any:
+        """
+        The device dump and framework name rules (naming.parse_name's, which calls this): `name` (no '/') as a device_name (with an ffts_suffix) or a framework_name (the classes given), or None if it is neither.
         """
 __version__: str = '0.1.0'

@@ -371,25 +371,52 @@ def test_plain_npy_leaves_everything_else_to_numpy(tmp_path):
     assert plain_npy(tmp_path / "missing.npy") is None and plain_npy(tmp_path) is None
 
 
-def test_unreadable_reporting_with_permissions_simulated(tmp_path, monkeypatch):
-    # as root the permission bits do not stop reading, so the refusals the OS would give are simulated here
-    locked_file = touch(tmp_path / "x", f"Add.add.1.{T0}")
-    touch(tmp_path / "x", f"Mul.mul.2.{T0 + 1}")
-    touch(tmp_path / "locked", f"Mul.mul.1.{T0}")
-    real_access, real_scandir = os.access, os.scandir
+def test_unreadable_reporting_with_real_permissions():
+    # as root the permission bits do not stop reading: the scan runs in a forked child that has given root up, on a
+    # tree outside pytest's private (0700) folder, and meets the refusals of the real kernel (the listing and the
+    # readability check are the core's system calls: a Python-level stand-in would not see them)
+    import json
+    import shutil
+    import tempfile
 
-    def access(path, mode, *args, **kwargs):
-        return False if os.fspath(path) == locked_file else real_access(path, mode, *args, **kwargs)
-
-    def scandir(path="."):
-        if os.fspath(path) == str(tmp_path / "locked"):
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "access", access)
-    monkeypatch.setattr(os, "scandir", scandir)
-    index = scan(tmp_path)
-    reasons = {os.path.relpath(s.path, tmp_path): s.reason for s in index.skipped}
-    assert reasons == {f"x/Add.add.1.{T0}": "not readable (permission denied)",
-                       "locked": "cannot list the folder: Permission denied"}
-    assert [e.op_name for e in index.entries()] == ["mul"]
+    top = tempfile.mkdtemp(prefix="dumpcmp-perm-", dir="/tmp")
+    try:
+        os.chmod(top, 0o755)
+        root = os.path.join(top, "t")
+        locked_file = touch(os.path.join(root, "x"), f"Add.add.1.{T0}")
+        touch(os.path.join(root, "x"), f"Mul.mul.2.{T0 + 1}")
+        touch(os.path.join(root, "locked"), f"Mul.mul.1.{T0}")
+        for folder, _, names in os.walk(top):
+            os.chmod(folder, 0o755)
+            for name in names:
+                os.chmod(os.path.join(folder, name), 0o644)
+        os.chmod(locked_file, 0)
+        os.chmod(os.path.join(root, "locked"), 0)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            code = 1
+            try:
+                os.close(read)
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                index = scan(root)
+                out = {"reasons": {os.path.relpath(s.path, root): s.reason for s in index.skipped},
+                       "ops": [e.op_name for e in index.entries()]}
+                os.write(write, json.dumps(out).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            data = pipe.read()
+        assert os.waitpid(pid, 0)[1] == 0
+    finally:
+        os.chmod(os.path.join(top, "t", "locked"), 0o755)
+        shutil.rmtree(top)
+    out = json.loads(data)
+    assert out["reasons"] == {f"x/Add.add.1.{T0}": "not readable (permission denied)",
+                              "locked": "cannot list the folder: Permission denied"}
+    assert out["ops"] == ["mul"]

@@ -71,6 +71,9 @@ DumpHeader parse_dump(const std::uint8_t* bytes, std::uint64_t size, const std::
 // Read only the header of a dump file from disk (pread of the prefix and header; the legacy format is read whole).
 // Cheap enough to index 100,000 files.
 DumpHeader read_dump_header(const std::string& path);
+// The same, the file opened as `name` in the folder `dir_fd` (one lookup, not the whole path's: 10^6 headers of a
+// folder); `path` names it in errors and is what a format other than the current one is mapped by.
+DumpHeader read_dump_header_at(int dir_fd, const char* name, const std::string& path);
 
 // The bytes of a DumpData header message as the device's protobuf serializer writes them (fields in number order,
 // proto3 defaults left out, packed dims). `data` fields stay empty, sizes and shapes come from the descs.

@@ -65,7 +65,7 @@ from typing import Any, Iterable, Iterator
 from dumpcmp.dumps import naming
 from dumpcmp.errors import DumpcmpError, NamingError, NotFoundError
 from dumpcmp.dumps.ground_truth import open_npy, plain_npy
-from dumpcmp.dumps.scan import DumpIndex, read_dump_headers, scan
+from dumpcmp.dumps.scan import DumpIndex, read_dump_headers, read_dump_records, scan
 from dumpcmp.support import jsonfile
 from dumpcmp.support.gcpause import paused
 from dumpcmp.dumps.sigmastar import is_sigmastar_dump
@@ -201,7 +201,20 @@ def _file_info(path: str) -> dict[str, Any]:
 _HEADER_BATCH = 4096  # dump headers read (in parallel) and held at a time while a tree's records are written
 
 
-def _dump_records(entries: list[Any], skipped: list[dict[str, str]], batch: int = 0) -> Iterator[Any]:
+def _dump_records(entries: list[Any], skipped: list[dict[str, str]], batch: int = 0, render: bool = False) \
+        -> Iterator[Any]:
+    """The records of a run's dumps; with `render`, as `jsonfile.Rendered` text where the core writes them."""
+    if render:
+        for item in read_dump_records(entries, batch=batch or _HEADER_BATCH):
+            if type(item) is list:  # records the core wrote: one Rendered for the run of them
+                yield jsonfile.Rendered(",\n".join(item), len(item))
+                continue
+            entry, dump, skip = item
+            if skip is not None:
+                skipped.append({"path": skip.path, "reason": skip.reason})
+            else:
+                yield _dump_dict(dump, _parsed_dict(entry.name))
+        return
     for entry, dump, skip in read_dump_headers(entries, batch=batch or _HEADER_BATCH):
         if skip is not None:
             skipped.append({"path": skip.path, "reason": skip.reason})
@@ -228,22 +241,23 @@ def _gt_records(index: DumpIndex) -> Iterator[tuple[str, Any]]:
             yield entry.path, lambda entry=entry, name=name: _dump_dict(entry.open(), name)
 
 
-def _tree_item(path: str, index: DumpIndex) -> dict[str, Any]:
+def _tree_item(path: str, index: DumpIndex, render: bool = False) -> dict[str, Any]:
     """The tree's item with its runs, ground truth, converted files, statistics and skipped files as
     `jsonfile.Streamed` lists, made (headers read a batch at a time) as they are written or listed; `summary` is
-    filled in once the skipped files are listed (all the others are then made)."""
+    filled in once the skipped files are listed (all the others are then made). With `render`, dump records are
+    `jsonfile.Rendered` text where the core writes them (for `jsonfile.write_text` only)."""
     skipped: list[dict[str, str]] = [{"path": s.path, "reason": s.reason} for s in index.skipped]
     counts = {"runs": 0, "dumps": 0, "ground_truth": 0, "converted": 0, "stats": 0}
     summary: dict[str, int] = {}
 
     def counted(what: str, records: Iterable[Any]) -> Iterator[Any]:
         for record in records:
-            counts[what] += 1
+            counts[what] += record.count if type(record) is jsonfile.Rendered else 1
             yield record
 
     def runs() -> Iterator[dict[str, Any]]:
         for group in index:
-            dumps = _dump_records(group.entries, skipped)
+            dumps = _dump_records(group.entries, skipped, render=render)
             first = next(dumps, None)
             if first is None:  # no header of the run could be read
                 continue
@@ -257,10 +271,18 @@ def _tree_item(path: str, index: DumpIndex) -> dict[str, Any]:
             summary.update(counts, skipped=len(skipped))
             return iter(skipped)
 
+    def batched(records: Iterable[Any]) -> Iterator[Any]:  # ground truth's records written by orjson 1,024 at a time
+        if not render:
+            yield from records
+            return
+        for batch in iter(lambda: list(itertools.islice(records, 1024)), []):
+            text = jsonfile.rendered(batch)
+            yield from batch if text is None else (text,)
+
     converted = ((c.path, functools.partial(_npy_dict, c.path, _parsed_dict(c.name))) for c in index.converted)
     stats = ((st.path, functools.partial(_stats_dict, st.path, st.key.to_dict())) for st in index.stats)
     return {"path": path, "kind": "tree", "root": index.root, "runs": jsonfile.Streamed(runs()),
-            "ground_truth": jsonfile.Streamed(counted("ground_truth", _tried(_gt_records(index), skipped))),
+            "ground_truth": jsonfile.Streamed(counted("ground_truth", batched(_tried(_gt_records(index), skipped)))),
             "superseded": [e.path for e in index.ground_truth.superseded],
             "converted": jsonfile.Streamed(counted("converted", _tried(converted, skipped))),
             "stats": jsonfile.Streamed(counted("stats", _tried(stats, skipped, strip=True))),
@@ -306,7 +328,7 @@ def gather(paths: list[str], stream: bool = False) -> tuple[list[dict[str, Any]]
                 if stream:
                     index = scan(path)
                     if _usable(index):
-                        items.append(_tree_item(path, index))
+                        items.append(_tree_item(path, index, render=True))
                         continue
                 info, usable = _tree_info(path)
                 if not usable:

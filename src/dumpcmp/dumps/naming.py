@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Callable, Hashable, Iterable, Mapping, TypeVar, Union
 
 from dumpcmp.errors import NamingError
+from dumpcmp.support.native import core
 
 __all__ = [
     "CONVERTED", "DEVICE", "MAPPING_FILE", "MAX_FILE_NAME", "NPY", "PB", "QUANT", "SCHEMES", "TASK_TYPES",
@@ -344,70 +345,29 @@ def _fail(name: str, what: str, expected: str) -> NamingError:
     return NamingError(f"file name {name!r} is not {what}: expected {expected}")
 
 
-# One pass over the name. The optional numbers are tried greedily and the regex engine backtracks until the fields
-# after the op name split as {numbers}{timestamp}[{4-field FFTS+ tail}]: a 6-field name with the tail has 10 fields,
-# the 4-field one 8, and no field count is reachable two ways.
-_DEVICE = re.compile(r"([^./]+)\.([^./]+)\.([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?\.([0-9]+)"
-                     r"(?:\.([A-Za-z0-9_]+)\.([0-9]+)\.([0-9]+)\.([0-9]+))?\Z")
-_FRAMEWORK = re.compile(r"([^./]+)\.([0-9]+)\.([0-9]+)\.(pb|quant|npy)\Z")
-_set = object.__setattr__
-
-
-def _device_from_match(m: re.Match[str]) -> DeviceDumpName:
-    # the regex already guarantees what __post_init__ checks; building 100,000 names per scan makes that count
-    op_type, op_name, a, b, c, ts, task_type, ctx, thread, dev = m.groups()
-    if c is not None:
-        dump_number, task_id, stream_id = int(a), int(b), int(c)
-    elif b is not None:
-        dump_number, task_id, stream_id = None, int(a), int(b)
-    else:
-        dump_number, task_id, stream_id = None, int(a), None
-    ffts = None
-    if task_type is not None:
-        ffts = object.__new__(FftsSuffix)
-        _set(ffts, "task_type", task_type)
-        _set(ffts, "context_id", int(ctx))
-        _set(ffts, "thread_id", int(thread))
-        _set(ffts, "device_id", int(dev))
-    name = object.__new__(DeviceDumpName)
-    _set(name, "op_type", op_type)
-    _set(name, "op_name", op_name)
-    _set(name, "task_id", task_id)
-    _set(name, "timestamp", int(ts))
-    _set(name, "stream_id", stream_id)
-    _set(name, "dump_number", dump_number)
-    _set(name, "ffts", ffts)
-    return name
-
-
-def _framework_from_match(m: re.Match[str]) -> FrameworkDumpName:
-    op_name, output_index, timestamp, extension = m.groups()
-    name = object.__new__(FrameworkDumpName)
-    _set(name, "op_name", op_name)
-    _set(name, "output_index", int(output_index))
-    _set(name, "timestamp", int(timestamp))
-    _set(name, "extension", extension)
-    return name
+def _parse(base: str) -> DeviceDumpName | FrameworkDumpName | None:
+    # the device dump and framework rules live in C++ only (the scan's folder listing parses with them too)
+    return core.scan.parse_name(base, DeviceDumpName, FftsSuffix, FrameworkDumpName)
 
 
 def parse_device_dump_name(name: str) -> DeviceDumpName:
     """Parse an NPU dump file name (4, 5 or 6 fields, optional FFTS+ suffix); NamingError if it is none."""
     base = os.path.basename(name)
-    m = _DEVICE.match(base)
-    if m is None:
+    parsed = _parse(base)
+    if parsed is None or parsed.scheme != DEVICE:
         raise _fail(base, "an NPU dump name", _DEVICE_EXPECTED)
-    return _device_from_match(m)
+    return parsed
 
 
 def parse_framework_dump_name(name: str, extensions: Iterable[str] = _FRAMEWORK_EXTENSIONS) -> FrameworkDumpName:
     """Parse ``{op_name}.{output_index}.{timestamp}.pb|quant|npy`` (restricted to `extensions`)."""
     base = os.path.basename(name)
     extensions = tuple(extensions)
-    m = _FRAMEWORK.match(base)
-    if m is None or m.group(4) not in extensions:
+    parsed = _parse(base)
+    if parsed is None or parsed.scheme == DEVICE or parsed.extension not in extensions:
         raise _fail(base, "a framework dump or ground-truth name",
                     "{op_name}.{output_index}.{timestamp}." + "|.".join(extensions))
-    return _framework_from_match(m)
+    return parsed
 
 
 def parse_converted_name(name: str) -> ConvertedName:
@@ -432,25 +392,17 @@ def classify(name: str) -> str | None:
 def parse_name(name: str) -> ParsedName:
     """Parse a file name of any scheme; NamingError naming the file and every scheme it does not fit.
 
-    A ``.npy`` name is tried as converted before ground truth: the shape of a 1-D converted tensor
-    (``.output.0.224.npy``) would otherwise pass for an output index and a timestamp.
+    The device dump and framework rules are the C++ core's; a converted name (``.npy``) fits neither of them.
     """
     base = name.rpartition("/")[2] if "/" in name else name
-    # an NPU dump name ends in a digit (its timestamp or FFTS+ device id): others skip its backtracking regex
-    m = _DEVICE.match(base) if "0" <= base[-1:] <= "9" else None
-    if m is not None:
-        return _device_from_match(m)
+    parsed = _parse(base)
+    if parsed is not None:
+        return parsed
     if base.endswith(".npy"):
         if _CONVERTED.match(base):
             return parse_converted_name(base)
-        m = _FRAMEWORK.match(base)
-        if m is None:
-            raise NamingError(f"file name {base!r} fits no naming scheme: expected {_FRAMEWORK_EXPECTED} "
-                              f"(ground truth) or {_CONVERTED_EXPECTED}")
-        return _framework_from_match(m)
-    m = _FRAMEWORK.match(base)
-    if m is not None:
-        return _framework_from_match(m)
+        raise NamingError(f"file name {base!r} fits no naming scheme: expected {_FRAMEWORK_EXPECTED} "
+                          f"(ground truth) or {_CONVERTED_EXPECTED}")
     raise NamingError(f"file name {base!r} fits no naming scheme: expected an NPU dump name "
                       f"({_DEVICE_EXPECTED}) or {_FRAMEWORK_EXPECTED}")
 

@@ -17,6 +17,9 @@ a tree, even at the files' own folder, gives the same keys):
 - anything else: layout ``flat``, one run per folder
 
 Names are parsed with `dumpcmp.dumps.naming`; a digits-only name is resolved through the folder's ``mapping.csv``.
+Each folder is listed in C++ (``_core.scan.list_folder``: its device dump and ground-truth names parsed, checked
+readable and made entries there, by the C++ name rules `naming.parse_name` calls too); every other name takes the
+Python rules here.
 No file is opened unless ``read_headers=True``, which reads every dump header in parallel in C++ and moves the
 files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and ground-truth ``.npy`` files go to
 `DumpIndex.ground_truth` (newest wins per ``{op_name}.{output_index}``), NPU dumps converted to ``.npy`` to
@@ -30,18 +33,20 @@ import operator
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Container, Iterable, Iterator
 
 from dumpcmp.dumps import naming
 from dumpcmp.dumps.ground_truth import open_npy
 from dumpcmp.errors import NamingError, NotFoundError
-from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FrameworkDumpName
+from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FftsSuffix, FrameworkDumpName
 from dumpcmp.dumps.stats import is_stats_file_name
 from dumpcmp.support.gcpause import paused
+from dumpcmp.support.native import core
 
 __all__ = [
     "ConvertedEntry", "DumpEntry", "DumpGroup", "DumpIndex", "GroundTruthEntry", "GroundTruthIndex", "RunKey",
-    "Skipped", "SELECT_FLAGS", "StatsEntry", "read_dump_headers", "scan", "scan_ground_truth", "several_runs_error",
+    "Skipped", "SELECT_FLAGS", "StatsEntry", "read_dump_headers", "read_dump_records", "scan", "scan_ground_truth",
+    "several_runs_error",
 ]
 
 MODEL, SINGLE_OP, FLAT = "model", "single_op", "flat"
@@ -277,11 +282,19 @@ class GroundTruthIndex:
 
     def _add_all(self, entries: Iterable[GroundTruthEntry]) -> None:
         entries = list(entries)
+        best: dict[Any, GroundTruthEntry] = dict(zip(map(_GT_KEY, entries), entries))
+        if len(best) == len(entries):  # every key once (10^6 ground-truth files): each file is the newest of its own
+            self.files = {k: best[k] for k in sorted(best)}
+            self.superseded = []
+            return
         best = naming.newest_by_key(entries, key=lambda e: e.name.key, timestamp=lambda e: e.name.timestamp,
                                     tie=lambda e: e.path)
         chosen = {id(e) for e in best.values()}
-        self.files = {k: best[k] for k in sorted(best)}  # type: ignore[index]
+        self.files = {k: best[k] for k in sorted(best)}
         self.superseded = sorted((e for e in entries if id(e) not in chosen), key=lambda e: e.path)
+
+
+_GT_KEY = operator.attrgetter("name.key")
 
 
 @dataclass
@@ -353,7 +366,7 @@ def _digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _run_key(folder: str, op_names: set[str]) -> RunKey:
+def _run_key(folder: str, op_names: Container[str]) -> RunKey:
     parts = folder.split(os.sep)
     n = len(parts)
     if (n >= 6 and _TIME.match(parts[-5]) and _digits(parts[-4]) and _digits(parts[-2]) and _digits(parts[-1])):
@@ -369,6 +382,16 @@ def _run_key(folder: str, op_names: set[str]) -> RunKey:
     return RunKey(FLAT, folder)
 
 
+class _OpNames:
+    """The op names of a folder's device dumps, for `_run_key`: looked at only when the folder's name could be one."""
+
+    def __init__(self, device: list[tuple[str, str, DeviceDumpName]], listed: list[DumpEntry]) -> None:
+        self.device, self.listed = device, listed
+
+    def __contains__(self, name: object) -> bool:
+        return any(d[2].op_name == name for d in self.device) or any(e.name.op_name == name for e in self.listed)
+
+
 class _Scanner:
     def __init__(self) -> None:
         self.dumps: dict[RunKey, list[DumpEntry]] = {}
@@ -378,6 +401,7 @@ class _Scanner:
         self.skipped: list[Skipped] = []
         self.seen_dirs: set[tuple[int, int]] = set()
         self.stop_at_dump = False  # `holds_stats_only`: the first device dump ends the walk
+        self.in_order: set[RunKey] = set()  # runs whose entries are in execution order already
 
     def scan_root(self, root: str) -> None:
         """A tree, any folder of it, or one file."""
@@ -394,6 +418,7 @@ class _Scanner:
 
     def walk(self, top: str) -> None:
         stack = [top]
+        list_folder = core.scan.list_folder  # the listing, the two bulk name rules and the readability check in C++
         while stack:
             folder = stack.pop()
             try:
@@ -401,30 +426,27 @@ class _Scanner:
                 if (st.st_dev, st.st_ino) in self.seen_dirs:
                     continue  # a symbolic link back up the tree
                 self.seen_dirs.add((st.st_dev, st.st_ino))
-                with os.scandir(folder) as it:
-                    items = list(it)
             except OSError as error:
                 self.skipped.append(Skipped(folder, f"cannot list the folder: {error.strerror or error}"))
                 continue
-            files: list[str] = []
-            subdirs: list[str] = []
-            for item in items:
-                if item.name.startswith(".dumpcmp-") and item.name.endswith(".tmp"):
-                    continue  # a temporary of a dumpcmp run writing here (see _io): not an input
-                try:
-                    if item.is_dir():
-                        subdirs.append(item.path)
-                    elif item.is_file():
-                        files.append(item.name)
-                    else:
-                        self.skipped.append(Skipped(item.path, "not a regular file (a broken link, socket, ...)"))
-                except OSError as error:
-                    self.skipped.append(Skipped(item.path, f"cannot stat: {error.strerror or error}"))
-            if files:
-                self.add_folder(folder, files)
-            stack.extend(sorted(subdirs, reverse=True))
+            error, subdirs, skipped, others, devices, in_order, framework = list_folder(
+                folder, DumpEntry, DeviceDumpName, FftsSuffix, GroundTruthEntry, FrameworkDumpName)
+            if error is not None:
+                self.skipped.append(Skipped(folder, f"cannot list the folder: {error}"))
+                continue
+            prefix = folder if folder.endswith(os.sep) else folder + os.sep
+            self.skipped.extend(Skipped(prefix + name, reason) for name, reason in skipped)
+            if others or devices:
+                self.add_folder(folder, others, devices, in_order)
+            self.framework.extend(framework)
+            stack.extend(sorted((prefix + name for name in subdirs), reverse=True))
 
-    def add_folder(self, folder: str, files: list[str]) -> None:
+    def add_folder(self, folder: str, files: list[str], listed: list[DumpEntry] | None = None,
+                   in_order: bool = False) -> None:
+        """`files` by the Python rules; `listed`: the folder's device dumps the C++ listing made (sorted if
+        `in_order`)."""
+        if listed and self.stop_at_dump:
+            raise _DumpFound
         mapping: dict[str, str] | None = None
         if naming.MAPPING_FILE in files:
             problems: list[str] = []
@@ -471,10 +493,17 @@ class _Scanner:
                 self.framework.append(GroundTruthEntry(path, file_name, parsed))
             else:
                 self.converted.append(ConvertedEntry(path, file_name, parsed))
-        if device:
-            key = _run_key(folder, {d[2].op_name for d in device})
+        if device or listed:
+            key = _run_key(folder, _OpNames(device, listed or []))
+            fresh = key not in self.dumps
             bucket = self.dumps.setdefault(key, [])
             bucket.extend(DumpEntry(p, f, n) for p, f, n in device)
+            if listed:
+                bucket.extend(listed)
+            if fresh and in_order and not device:
+                self.in_order.add(key)  # one folder's dumps, already in execution order
+            else:
+                self.in_order.discard(key)
 
     def read_headers(self, threads: int) -> None:
         for key, entries in self.dumps.items():
@@ -487,7 +516,7 @@ class _Scanner:
             self.dumps[key] = kept
 
     def index(self, root: str) -> DumpIndex:
-        groups = [DumpGroup(k, _in_order(v)) for k, v in self.dumps.items() if v]
+        groups = [DumpGroup(k, v if k in self.in_order else _in_order(v)) for k, v in self.dumps.items() if v]
         groups.sort(key=lambda g: g.key.sort_key())
         gt = GroundTruthIndex()
         gt._add_all(self.framework)
@@ -510,6 +539,36 @@ def read_dump_headers(entries: list[DumpEntry], *, threads: int = 0, batch: int 
                 yield entry, None, Skipped(entry.path, _without_path(str(result), entry.path))
             else:
                 yield entry, result, None
+
+
+def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096) \
+        -> Iterator[list[str] | tuple[DumpEntry, Any, Skipped | None]]:
+    """`read_dump_headers` for `dumpcmp info --json`, in order: a list of consecutive entries' records as the JSON
+    text the core makes (`core.scan.dump_records`), and (entry, its `dumpcmp.Dump`, None) for a record the core
+    leaves to Python, or (entry, None, the Skipped) for a file that does not open."""
+    from dumpcmp.dumps.dump import Dump
+    size = max(batch, 1)
+    for start in range(0, len(entries), size):
+        chunk = entries[start:start + size]
+        files = core.dump.read_headers([os.fsencode(e.path) for e in chunk], threads)
+        texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk])
+        if None not in texts:
+            yield texts
+            continue
+        run: list[str] = []
+        for entry, file, text in zip(chunk, files, texts):
+            if text is not None:
+                run.append(text)
+                continue
+            if run:
+                yield run
+                run = []
+            if isinstance(file, str):
+                yield entry, None, Skipped(entry.path, _without_path(file, entry.path))
+            else:
+                yield entry, Dump(file), None
+        if run:
+            yield run
 
 
 def _without_path(message: str, path: str) -> str:

@@ -243,6 +243,32 @@ class Streamed:
         self.items = items
 
 
+class Rendered:
+    """`count` consecutive items of a `Streamed` list already written as JSON text by the core: what `dumps_text`
+    writes for each (without its newline), joined by ``",\\n"``. `write_text` indents them to their place."""
+
+    __slots__ = ("text", "count")
+
+    def __init__(self, text: str, count: int = 1) -> None:
+        self.text, self.count = text, count
+
+
+def rendered(items: list[Any]) -> Rendered | None:
+    """`items` (values holding no Streamed) as one `Rendered`, written by orjson in one call: the text `dumps_text`
+    gives each, joined. None where `dumps_text` would not use orjson for them (then write them one by one)."""
+    orjson = _orjson()
+    if orjson is None or not items:
+        return None
+    try:
+        data = orjson.dumps(items, option=orjson.OPT_INDENT_2)
+    except TypeError:
+        return None
+    if not data.isascii():
+        return None
+    # "[\n  item,\n  item\n]": the items one level in (a JSON string holds no raw newline)
+    return Rendered(data[4:-2].decode("ascii").replace("\n  ", "\n"), len(items))
+
+
 def _leaf_text(value: Any) -> str:
     # what dumps_text writes for a value that holds no Streamed, without its newline
     return dumps_text(value)[:-1]
@@ -289,6 +315,9 @@ def write_text(value: Any, write: Any) -> None:
 
 
 def _write(value: Any, level: int, write: Any, deep: bool) -> None:
+    if type(value) is Rendered:
+        write(value.text.replace("\n", "\n" + "  " * level) if level else value.text)
+        return
     if not _holds_streamed(value, deep):
         text = _leaf_text(value)
         write(text.replace("\n", "\n" + "  " * level) if level and "\n" in text else text)

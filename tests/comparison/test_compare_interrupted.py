@@ -20,15 +20,22 @@ from dumpcmp.support.native import core
 from helpers.many_dumps import many_dumps
 
 
+class _Calls(list):
+    on_start = None
+
+
 @pytest.fixture
 def slow_engine(monkeypatch):
-    """compare_many that takes 0.5 s; `calls` records (started, finished) per call."""
+    """compare_many that takes 0.5 s; `calls` records (started, finished) per call; `calls.on_start` (if set) is
+    called as the first call starts."""
     real = core.compare.compare_many
-    calls: list[list[bool]] = []
+    calls: _Calls = _Calls()
 
     def slow(*args, **kwargs):
         state = [True, False]
         calls.append(state)
+        if len(calls) == 1 and calls.on_start is not None:
+            calls.on_start()
         time.sleep(0.5)
         out = real(*args, **kwargs)
         state[1] = True
@@ -41,9 +48,15 @@ def slow_engine(monkeypatch):
 @pytest.mark.parametrize("signals", [1, 3])
 def test_an_interrupt_waits_for_the_engine(tmp_path, slow_engine, signals):
     dev, gt = many_dumps(tmp_path, 200)  # four batches
+    # the signals are timed from the engine's first call, not from the test's start: on a loaded host the test's
+    # own timers fired before compare() began, and the interrupt stopped the whole pytest session
     timers = [threading.Timer(0.15 + 0.05 * k, os.kill, (os.getpid(), signal.SIGINT)) for k in range(signals)]
-    for t in timers:
-        t.start()
+
+    def start() -> None:
+        for t in timers:
+            t.start()
+
+    slow_engine.on_start = start
     try:
         with pytest.raises(KeyboardInterrupt):
             dumpcmp.compare(dev, gt)
@@ -53,4 +66,5 @@ def test_an_interrupt_waits_for_the_engine(tmp_path, slow_engine, signals):
         assert not alive
     finally:
         for t in timers:
-            t.join()
+            if t.ident is not None:  # started
+                t.join()

@@ -59,3 +59,40 @@ def test_no_engine_thread_is_left_after_an_error(tmp_path, monkeypatch, engine_c
         dumpcmp.compare(dev, gt)
     assert len(engine_calls) >= 3
     assert not [t for t in threading.enumerate() if t.name == "dumpcmp-engine"]
+
+
+def test_an_interrupt_does_not_start_the_batch_queued_behind(tmp_path, monkeypatch, engine_calls):
+    """A Ctrl-C while the engine compares one batch and the next is queued: the run stops once that batch is done,
+    without comparing the queued one (as long as one batch, not two)."""
+    import os
+    import signal
+    import time
+
+    dev, gt = many_dumps(tmp_path, 40)
+    monkeypatch.setattr(C, "_BATCH_PAIRS", 4)
+    queued: list[object] = []
+    real_submit = C._Engine.submit
+
+    def submit(self, batch):
+        queued.append(batch)
+        real_submit(self, batch)
+
+    monkeypatch.setattr(C._Engine, "submit", submit)
+    recorded = core.compare.compare_many  # engine_calls' recorder
+
+    def interrupted_in_the_first(jobs, *args, **kwargs):
+        if not engine_calls:  # the first batch: wait until the second is queued, then Ctrl-C
+            deadline = time.monotonic() + 20
+            while len(queued) < 2 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)  # the main thread gets it meanwhile
+        return recorded(jobs, *args, **kwargs)
+
+    monkeypatch.setattr(core.compare, "compare_many", interrupted_in_the_first)
+    with pytest.raises(KeyboardInterrupt):
+        dumpcmp.compare(dev, gt)
+        time.sleep(5)  # never reached: the interrupt comes while comparing
+    assert len(queued) == 2
+    assert len(engine_calls) == 1, f"{len(engine_calls)} batches compared after the interrupt"
+    assert not [t for t in threading.enumerate() if t.name == "dumpcmp-engine"]

@@ -494,9 +494,12 @@ def compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...],
 @contextlib.contextmanager
 def _joined_at_exit(current: Callable[[], _Batch | None], engine: _Engine) -> Iterator[None]:
     """Wait for the batch running when the block is left, by an error too, then end the engine's thread: neither
-    outlives the call."""
+    outlives the call. Leaving by an error, the batch queued behind the running one is not begun."""
     try:
         yield
+    except BaseException:
+        engine.stopped = True
+        raise
     finally:
         try:
             batch = current()
@@ -514,6 +517,7 @@ class _Engine:
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self.stopped = False  # the loop is being left (an interrupt, an error): what is queued is not begun
 
     def submit(self, batch: _Batch) -> None:
         """Queue `batch`, starting the thread first if it is not running (RuntimeError where it cannot start)."""
@@ -526,7 +530,10 @@ class _Engine:
     def _serve(self) -> None:
         while (batch := self._jobs.get()) is not None:
             try:
-                batch.run()
+                if not self.stopped:
+                    batch.run()
+                else:  # never compared: a result asked of it says so rather than being empty
+                    batch._error = DumpcmpError("not compared: the run was stopped")
             except BaseException as error:  # never lost, never the end of the thread: the waiting one raises it
                 batch._error = batch._error or error
             finally:
@@ -611,6 +618,7 @@ class _Batch:
                 self.done.wait()
             except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP (files.Terminated)
                 interrupted = interrupted or stop
+                self._engine.stopped = True  # the batch queued behind this one is not begun: one batch, not two
         if interrupted is not None:
             raise interrupted
 

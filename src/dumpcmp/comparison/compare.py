@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import threading
 from pathlib import Path
@@ -297,7 +298,9 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     pending_elements = 0
     # The batch on the engine's thread. While one batch is compared, this thread opens the next one's files, and
     # afterwards fills in the rows of the one before and lets its mappings go: the engine runs one batch after
-    # another without waiting for either (20-30 ms at every batch boundary, measured).
+    # another without waiting for either (20-30 ms at every batch boundary, measured). One thread for the whole
+    # loop (`_Engine`), the next batch queued before the previous one is waited for.
+    engine = _Engine()
     running: _Batch | None = None
     # the ground truth of the next pairs, opened in one call of the core (`ground_truth_sources`): number -> opened
     opened: dict[int, tuple[Any, Any, str]] = {}
@@ -338,10 +341,10 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
         nonlocal pending, pending_elements, running
         if not pending:
             return
-        before, running = running, _Batch(pending, list(algos), threads, precise)
+        before, running = running, _Batch(pending, list(algos), threads, precise, engine)
         pending, pending_elements = [], 0
-        outcomes = before.result() if before is not None else []  # one batch at a time uses every thread
-        running.begin()
+        running.begin()  # queued behind `before`: one batch at a time uses every thread
+        outcomes = before.result() if before is not None else []
         if before is not None:
             # unmapping holds the interpreter lock, which the engine's thread needs to begin: let it begin first
             running.begun.wait()
@@ -357,7 +360,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
         release(len(rows))
 
     with Progress(sum(1 for p in pairs if p.comparable), f"comparing {label}", quiet=quiet) as progress, \
-            _joined_at_exit(lambda: running):
+            _joined_at_exit(lambda: running, engine):
         for number, pair in enumerate(pairs):
             row = Row(index=number, op_type=pair.op_type or "", npu_dump=pair.npu_column, npu_data_type=None,
                       npu_address=None, ground_truth=pair.ground_truth_column, ground_truth_data_type=None,
@@ -489,29 +492,84 @@ def compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...],
 
 
 @contextlib.contextmanager
-def _joined_at_exit(current: Callable[[], _Batch | None]) -> Iterator[None]:
-    """Wait for the batch running when the block is left, by an error too: none outlives the call."""
+def _joined_at_exit(current: Callable[[], _Batch | None], engine: _Engine) -> Iterator[None]:
+    """Wait for the batch running when the block is left, by an error too, then end the engine's thread: neither
+    outlives the call. Leaving by an error, the batch queued behind the running one is not begun."""
     try:
         yield
+    except BaseException:
+        engine.stopped = True
+        raise
     finally:
-        batch = current()
-        if batch is not None:
-            batch.join_engine()
+        try:
+            batch = current()
+            if batch is not None:
+                batch.join_engine()
+        finally:
+            engine.close()
 
 
-class _Batch(threading.Thread):
-    """One compare_many call over _compare_pairs' pending entries (row, x, y, scalar, ctx), on a thread of its own
-    (_compare_pairs runs one at a time); result() waits for it.
+class _Engine:
+    """The thread _compare_pairs' batches are compared on, one after another in the order they are queued, for the
+    whole loop (a thread a batch cost a start, a join and a wait for it to begin at each of them). Its signals are
+    the main thread's: Python runs handlers there only."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.stopped = False  # the loop is being left (an interrupt, an error): what is queued is not begun
+
+    def submit(self, batch: _Batch) -> None:
+        """Queue `batch`, starting the thread first if it is not running (RuntimeError where it cannot start)."""
+        if self._thread is None:
+            thread = threading.Thread(target=self._serve, name="dumpcmp-engine", daemon=True)
+            thread.start()
+            self._thread = thread
+        self._jobs.put(batch)
+
+    def _serve(self) -> None:
+        while (batch := self._jobs.get()) is not None:
+            try:
+                if not self.stopped:
+                    batch.run()
+                else:  # never compared: a result asked of it says so rather than being empty
+                    batch._error = DumpcmpError("not compared: the run was stopped")
+            except BaseException as error:  # never lost, never the end of the thread: the waiting one raises it
+                batch._error = batch._error or error
+            finally:
+                batch.done.set()
+
+    def close(self) -> None:
+        """End the thread once what is queued is done (the caller has waited for it: nothing runs by then)."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._jobs.put(None)
+        interrupted: BaseException | None = None
+        while thread.is_alive():  # it only leaves its loop: a signal meanwhile is raised once it has
+            try:
+                thread.join()
+            except KeyboardInterrupt as stop:
+                interrupted = interrupted or stop
+        if interrupted is not None:
+            raise interrupted
+
+
+class _Batch:
+    """One compare_many call over _compare_pairs' pending entries (row, x, y, scalar, ctx), queued on the engine's
+    thread (`_Engine`; _compare_pairs runs one at a time); result() waits for it.
 
     Waiting is on `done`, never on an interruptible Thread.join() alone: a Ctrl-C or SIGTERM during join() (Python
     3.10-3.12) marks the thread stopped while it still runs, so the interpreter would finalize under the engine,
     whose C++ threads then die mid-call (SIGABRT, "terminate called without an active exception"). A signal while
     waiting is raised once the engine has stopped."""
 
-    def __init__(self, entries: list, algos: list[int], threads: int, precise: bool) -> None:
-        super().__init__(name="dumpcmp-engine")
+    def __init__(self, entries: list, algos: list[int], threads: int, precise: bool,
+                 engine: _Engine | None = None) -> None:
         self.entries = entries
         self._call = ([(x, y, scalar) for _, x, y, scalar, _ in entries], algos, threads, precise)
+        self._engine = engine or _Engine()
+        self.queued = False  # handed to the engine's thread (else compared here, or not yet)
         self.begun = threading.Event()  # set just before the call
         self.done = threading.Event()  # set when the call has returned (or raised)
         self._outcomes: list = []
@@ -527,9 +585,15 @@ class _Batch(threading.Thread):
         finally:
             self.done.set()
 
+    def start(self) -> None:
+        """Queue the batch on the engine's thread (RuntimeError where no thread can be started)."""
+        self._engine.submit(self)
+        self.queued = True
+
     def begin(self) -> None:
-        """Start the thread; where no thread can be started, compare here and now instead. Signals wait until the
-        thread has started (or failed to): one raised inside start() could leave a thread no one knows to wait for."""
+        """Queue the batch; where no thread can be started, compare here and now instead. Signals wait until it is
+        queued (or could not be): one raised inside start() could leave a thread or a batch no one knows to wait
+        for."""
         held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
         try:
@@ -544,9 +608,9 @@ class _Batch(threading.Thread):
             self.run()
 
     def join_engine(self) -> None:
-        """Wait for the call to end, if it runs on a thread: signals that come meanwhile are raised afterwards (the
+        """Wait for the call to end, if it was queued: signals that come meanwhile are raised afterwards (the
         first of them), so no way out of a run leaves the engine running."""
-        if self.ident is None and not self.begun.is_set():
+        if not self.queued and not self.begun.is_set():
             return
         interrupted: BaseException | None = None
         while not self.done.is_set():
@@ -554,10 +618,9 @@ class _Batch(threading.Thread):
                 self.done.wait()
             except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP (files.Terminated)
                 interrupted = interrupted or stop
+                self._engine.stopped = True  # the batch queued behind this one is not begun: one batch, not two
         if interrupted is not None:
             raise interrupted
-        if self.ident is not None:  # else it ran here (no thread could be started)
-            self.join()
 
     def result(self) -> list:
         self.join_engine()

@@ -262,10 +262,17 @@ class GroundTruthIndex:
         """The ground truth of each sample when the tree under `root` keeps samples in `{k}/` folders (what
         `dumpcmp golden` writes for several samples): k -> that folder's index, newest winning inside it only."""
         groups: dict[int, list[GroundTruthEntry]] = {}
+        # a file's first folder under `root` is its folder's (os.path.relpath once a folder, not once a file:
+        # relpath(folder/name) is relpath(folder)/name, or name alone when the folder is root itself)
+        first: dict[str, str | None] = {}
         for e in list(self.files.values()) + self.superseded:
-            parts = os.path.relpath(e.path, root).split(os.sep)
-            if len(parts) > 1 and parts[0].isdigit() and parts[0].isascii():
-                groups.setdefault(int(parts[0]), []).append(e)
+            folder = os.path.dirname(e.path)
+            sample = first.get(folder, "")
+            if sample == "":
+                rel = os.path.relpath(folder or os.curdir, root)
+                sample = first[folder] = None if rel == os.curdir else rel.split(os.sep)[0]
+            if sample is not None and sample.isdigit() and sample.isascii():
+                groups.setdefault(int(sample), []).append(e)
         out = {}
         for k, entries in sorted(groups.items()):
             idx = GroundTruthIndex()

@@ -8,8 +8,6 @@ their number formats, so every column and every cell text of the package has one
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import re
@@ -20,6 +18,7 @@ from dumpcmp.comparison.rows import FP16_TINY, dumped_ops, metric_texts
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.comparison.overflow import original_overflow
 from dumpcmp.support.files import atomic_write, atomic_write_text
+from dumpcmp.support.native import core
 
 if TYPE_CHECKING:
     from dumpcmp.comparison.rows import ComparisonResult, Row
@@ -250,19 +249,10 @@ def csv_safe(cell: str) -> str:
 
 
 def csv_text(table: Iterable[list[str]]) -> str:
-    """The result file's CSV: formula-like cells made safe, rows ending in CR LF. Each line's text depends on that
-    line alone (`CsvRows` writes a file in pieces)."""
-    buf = io.StringIO()
-    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the
-    # original tool's (the csv module's default)
-    csv.writer(buf, lineterminator="\r\n").writerows(map(_safe_row, table))
-    return buf.getvalue()
-
-
-def _safe_row(row: list[str]) -> list[str]:
-    """`csv_safe` of each cell of a row, called only for the cells its first test does not pass (inline here: a
-    model's worth of cells)."""
-    return [c if c[:1] not in _FORMULA_FIRST and ";" not in c else csv_safe(c) for c in row]
+    """The result file's CSV: formula-like cells made safe (`csv_safe`), quoted as the csv module's QUOTE_MINIMAL
+    quotes them (a cell holding the separator, a quote, a CR or an LF), rows ending in CR LF, as the original tool's.
+    Each line's text depends on that line alone (`CsvRows` writes a file in pieces). Made in one core call."""
+    return core.table.csv_text(table, csv_safe, "\r\n")
 
 
 def _write_csv(f: IO[bytes], result: ComparisonResult, extra: bool, overflow: bool,
@@ -399,6 +389,4 @@ def locate_cells(result: MetricResult | None, rrmse: float, metrics: Sequence[in
 
 def locate_csv_text(table: list[list[str]]) -> str:
     """locate's CSV: rows ending in LF, formula-like cells made safe (op names are in it too)."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(map(_safe_row, table))
-    return buf.getvalue()
+    return core.table.csv_text(table, csv_safe, "\n")

@@ -54,7 +54,7 @@ PYBIND11_MODULE(_core, m) {
     m.doc() =
         "dumpcmp's C++ core (private: use the dumpcmp package).\n\n"
         "One submodule per area, each from its native/bindings/bind_<area>.cpp: dtype, dump, metrics, layout, "
-        "compare, detail, histogram, graph, scan. What belongs to the whole module stays at the top: __version__, DumpError "
+        "compare, detail, histogram, graph, scan, table. What belongs to the whole module stays at the top: __version__, DumpError "
         "(the error every area raises), and the process-wide settings every area's parallel loops and kernels "
         "follow: num_threads, set_num_threads, simd_level. The tests' hooks are not here: they are a separate, "
         "test-only module (DUMPCMP_TEST_HOOKS, native/bindings/testhooks).";
@@ -74,4 +74,5 @@ PYBIND11_MODULE(_core, m) {
     bind_histogram(m);
     bind_graph(m);
     bind_scan(m);
+    bind_table(m);
 }

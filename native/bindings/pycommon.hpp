@@ -25,6 +25,7 @@ void bind_detail(py::module_& core);
 void bind_histogram(py::module_& core);
 void bind_graph(py::module_& core);
 void bind_scan(py::module_& core);
+void bind_table(py::module_& core);
 
 // Translate core exceptions; dumpcmp::DumpError becomes dumpcmp.errors.DumpError (defined in Python, a ValueError).
 void register_errors(py::module_& m);

@@ -15,7 +15,7 @@ from dumpcmp.errors import DumpError
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DumpError', 'compare', 'detail', 'dtype', 'dump', 'graph', 'histogram', 'layout', 'metrics', 'num_threads', 'scan', 'set_num_threads', 'simd_level']
+__all__: list[str] = ['DumpError', 'compare', 'detail', 'dtype', 'dump', 'graph', 'histogram', 'layout', 'metrics', 'num_threads', 'scan', 'set_num_threads', 'simd_level', 'table']
 def num_threads() -> int:
     """
     Threads the core uses for one big job.
@@ -500,5 +500,12 @@ class scan:
     def parse_name(name: str, device_name: typing.Any, ffts_suffix: typing.Any, framework_name: typing.Any) -> typing.Any:
         """
         The device dump and framework name rules (naming.parse_name's, which calls this): `name` (no '/') as a device_name (with an ffts_suffix) or a framework_name (the classes given), or None if it is neither.
+        """
+class table:
+    """The result file's CSV text made in the core (issue #35)."""
+    @staticmethod
+    def csv_text(rows: collections.abc.Iterable, safe: collections.abc.Callable, line_end: str) -> str:
+        """
+        Rows of cells as the csv module writes them (QUOTE_MINIMAL, ',' and '"', rows ending in `line_end`), each cell first passed through `safe` where its first character or a ';' says it may change it.
         """
 __version__: str = '0.1.0'

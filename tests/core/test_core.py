@@ -22,7 +22,7 @@ def test_stub_matches_the_module():
     assert sorted(declared) == _public(dir(core)), "regenerate src/dumpcmp/_core.pyi (see its first lines)"
     # each submodule is declared as a class (the stub says why) listing exactly the submodule's names
     areas = {n for n in dir(core) if isinstance(getattr(core, n), types.ModuleType)}
-    assert areas == {"dtype", "dump", "metrics", "layout", "compare", "detail", "histogram", "graph", "scan"}
+    assert areas == {"dtype", "dump", "metrics", "layout", "compare", "detail", "histogram", "graph", "scan", "table"}
     stub_classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     for area in areas:
         members = _public(node.name for node in stub_classes[area].body if hasattr(node, "name"))

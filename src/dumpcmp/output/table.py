@@ -8,8 +8,6 @@ their number formats, so every column and every cell text of the package has one
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import re
@@ -20,6 +18,7 @@ from dumpcmp.comparison.rows import FP16_TINY, dumped_ops, metric_texts
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.comparison.overflow import original_overflow
 from dumpcmp.support.files import atomic_write, atomic_write_text
+from dumpcmp.support.native import core
 
 if TYPE_CHECKING:
     from dumpcmp.comparison.rows import ComparisonResult, Row
@@ -119,46 +118,66 @@ def _extra_cells(res: MetricResult | None) -> list[str]:
             str(res.nan_y), str(res.inf_y)]
 
 
-def _metric_cells(r: Row, algorithms: tuple[int, ...]) -> list[str]:
-    """The metric cells of a row: one call of the core for the whole row where it computed exactly `algorithms`."""
-    res = r.result
-    if res is None:
-        return [NOT_COMPUTED] * len(algorithms)
-    if not r.not_computed:
-        return metric_texts(res, algorithms)
-    return [_metric_cell(r, i) for i in algorithms]
+class _RowCells:
+    """`row_cells` for the rows of one result: its columns (sequence, addresses, overflow, metrics, extra) decided
+    once, each row's cells then built without asking again (a model's worth of rows)."""
+
+    def __init__(self, result: ComparisonResult, extra: bool, overflow: bool | str) -> None:
+        self.result, self.extra, self.overflow = result, extra, overflow
+        self.sequence = result.op_sequence is not None
+        self.npu_address, self.truth_address = result.npu_has_address, result.ground_truth_has_address
+        self.custom = result.custom_algorithms
+        self.algorithms = result.algorithms
+        self.chosen = list(result.algorithms)
+        self.none = [NOT_COMPUTED] * len(self.algorithms)
+
+    def __call__(self, r: Row) -> list[str]:
+        if r.unmatched:
+            side = side_texts(r)
+            npu_type, npu_address, truth_type, truth_address, tensor, shape = side.values()
+        else:  # side_texts' cells, without its dict
+            if r.data_types_unknown:
+                npu_type = truth_type = NOT_COMPUTED
+            else:
+                npu_type, truth_type = r.npu_data_type or "", r.ground_truth_data_type or ""
+            npu_address, truth_address = r.npu_address, r.ground_truth_address
+            npu_address = "" if npu_address is None else (str(npu_address) if npu_address else NOT_COMPUTED)
+            truth_address = "" if truth_address is None else (str(truth_address) if truth_address else NOT_COMPUTED)
+            tensor, shape = r.tensor_index or "", r.shape
+            shape = "" if shape is None else "[" + ",".join(map(str, map(int, shape))) + "]"
+        if self.sequence:  # -r/-s: the op's id in the graph, after Index
+            cells = [str(r.index), str(self.result.op_sequence.get(id(r), "")), r.op_type, r.npu_dump, npu_type]
+        else:
+            cells = [str(r.index), r.op_type, r.npu_dump, npu_type]
+        if self.npu_address:
+            cells.append(npu_address)
+        cells += [r.ground_truth, truth_type]
+        if self.truth_address:
+            cells.append(truth_address)
+        cells += [tensor, shape]
+        res = r.result
+        overflow = self.overflow
+        if overflow == "original":  # compare --overflow-like-original (the original's -overflow_detection)
+            cells.append(original_overflow(r))
+        elif overflow:
+            cells.append("" if res is None else ("YES" if r.overflow else "NO"))
+        if self.custom is not None:
+            cells += self.custom.cells(r, _metric_cell)
+        elif res is None:
+            cells += self.none
+        elif not r.not_computed:  # one call of the core for the whole row where it computed exactly these
+            cells += metric_texts(res, self.chosen)
+        else:
+            cells += [_metric_cell(r, i) for i in self.algorithms]
+        if self.extra:
+            cells += _extra_cells(res)
+        cells.append(r.fail_reason)
+        return cells
 
 
 def row_cells(result: ComparisonResult, r: Row, *, extra: bool = False, overflow: bool = False) -> list[str]:
     """One row's cells in the original tool's columns."""
-    if r.unmatched:
-        side = side_texts(r)
-        npu_type, npu_address, truth_type, truth_address, tensor, shape = side.values()
-    else:  # side_texts' cells, without its dict (a model's worth of rows)
-        unknown = r.data_types_unknown
-        npu_type = NOT_COMPUTED if unknown else r.npu_data_type or ""
-        truth_type = NOT_COMPUTED if unknown else r.ground_truth_data_type or ""
-        npu_address, truth_address = address_text(r.npu_address), address_text(r.ground_truth_address)
-        tensor, shape = r.tensor_index or "", shape_text(r.shape)
-    cells = [str(r.index), r.op_type, r.npu_dump, npu_type]
-    if result.op_sequence is not None:  # -r/-s: the op's id in the graph, after Index
-        cells.insert(1, str(result.op_sequence.get(id(r), "")))
-    if result.npu_has_address:
-        cells.append(npu_address)
-    cells += [r.ground_truth, truth_type]
-    if result.ground_truth_has_address:
-        cells.append(truth_address)
-    cells += [tensor, shape]
-    if overflow == "original":  # compare --overflow-like-original (the original's -overflow_detection)
-        cells.append(original_overflow(r))
-    elif overflow:
-        cells.append("" if r.result is None else ("YES" if r.overflow else "NO"))
-    custom = result.custom_algorithms
-    cells += _metric_cells(r, result.algorithms) if custom is None else custom.cells(r, _metric_cell)
-    if extra:
-        cells += _extra_cells(r.result)
-    cells.append(r.fail_reason)
-    return cells
+    return _RowCells(result, extra, overflow)(r)
 
 
 def table(result: ComparisonResult, *, extra: bool = False, overflow: bool = False,
@@ -173,13 +192,16 @@ def _table_rows(result: ComparisonResult, *, extra: bool = False, overflow: bool
     """`table`'s lines one at a time: the result file is written as they come, never held whole."""
     columns = {**(result.extra_columns or {}), **(columns or {})}
     yield header(result, extra=extra, overflow=overflow) + list(columns)
+    cells = _RowCells(result, extra, overflow)
     for r in result:
-        yield _line(result, r, extra, overflow, columns)
+        yield _line(cells, r, columns)
 
 
-def _line(result: ComparisonResult, r: Row, extra: bool, overflow: bool,
-          columns: Mapping[str, Callable[[Row], str]]) -> list[str]:
-    return row_cells(result, r, extra=extra, overflow=overflow) + [cell(r) for cell in columns.values()]
+def _line(cells: _RowCells, r: Row, columns: Mapping[str, Callable[[Row], str]]) -> list[str]:
+    line = cells(r)
+    if columns:
+        line += [cell(r) for cell in columns.values()]
+    return line
 
 
 class CsvRows:
@@ -189,13 +211,14 @@ class CsvRows:
 
     def __init__(self, f: IO[bytes], result: ComparisonResult, *, extra: bool = False, overflow: bool = False,
                  columns: Mapping[str, Callable[[Row], str]] | None = None, lines: int = 4096) -> None:
-        self._f, self._result, self._extra, self._overflow = f, result, extra, overflow
+        self._f = f
         self._columns = {**(result.extra_columns or {}), **(columns or {})}
+        self._cells = _RowCells(result, extra, overflow)
         self._lines = lines
         self._pending = [header(result, extra=extra, overflow=overflow) + list(self._columns)]
 
     def add(self, r: Row) -> None:
-        self._pending.append(_line(self._result, r, self._extra, self._overflow, self._columns))
+        self._pending.append(_line(self._cells, r, self._columns))
         if len(self._pending) >= self._lines:
             self.close()
 
@@ -226,13 +249,10 @@ def csv_safe(cell: str) -> str:
 
 
 def csv_text(table: Iterable[list[str]]) -> str:
-    """The result file's CSV: formula-like cells made safe, rows ending in CR LF. Each line's text depends on that
-    line alone (`CsvRows` writes a file in pieces)."""
-    buf = io.StringIO()
-    # QUOTE_MINIMAL quotes a cell holding the separator, a quote, a CR or an LF; rows end in CR LF, as the
-    # original tool's (the csv module's default)
-    csv.writer(buf, lineterminator="\r\n").writerows([csv_safe(c) for c in row] for row in table)
-    return buf.getvalue()
+    """The result file's CSV: formula-like cells made safe (`csv_safe`), quoted as the csv module's QUOTE_MINIMAL
+    quotes them (a cell holding the separator, a quote, a CR or an LF), rows ending in CR LF, as the original tool's.
+    Each line's text depends on that line alone (`CsvRows` writes a file in pieces). Made in one core call."""
+    return core.table.csv_text(table, csv_safe, "\r\n")
 
 
 def _write_csv(f: IO[bytes], result: ComparisonResult, extra: bool, overflow: bool,
@@ -369,6 +389,4 @@ def locate_cells(result: MetricResult | None, rrmse: float, metrics: Sequence[in
 
 def locate_csv_text(table: list[list[str]]) -> str:
     """locate's CSV: rows ending in LF, formula-like cells made safe (op names are in it too)."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows([csv_safe(c) for c in row] for row in table)
-    return buf.getvalue()
+    return core.table.csv_text(table, csv_safe, "\n")

@@ -215,12 +215,17 @@ def row_keys(result: Any) -> dict[int, int]:
 def distinct_rows(result: Any) -> list[Any]:
     """The compared rows without the inputs that repeat an output: an op's output dumped again as the next op's
     input holds the same values against the same ground truth, so it would be advised twice."""
+    def truth(r: Any) -> Any:
+        return r.pair.ground_truth_key if r.pair else r.ground_truth
+
     def key(r: Any) -> tuple[Any, ...]:
-        return (r.pair.ground_truth_key if r.pair else r.ground_truth,
-                tuple(metric_texts(r.result, result.algorithms)))
+        return truth(r), tuple(metric_texts(r.result, result.algorithms))
 
     compared = [r for r in result.rows if r.result is not None]
-    outputs = {key(r) for r in compared if r.pair is None or r.pair.kind == "output"}
+    inputs = {truth(r) for r in compared if r.pair is not None and r.pair.kind != "output"}
+    # only an output of an input's ground truth can hold the input's key: the others' metric texts are not asked
+    outputs = {key(r) for r in compared if (r.pair is None or r.pair.kind == "output") and
+               truth(r) in inputs}
     return [r for r in compared if r.pair is None or r.pair.kind == "output" or key(r) not in outputs]
 
 
@@ -230,9 +235,11 @@ def _fp16_overflow(result: Any) -> list[Advice]:
         res = r.result
         if res is None:
             continue
-        peak = max(abs(res.min_y), abs(res.max_y)) if res.count else 0.0
         bad_device = res.nan_x + res.inf_x
-        if bad_device or (r.npu_data_type == "float16" and math.isfinite(peak) and peak > FP16_MAX):
+        if not bad_device and r.npu_data_type != "float16":  # the range is asked of float16 tensors only
+            continue
+        peak = max(abs(res.min_y), abs(res.max_y)) if res.count else 0.0
+        if bad_device or (math.isfinite(peak) and peak > FP16_MAX):
             ev = {"ground_truth_min": res.min_y, "ground_truth_max": res.max_y, "fp16_max": FP16_MAX,
                   "device_nan": int(res.nan_x), "device_inf": int(res.inf_x), "device_dtype": r.npu_data_type}
             parts = []

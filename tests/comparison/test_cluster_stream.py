@@ -97,7 +97,7 @@ def test_rows_reach_the_result_while_batches_run(tmp_path: Path, cluster) -> Non
 def test_a_batch_travels_packed_as_the_pairs_it_holds(tmp_path: Path) -> None:
     """What a task carries: one bytes object (nothing for Dask to walk), loaded on the worker as the pairs without
     their opened headers (`travelling`'s), every field the same, a device side's reason kept."""
-    from dumpcmp.comparison.cluster import packed, travelling, unpacked
+    from dumpcmp.comparison.cluster import packed, reopened, travelling, unpacked
     from dumpcmp.comparison.runs import paired_runs
     from dumpcmp.comparison.sources import DeviceRef
 
@@ -107,7 +107,7 @@ def test_a_batch_travels_packed_as_the_pairs_it_holds(tmp_path: Path) -> None:
     sent = packed(pairs)
     assert isinstance(sent, bytes)
     back, expected = unpacked(sent), [travelling(p) for p in pairs]
-    assert back == expected
+    assert back == expected and pickle.loads(pickle.dumps(back)) == back
     refs = 0
     for a, b in zip(back, expected):
         assert type(a) is type(b) and a.__dict__ == b.__dict__
@@ -119,4 +119,10 @@ def test_a_batch_travels_packed_as_the_pairs_it_holds(tmp_path: Path) -> None:
                 assert (x.error, x.slices) == (y.error, y.slices)
     assert refs == len(pairs) and any(p.npu_ref.error for p in back)
     assert unpacked(expected) is expected  # a list (a caller's own) is taken as it is
-    assert pickle.loads(pickle.dumps(back)) == back
+    # opened on the worker: in place (the pairs just unpacked) as when copied, every unreadable side with its reason
+    mine, copied = reopened(back, own=True), reopened(expected)
+    assert mine is back and all(r.dump is None for p in expected for r in (p.npu_ref,))
+    for a, b in zip(mine, copied):
+        assert (a.npu_ref.error, a.npu_ref.dump is None) == (b.npu_ref.error, b.npu_ref.dump is None)
+        assert (a.npu_ref.dump is None) == bool(a.npu_ref.error)
+        assert a.npu_ref.dump is None or a.npu_ref.dump.outputs[0].shape == b.npu_ref.dump.outputs[0].shape

@@ -246,14 +246,25 @@ def unpacked(pairs: bytes | list[TensorPair]) -> list[TensorPair]:
     return pickle.loads(pairs) if isinstance(pairs, bytes) else pairs
 
 
-def reopened(pairs: list[TensorPair]) -> list[TensorPair]:
+def reopened(pairs: list[TensorPair], own: bool = False) -> list[TensorPair]:
     """The pairs with their device dump headers opened here (on the worker); one that was unreadable on the client
-    keeps its reason."""
+    keeps its reason. `own`: the pairs are this call's to change (just `unpacked`): their sides are opened in place
+    rather than copied."""
     from dumpcmp.dumps.dump import open_dumps
 
     paths = sorted({ref.entry.path for p in pairs for ref in (p.npu_ref, p.ground_truth_ref)
                     if isinstance(ref, DeviceRef) and not ref.error})
     opened = dict(zip(paths, open_dumps(paths)))
+    if own:
+        for p in pairs:
+            for ref in (p.npu_ref, p.ground_truth_ref):
+                if isinstance(ref, DeviceRef) and not ref.error and ref.dump is None:  # a side two pairs share: once
+                    d = opened[ref.entry.path]
+                    if isinstance(d, Exception):
+                        ref.error = str(d)
+                    else:
+                        ref.dump = d
+        return pairs
 
     def side(ref: Any) -> Any:
         if not isinstance(ref, DeviceRef) or ref.error:
@@ -273,8 +284,9 @@ def compare_batch(pairs: bytes | list[TensorPair], custom: Any, algos: tuple[int
     from dumpcmp.comparison.sources import Sides
 
     address = _worker_address()
-    rows = compare_pairs(reopened(unpacked(pairs)), Sides(custom), algos, device_vs_device, worker_threads(threads),
-                         precise, max_elements, npu_vs_npu)
+    batch = reopened(unpacked(pairs), own=isinstance(pairs, bytes))
+    rows = compare_pairs(batch, Sides(custom), algos, device_vs_device, worker_threads(threads), precise, max_elements,
+                         npu_vs_npu)
     for row in rows:
         row.pair = None
     return address, rows

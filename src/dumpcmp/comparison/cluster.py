@@ -189,8 +189,9 @@ def travelling(pair: TensorPair) -> TensorPair:
 
 # A batch's pairs travel as one bytes object pickled here (`packed`), not as a list of objects: Dask then neither
 # walks the list looking for futures nor pickles each frozen dataclass through dataclasses' __getstate__ (which
-# looks up the fields of every object: 4 s of the client's CPU for 26,666 pairs); each object is its fields' values
-# and a function that makes it again (`_made`), a device side without its opened header (as `portable` gives it).
+# looks up the fields of every object), and the scheduler no longer unpickles every pair (docs/performance.md,
+# Cluster); each object is its fields' values and a function that makes it again (`_made`), a device side without
+# its opened header (as `portable` gives it).
 _TRAVEL_FIELDS: dict[type, tuple[str, ...]] = {}
 
 

@@ -17,7 +17,7 @@ from dumpcmp.benchmark.model import generate_model
 
 pytest.importorskip("distributed")
 
-from test_cluster import ENV, cli, cluster  # noqa: E402,F401  (cluster: the fixture, used by name)
+from test_cluster import DIE, ENV, cli, cluster, same_files, trees  # noqa: E402,F401  (cluster, trees: fixtures)
 
 # every batch but the first one the worker runs waits (60 s at most) until the client has put a row of the run into
 # its result (MARK, made by the client's row sink), then says whether it saw it
@@ -126,3 +126,22 @@ def test_a_batch_travels_packed_as_the_pairs_it_holds(tmp_path: Path) -> None:
         assert (a.npu_ref.error, a.npu_ref.dump is None) == (b.npu_ref.error, b.npu_ref.dump is None)
         assert (a.npu_ref.dump is None) == bool(a.npu_ref.error)
         assert a.npu_ref.dump is None or a.npu_ref.dump.outputs[0].shape == b.npu_ref.dump.outputs[0].shape
+
+
+def test_a_worker_killed_mid_run_leaves_the_files_whole_and_nothing_else(trees: dict[str, Path],  # noqa: F811
+                                                                          tmp_path: Path, cluster) -> None:  # noqa: F811
+    """Streamed result files, one of two `dask worker`s killed (SIGKILL) on the first batch it takes: its batch runs
+    on the other, every file is the local run's byte for byte, and the output folder holds those files and nothing
+    else (no temporary left of the rows written while batches ran)."""
+    c = cluster()
+    doomed = c.worker(preload=DIE)
+    c.worker()
+    c.wait_workers(2)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = cli("compare", "-l", trees["left"], "-r", trees["gt"], "-o", out_dir / "gt.csv", "--cluster", c.address,
+              "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert doomed.wait(timeout=10) == -9
+    same_files(trees["local"], "gt", out_dir)
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(p.name for p in trees["local"].glob("gt_*.csv"))

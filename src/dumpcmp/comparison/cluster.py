@@ -27,6 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 from dumpcmp.comparison.rows import Row
@@ -37,8 +38,8 @@ from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.progress import Progress
 
 __all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "Task", "batches", "cluster_rows", "compare_batch",
-           "connect", "placed_roots", "portable", "quiet_dask_logs", "refuse_custom", "reopened", "run_tasks",
-           "scan_on_workers", "scan_root", "threads_by_host", "travelling", "worker_threads"]
+           "connect", "packed", "placed_roots", "portable", "quiet_dask_logs", "refuse_custom", "reopened", "run_tasks",
+           "scan_on_workers", "scan_root", "threads_by_host", "travelling", "unpacked", "worker_threads"]
 
 #: seconds a scheduler has to answer
 CONNECT_TIMEOUT = 5.0
@@ -186,14 +187,85 @@ def travelling(pair: TensorPair) -> TensorPair:
     return dataclasses.replace(pair, npu_ref=portable(pair.npu_ref), ground_truth_ref=portable(pair.ground_truth_ref))
 
 
-def reopened(pairs: list[TensorPair]) -> list[TensorPair]:
+# A batch's pairs travel as one bytes object pickled here (`packed`), not as a list of objects: Dask then neither
+# walks the list looking for futures nor pickles each frozen dataclass through dataclasses' __getstate__ (which
+# looks up the fields of every object), and the scheduler no longer unpickles every pair (docs/performance.md,
+# Cluster); each object is its fields' values and a function that makes it again (`_made`), a device side without
+# its opened header (as `portable` gives it).
+_TRAVEL_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _made(kind: type, values: tuple) -> Any:
+    """An object of a travelling pair made again on the worker from its fields' values."""
+    made = object.__new__(kind)
+    for name, value in zip(_TRAVEL_FIELDS.get(kind) or _fields_of(kind), values):
+        object.__setattr__(made, name, value)
+    return made
+
+
+def _fields_of(kind: type) -> tuple[str, ...]:
+    names = _TRAVEL_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
+def _reduced(kind: type) -> Callable[[Any], tuple]:
+    values = attrgetter(*(_TRAVEL_FIELDS.get(kind) or _fields_of(kind)))  # of two fields or more: a tuple
+    return lambda obj: (_made, (kind, values(obj)))
+
+
+def _reduced_entry(entry: Any) -> tuple:  # without its opened header
+    return _made, (type(entry), (entry.path, entry.file_name, entry.name, None))
+
+
+def _reduced_device(ref: DeviceRef) -> tuple:  # without its opened header, or with why it could not be opened
+    return _made, (DeviceRef, (ref.entry, None, ref.error if ref.dump is None else "", ref.slices))
+
+
+def packed(pairs: Sequence[TensorPair]) -> bytes:
+    """A batch's pairs as they travel to a worker (`unpacked` there): without their opened headers."""
+    import copyreg
+    import io
+    import pickle
+
+    from dumpcmp.dumps.naming import DeviceDumpName, FrameworkDumpName
+    from dumpcmp.dumps.scan import DumpEntry, GroundTruthEntry
+
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    table = dict(copyreg.dispatch_table)
+    table.update({kind: _reduced(kind) for kind in (TensorPair, DeviceDumpName, GroundTruthEntry, FrameworkDumpName)})
+    table.update({DumpEntry: _reduced_entry, DeviceRef: _reduced_device})
+    pickler.dispatch_table = table
+    pickler.dump(list(pairs))
+    return out.getvalue()
+
+
+def unpacked(pairs: bytes | list[TensorPair]) -> list[TensorPair]:
+    """The pairs `packed` sent (a list given as it is)."""
+    import pickle
+
+    return pickle.loads(pairs) if isinstance(pairs, bytes) else pairs
+
+
+def reopened(pairs: list[TensorPair], own: bool = False) -> list[TensorPair]:
     """The pairs with their device dump headers opened here (on the worker); one that was unreadable on the client
-    keeps its reason."""
+    keeps its reason. `own`: the pairs are this call's to change (just `unpacked`): their sides are opened in place
+    rather than copied."""
     from dumpcmp.dumps.dump import open_dumps
 
     paths = sorted({ref.entry.path for p in pairs for ref in (p.npu_ref, p.ground_truth_ref)
                     if isinstance(ref, DeviceRef) and not ref.error})
     opened = dict(zip(paths, open_dumps(paths)))
+    if own:
+        for p in pairs:
+            for ref in (p.npu_ref, p.ground_truth_ref):
+                if isinstance(ref, DeviceRef) and not ref.error and ref.dump is None:  # a side two pairs share: once
+                    d = opened[ref.entry.path]
+                    if isinstance(d, Exception):
+                        ref.error = str(d)
+                    else:
+                        ref.dump = d
+        return pairs
 
     def side(ref: Any) -> Any:
         if not isinstance(ref, DeviceRef) or ref.error:
@@ -204,17 +276,18 @@ def reopened(pairs: list[TensorPair]) -> list[TensorPair]:
     return [dataclasses.replace(p, npu_ref=side(p.npu_ref), ground_truth_ref=side(p.ground_truth_ref)) for p in pairs]
 
 
-def compare_batch(pairs: list[TensorPair], custom: Any, algos: tuple[int, ...], device_vs_device: bool,
+def compare_batch(pairs: bytes | list[TensorPair], custom: Any, algos: tuple[int, ...], device_vs_device: bool,
                   threads: int | dict[str, int], precise: bool, max_elements: int = 0,
                   npu_vs_npu: str = "restored") -> tuple[str, list[Row]]:
-    """A task: the rows of a batch of pairs (travelled without their headers), compared on the worker that runs it,
-    without their pairs (the client has them). Returns (this worker's address, rows)."""
+    """A task: the rows of a batch of pairs (travelled without their headers, `packed`), compared on the worker that
+    runs it, without their pairs (the client has them). Returns (this worker's address, rows)."""
     from dumpcmp.comparison.compare import compare_pairs
     from dumpcmp.comparison.sources import Sides
 
     address = _worker_address()
-    rows = compare_pairs(reopened(pairs), Sides(custom), algos, device_vs_device, worker_threads(threads), precise,
-                         max_elements, npu_vs_npu)
+    batch = reopened(unpacked(pairs), own=isinstance(pairs, bytes))
+    rows = compare_pairs(batch, Sides(custom), algos, device_vs_device, worker_threads(threads), precise, max_elements,
+                         npu_vs_npu)
     for row in rows:
         row.pair = None
     return address, rows
@@ -466,6 +539,9 @@ class Task:
     holders: list[str] | None = None
     keys: Sequence[str] = ()
     weight: int = 1
+    make: Callable[[], tuple] | None = None
+    """The arguments made when the task is submitted (each time it is), instead of `args`: the first task runs
+    while the next ones are made, and no task's arguments wait in memory for the others."""
 
 
 def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, quiet: bool,
@@ -494,7 +570,9 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
 
     def submit(number: int, holders: list[str] | None) -> None:
         attempts[number] = attempts.get(number, -1) + 1
-        future = client.submit(function, *tasks[number].args, key=f"{name}-{token}-{number}-{attempts[number]}",
+        task = tasks[number]
+        args = task.args if task.make is None else task.make()
+        future = client.submit(function, *args, key=f"{name}-{token}-{number}-{attempts[number]}",
                                pure=False, retries=retries,
                                **({"workers": holders, "allow_other_workers": False} if holders else {}))
         waiting.futures[future] = number
@@ -566,11 +644,14 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
     engine_threads: int | dict[str, int] = threads if threads > 0 else threads_by_host(bare)
     plan = [(k, span) for k, run in enumerate(runs)
             for span in batches(run.pairs, workers, placed.sizes if placed else None, target)]
-    tasks = [Task(([travelling(runs[k].pairs[i]) for i in span], custom, algos, runs[k].device_vs_device,
-                   engine_threads, precise, max_elements, npu_vs_npu),
-                  placed.holders.get(runs[k].run) if placed else None,
+
+    def made(k: int, span: range) -> tuple:
+        return (packed(runs[k].pairs[span.start:span.stop]), custom, algos, runs[k].device_vs_device, engine_threads,
+                precise, max_elements, npu_vs_npu)
+
+    tasks = [Task((), placed.holders.get(runs[k].run) if placed else None,
                   placed.keys.get(runs[k].run, ()) if placed else (),
-                  sum(1 for i in span if runs[k].pairs[i].comparable)) for k, span in plan]
+                  sum(1 for i in span if runs[k].pairs[i].comparable), partial(made, k, span)) for k, span in plan]
     label = runs[0].run if len(runs) == 1 else f"{len(runs)} runs"
     collected: list[list[Row | None]] | None = None
     if puts is None:  # kept, in pair order

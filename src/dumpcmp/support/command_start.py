@@ -64,15 +64,20 @@ def _quit(signum: int, frame: object) -> None:
 def begin() -> None:
     """From now on SIGINT, SIGTERM and SIGHUP end the process at once (those still at their default: a signal the
     parent set to be ignored stays ignored). Main thread of the command only."""
-    if not is_command():
-        return
-    for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL),
-                         (signal.SIGHUP, signal.SIG_DFL)):
-        now = signal.getsignal(sig)
-        if now is _quit or now == default:
-            if not _set(sig, _quit):
-                return
-            _replaced.setdefault(sig, default)
+    try:
+        if not is_command():
+            return
+        for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL),
+                             (signal.SIGHUP, signal.SIG_DFL)):
+            now = signal.getsignal(sig)
+            if now is _quit or now == default:
+                if not _set(sig, _quit):
+                    return
+                _replaced.setdefault(sig, default)
+    except KeyboardInterrupt:  # a Ctrl-C before SIGINT's handler was in place: Python's default handler raised it
+        if is_command():
+            stop(signal.SIGINT)
+        raise
 
 
 def finish() -> None:

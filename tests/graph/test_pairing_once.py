@@ -79,12 +79,18 @@ def test_device_ops_sort_by_their_order_keys_whatever_their_types():
         device = [DeviceOp(f"op{k}", "T", 0, 1, order=o) for k, o in enumerate(orders)]
         return [p.npu_op for p in pair_with_ground_truth(device, {})]
 
-    def by_rule(orders):  # numbers first, by value; then the others by their text; None last
+    def by_rule(orders):  # numbers by value; tuples part by part (numbers, text, None); the others by text; None last
+        def part(p):
+            return (2, "") if p is None else (0, p) if isinstance(p, (int, float)) else (1, str(p))
+
         def key(k):
             o = orders[k]
-            return (2, "") if o is None else (0, o) if isinstance(o, (int, float)) else (1, str(o))
+            if isinstance(o, tuple):
+                return (1, tuple(map(part, o)))
+            return (3, "") if o is None else (0, o) if isinstance(o, (int, float)) else (2, str(o))
         return [f"op{k}" for k in sorted(range(len(orders)), key=key)]
 
     for orders in ([3, 1.5, 2, 0], [(2, "b"), (10, "a"), (1, "z")], ["10", "9", "1"], [3, None, 1, "x", (0,), True],
-                   [2.0, math.nan, 1, 0.5], [(1, 2), None, (0, 5)], [True, 0, 2]):
+                   [2.0, math.nan, 1, 0.5], [(1, 2), None, (0, 5)], [True, 0, 2],
+                   [(1, None), (1, 2), (1, "a"), (0, None)]):
         assert order_of(orders) == by_rule(orders), orders

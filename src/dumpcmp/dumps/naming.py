@@ -57,7 +57,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Hashable, Iterable, Mapping, TypeVar, Union
+from typing import Any, Callable, Hashable, Iterable, Mapping, TypeVar, Union
 
 from dumpcmp.errors import NamingError
 from dumpcmp.support.native import core
@@ -452,7 +452,7 @@ T = TypeVar("T")
 
 
 def newest_by_key(items: Iterable[T], key: Callable[[T], Hashable], timestamp: Callable[[T], int],
-                  tie: Callable[[T], str] = str) -> dict[Hashable, T]:
+                  tie: Callable[[T], Any] = str) -> dict[Hashable, T]:
     """Newest wins: for each key, the item with the largest timestamp.
 
     Equal timestamps are settled by the largest `tie` value (the path, usually) so that the choice does not

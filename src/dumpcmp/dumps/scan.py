@@ -215,9 +215,10 @@ class DumpGroup:
         return out
 
     def newest(self) -> dict[str, DumpEntry]:
-        """op name -> its newest dump (newest timestamp wins), in execution order of those dumps."""
+        """op name -> its newest dump (newest timestamp wins; at one timestamp the last in execution order: the
+        greatest task id, as a number), in execution order of those dumps."""
         best = naming.newest_by_key(self.entries, key=lambda e: e.name.op_name, timestamp=lambda e: e.name.timestamp,
-                                    tie=lambda e: e.path)
+                                    tie=lambda e: (e.order(), e.path))
         return {e.name.op_name: e for e in _in_order(best.values())}  # type: ignore[arg-type]
 
 

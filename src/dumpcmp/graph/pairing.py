@@ -642,22 +642,39 @@ def _newest(ops: Iterable[DeviceOp], key: Any) -> list[DeviceOp]:
     values = list(chosen.values())
     orders = [op.order for op in values]
     types = set(map(type, orders))
-    if types <= {int, float}:
-        keys: list[Any] = orders  # (0, order) for every op: the orders compare as their keys do
-    elif not any(t is type(None) or issubclass(t, (int, float)) for t in types):
-        keys = list(map(str, orders))  # (1, str(order)) for every op
+    if types <= {int, float} or types == {tuple}:
+        # numbers: (0, order) for every op, the orders compare as their keys do; tuples (a dump's timestamp, task,
+        # ...): (1, parts), which compare natively as their keys do unless two parts of different types meet
+        try:
+            return [values[n] for n in sorted(range(len(values)), key=orders.__getitem__)]
+        except TypeError:
+            pass
+    if not any(t is type(None) or t is tuple or issubclass(t, (int, float)) for t in types):
+        keys: list[Any] = list(map(str, orders))  # (2, str(order)) for every op
     else:
         keys = [_order_key(op) for op in values]
     return [values[n] for n in sorted(range(len(values)), key=keys.__getitem__)]
 
 
 def _order_key(op: DeviceOp) -> tuple[int, Any]:
-    # None sorts last; mixed types fall back to their text so sorting never raises.
-    if op.order is None:
+    """Numbers by value, then tuples part by part (numbers by value before text, None last), then other values by
+    their text, None last: a dump's (timestamp, task id, ...) compares as numbers, task 9 before task 10."""
+    order = op.order
+    if order is None:
+        return (3, "")
+    if isinstance(order, (int, float)):
+        return (0, order)
+    if isinstance(order, tuple):
+        return (1, tuple(_part_key(p) for p in order))
+    return (2, str(order))
+
+
+def _part_key(part: Any) -> tuple[int, Any]:
+    if part is None:
         return (2, "")
-    if isinstance(op.order, (int, float)):
-        return (0, op.order)
-    return (1, str(op.order))
+    if isinstance(part, (int, float)):
+        return (0, part)
+    return (1, part if isinstance(part, str) else str(part))
 
 
 def _tensor_index(op_name: str, kind: str, i: int) -> str:

@@ -361,7 +361,7 @@ class _GraphIndex:
         self.owner: dict[str, Op] = {}
         self.shared_names: set[str] = set()
         owner, shared = self.owner, self.shared_names
-        first_l1: dict[str, str] = {}
+        first_l1: dict[tuple[str, str], str] = {}  # (graph, L1 fusion number): a name may hold any character
         self.duplicates = frozenset(graph.duplicate_names)
         self._pass_through_ends: dict[tuple[str, int], tuple[Op, int, bool]] = {}
         for op in ops:
@@ -375,7 +375,7 @@ class _GraphIndex:
                     shared.add(n)
                     union(first.name, name)
             if op.l1_fusion_no is not None:
-                first_name = first_l1.setdefault(f"{op.graph}:{op.l1_fusion_no}", name)
+                first_name = first_l1.setdefault((op.graph, op.l1_fusion_no), name)
                 if first_name != name:
                     union(first_name, name)
         self.group_last: dict[str, Op] = {}

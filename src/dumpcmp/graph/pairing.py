@@ -25,8 +25,9 @@ The rules (docs/formats.md#pairing-rules), and the choices made where the format
   inserted op that has no explicit origin: a Cast/TransData holds its input's values.
 * Without a graph, a device op pairs by name: output i with `{op_name}.{i}`; inputs have no ground truth.
 * Names are matched exactly first, then with `.`, `/`, `\\` and spaces replaced by `_`, as the runtime writes them.
-* Quantized models: outputs of quantize ops (type AscendQuant or a name with `_quant_layer`), inputs of dequantize
-  ops (AscendDequant) and any tensor the graph says is int8/int4 are raw integers and get a `skip_reason`.
+* Quantized models: outputs of quantize ops (type AscendQuant or a name with `_quant_layer`) and inputs of
+  dequantize ops (AscendDequant) are raw integers and get a `skip_reason`. The rule goes by op, never by dtype: any
+  other int8/int4 tensor (an int8 Cast, an int8 weight) is compared as values, as the original does.
 * A device op listed twice (several dumps of one op) keeps the one with the greatest order key (the newest).
 """
 
@@ -70,7 +71,6 @@ DEQUANTIZE_TYPES = frozenset({"AscendDequant"})
 QUANTIZING_TYPES = QUANTIZE_TYPES | {"QuantizeLinear"}
 #: every op that quantizes, dequantizes or requantizes, under the device's names or ONNX's
 QUANT_DEQUANT_TYPES = QUANTIZING_TYPES | DEQUANTIZE_TYPES | {"AscendRequant", "AscendAntiQuant", "DequantizeLinear"}
-_RAW_INTEGER_DTYPES = frozenset({"DT_INT8", "INT8", "DT_INT4", "INT4"})
 # Ops that are never executed, so never the op holding a fused group's output.
 _NOT_EXECUTED_TYPES = frozenset({"Const", "Constant"})
 _position = attrgetter("position")
@@ -213,13 +213,13 @@ def quant_skip_reason(
     op_name: str,
     op_type: str,
     kind: str,
-    dtype: str | None = None,
     original_names: Iterable[str] = (),
 ) -> str | None:
     """Why this tensor must not be compared as it is (raw integers of a quantized model), or None.
 
-    `dtype` is the tensor's data type if known (graph `DT_*` name or dump name); `original_names` the op's
-    original names before any `-q` merge, which may name a `_quant_layer`.
+    `original_names` are the op's original names before any `-q` merge, which may name a `_quant_layer`. The data
+    type is not asked: the original skips by op, and compares an int8 tensor of any other op as values
+    (docs/formats.md#quantization-rules; tests/oracle's int8 Cast and int8 weight).
     """
     # (joined by a character the marker does not hold, so the marker is found in one name)
     quantize = op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or "_quant_layer" in "\x00".join(original_names)
@@ -535,7 +535,7 @@ class _InGraph:
                 shown: tuple[str, ...] = ()
             else:
                 shown = (name,) if explicit else self.graph.original_names(producer)
-            skip = quant_skip_reason(producer.name, producer.type, "output", None,
+            skip = quant_skip_reason(producer.name, producer.type, "output",
                                      producer.unmerged_original_op_names or ())
             got = (name, desc, producer, note, key, ref, shown, skip)
             if self.remember:
@@ -546,8 +546,8 @@ class _InGraph:
         """The rows of `dev`'s tensors, found in the graph as `op`, added to `rows`: its inputs, then its outputs."""
         relation = self.index.relation(op)
         originals = op.unmerged_original_op_names or ()
-        skip_in = quant_skip_reason(op.name, op.type, "input", None, originals)
-        skip_out = quant_skip_reason(op.name, op.type, "output", None, originals)
+        skip_in = quant_skip_reason(op.name, op.type, "input", originals)
+        skip_out = quant_skip_reason(op.name, op.type, "output", originals)
         npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
         data_inputs = op.data_inputs
         input_desc = op.input_desc

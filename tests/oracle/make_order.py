@@ -17,14 +17,17 @@ The corpus (NPU vs NPU, no graph; `left` and `right`, the same ops):
     right holds only the second's values: the metrics say which file was taken;
   - `Mul.dup` on the left twice, tasks 9 and 10 at one timestamp, different outputs; the right holds task 10's.
 
-    python tests/oracle/make_order.py --msaccucmp CHECKOUT --python PYTHON   (writes expected/order/)
+    python tests/oracle/make_order.py --msaccucmp CHECKOUT --python PYTHON \
+        --msprobe-current MSPROBE_CHECKOUT --python-current PYTHON   (writes expected/order/)
 
-(regenerate.py --msaccucmp runs it too.) `build(directory)` writes the corpus; test_order.py runs dumpcmp on it.
+(the interpreters as regenerate.py's; both versions run on one corpus, so one directory listing explains both.)
+`build(directory)` writes the corpus; test_order.py runs dumpcmp on it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -44,6 +47,8 @@ LONG = 1000000000000000
 EXPECTED = HERE / "expected" / "order"
 #: the original's result file of the corpus, NPU vs NPU
 RESULT = "order_result.csv"
+#: the current version's (msprobe 8ff00da3, through tests/oracle/standin's dump parser)
+CURRENT_RESULT = "order_current_result.csv"
 
 
 def _values(seed: int) -> np.ndarray:
@@ -76,32 +81,58 @@ def build(directory: str | Path) -> dict[str, Path]:
     return {"left": left, "right": right}
 
 
-def original_runs(python: str, tool: Path, expected: Path = EXPECTED) -> None:
-    """Run 72c5bd4c's msaccucmp (the checkout holding src/compare/msaccucmp.py) on the corpus; keep its result."""
+def original_runs(python: str, tool: Path | None, expected: Path = EXPECTED, python_current: str | None = None,
+                  current: Path | None = None) -> None:
+    """Run 72c5bd4c's msaccucmp (`tool`: the checkout holding src/compare/msaccucmp.py) and, with `current` (a
+    checkout holding python/msprobe/msaccucmp), the current one through the stand-in dump parser, on one corpus;
+    keep their results and the directory order they both saw in `expected`."""
     import regenerate
 
     with tempfile.TemporaryDirectory(prefix="oracle-order-") as tmp:
         root = Path(tmp).resolve()
         corpus = root / "corpus"
         paths = build(corpus)
-        out = root / "out"
-        out.mkdir()
-        regenerate.run_tool(python, tool, ["-m", str(paths["left"]), "-g", str(paths["right"]), "-out", str(out)])
+        args = ["-m", str(paths["left"]), "-g", str(paths["right"])]
+        kept: dict[str, Path] = {}
+        if tool is not None:
+            out = root / "out"
+            out.mkdir()
+            regenerate.run_tool(python, tool, [*args, "-out", str(out)])
+            kept[RESULT] = regenerate.model_result(out)
+        if current is not None:
+            out = root / "current"
+            out.mkdir()
+            lib = regenerate.build_standin(out)
+            env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(filter(None, [str(lib),
+                                                                                  os.environ.get("LD_LIBRARY_PATH")])))
+            cwd = current / regenerate.CURRENT_TOOL
+            proc = subprocess.run([python_current or python, str(cwd / "msaccucmp.py"), "compare", *args, "-out",
+                                   str(out)], cwd=cwd, capture_output=True, text=True, env=env)
+            if proc.returncode not in (0, 2) or "Failed to load libascend_dump_parser.so" in proc.stdout + proc.stderr:
+                sys.stderr.write((proc.stdout + proc.stderr)[-4000:])
+                raise SystemExit(f"msaccucmp (current) failed ({proc.returncode})")
+            kept[CURRENT_RESULT] = regenerate.model_result(out)
         if expected.exists():
             shutil.rmtree(expected)
-        regenerate.keep(regenerate.model_result(out), expected / RESULT, corpus)
+        for name, found in kept.items():
+            regenerate.keep(found, expected / name, corpus)
         listing = subprocess.run([python, "-c", "import os, sys; print(*os.listdir(sys.argv[1]), sep=chr(10))",
                                   str(paths["left"])], capture_output=True, text=True, check=True).stdout
-        # the directory order the original saw (it decides its ties): kept to read the result by
+        # the directory order the originals saw (it decides their ties): kept to read the results by
         (expected / "left_listing.txt").write_text(listing, encoding="utf-8")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--msaccucmp", type=Path, required=True, help="checkout holding src/compare/msaccucmp.py")
+    ap.add_argument("--msaccucmp", type=Path, help="checkout holding src/compare/msaccucmp.py (72c5bd4c)")
     ap.add_argument("--python", default=sys.executable, help="interpreter that runs msaccucmp")
+    ap.add_argument("--msprobe-current", type=Path, help="checkout holding python/msprobe/msaccucmp/msaccucmp.py")
+    ap.add_argument("--python-current", help="interpreter that runs the current msaccucmp")
     args = ap.parse_args()
-    original_runs(args.python, args.msaccucmp.resolve())
+    if args.msaccucmp is None or args.msprobe_current is None:
+        ap.error("give --msaccucmp and --msprobe-current: both run on one corpus, whose directory order is kept")
+    original_runs(args.python, args.msaccucmp.resolve(), python_current=args.python_current,
+                  current=args.msprobe_current.resolve())
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Execution order and the newest dump of an op, against the original tool's output on the order corpus
-(make_order.py: timestamps of different lengths, tasks 9 and 10 at one timestamp, two dumps of one op).
+(make_order.py: timestamps of different lengths, tasks 9 and 10 at one timestamp, two dumps of one op), both
+versions': 72c5bd4c's and the current one's (msprobe 8ff00da3).
 
 Where timestamps differ the original decides (as integers) and dumpcmp must agree, row for row and cell for cell;
 at equal timestamps the original follows the directory listing (kept beside its result), and dumpcmp follows the
@@ -22,7 +23,7 @@ EXPECTED = make_order.EXPECTED
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def ours(tmp_path_factory):
     from dumpcmp.cli import main
 
     root = tmp_path_factory.mktemp("order")
@@ -31,9 +32,12 @@ def results(tmp_path_factory):
     out = root / make_order.RESULT
     assert main(["compare", "-l", str(paths["left"]), "-r", str(paths["right"]), "-o", str(out), "--quiet",
                  "--npu-vs-npu", "raw"]) == 0
-    theirs = read_rows((EXPECTED / make_order.RESULT).read_text(encoding="utf-8"))
-    mine = read_rows(corpus_text(out, corpus))
-    return theirs, mine
+    return read_rows(corpus_text(out, corpus))
+
+
+@pytest.fixture(params=[make_order.RESULT, make_order.CURRENT_RESULT])
+def results(request, ours):
+    return read_rows((EXPECTED / request.param).read_text(encoding="utf-8")), ours
 
 
 def ops_in_order(rows):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given, settings, strategies as st
+
 from helpers import graphjson as gj
 from dumpcmp.graph.graph_json import load_graph
 from dumpcmp.graph.pairing import DeviceOp, pair_device_to_device, pair_with_ground_truth
@@ -74,3 +76,34 @@ def test_many_ops_sort_as_the_numeric_rule_says():
     device = [DeviceOp(f"op{k}", "T", 0, 1, order=o) for k, o in enumerate(orders)]
     expected = [f"op{k}" for k in sorted(range(len(orders)), key=lambda k: orders[k])]
     assert ops_of(pair_with_ground_truth(device, {})) == expected
+
+
+parts = st.one_of(st.integers(-3, 12), st.sampled_from(["a", "b", "10", "9"]), st.none(), st.just(2.5))
+orders = st.one_of(st.tuples(parts, parts), st.tuples(parts, parts, parts), st.integers(0, 5), st.none(),
+                   st.sampled_from(["x", "10"]))
+
+
+def reference_key(order):
+    """The rule, written apart: numbers by value; tuples part by part (numbers by value, then text, then None),
+    a shorter tuple first when it is a prefix; other values by their text; None last."""
+    def part(p):
+        if p is None:
+            return (2, "")
+        return (0, p) if isinstance(p, (int, float)) else (1, str(p))
+    if order is None:
+        return (3, "")
+    if isinstance(order, (int, float)):
+        return (0, order)
+    if isinstance(order, tuple):
+        return (1, [part(p) for p in order])
+    return (2, str(order))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(orders, max_size=12), st.booleans())
+def test_any_orders_sort_by_the_rule_and_never_raise(values, only_tuples):
+    if only_tuples:
+        values = [v for v in values if isinstance(v, tuple)]
+    device = [DeviceOp(f"op{k}", "T", 0, 1, order=o) for k, o in enumerate(values)]
+    got = ops_of(pair_with_ground_truth(device, {}))
+    assert got == [f"op{k}" for k in sorted(range(len(values)), key=lambda k: reference_key(values[k]))]

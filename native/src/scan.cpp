@@ -157,7 +157,9 @@ int list_folder(const std::string& folder, std::vector<FolderItem>& items) {
         if (item.type != FolderItem::file) continue;
         item.parsed = parse_dump_name(item.name);
         if (!item.parsed.fits) item.parsed.kind = NameKind::other;
-        if (item.parsed.kind != NameKind::other && ::faccessat(fd, item.name.c_str(), R_OK, 0) != 0)
+        // AT_EACCESS: readable by the effective ids, which open() uses (not the real ones: a setuid tool, a process
+        // that gave root up with seteuid)
+        if (item.parsed.kind != NameKind::other && ::faccessat(fd, item.name.c_str(), R_OK, AT_EACCESS) != 0)
             item.type = FolderItem::unreadable;
     }
     ::closedir(dir);

@@ -469,7 +469,7 @@ class _Scanner:
             path = prefix + file_name
             name = file_name
             if is_stats_file_name(file_name):
-                if not readable(path, os.R_OK):
+                if not readable(path, os.R_OK, effective_ids=True):  # the ids open() uses, as the core asks
                     self.skipped.append(Skipped(path, "not readable (permission denied)"))
                 else:
                     self.stats.append(StatsEntry(path, file_name, _run_key(folder, set())))
@@ -490,7 +490,7 @@ class _Scanner:
                     f"{naming.MAPPING_FILE} maps it to {name!r}, which fits no naming scheme"
                 self.skipped.append(Skipped(path, reason))
                 continue
-            if not readable(path, os.R_OK):
+            if not readable(path, os.R_OK, effective_ids=True):
                 self.skipped.append(Skipped(path, "not readable (permission denied)"))
                 continue
             if isinstance(parsed, DeviceDumpName):

@@ -5,13 +5,13 @@ is the reference the scan's answer is checked against."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 
 import pytest
 
+from helpers.forked import in_child
 from dumpcmp.dumps.scan import scan, scan_ground_truth
 
 T0 = 1700000000000000
@@ -34,39 +34,28 @@ def run_as(real: int, effective: int, mode: int) -> dict:
             with open(path, "wb") as handle:
                 handle.write(b"\x93NUMPY" if key == "gt" else b"")
             os.chmod(path, 0o644 if key == "open" else mode)
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into pytest
-            code = 1
-            try:
-                os.close(read)
-                os.setgroups([])
-                os.setresgid(NOBODY if real else 0, NOBODY if effective else 0, 0)
-                os.setresuid(real, effective, 0)
-                opens = {}
-                for key, folder in (("dev", "dump"), ("gt", "gt")):
-                    try:
-                        with open(os.path.join(top, folder, names[key]), "rb"):
-                            opens[key] = True
-                    except PermissionError:
-                        opens[key] = False
-                device = scan(os.path.join(top, "dump"))
-                truth = scan_ground_truth(os.path.join(top, "gt"))
-                out = {"opens": opens,
-                       "skipped": sorted(os.path.basename(s.path) for s in device.skipped + truth.skipped
-                                         if s.reason == "not readable (permission denied)"),
-                       "ops": [e.op_name for e in device.entries()], "gt": sorted(truth.files)}
-                os.write(write, json.dumps(out).encode())
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        with os.fdopen(read, "rb") as pipe:
-            data = pipe.read()
-        assert os.waitpid(pid, 0)[1] == 0
+
+        def child() -> dict:
+            os.setgroups([])
+            os.setresgid(NOBODY if real else 0, NOBODY if effective else 0, 0)
+            os.setresuid(real, effective, 0)
+            opens = {}
+            for key, folder in (("dev", "dump"), ("gt", "gt")):
+                try:
+                    with open(os.path.join(top, folder, names[key]), "rb"):
+                        opens[key] = True
+                except PermissionError:
+                    opens[key] = False
+            device = scan(os.path.join(top, "dump"))
+            truth = scan_ground_truth(os.path.join(top, "gt"))
+            return {"opens": opens,
+                    "skipped": sorted(os.path.basename(s.path) for s in device.skipped + truth.skipped
+                                      if s.reason == "not readable (permission denied)"),
+                    "ops": [e.op_name for e in device.entries()], "gt": sorted(truth.files)}
+
+        return in_child(child)
     finally:
         shutil.rmtree(top)
-    return json.loads(data)
 
 
 def test_a_file_the_effective_uid_cannot_open_is_unreadable():

@@ -28,7 +28,8 @@ The rules (docs/formats.md#pairing-rules), and the choices made where the format
 * Quantized models: outputs of quantize ops (type AscendQuant or a name with `_quant_layer`) and inputs of
   dequantize ops (AscendDequant) are raw integers and get a `skip_reason`. The rule goes by op, never by dtype: any
   other int8/int4 tensor (an int8 Cast, an int8 weight) is compared as values, as the original does.
-* A device op listed twice (several dumps of one op) keeps the one with the greatest order key (the newest).
+* A device op listed twice (several dumps of one op) keeps the one with the greatest order key (the newest). Order
+  keys that are tuples (a dump's timestamp, task id, ...) compare part by part as numbers, never as their text.
 """
 
 from __future__ import annotations

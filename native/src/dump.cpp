@@ -743,20 +743,28 @@ DumpHead::DumpHead(std::string path, const DumpHeader& h)
     std::size_t dims = 0;
     for (const auto* ts : {&h.inputs, &h.outputs})
         for (const auto& t : *ts) dims += t.shape.size() + t.original_shape.size();
-    tensors_.reserve(h.inputs.size() + h.outputs.size());
-    dims_.reserve(dims);
+    const std::size_t n = h.inputs.size() + h.outputs.size();
+    if (n > 0) tensors_.reset(new Packed[n]);
+    if (dims > 0) dims_.reset(new std::int64_t[dims]);
+    std::uint32_t at = 0;
+    std::uint32_t used = 0;
     for (const auto* ts : {&h.inputs, &h.outputs})
         for (const auto& t : *ts) {
-            Packed p{t.address, t.size, t.file_offset, t.offset, t.data_type, t.format, t.sub_format, t.arg_index,
-                     t.input_type, static_cast<std::uint32_t>(dims_.size()),
-                     static_cast<std::uint8_t>(t.shape.size()), static_cast<std::uint8_t>(t.original_shape.size()),
-                     t.has_original_shape, t.has_original_op || !t.dim_range.empty()};
-            dims_.insert(dims_.end(), t.shape.begin(), t.shape.end());  // at most 64 of each (parse_shape)
-            dims_.insert(dims_.end(), t.original_shape.begin(), t.original_shape.end());
-            if (p.extra)
-                extras_.push_back(Extra{static_cast<std::uint32_t>(tensors_.size()), t.has_original_op,
-                                        t.original_op, t.dim_range});
-            tensors_.push_back(p);
+            Packed& p = tensors_[at];
+            p = Packed{t.address, t.size, t.file_offset, t.offset, t.data_type, t.format, t.sub_format, t.arg_index,
+                       t.input_type, used, static_cast<std::uint8_t>(t.shape.size()),
+                       static_cast<std::uint8_t>(t.original_shape.size()), t.has_original_shape,
+                       t.has_original_op || !t.dim_range.empty()};
+            // at most 64 dimensions each (parse_shape), 65,536 tensors (kMaxTensors): the counts fit
+            std::copy(t.shape.begin(), t.shape.end(), dims_.get() + used);
+            used += static_cast<std::uint32_t>(t.shape.size());
+            std::copy(t.original_shape.begin(), t.original_shape.end(), dims_.get() + used);
+            used += static_cast<std::uint32_t>(t.original_shape.size());
+            if (p.extra) {
+                if (!extras_) extras_ = std::make_unique<std::vector<Extra>>();
+                extras_->push_back(Extra{at, t.has_original_op, t.original_op, t.dim_range});
+            }
+            ++at;
         }
 }
 
@@ -776,7 +784,7 @@ TensorDesc DumpHead::tensor(TensorKind kind, std::size_t index) const {
     t.index = static_cast<std::uint32_t>(index);
     t.data_type = p.data_type;
     t.format = p.format;
-    const auto first = dims_.begin() + p.dims;
+    const std::int64_t* first = dims_.get() + p.dims;
     t.shape.assign(first, first + p.ndim);
     t.original_shape.assign(first + p.ndim, first + p.ndim + p.original_ndim);
     t.has_original_shape = p.has_original_shape;
@@ -788,7 +796,7 @@ TensorDesc DumpHead::tensor(TensorKind kind, std::size_t index) const {
     t.arg_index = p.arg_index;
     t.input_type = p.input_type;
     if (p.extra)
-        for (const Extra& e : extras_)
+        for (const Extra& e : *extras_)
             if (e.tensor == at) {
                 t.has_original_op = e.has_original_op;
                 t.original_op = e.original_op;
@@ -797,7 +805,11 @@ TensorDesc DumpHead::tensor(TensorKind kind, std::size_t index) const {
     return t;
 }
 
-MappedFilePtr DumpHead::mapping() const { return map_unchanged(path_, file_size_, mutex_, mapping_); }
+MappedFilePtr DumpHead::mapping() const {
+    static std::mutex locks[64];  // one of these per head, not a mutex each (10^5 heads are held)
+    std::mutex& lock = locks[(reinterpret_cast<std::uintptr_t>(this) / alignof(DumpHead)) % 64];
+    return map_unchanged(path_, file_size_, lock, mapping_);
+}
 
 const std::uint8_t* DumpHead::tensor_bytes(const TensorDesc& t, MappedFilePtr* keep_alive) const {
     std::string err = check_tensor_desc(t);

@@ -158,15 +158,15 @@ private:
         OriginalOp original_op;
         std::vector<std::pair<std::uint64_t, std::uint64_t>> dim_range;
     };
+    // Arrays, not vectors, and no mutex of its own (mapping() takes one of a few shared ones): 10^5 are held.
     std::string path_;
     std::uint64_t file_size_ = 0;
     std::uint64_t header_size_ = 0;
     std::uint32_t counts_[4] = {0, 0, 0, 0};
     bool legacy_ = false;
-    std::vector<Packed> tensors_;  // the inputs, then the outputs
-    std::vector<std::int64_t> dims_;
-    std::vector<Extra> extras_;
-    mutable std::mutex mutex_;
+    std::unique_ptr<Packed[]> tensors_;  // the inputs, then the outputs
+    std::unique_ptr<std::int64_t[]> dims_;
+    std::unique_ptr<std::vector<Extra>> extras_;
     mutable std::weak_ptr<const MappedFile> mapping_;
 };
 

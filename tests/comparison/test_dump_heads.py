@@ -72,6 +72,7 @@ def test_a_head_dump_of_a_file_changed_since_is_refused_naming_it(tmp_path):
         core.compare.source_from_dump(head._file, "output", 0)
     with pytest.raises(DumpError, match="changed on disk"):
         head.outputs[0].array()
+    assert repr(head) == "<HeadDump Conv2D.conv1.1.1700000000000000 inputs=2 outputs=2>"  # from what is kept
     # unreadable ones: the error per path, as open_dumps gives it
     (bad,) = open_heads([str(tmp_path / "missing")])
     (bad_whole,) = dumpcmp.open_dumps([str(tmp_path / "missing")])

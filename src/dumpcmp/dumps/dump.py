@@ -183,8 +183,8 @@ class HeadDump(Dump):
         self._file = file  # no Tensor cache: 10^5 of them are held
 
     def _kind(self, kind: str) -> list[Tensor]:
-        if kind in ("buffer", "workspace"):
-            return self.full()._kind(kind)
+        if kind in ("buffer", "workspace"):  # not kept: read again, when the dump has any
+            return self.full()._kind(kind) if self._file.count(kind) else []
         file = self._file
         return [Tensor(file, t) for t in file.tensors(kind)]
 
@@ -197,7 +197,14 @@ class HeadDump(Dump):
         return open_dump(os.fsdecode(self._file.path))
 
     def descs(self) -> list[core.dump.TensorDesc]:
-        return self.full().descs()
+        kept = self._file.tensors("input") + self._file.tensors("output")
+        if not (self._file.count("buffer") or self._file.count("workspace")):
+            return kept
+        return kept + [t for t in self.full().descs() if t.kind in ("buffer", "workspace")]
+
+    def __repr__(self) -> str:  # from what is kept: a repr never reads the file (which may have changed since)
+        return (f"<HeadDump {os.path.basename(self.path)} inputs={self.count('input')} "
+                f"outputs={self.count('output')}>")
 
     op_name = property(lambda self: self.full().op_name)
     version = property(lambda self: self.full().version)

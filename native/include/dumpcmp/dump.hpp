@@ -122,9 +122,9 @@ private:
 // Empty when a tensor's bytes fit its data type and shape, else why not (DumpFile::check_tensor).
 std::string check_tensor_desc(const TensorDesc& t);
 
-// A dump's header kept small (issue #35): what comparing its inputs and outputs needs, every field of theirs, in
-// about a tenth of a DumpHeader's memory (a run of 10^5 dumps holds one per dump until its pairs are compared);
-// of the buffers and workspaces only their count. Its bytes are read as a DumpFile's are: mapped (or read, when
+// A dump's header kept small (issue #35): every field of its inputs and outputs, in about half a DumpFile's memory
+// (a run of 10^5 dumps holds one per dump until its pairs are compared); of the buffers and workspaces only their
+// count. Its bytes are read as a DumpFile's are: mapped (or read, when
 // small) on request, and an error naming the file when its size changed since the header was read.
 class DumpHead {
 public:

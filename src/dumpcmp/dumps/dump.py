@@ -172,10 +172,11 @@ class Dump:
 
 
 class HeadDump(Dump):
-    """A dump held as its header's inputs and outputs only (`core.dump.DumpHead`, about a tenth of a Dump's memory;
-    issue #35): what a run of 10^5 dumps keeps of each until its pairs are compared. The Dump API is the same: its
-    Tensors are made on each use (not kept), their bytes read on first use; what is not kept (the op name, version,
-    time, attributes, buffers and workspaces) is read from the file again when asked for."""
+    """A dump held as its header's inputs and outputs only (`core.dump.DumpHead`, less than half the memory of a Dump
+    whose Tensors were read; issue #35): what a run of 10^5 dumps keeps of each until its pairs are compared. The
+    Dump API is the same: its Tensors are made on each use (not kept), their bytes read on first use; what is not
+    kept (the op name, version, time, attributes, buffers and workspaces) is read from the file again when asked
+    for."""
 
     __slots__ = ()
 

@@ -128,6 +128,32 @@ std::optional<NpyFile> open_npy(const std::string& path) {
     return NpyFile{std::move(file), offset, std::move(*h)};
 }
 
+// A dump tensor as a comparison side (`File`: a DumpFile, or a DumpHead kept small).
+template <class File>
+std::shared_ptr<TensorSource> source_from(const std::shared_ptr<File>& file, const std::string& kind,
+                                          std::size_t index, std::optional<std::string> dst_format,
+                                          std::optional<std::vector<std::int64_t>> dst_shape, int groups) {
+    const TensorDesc& t = file->tensor(kind_of(kind), index);
+    const DataTypeInfo* info = find_data_type(t.data_type);
+    if (info == nullptr || info->repr == Repr::none)
+        throw DumpError(file->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
+                                          ": data type has no numeric value to compare");
+    std::shared_ptr<const Plan> plan;
+    if (dst_format) {
+        if (!dst_shape) throw std::invalid_argument("a layout conversion needs the destination shape");
+        const std::size_t elem = info->bits % 8 == 0 ? static_cast<std::size_t>(info->bits / 8) : 1;
+        plan = std::make_shared<const Plan>(
+            make_plan(static_cast<Format>(t.format), t.shape, format_of(*dst_format), *dst_shape, groups, elem));
+    }
+    MappedFilePtr keep;
+    const std::uint8_t* bytes;
+    {
+        py::gil_scoped_release release;
+        bytes = file->tensor_bytes(t, &keep);
+    }
+    return std::make_shared<TensorSource>(bytes, info->type, t.element_count(), plan, keep);
+}
+
 }  // namespace
 
 void bind_compare(py::module_& core) {
@@ -140,32 +166,14 @@ void bind_compare(py::module_& core) {
         .def_property_readonly("has_plan", [](const TensorSource& s) { return s.plan() != nullptr; })
         .def_property_readonly("stored_bytes", &TensorSource::stored_bytes, "bytes of the stored tensor it reads");
 
-    m.def("source_from_dump", [](const std::shared_ptr<DumpFile>& file, const std::string& kind, std::size_t index,
-                                 std::optional<std::string> dst_format, std::optional<std::vector<std::int64_t>> dst_shape,
-                                 int groups) {
-        const TensorDesc& t = file->tensor(kind_of(kind), index);
-        const DataTypeInfo* info = find_data_type(t.data_type);
-        if (info == nullptr || info->repr == Repr::none)
-            throw DumpError(file->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
-                                              ": data type has no numeric value to compare");
-        std::shared_ptr<const Plan> plan;
-        if (dst_format) {
-            if (!dst_shape) throw std::invalid_argument("a layout conversion needs the destination shape");
-            const std::size_t elem = info->bits % 8 == 0 ? static_cast<std::size_t>(info->bits / 8) : 1;
-            plan = std::make_shared<const Plan>(
-                make_plan(static_cast<Format>(t.format), t.shape, format_of(*dst_format), *dst_shape, groups, elem));
-        }
-        MappedFilePtr keep;
-        const std::uint8_t* bytes;
-        {
-            py::gil_scoped_release release;
-            bytes = file->tensor_bytes(t, &keep);
-        }
-        return std::make_shared<TensorSource>(bytes, info->type, t.element_count(), plan, keep);
-    }, py::arg("file"), py::arg("kind"), py::arg("index"), py::arg("dst_format") = py::none(),
-       py::arg("dst_shape") = py::none(), py::arg("groups") = 1,
-       "A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan "
-       "(device layout -> plain, cropped).");
+    m.def("source_from_dump", &source_from<DumpFile>, py::arg("file"), py::arg("kind"), py::arg("index"),
+          py::arg("dst_format") = py::none(), py::arg("dst_shape") = py::none(), py::arg("groups") = 1,
+          "A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan "
+          "(device layout -> plain, cropped).");
+
+    m.def("source_from_dump", &source_from<DumpHead>, py::arg("file"), py::arg("kind"), py::arg("index"),
+          py::arg("dst_format") = py::none(), py::arg("dst_shape") = py::none(), py::arg("groups") = 1,
+          "The same from a DumpHead (read_heads).");
 
     m.def("source_from_array", [](const py::array& a, std::optional<std::string> data_type) {
         if (!(a.flags() & py::array::c_style))

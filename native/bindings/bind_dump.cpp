@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "dumpcmp/checked.hpp"
 #include "dumpcmp/dtype.hpp"
 #include "dumpcmp/dump.hpp"
 #include "dumpcmp/errors.hpp"
@@ -27,8 +28,10 @@ py::object shape_or_none(bool has, const std::vector<std::int64_t>& dims) {
     return py::tuple(py::cast(dims));
 }
 
-// The tensor in dumpcmp's NumPy representation: zero-copy for NumPy's own types, decoded otherwise.
-py::array tensor_array(const std::shared_ptr<DumpFile>& self, const TensorDesc& t) {
+// The tensor in dumpcmp's NumPy representation: zero-copy for NumPy's own types, decoded otherwise. `File`: a
+// DumpFile or a DumpHead.
+template <class File>
+py::array tensor_array(const std::shared_ptr<File>& self, const TensorDesc& t) {
     const DataTypeInfo* info = find_data_type(t.data_type);
     if (info == nullptr || info->repr == Repr::none)
         throw DumpError(self->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
@@ -66,6 +69,50 @@ std::vector<std::int64_t> dims_from(const py::handle& h) {
         dims.push_back(v);
     }
     return dims;
+}
+
+// Many dump headers read in parallel: a `File` (DumpFile or DumpHead) made of each, or its error text.
+template <class File>
+py::list read_many(const std::vector<std::string>& paths, unsigned threads) {
+    std::vector<std::shared_ptr<File>> files(paths.size());
+    std::vector<std::string> errors(paths.size());
+    {
+        py::gil_scoped_release release;
+        // each folder opened once, each file looked up in it (not along its whole path again: issue #35)
+        std::vector<int> dirs(paths.size(), -1);
+        std::vector<int> opened;
+        std::string last;
+        int last_fd = -1;
+        bool have_last = false;
+        for (std::size_t i = 0; i < paths.size(); ++i) {
+            const std::size_t slash = paths[i].rfind('/');
+            if (slash == std::string::npos || slash + 1 == paths[i].size()) continue;
+            const std::string dir = paths[i].substr(0, slash == 0 ? 1 : slash);
+            if (!have_last || dir != last) {
+                have_last = true;
+                last = dir;
+                last_fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (last_fd >= 0) opened.push_back(last_fd);
+            }
+            dirs[i] = last_fd;
+        }
+        parallel_for(paths.size(), [&](std::size_t i) {
+            try {
+                const std::string& p = paths[i];
+                files[i] = std::make_shared<File>(p, dirs[i] < 0 ? read_dump_header(p) : read_dump_header_at(
+                                                      dirs[i], p.c_str() + p.rfind('/') + 1, p));
+            } catch (const std::exception& e) {
+                errors[i] = e.what();
+            }
+        }, threads);
+        for (int fd : opened) ::close(fd);
+    }
+    py::list out;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        if (files[i]) out.append(py::cast(files[i]));
+        else out.append(file_text(errors[i]));
+    }
+    return out;
 }
 
 }  // namespace
@@ -148,49 +195,45 @@ void bind_dump(py::module_& core) {
                  return mapped_view(py::dtype("u1"), {static_cast<py::ssize_t>(t.size)}, keep->data() + t.file_offset, keep);
              }, py::arg("kind"), py::arg("index"), "The tensor's raw bytes, zero-copy (read-only).");
 
-    m.def("read_headers", [](const std::vector<std::string>& paths, unsigned threads) {
-        std::vector<std::shared_ptr<DumpFile>> files(paths.size());
-        std::vector<std::string> errors(paths.size());
-        {
-            py::gil_scoped_release release;
-            // each folder opened once, each file looked up in it (not along its whole path again: issue #35)
-            std::vector<int> dirs(paths.size(), -1);
-            std::vector<int> opened;
-            std::string last;
-            int last_fd = -1;
-            bool have_last = false;
-            for (std::size_t i = 0; i < paths.size(); ++i) {
-                const std::size_t slash = paths[i].rfind('/');
-                if (slash == std::string::npos || slash + 1 == paths[i].size()) continue;
-                const std::string dir = paths[i].substr(0, slash == 0 ? 1 : slash);
-                if (!have_last || dir != last) {
-                    have_last = true;
-                    last = dir;
-                    last_fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-                    if (last_fd >= 0) opened.push_back(last_fd);
-                }
-                dirs[i] = last_fd;
-            }
-            parallel_for(paths.size(), [&](std::size_t i) {
-                try {
-                    const std::string& p = paths[i];
-                    files[i] = dirs[i] < 0 ? std::make_shared<DumpFile>(p)
-                                           : std::make_shared<DumpFile>(p, read_dump_header_at(
-                                                 dirs[i], p.c_str() + p.rfind('/') + 1, p));
-                } catch (const std::exception& e) {
-                    errors[i] = e.what();
-                }
-            }, threads);
-            for (int fd : opened) ::close(fd);
-        }
-        py::list out;
-        for (std::size_t i = 0; i < paths.size(); ++i) {
-            if (files[i]) out.append(py::cast(files[i]));
-            else out.append(file_text(errors[i]));
-        }
-        return out;
-    }, py::arg("paths"), py::arg("threads") = 0,
-       "Read many dump headers in parallel: a DumpFile, or the error text, per path.");
+    py::class_<DumpHead, std::shared_ptr<DumpHead>>(m, "DumpHead",
+        "A dump's header kept small (read_heads): its inputs and outputs, every field of theirs; of the buffers and "
+        "workspaces their count only. Tensor bytes are read on first use, as a DumpFile's.")
+        .def_property_readonly("path", [](const DumpHead& f) { return file_text(f.path()); })
+        .def_property_readonly("legacy", &DumpHead::legacy)
+        .def_property_readonly("header_size", &DumpHead::header_size)
+        .def_property_readonly("file_size", &DumpHead::file_size)
+        .def("count", [](const DumpHead& f, const std::string& kind) { return f.count(kind_from_name(kind)); },
+             py::arg("kind"), "How many tensors of this kind the dump has (buffers and workspaces too).")
+        .def("tensors", [](const DumpHead& f, const std::string& kind) {
+                 const TensorKind k = kind_from_name(kind);
+                 std::vector<TensorDesc> out;
+                 for (std::size_t i = 0; i < f.count(k); ++i) out.push_back(f.tensor(k, i));
+                 return out;
+             }, py::arg("kind"), "The inputs or outputs (ValueError for buffers and workspaces: not kept).")
+        .def("tensor", [](const DumpHead& f, const std::string& kind, std::size_t index) {
+                 return f.tensor(kind_from_name(kind), index);
+             }, py::arg("kind"), py::arg("index"))
+        .def("check", [](const DumpHead& f, const std::string& kind, std::size_t index) {
+                 return check_tensor_desc(f.tensor(kind_from_name(kind), index));
+             }, py::arg("kind"), py::arg("index"), "Empty string if the tensor's bytes fit its dtype and shape, else why not.")
+        .def("array", [](const std::shared_ptr<DumpHead>& self, const std::string& kind, std::size_t index) {
+                 return tensor_array(self, self->tensor(kind_from_name(kind), index));
+             }, py::arg("kind"), py::arg("index"),
+             "The tensor as stored (device layout and shape), zero-copy for NumPy's own dtypes (read-only).")
+        .def("raw", [](const std::shared_ptr<DumpHead>& self, const std::string& kind, std::size_t index) {
+                 const TensorDesc t = self->tensor(kind_from_name(kind), index);
+                 MappedFilePtr keep = self->mapping();
+                 if (!checked::within(t.file_offset, t.size, keep->size()))
+                     throw DumpError(self->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
+                                                       ": its bytes run past the end of the file");
+                 return mapped_view(py::dtype("u1"), {static_cast<py::ssize_t>(t.size)},
+                                    keep->data() == nullptr ? nullptr : keep->data() + t.file_offset, keep);
+             }, py::arg("kind"), py::arg("index"), "The tensor's raw bytes, zero-copy (read-only).");
+
+    m.def("read_headers", &read_many<DumpFile>, py::arg("paths"), py::arg("threads") = 0,
+          "Read many dump headers in parallel: a DumpFile, or the error text, per path.");
+    m.def("read_heads", &read_many<DumpHead>, py::arg("paths"), py::arg("threads") = 0,
+          "Read many dump headers in parallel, each kept small: a DumpHead, or the error text, per path.");
 
     m.def("write_dump", [](const std::string& path, const std::string& version, std::uint64_t dump_time,
                            const std::string& op_name, const std::vector<std::pair<std::string, std::string>>& attrs,

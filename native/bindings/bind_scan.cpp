@@ -202,19 +202,21 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
     };
     auto plain = [](int, std::uint64_t v) { return number(v); };
     std::string path = prefix;
-    for (std::uint32_t i : device) {
-        const FolderItem& item = items[i];
-        const ParsedDumpName& p = item.parsed;
-        in_order = in_order && utf8(item.name);
-        py::object name = name_object(p, classes, cached, plain);
+    // a DumpEntry or GroundTruthEntry (`cls`): path, file_name, name (and dump: None, for a DumpEntry)
+    auto entry_of = [&](const FolderItem& item, const py::handle& cls, bool with_dump) {
+        py::object name = name_object(item.parsed, classes, cached, plain);
         path.resize(prefix.size());
         path += item.name;
-        py::object entry = make(dump_entry);
+        py::object entry = make(cls);
         put(entry, n.path, fs_text(path));
         put(entry, n.file_name, fs_text(item.name));
         put(entry, n.name, name);
-        put(entry, n.dump, py::none());
-        devices.append(entry);
+        if (with_dump) put(entry, n.dump, py::none());
+        return entry;
+    };
+    for (std::uint32_t i : device) {
+        in_order = in_order && utf8(items[i].name);
+        devices.append(entry_of(items[i], dump_entry, true));
     }
     // by key ({op_name}.{output_index}, bytes: the order of the index's keys for UTF-8 names), so that sorting the
     // keys of a folder's ground truth in Python finds them in order
@@ -225,18 +227,7 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
         keyed.emplace_back(std::string(item.parsed.op_name) + "." + std::to_string(item.parsed.task_id), i);
     }
     std::sort(keyed.begin(), keyed.end());
-    for (const auto& [key, i] : keyed) {
-        const FolderItem& item = items[i];
-        const ParsedDumpName& p = item.parsed;
-        py::object name = name_object(p, classes, cached, plain);
-        path.resize(prefix.size());
-        path += item.name;
-        py::object entry = make(ground_truth_entry);
-        put(entry, n.path, fs_text(path));
-        put(entry, n.file_name, fs_text(item.name));
-        put(entry, n.name, name);
-        framework.append(entry);
-    }
+    for (const auto& [key, i] : keyed) framework.append(entry_of(items[i], ground_truth_entry, false));
     return py::make_tuple(py::none(), subdirs, skipped, slow, devices, py::bool_(in_order), framework);
 }
 

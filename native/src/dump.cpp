@@ -673,18 +673,40 @@ const TensorDesc& DumpFile::tensor(TensorKind kind, std::size_t index) const {
     return ts[index];
 }
 
-MappedFilePtr DumpFile::mapping() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (MappedFilePtr held = mapping_.lock()) return held;
-    auto m = std::make_shared<const MappedFile>(path_);
-    if (m->size() != header_.file_size)
-        throw DumpError(path_, "changed on disk since its header was read (" + std::to_string(header_.file_size) +
-                                   " bytes then, " + std::to_string(m->size()) + " now)");
-    mapping_ = m;
+namespace {
+
+MappedFilePtr map_unchanged(const std::string& path, std::uint64_t file_size, std::mutex& mutex,
+                            std::weak_ptr<const MappedFile>& held) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (MappedFilePtr m = held.lock()) return m;
+    auto m = std::make_shared<const MappedFile>(path);
+    if (m->size() != file_size)
+        throw DumpError(path, "changed on disk since its header was read (" + std::to_string(file_size) +
+                                  " bytes then, " + std::to_string(m->size()) + " now)");
+    held = m;
     return m;
 }
 
-std::string DumpFile::check_tensor(const TensorDesc& t) const {
+// The checked bytes of a tensor in a mapping of its file.
+const std::uint8_t* bytes_in(const std::string& path, const TensorDesc& t, MappedFilePtr m,
+                             MappedFilePtr* keep_alive) {
+    // whatever the header said: the bytes handed out lie inside the mapping
+    if (!checked::within(t.file_offset, t.size, m->size()))
+        throw DumpError(path, tensor_label(t) + ": its " + std::to_string(t.size) + " bytes at offset " +
+                                  std::to_string(t.file_offset) + " run past the end of the file (" +
+                                  std::to_string(m->size()) + " bytes)");
+    const std::uint8_t* p = m->data() == nullptr ? nullptr : m->data() + t.file_offset;
+    if (keep_alive != nullptr) *keep_alive = std::move(m);
+    return p;
+}
+
+}  // namespace
+
+MappedFilePtr DumpFile::mapping() const { return map_unchanged(path_, header_.file_size, mutex_, mapping_); }
+
+std::string DumpFile::check_tensor(const TensorDesc& t) const { return check_tensor_desc(t); }
+
+std::string check_tensor_desc(const TensorDesc& t) {
     const DataTypeInfo* info = find_data_type(t.data_type);
     if (info == nullptr) return tensor_label(t) + ": unknown data type " + std::to_string(t.data_type);
     if (info->bits == 0) return tensor_label(t) + ": data type " + info->name + " has no fixed element size";
@@ -710,15 +732,89 @@ std::string DumpFile::check_tensor(const TensorDesc& t) const {
 const std::uint8_t* DumpFile::tensor_bytes(const TensorDesc& t, MappedFilePtr* keep_alive) const {
     std::string err = check_tensor(t);
     if (!err.empty()) throw DumpError(path_, err);
-    MappedFilePtr m = mapping();
-    // whatever the header said: the bytes handed out lie inside the mapping
-    if (!checked::within(t.file_offset, t.size, m->size()))
-        throw DumpError(path_, tensor_label(t) + ": its " + std::to_string(t.size) + " bytes at offset " +
-                                   std::to_string(t.file_offset) + " run past the end of the file (" +
-                                   std::to_string(m->size()) + " bytes)");
-    const std::uint8_t* p = m->data() == nullptr ? nullptr : m->data() + t.file_offset;
-    if (keep_alive != nullptr) *keep_alive = std::move(m);
-    return p;
+    return bytes_in(path_, t, mapping(), keep_alive);
+}
+
+// ---- DumpHead -----------------------------------------------------------------------------------------------------
+
+DumpHead::DumpHead(std::string path, const DumpHeader& h)
+    : path_(std::move(path)), file_size_(h.file_size), header_size_(h.header_size), legacy_(h.legacy) {
+    for (TensorKind k : kKinds) counts_[static_cast<int>(k)] = static_cast<std::uint32_t>(h.tensors(k).size());
+    std::size_t dims = 0;
+    for (const auto* ts : {&h.inputs, &h.outputs})
+        for (const auto& t : *ts) dims += t.shape.size() + t.original_shape.size();
+    const std::size_t n = h.inputs.size() + h.outputs.size();
+    if (n > 0) tensors_.reset(new Packed[n]);
+    if (dims > 0) dims_.reset(new std::int64_t[dims]);
+    std::uint32_t at = 0;
+    std::uint32_t used = 0;
+    for (const auto* ts : {&h.inputs, &h.outputs})
+        for (const auto& t : *ts) {
+            Packed& p = tensors_[at];
+            p = Packed{t.address, t.size, t.file_offset, t.offset, t.data_type, t.format, t.sub_format, t.arg_index,
+                       t.input_type, used, static_cast<std::uint8_t>(t.shape.size()),
+                       static_cast<std::uint8_t>(t.original_shape.size()), t.has_original_shape,
+                       t.has_original_op || !t.dim_range.empty()};
+            // at most 64 dimensions each (parse_shape), 65,536 tensors (kMaxTensors): the counts fit
+            std::copy(t.shape.begin(), t.shape.end(), dims_.get() + used);
+            used += static_cast<std::uint32_t>(t.shape.size());
+            std::copy(t.original_shape.begin(), t.original_shape.end(), dims_.get() + used);
+            used += static_cast<std::uint32_t>(t.original_shape.size());
+            if (p.extra) {
+                if (!extras_) extras_ = std::make_unique<std::vector<Extra>>();
+                extras_->push_back(Extra{at, t.has_original_op, t.original_op, t.dim_range});
+            }
+            ++at;
+        }
+}
+
+TensorDesc DumpHead::tensor(TensorKind kind, std::size_t index) const {
+    if (kind != TensorKind::input && kind != TensorKind::output)
+        throw std::invalid_argument(path_ + ": only the inputs and outputs of a dump's header are kept here, not its " +
+                                    tensor_kind_name(kind) + "s");
+    const std::size_t n = count(kind);
+    if (index >= n)
+        throw std::out_of_range(path_ + ": no " + tensor_kind_name(kind) + " " + std::to_string(index) +
+                                " (the dump has " + std::to_string(n) + " " + tensor_kind_name(kind) +
+                                (n == 1 ? ")" : "s)"));
+    const std::size_t at = (kind == TensorKind::output ? count(TensorKind::input) : 0) + index;
+    const Packed& p = tensors_[at];
+    TensorDesc t;
+    t.kind = kind;
+    t.index = static_cast<std::uint32_t>(index);
+    t.data_type = p.data_type;
+    t.format = p.format;
+    const std::int64_t* first = dims_.get() + p.dims;
+    t.shape.assign(first, first + p.ndim);
+    t.original_shape.assign(first + p.ndim, first + p.ndim + p.original_ndim);
+    t.has_original_shape = p.has_original_shape;
+    t.sub_format = p.sub_format;
+    t.address = p.address;
+    t.offset = p.offset;
+    t.size = p.size;
+    t.file_offset = p.file_offset;
+    t.arg_index = p.arg_index;
+    t.input_type = p.input_type;
+    if (p.extra)
+        for (const Extra& e : *extras_)
+            if (e.tensor == at) {
+                t.has_original_op = e.has_original_op;
+                t.original_op = e.original_op;
+                t.dim_range = e.dim_range;
+            }
+    return t;
+}
+
+MappedFilePtr DumpHead::mapping() const {
+    static std::mutex locks[64];  // one of these per head, not a mutex each (10^5 heads are held)
+    std::mutex& lock = locks[(reinterpret_cast<std::uintptr_t>(this) / alignof(DumpHead)) % 64];
+    return map_unchanged(path_, file_size_, lock, mapping_);
+}
+
+const std::uint8_t* DumpHead::tensor_bytes(const TensorDesc& t, MappedFilePtr* keep_alive) const {
+    std::string err = check_tensor_desc(t);
+    if (!err.empty()) throw DumpError(path_, err);
+    return bytes_in(path_, t, mapping(), keep_alive);
 }
 
 }  // namespace dumpcmp

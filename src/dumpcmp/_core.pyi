@@ -162,10 +162,53 @@ class dump:
         @property
         def version(self) -> str:
             ...
+    class DumpHead:
+        """
+        A dump's header kept small (read_heads): its inputs and outputs, every field of theirs; of the buffers and workspaces their count only. Tensor bytes are read on first use, as a DumpFile's.
+        """
+        def array(self, kind: str, index: typing.SupportsInt | typing.SupportsIndex) -> numpy.ndarray:
+            """
+            The tensor as stored (device layout and shape), zero-copy for NumPy's own dtypes (read-only).
+            """
+        def check(self, kind: str, index: typing.SupportsInt | typing.SupportsIndex) -> str:
+            """
+            Empty string if the tensor's bytes fit its dtype and shape, else why not.
+            """
+        def count(self, kind: str) -> int:
+            """
+            How many tensors of this kind the dump has (buffers and workspaces too).
+            """
+        def raw(self, kind: str, index: typing.SupportsInt | typing.SupportsIndex) -> numpy.ndarray:
+            """
+            The tensor's raw bytes, zero-copy (read-only).
+            """
+        def tensor(self, kind: str, index: typing.SupportsInt | typing.SupportsIndex) -> dump.TensorDesc:
+            ...
+        def tensors(self, kind: str) -> list[dump.TensorDesc]:
+            """
+            The inputs or outputs (ValueError for buffers and workspaces: not kept).
+            """
+        @property
+        def file_size(self) -> int:
+            ...
+        @property
+        def header_size(self) -> int:
+            ...
+        @property
+        def legacy(self) -> bool:
+            ...
+        @property
+        def path(self) -> str:
+            ...
     @staticmethod
     def read_headers(paths: collections.abc.Sequence[str], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
         """
         Read many dump headers in parallel: a DumpFile, or the error text, per path.
+        """
+    @staticmethod
+    def read_heads(paths: collections.abc.Sequence[str], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+        """
+        Read many dump headers in parallel, each kept small: a DumpHead, or the error text, per path.
         """
     @staticmethod
     def write_dump(path: str, version: str, dump_time: typing.SupportsInt | typing.SupportsIndex, op_name: str, attrs: collections.abc.Sequence[tuple[str, str]], dfx_message: str, tensors: list) -> None:
@@ -404,9 +447,9 @@ class compare:
             bytes of the stored tensor it reads
             """
     @staticmethod
-    def source_from_dump(file: dump.DumpFile, kind: str, index: typing.SupportsInt | typing.SupportsIndex, dst_format: str | None = None, dst_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, groups: typing.SupportsInt | typing.SupportsIndex = 1) -> compare.TensorSource:
+    def source_from_dump(file: dump.DumpFile | dump.DumpHead, kind: str, index: typing.SupportsInt | typing.SupportsIndex, dst_format: str | None = None, dst_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, groups: typing.SupportsInt | typing.SupportsIndex = 1) -> compare.TensorSource:
         """
-        A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan (device layout -> plain, cropped).
+        A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan (device layout -> plain, cropped). A DumpHead (read_heads) reads as the DumpFile of its file.
         """
     @staticmethod
     def source_from_array(array: numpy.ndarray, data_type: str | None = None) -> compare.TensorSource:

@@ -119,4 +119,55 @@ private:
     mutable std::weak_ptr<const MappedFile> mapping_;
 };
 
+// Empty when a tensor's bytes fit its data type and shape, else why not (DumpFile::check_tensor).
+std::string check_tensor_desc(const TensorDesc& t);
+
+// A dump's header kept small (issue #35): every field of its inputs and outputs, in about half a DumpFile's memory
+// (a run of 10^5 dumps holds one per dump until its pairs are compared); of the buffers and workspaces only their
+// count. Its bytes are read as a DumpFile's are: mapped (or read, when
+// small) on request, and an error naming the file when its size changed since the header was read.
+class DumpHead {
+public:
+    DumpHead(std::string path, const DumpHeader& header);
+
+    const std::string& path() const noexcept { return path_; }
+    std::uint64_t file_size() const noexcept { return file_size_; }
+    std::uint64_t header_size() const noexcept { return header_size_; }
+    bool legacy() const noexcept { return legacy_; }
+    std::size_t count(TensorKind kind) const noexcept { return counts_[static_cast<int>(kind)]; }
+    // An input or output as the header said it (std::out_of_range naming the file; std::invalid_argument for a
+    // buffer or workspace, which are not kept).
+    TensorDesc tensor(TensorKind kind, std::size_t index) const;
+
+    MappedFilePtr mapping() const;  // as DumpFile::mapping
+    const std::uint8_t* tensor_bytes(const TensorDesc& t, MappedFilePtr* keep_alive = nullptr) const;
+
+private:
+    struct Packed {
+        std::uint64_t address, size, file_offset, offset;
+        std::int32_t data_type, format, sub_format;
+        std::uint32_t arg_index, input_type;
+        std::uint32_t dims;  // where its shape, then its original shape, start in dims_
+        std::uint8_t ndim, original_ndim;
+        bool has_original_shape;
+        bool extra;  // an original_op or a dim_range, in extras_
+    };
+    struct Extra {  // the rare fields, kept only for the tensors that have them
+        std::uint32_t tensor;
+        bool has_original_op;
+        OriginalOp original_op;
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> dim_range;
+    };
+    // Arrays, not vectors, and no mutex of its own (mapping() takes one of a few shared ones): 10^5 are held.
+    std::string path_;
+    std::uint64_t file_size_ = 0;
+    std::uint64_t header_size_ = 0;
+    std::uint32_t counts_[4] = {0, 0, 0, 0};
+    bool legacy_ = false;
+    std::unique_ptr<Packed[]> tensors_;  // the inputs, then the outputs
+    std::unique_ptr<std::int64_t[]> dims_;
+    std::unique_ptr<std::vector<Extra>> extras_;
+    mutable std::weak_ptr<const MappedFile> mapping_;
+};
+
 }  // namespace dumpcmp

@@ -26,12 +26,12 @@ __all__ = ["NPU_VS_NPU_MODES", "DeviceRef", "DeviceTruth", "Sides", "check_npu_v
 #: stored buffers, padding included, in their stored order and data type. The first is the default.
 NPU_VS_NPU_MODES = ("restored", "raw")
 
-@dataclass
+@dataclass(slots=True)  # 10^5 of them: no __dict__ each
 class DeviceRef:
     """A device dump file of a pair's side, opened (or why it could not be)."""
 
     entry: DumpEntry
-    dump: Any  # dumpcmp.Dump, or None when the header could not be read
+    dump: Any  # dumpcmp.Dump (a HeadDump, its header kept small, for a run's ops), or None when it is unreadable
     error: str = ""
     slices: tuple[str, ...] = ()
     """An FFTS+ sliced op's files, in slice order (empty for one file)."""
@@ -52,12 +52,13 @@ class DeviceTruth:
 
 def device_ops(group: DumpGroup, per_slice: bool = False) -> list[DeviceOp]:
     """The newest dump file of every op of a run, opened, as the pairing's DeviceOps (an unreadable one too); the
-    FFTS+ slices of an op merged into one (`per_slice`: manual slices one by one, dumps/ffts.py)."""
-    from dumpcmp.dumps.dump import open_dumps
+    FFTS+ slices of an op merged into one (`per_slice`: manual slices one by one, dumps/ffts.py). Each dump is held
+    as its header's inputs and outputs (HeadDump), its bytes read again when its pairs are compared."""
+    from dumpcmp.dumps.dump import open_dumps, open_heads
 
     plain, sliced = ffts.group_slices(group.entries, per_slice)
     entries = list(DumpGroup(group.key, plain).newest().values()) if sliced else list(group.newest().values())
-    opened = open_dumps([e.path for e in entries])
+    opened = open_heads([e.path for e in entries])
     ops = [sliced_op(g, open_dumps) for g in sliced]
     for e, d in zip(entries, opened):
         name = e.name
@@ -66,8 +67,8 @@ def device_ops(group: DumpGroup, per_slice: bool = False) -> list[DeviceOp]:
             fields = {"op_name": name.op_name, "op_type": name.op_type, "n_inputs": 0, "n_outputs": 1,
                       "order": e.order(), "ref": DeviceRef(e, None, str(d))}
         else:
-            fields = {"op_name": name.op_name, "op_type": name.op_type, "n_inputs": len(d.inputs),
-                      "n_outputs": len(d.outputs), "order": e.order(), "ref": DeviceRef(e, d)}
+            fields = {"op_name": name.op_name, "op_type": name.op_type, "n_inputs": d.count("input"),
+                      "n_outputs": d.count("output"), "order": e.order(), "ref": DeviceRef(e, d)}
         ops.append(frozen_record(DeviceOp, fields))  # 10^5 ops: without the frozen dataclass's __init__
     return sorted(ops, key=lambda op: op.order) if sliced else ops
 

@@ -171,6 +171,48 @@ class Dump:
                 f"outputs={len(self.outputs)}>")
 
 
+class HeadDump(Dump):
+    """A dump held as its header's inputs and outputs only (`core.dump.DumpHead`, less than half the memory of a Dump
+    whose Tensors were read; issue #35): what a run of 10^5 dumps keeps of each until its pairs are compared. The
+    Dump API is the same: its Tensors are made on each use (not kept), their bytes read on first use; what is not
+    kept (the op name, version, time, attributes, buffers and workspaces) is read from the file again when asked
+    for."""
+
+    __slots__ = ()
+
+    def __init__(self, file: core.dump.DumpHead) -> None:
+        self._file = file  # no Tensor cache: 10^5 of them are held
+
+    def _kind(self, kind: str) -> list[Tensor]:
+        if kind in ("buffer", "workspace"):  # not kept: read again, when the dump has any
+            return self.full()._kind(kind) if self._file.count(kind) else []
+        file = self._file
+        return [Tensor(file, t) for t in file.tensors(kind)]
+
+    def count(self, kind: str) -> int:
+        """How many inputs, outputs, buffers or workspaces the dump has (no Tensor made)."""
+        return self._file.count(kind)
+
+    def full(self) -> Dump:
+        """The dump opened whole (its header read from the file again)."""
+        return open_dump(os.fsdecode(self._file.path))
+
+    def descs(self) -> list[core.dump.TensorDesc]:
+        kept = self._file.tensors("input") + self._file.tensors("output")
+        if not (self._file.count("buffer") or self._file.count("workspace")):
+            return kept
+        return kept + [t for t in self.full().descs() if t.kind in ("buffer", "workspace")]
+
+    def __repr__(self) -> str:  # from what is kept: a repr never reads the file (which may have changed since)
+        return (f"<HeadDump {os.path.basename(self.path)} inputs={self.count('input')} "
+                f"outputs={self.count('output')}>")
+
+    op_name = property(lambda self: self.full().op_name)
+    version = property(lambda self: self.full().version)
+    dump_time = property(lambda self: self.full().dump_time)
+    attrs = property(lambda self: self.full().attrs)
+
+
 def open_dump(path: str | os.PathLike[str]) -> Dump:
     """Open a dump file (current or old format). Reads the header only; raises DumpError naming the file."""
     return Dump(core.dump.DumpFile(os.fsencode(path)))  # bytes: any file name, UTF-8 or not
@@ -182,6 +224,12 @@ def open_dumps(paths: Sequence[str | os.PathLike[str]], threads: int = 0) -> lis
     for item in core.dump.read_headers([os.fsencode(p) for p in paths], threads):
         out.append(DumpError(item) if isinstance(item, str) else Dump(item))
     return out
+
+
+def open_heads(paths: Sequence[str | os.PathLike[str]], threads: int = 0) -> list[HeadDump | DumpError]:
+    """`open_dumps`, each dump held small (HeadDump): for runs of many dumps whose headers are kept."""
+    return [DumpError(item) if isinstance(item, str) else HeadDump(item)
+            for item in core.dump.read_heads([os.fsencode(p) for p in paths], threads)]
 
 
 @dataclass

@@ -646,10 +646,10 @@ def _import_safely() -> None:
     raised between the module's creation and its execution (the handler runs as soon as the C code returns) drops the
     created module, whose deallocation dereferences a pointer its execution would have set (onnx 1.23's
     onnx_cpp2py_export, pybind11 3's multi-phase initialisation: SIGSEGV, no message); one raised from Python code the
-    C initialisation runs (pybind11 defining its classes) ends in std::terminate (SIGABRT). Creating and executing an
-    extension module (ExtensionFileLoader, this process only) therefore defer SIGINT, SIGTERM and SIGHUP to their end
-    (`signals_deferred`: milliseconds) and keep the module referenced, so that the signal unwinds in the import
-    system's Python code with nothing to free."""
+    C initialisation runs (pybind11 defining its classes) is a C++ exception ending in std::terminate (SIGABRT), or
+    is swallowed there (the signal lost, exit 0). Creating and executing an extension module (ExtensionFileLoader,
+    this process only) therefore defer SIGINT, SIGTERM and SIGHUP to their end (`signals_deferred`: milliseconds) and
+    keep the module referenced, so that the signal unwinds in the import system's Python code with nothing to free."""
     loader = importlib.machinery.ExtensionFileLoader
     if getattr(loader.create_module, "signal_safe", False):
         return
@@ -661,8 +661,7 @@ def _import_safely() -> None:
             _extension_modules.append(module)  # before a deferred signal unwinds at the end of the block
         return module
 
-    def exec_module(self: Any, module: Any) -> None:
-        _extension_modules.append(module)
+    def exec_module(self: Any, module: Any) -> None:  # the module is in _extension_modules: kept even if this fails
         with signals_deferred():
             execute(self, module)
 

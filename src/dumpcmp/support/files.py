@@ -24,6 +24,7 @@ import ctypes
 import errno
 import fcntl
 import hashlib
+import importlib.machinery
 import os
 import secrets
 import shutil
@@ -635,11 +636,46 @@ def signals_deferred() -> Iterator[None]:
                 os.kill(os.getpid(), pending[0])
 
 
+# every extension module created since install_signal_cleanup: none is ever deallocated (see _import_safely)
+_extension_modules: list[object] = []
+
+
+def _import_safely() -> None:
+    """No signal's exception is raised inside an extension module's import, and no extension module created is ever
+    deallocated. Two crashes otherwise, 1 in a few hundred interrupts while the command imports onnx: an exception
+    raised between the module's creation and its execution (the handler runs as soon as the C code returns) drops the
+    created module, whose deallocation dereferences a pointer its execution would have set (onnx 1.23's
+    onnx_cpp2py_export, pybind11 3's multi-phase initialisation: SIGSEGV, no message); one raised from Python code the
+    C initialisation runs (pybind11 defining its classes) is a C++ exception ending in std::terminate (SIGABRT), or
+    is swallowed there (the signal lost, exit 0). Creating and executing an extension module (ExtensionFileLoader,
+    this process only) therefore defer SIGINT, SIGTERM and SIGHUP to their end (`signals_deferred`: milliseconds) and
+    keep the module referenced, so that the signal unwinds in the import system's Python code with nothing to free."""
+    loader = importlib.machinery.ExtensionFileLoader
+    if getattr(loader.create_module, "signal_safe", False):
+        return
+    create, execute = loader.create_module, loader.exec_module
+
+    def create_module(self: Any, spec: Any) -> Any:
+        with signals_deferred():
+            module = create(self, spec)
+            _extension_modules.append(module)  # before a deferred signal unwinds at the end of the block
+        return module
+
+    def exec_module(self: Any, module: Any) -> None:  # the module is in _extension_modules: kept even if this fails
+        with signals_deferred():
+            execute(self, module)
+
+    create_module.signal_safe = True  # type: ignore[attr-defined]
+    loader.create_module, loader.exec_module = create_module, exec_module  # type: ignore[method-assign]
+
+
 def install_signal_cleanup() -> None:
-    """SIGTERM and SIGHUP unwind like Ctrl-C (so every temporary is removed on the way out). For the CLI; a program
-    embedding dumpcmp keeps its own handlers unless it calls this. Main thread only."""
+    """SIGTERM and SIGHUP unwind like Ctrl-C (so every temporary is removed on the way out), never inside an extension
+    module's import (`_import_safely`). For the CLI; a program embedding dumpcmp keeps its own handlers and import
+    system unless it calls this. Main thread only."""
     if threading.current_thread() is not threading.main_thread():
         return
+    _import_safely()
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             signal.signal(sig, _on_signal)

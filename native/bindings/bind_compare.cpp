@@ -128,6 +128,29 @@ std::optional<NpyFile> open_npy(const std::string& path) {
     return NpyFile{std::move(file), offset, std::move(*h)};
 }
 
+// A dump tensor as a comparison side (source_from_dump): read through a layout plan when dst_format is given. Touches
+// no Python object: callers release the GIL around it.
+std::shared_ptr<TensorSource> dump_source(const std::shared_ptr<DumpFile>& file, TensorKind kind, std::size_t index,
+                                          const std::optional<std::string>& dst_format,
+                                          const std::optional<std::vector<std::int64_t>>& dst_shape, int groups) {
+    if (!file) throw std::invalid_argument("no dump file");
+    const TensorDesc& t = file->tensor(kind, index);
+    const DataTypeInfo* info = find_data_type(t.data_type);
+    if (info == nullptr || info->repr == Repr::none)
+        throw DumpError(file->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
+                                          ": data type has no numeric value to compare");
+    std::shared_ptr<const Plan> plan;
+    if (dst_format) {
+        if (!dst_shape) throw std::invalid_argument("a layout conversion needs the destination shape");
+        const std::size_t elem = info->bits % 8 == 0 ? static_cast<std::size_t>(info->bits / 8) : 1;
+        plan = std::make_shared<const Plan>(
+            make_plan(static_cast<Format>(t.format), t.shape, format_of(*dst_format), *dst_shape, groups, elem));
+    }
+    MappedFilePtr keep;
+    const std::uint8_t* bytes = file->tensor_bytes(t, &keep);
+    return std::make_shared<TensorSource>(bytes, info->type, t.element_count(), plan, keep);
+}
+
 }  // namespace
 
 void bind_compare(py::module_& core) {
@@ -143,29 +166,95 @@ void bind_compare(py::module_& core) {
     m.def("source_from_dump", [](const std::shared_ptr<DumpFile>& file, const std::string& kind, std::size_t index,
                                  std::optional<std::string> dst_format, std::optional<std::vector<std::int64_t>> dst_shape,
                                  int groups) {
-        const TensorDesc& t = file->tensor(kind_of(kind), index);
-        const DataTypeInfo* info = find_data_type(t.data_type);
-        if (info == nullptr || info->repr == Repr::none)
-            throw DumpError(file->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
-                                              ": data type has no numeric value to compare");
-        std::shared_ptr<const Plan> plan;
-        if (dst_format) {
-            if (!dst_shape) throw std::invalid_argument("a layout conversion needs the destination shape");
-            const std::size_t elem = info->bits % 8 == 0 ? static_cast<std::size_t>(info->bits / 8) : 1;
-            plan = std::make_shared<const Plan>(
-                make_plan(static_cast<Format>(t.format), t.shape, format_of(*dst_format), *dst_shape, groups, elem));
-        }
-        MappedFilePtr keep;
-        const std::uint8_t* bytes;
-        {
-            py::gil_scoped_release release;
-            bytes = file->tensor_bytes(t, &keep);
-        }
-        return std::make_shared<TensorSource>(bytes, info->type, t.element_count(), plan, keep);
+        const TensorKind k = kind_of(kind);
+        py::gil_scoped_release release;
+        return dump_source(file, k, index, dst_format, dst_shape, groups);
     }, py::arg("file"), py::arg("kind"), py::arg("index"), py::arg("dst_format") = py::none(),
        py::arg("dst_shape") = py::none(), py::arg("groups") = 1,
        "A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan "
        "(device layout -> plain, cropped).");
+
+    m.def("dump_tensor_facts", [](const py::list& items) {
+        // per (DumpFile, kind, index): what a compared row and the layout choice read of the tensor, in one call
+        py::list out;
+        for (py::handle item : items) {
+            py::object facts = py::none();
+            if (!py::isinstance<py::tuple>(item) || py::len(item) != 3) {
+                out.append(facts);
+                continue;
+            }
+            auto t = py::reinterpret_borrow<py::tuple>(item);
+            try {
+                const auto file = t[0].cast<std::shared_ptr<DumpFile>>();
+                if (!file) throw std::invalid_argument("no dump file");
+                const TensorDesc& d = file->tensor(kind_of(t[1].cast<std::string>()), t[2].cast<std::size_t>());
+                const DataTypeInfo* info = find_data_type(d.data_type);
+                const char* format = format_name(d.format);
+                if (info != nullptr && format != nullptr) {
+                    py::object original = py::none();
+                    if (d.has_original_shape) original = py::tuple(py::cast(d.original_shape));
+                    facts = py::make_tuple(std::string(info->name), std::string(format), py::tuple(py::cast(d.shape)),
+                                           original, d.address, d.sub_format, file->check_tensor(d));
+                }
+            } catch (const std::exception&) {
+                facts = py::none();
+            }
+            out.append(facts);
+        }
+        return out;
+    }, py::arg("items"),
+       "Per (DumpFile, kind, index): (data type name, format name, shape, original shape or None, address, "
+       "sub_format, problem: empty when the bytes fit) as TensorDesc and DumpFile.check give them, or None (no such "
+       "tensor, an unknown data type or format, any error: ask that one through the general path).");
+
+    m.def("sources_from_dumps", [](const py::list& items) {
+        // per (DumpFile, kind, index, dst_format, dst_shape, groups): source_from_dump's source, or None on any error
+        struct Item {
+            std::shared_ptr<DumpFile> file;
+            TensorKind kind;
+            std::size_t index;
+            std::optional<std::string> dst;
+            std::optional<std::vector<std::int64_t>> shape;
+            int groups;
+        };
+        std::vector<std::optional<Item>> wanted;
+        wanted.reserve(items.size());
+        for (py::handle item : items) {
+            if (!py::isinstance<py::tuple>(item) || py::len(item) != 6) {
+                wanted.emplace_back();
+                continue;
+            }
+            auto t = py::reinterpret_borrow<py::tuple>(item);
+            try {
+                wanted.push_back(Item{t[0].cast<std::shared_ptr<DumpFile>>(), kind_of(t[1].cast<std::string>()),
+                                      t[2].cast<std::size_t>(), t[3].cast<std::optional<std::string>>(),
+                                      t[4].cast<std::optional<std::vector<std::int64_t>>>(), t[5].cast<int>()});
+            } catch (const std::exception&) {
+                wanted.emplace_back();
+            }
+        }
+        std::vector<std::shared_ptr<TensorSource>> made(wanted.size());
+        {
+            py::gil_scoped_release release;
+            for (std::size_t k = 0; k < wanted.size(); ++k) {
+                if (!wanted[k]) continue;
+                const Item& w = *wanted[k];
+                try {
+                    made[k] = dump_source(w.file, w.kind, w.index, w.dst, w.shape, w.groups);
+                } catch (const std::exception&) {
+                    made[k] = nullptr;
+                }
+            }
+        }
+        py::list out;
+        for (auto& s : made) {
+            if (s) out.append(py::make_tuple(s, s->count(), s->stored_bytes()));
+            else out.append(py::none());
+        }
+        return out;
+    }, py::arg("items"),
+       "source_from_dump for many tensors in one call: per (file, kind, index, dst_format, dst_shape, groups) "
+       "(source, count, stored_bytes), or None where it fails (source_from_dump then gives that one's error).");
 
     m.def("source_from_array", [](const py::array& a, std::optional<std::string> data_type) {
         if (!(a.flags() & py::array::c_style))

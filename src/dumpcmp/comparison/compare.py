@@ -306,13 +306,23 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     opened: dict[int, tuple[Any, Any, str]] = {}
     opened_upto = 0
 
+    # the device side of those pairs read in two calls of the core where nothing is rare (`Sides.device_batch`):
+    # number -> (source, count, stored bytes, data type, format, stored shape, address)
+    ready: dict[int, tuple[Any, ...]] = {}
+
     def open_ahead(start: int) -> int:
         opened.clear()  # what is left belongs to pairs that failed before reading their ground truth
+        ready.clear()
         ahead = [k for k in range(start, min(len(pairs), start + _BATCH_PAIRS))
                  if pairs[k].comparable and pairs[k].skip_reason is None]
         for k, got in zip(ahead, ground_truth_sources([pairs[k].ground_truth_ref for k in ahead])):
             if got is not None:
                 opened[k] = got
+        plain = [k for k in ahead if k in opened and pairs[k].npu_ref is not None]
+        for k, got in zip(plain, sides.device_batch([(pairs[k].npu_ref, pairs[k], tuple(opened[k][1]))
+                                                     for k in plain])):
+            if got is not None:
+                ready[k] = got
         return start + _BATCH_PAIRS
 
     def finish(batch: _Batch, outcomes: list) -> None:
@@ -362,6 +372,33 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     with Progress(sum(1 for p in pairs if p.comparable), f"comparing {label}", quiet=quiet) as progress, \
             _joined_at_exit(lambda: running, engine):
         for number, pair in enumerate(pairs):
+            if not device_vs_device and pair.skip_reason is None and pair.comparable and \
+                    not isinstance(pair.ground_truth_ref, DeviceTruth):
+                if number >= opened_upto:
+                    opened_upto = open_ahead(number)
+                fast = ready.get(number)
+                if fast is not None:  # the common case: a device tensor against a plain .npy, read as `device` does
+                    x_src, x_count, _, data_type, fmt, stored, address = fast
+                    y_src, gt_shape, gt_dtype = opened[number]
+                    if x_count == y_src.count:  # else the general path below says why (or cuts a batch)
+                        del opened[number]
+                        gt_shape = tuple(gt_shape)
+                        ndim = len(stored)
+                        row = Row(number, pair.op_type or "", pair.npu_column,
+                                  "float32" if data_type == "BF16" else dtype_name(data_type), address,
+                                  pair.ground_truth_column, gt_dtype, None, pair.tensor_index,
+                                  _compared_shape(fmt, ndim, pair, gt_shape, x_count), pair=pair)
+                        rows.append(row)
+                        ctx = (not gt_shape or ndim == 0, gt_dtype == "bool" and data_type == "BOOL",
+                               pair.npu_ref.entry.path, pair.ground_truth_ref.path)
+                        if max_elements and x_count > max_elements:  # -max N: the first N elements only
+                            x_src, y_src = prefix_sources(x_src, y_src, max_elements, threads)
+                            x_count = x_src.count
+                        pending.append((row, x_src, y_src, not gt_shape, ctx))
+                        pending_elements += x_count
+                        if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:
+                            flush()
+                        continue
             row = Row(index=number, op_type=pair.op_type or "", npu_dump=pair.npu_column, npu_data_type=None,
                       npu_address=None, ground_truth=pair.ground_truth_column, ground_truth_data_type=None,
                       ground_truth_address=None, tensor_index=pair.tensor_index, shape=None, pair=pair)
@@ -420,8 +457,6 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
                            pair.ground_truth_ref.path)
                 else:
-                    if number >= opened_upto:
-                        opened_upto = open_ahead(number)
                     got = opened.pop(number, None)
                     y_src, gt_shape, gt_dtype = got if got is not None else ground_truth_source(pair.ground_truth_ref)
                     gt_shape = tuple(gt_shape)

@@ -238,30 +238,72 @@ class Sides:
             if dst is not None:
                 return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(shape), groups), t
             return core.compare.source_from_dump(ref.dump._file, kind, index), t
+        dst, dst_shape, converted = self.read_as(fmt, tuple(t.shape), t.original_shape, groups, pair, target_shape,
+                                                 target_format)
+        if converted:
+            plain = self.converters.apply(fmt, dst, t.array(), t.shape, dst_shape)
+            return core.compare.source_from_array(np.ascontiguousarray(plain)), t
+        if dst is None:
+            return core.compare.source_from_dump(ref.dump._file, kind, index), t
+        return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
+
+    def read_as(self, fmt: str, shape: tuple[int, ...], original_shape: Any, groups: int, pair: TensorPair,
+                target_shape: tuple[int, ...], target_format: str | None = None
+                ) -> tuple[str | None, tuple[int, ...] | None, bool]:
+        """How `device` reads a dump tensor (format, stored shape, original shape, groups) against a target shape:
+        (plain format, its shape, False) through a layout plan, (None, None, False) as stored, or (plain format, its
+        shape, True) through the user's converter (`custom`)."""
+        converters = self.converters
         if fmt not in _layout.DEVICE_FORMATS:
             dst = target_format or _layout.plain_target(fmt, pair.origin_format, len(target_shape))
             origin_known = (pair.origin_format or "").upper() in _layout.LETTERED
             if fmt in _layout.LETTERED and fmt != dst and len(fmt) == len(dst) == len(target_shape) and \
-                    (origin_known or tuple(t.shape) != tuple(target_shape)):
+                    (origin_known or shape != tuple(target_shape)):
                 # the same tensor in another axis order: permuted to the ground truth's (by the formats when the
                 # graph gives the ground truth's, as the original does, even where the two shapes read the same)
-                if self.converters is not None and (fmt, dst) in self.converters:
-                    plain = self.converters.apply(fmt, dst, t.array(), t.shape, target_shape)
-                    return core.compare.source_from_array(np.ascontiguousarray(plain)), t
-                return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(target_shape)), t
-            return core.compare.source_from_dump(ref.dump._file, kind, index), t
+                return dst, tuple(target_shape), converters is not None and (fmt, dst) in converters
+            return None, None, False
         dst = target_format or _layout.plain_target(fmt, pair.origin_format, len(target_shape))
         if len(target_shape) != (5 if fmt in _layout.FIVE_D else 4) and fmt != "FRACTAL_NZ":
             # the ground truth is not 4-D/5-D (an FC layer's (N, C)): decode by the dump's original shape
-            original = t.original_shape or pair.origin_shape
+            original = original_shape or pair.origin_shape
             if original is None:
-                raise DumpcmpError(f"{fmt} tensor {list(t.shape)} against ground truth {list(target_shape)}: "
+                raise DumpcmpError(f"{fmt} tensor {list(shape)} against ground truth {list(target_shape)}: "
                                    f"no original shape to decode it by")
-            dst_shape = _layout.plain_shape(fmt, t.shape, dst, original_shape=_layout.pad_original(original, fmt),
-                                            groups=groups)
+            dst_shape = tuple(_layout.plain_shape(fmt, shape, dst, original_shape=_layout.pad_original(original, fmt),
+                                                  groups=groups))
         else:
-            dst_shape = target_shape
-        if self.converters is not None and (fmt, dst) in self.converters:
-            plain = self.converters.apply(fmt, dst, t.array(), t.shape, dst_shape)
-            return core.compare.source_from_array(np.ascontiguousarray(plain)), t
-        return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
+            dst_shape = tuple(target_shape)
+        return dst, dst_shape, converters is not None and (fmt, dst) in converters
+
+    def device_batch(self, wanted: list[tuple[DeviceRef, TensorPair, tuple[int, ...]]]) -> list[Any]:
+        """`device` for many plain cases at once, two calls of the core: per (ref, pair, ground-truth shape), None
+        (that one goes through `device`, whose errors the row gives: a merged or unreadable dump, a tensor whose
+        bytes do not fit, a user converter, ...) or (source, count, stored bytes, data type, format, stored shape,
+        address) of the device tensor, read as `device` reads it."""
+        out: list[Any] = [None] * len(wanted)
+        if self.converters is not None:
+            return out
+        asked = [k for k, (ref, pair, _) in enumerate(wanted)
+                 if ref.dump is not None and not ref.slices and pair.index is not None and
+                 not isinstance(ref.dump, ffts.MergedDump)]
+        facts = core.compare.dump_tensor_facts([(wanted[k][0].dump._file, wanted[k][1].kind, wanted[k][1].index)
+                                                for k in asked])
+        read, items = [], []
+        for k, f in zip(asked, facts):
+            if f is None or f[6]:  # no such tensor, an unknown type, bytes that do not fit: `device` says it
+                continue
+            data_type, fmt, shape, original, address, sub_format, _ = f
+            ref, pair, target_shape = wanted[k]
+            groups = _layout.group_count(fmt, sub_format)
+            try:
+                dst, dst_shape, _ = self.read_as(fmt, shape, original, groups, pair, target_shape)
+            except (DumpcmpError, ValueError):
+                continue
+            read.append((k, f))
+            items.append((ref.dump._file, pair.kind, pair.index, dst, None if dst_shape is None else list(dst_shape),
+                          groups))
+        for (k, f), got in zip(read, core.compare.sources_from_dumps(items)):
+            if got is not None:
+                out[k] = (*got, f[0], f[1], f[2], f[4])
+        return out

@@ -334,7 +334,9 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 finish_row(row, out, algos, ctx)
                 if custom is not None:  # the -c DIR plug-ins, on both whole tensors
                     custom.run_row(row, x, y, out, algos, ctx, threads)
-        progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries))
+        # the bytes only where a bar shows their rate (two calls of the core a pair)
+        progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries)
+                         if progress.enabled else 0)
 
     def release(upto: int) -> None:
         """The rows before `upto` are finished: put them, in order, and let them go."""

@@ -94,8 +94,30 @@ def test_rows_read_in_one_call_are_the_general_paths(tmp_path, rng, monkeypatch,
         assert statuses["counts:output:0"] == statuses["broken:output:0"] == "failed"
 
 
-def test_the_common_case_makes_no_source_one_pair_at_a_time(tmp_path, rng, monkeypatch):
+@pytest.mark.parametrize("mode", ["restored", "raw"])
+def test_device_vs_device_rows_read_in_one_call_are_the_general_paths(tmp_path, monkeypatch, mode):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    left, _ = _mixed(tmp_path / "a", np.random.default_rng(1))
+    right, _ = _mixed(tmp_path / "b", np.random.default_rng(2))
+    # a side whose shape differs from its counterpart's, and a bool pair
+    write_dump(left / f"Op.odd.99.{TS + 99}", op_name="odd", outputs=[np.ones((2, 3), np.float32)])
+    write_dump(right / f"Op.odd.99.{TS + 99}", op_name="odd", outputs=[np.ones((3, 2), np.float32)])
+    batched = compare(left, right, npu_vs_npu=mode)
+    with monkeypatch.context() as patch:
+        patch.setattr(Sides, "device_pairs", lambda self, wanted, raw: [None] * len(wanted))
+        general = compare(left, right, npu_vs_npu=mode)
+    assert batched.table(extra=True) == general.table(extra=True)
+    assert [r.status for r in batched.rows] == [r.status for r in general.rows]
+    statuses = {r.tensor_index: r.status for r in batched.rows}
+    assert statuses["five:output:0"] == statuses["nz:output:0"] == statuses["flag:output:0"] == "compared"
+    assert statuses["odd:output:0"] == "failed"
+
+
+@pytest.mark.parametrize("mode", [None, "restored", "raw"])
+def test_the_common_case_makes_no_source_one_pair_at_a_time(tmp_path, rng, monkeypatch, mode):
     m = Model(tmp_path, rng)
+    right, options = (m.gt, {"fusion_json": m.graph}) if mode is None else (m.root / "dump", {"npu_vs_npu": mode})
     calls = []
     one = core.compare.source_from_dump
 
@@ -117,7 +139,7 @@ def test_the_common_case_makes_no_source_one_pair_at_a_time(tmp_path, rng, monke
             return getattr(core, name)
 
     monkeypatch.setattr(sources_module, "core", Core())
-    result = compare(m.root / "dump", m.gt, fusion_json=m.graph)
+    result = compare(m.root / "dump", right, **options)
     compared = [r for r in result.rows if r.status == "compared"]
     assert len(compared) >= 7
     assert calls == []  # the truncated dump fails before a source is made: no pair went one by one

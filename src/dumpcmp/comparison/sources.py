@@ -147,15 +147,21 @@ def restored_plain(t: Any) -> tuple[str | None, tuple[int, ...], tuple[int, ...]
     truth compare: `dumpcmp.dumps.layout.plain_target`), padding cropped; a four-dimensional NHWC, HWCN or CHWN
     tensor is read in NCHW order, as the current msaccucmp reads it; anything else, and FFTS+ slices merged in a device
     layout, as stored."""
-    fmt, stored = t.format, tuple(int(d) for d in t.shape)
+    return restored_read(t.format, tuple(int(d) for d in t.shape), t.original_shape, _layout.groups_of(t),
+                         isinstance(t, ffts.MergedTensor))
+
+
+def restored_read(fmt: str, stored: tuple[int, ...], original_shape: Any, groups: int, merged: bool = False
+                  ) -> tuple[str | None, tuple[int, ...], tuple[int, ...] | None]:
+    """`restored_plain` of a tensor given by its facts (format, stored shape, original shape or None, groups;
+    `merged`: FFTS+ slices merged)."""
     if fmt in _layout.DEVICE_FORMATS:
-        if not t.original_shape or isinstance(t, ffts.MergedTensor):
+        if not original_shape or merged:
             return None, stored, None
-        original = tuple(int(d) for d in t.original_shape)
+        original = tuple(int(d) for d in original_shape)
         dst = _layout.plain_target(fmt, None, len(original))
         original = original if fmt == "FRACTAL_NZ" else _layout.pad_original(original, fmt)
-        return dst, tuple(_layout.plain_shape(fmt, stored, dst, original_shape=original,
-                                              groups=_layout.groups_of(t))), original
+        return dst, tuple(_layout.plain_shape(fmt, stored, dst, original_shape=original, groups=groups)), original
     if fmt in _TO_NCHW and len(stored) == 4:
         return "NCHW", tuple(_layout.plain_shape(fmt, stored, "NCHW")), None
     return None, stored, None
@@ -276,6 +282,55 @@ class Sides:
             dst_shape = tuple(target_shape)
         return dst, dst_shape, converters is not None and (fmt, dst) in converters
 
+    @staticmethod
+    def _facts(sides: list[tuple[DeviceRef, str, int | None]]) -> list[Any]:
+        """`core.compare.dump_tensor_facts` of each (ref, kind, index) of a plain, readable dump whose tensor's bytes
+        fit, else None (a merged or unreadable dump, no such tensor, an unknown type: `device` and `tensor` say it)."""
+        out: list[Any] = [None] * len(sides)
+        asked = [k for k, (ref, _, index) in enumerate(sides)
+                 if ref.dump is not None and not ref.slices and index is not None and
+                 not isinstance(ref.dump, ffts.MergedDump)]
+        facts = core.compare.dump_tensor_facts([(sides[k][0].dump._file, sides[k][1], sides[k][2]) for k in asked])
+        for k, f in zip(asked, facts):
+            if f is not None and not f[6]:
+                out[k] = f
+        return out
+
+    def device_pairs(self, wanted: list[tuple[DeviceRef, DeviceRef, str, int | None]], raw: bool) -> list[Any]:
+        """Both sides of device-vs-device pairs read at once (`stored_source` with `raw`, else `restored_source`):
+        per (left ref, right ref, kind, index), None (that pair goes the general way, whose errors its row gives:
+        formats or shapes that differ, bool restored through NumPy, ...) or (left source, its count, right source,
+        its count, left facts, right facts), the facts as `core.compare.dump_tensor_facts` gives them."""
+        out: list[Any] = [None] * len(wanted)
+        facts = self._facts([side for ref_x, ref_y, kind, index in wanted for side in ((ref_x, kind, index),
+                                                                                        (ref_y, kind, index))])
+        read, items = [], []
+        for k, (ref_x, ref_y, kind, index) in enumerate(wanted):
+            fx, fy = facts[2 * k], facts[2 * k + 1]
+            if fx is None or fy is None or (fx[1], fx[2], fx[3]) != (fy[1], fy[2], fy[3]):
+                continue
+            if raw:
+                plans = [(None, None, 1), (None, None, 1)]
+            elif fx[0] == "BOOL" or fy[0] == "BOOL":
+                continue
+            else:
+                try:
+                    plans = []
+                    for f in (fx, fy):
+                        groups = _layout.group_count(f[1], f[5])
+                        dst, shape, _ = restored_read(f[1], f[2], f[3], groups)
+                        plans.append((dst, None if dst is None else list(shape), groups))
+                except (DumpcmpError, ValueError):
+                    continue
+            read.append((k, fx, fy))
+            items += [(ref_x.dump._file, kind, index, *plans[0]), (ref_y.dump._file, kind, index, *plans[1])]
+        made = core.compare.sources_from_dumps(items)
+        for j, (k, fx, fy) in enumerate(read):
+            x, y = made[2 * j], made[2 * j + 1]
+            if x is not None and y is not None:
+                out[k] = (x[0], x[1], y[0], y[1], fx, fy)
+        return out
+
     def device_batch(self, wanted: list[tuple[DeviceRef, TensorPair, tuple[int, ...]]]) -> list[Any]:
         """`device` for many plain cases at once, two calls of the core: per (ref, pair, ground-truth shape), None
         (that one goes through `device`, whose errors the row gives: a merged or unreadable dump, a tensor whose
@@ -284,14 +339,9 @@ class Sides:
         out: list[Any] = [None] * len(wanted)
         if self.converters is not None:
             return out
-        asked = [k for k, (ref, pair, _) in enumerate(wanted)
-                 if ref.dump is not None and not ref.slices and pair.index is not None and
-                 not isinstance(ref.dump, ffts.MergedDump)]
-        facts = core.compare.dump_tensor_facts([(wanted[k][0].dump._file, wanted[k][1].kind, wanted[k][1].index)
-                                                for k in asked])
         read, items = [], []
-        for k, f in zip(asked, facts):
-            if f is None or f[6]:  # no such tensor, an unknown type, bytes that do not fit: `device` says it
+        for k, f in enumerate(self._facts([(ref, pair.kind, pair.index) for ref, pair, _ in wanted])):
+            if f is None:
                 continue
             data_type, fmt, shape, original, address, sub_format, _ = f
             ref, pair, target_shape = wanted[k]

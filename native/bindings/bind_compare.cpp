@@ -128,12 +128,14 @@ std::optional<NpyFile> open_npy(const std::string& path) {
     return NpyFile{std::move(file), offset, std::move(*h)};
 }
 
-// A dump tensor as a comparison side (`File`: a DumpFile, or a DumpHead kept small).
+// A dump tensor as a comparison side (source_from_dump; `File`: a DumpFile, or a DumpHead kept small): read through
+// a layout plan when dst_format is given. Touches no Python object: callers release the GIL around it.
 template <class File>
-std::shared_ptr<TensorSource> source_from(const std::shared_ptr<File>& file, const std::string& kind,
-                                          std::size_t index, std::optional<std::string> dst_format,
-                                          std::optional<std::vector<std::int64_t>> dst_shape, int groups) {
-    const TensorDesc& t = file->tensor(kind_of(kind), index);
+std::shared_ptr<TensorSource> dump_source(const std::shared_ptr<File>& file, TensorKind kind, std::size_t index,
+                                          const std::optional<std::string>& dst_format,
+                                          const std::optional<std::vector<std::int64_t>>& dst_shape, int groups) {
+    if (!file) throw std::invalid_argument("no dump file");
+    const TensorDesc& t = file->tensor(kind, index);  // DumpHead gives a copy: bound here, it lives to the end
     const DataTypeInfo* info = find_data_type(t.data_type);
     if (info == nullptr || info->repr == Repr::none)
         throw DumpError(file->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
@@ -146,13 +148,39 @@ std::shared_ptr<TensorSource> source_from(const std::shared_ptr<File>& file, con
             make_plan(static_cast<Format>(t.format), t.shape, format_of(*dst_format), *dst_shape, groups, elem));
     }
     MappedFilePtr keep;
-    const std::uint8_t* bytes;
-    {
-        py::gil_scoped_release release;
-        bytes = file->tensor_bytes(t, &keep);
-    }
+    const std::uint8_t* bytes = file->tensor_bytes(t, &keep);
     return std::make_shared<TensorSource>(bytes, info->type, t.element_count(), plan, keep);
 }
+
+template <class File>
+std::shared_ptr<TensorSource> bound_source(const std::shared_ptr<File>& file, const std::string& kind,
+                                           std::size_t index, std::optional<std::string> dst_format,
+                                           std::optional<std::vector<std::int64_t>> dst_shape, int groups) {
+    const TensorKind k = kind_of(kind);
+    py::gil_scoped_release release;
+    return dump_source(file, k, index, dst_format, dst_shape, groups);
+}
+
+// A dump handed in a batch: a DumpFile or a DumpHead (a run's dumps are held as heads).
+struct AnyDump {
+    std::shared_ptr<DumpFile> file;
+    std::shared_ptr<DumpHead> head;
+
+    static AnyDump of(py::handle h) {
+        if (py::isinstance<DumpHead>(h)) return {nullptr, h.cast<std::shared_ptr<DumpHead>>()};
+        return {h.cast<std::shared_ptr<DumpFile>>(), nullptr};
+    }
+    TensorDesc tensor(TensorKind kind, std::size_t index) const {
+        if (head) return head->tensor(kind, index);
+        if (!file) throw std::invalid_argument("no dump file");
+        return file->tensor(kind, index);
+    }
+    std::shared_ptr<TensorSource> source(TensorKind kind, std::size_t index, const std::optional<std::string>& dst,
+                                         const std::optional<std::vector<std::int64_t>>& shape, int groups) const {
+        if (head) return dump_source(head, kind, index, dst, shape, groups);
+        return dump_source(file, kind, index, dst, shape, groups);
+    }
+};
 
 }  // namespace
 
@@ -166,14 +194,94 @@ void bind_compare(py::module_& core) {
         .def_property_readonly("has_plan", [](const TensorSource& s) { return s.plan() != nullptr; })
         .def_property_readonly("stored_bytes", &TensorSource::stored_bytes, "bytes of the stored tensor it reads");
 
-    m.def("source_from_dump", &source_from<DumpFile>, py::arg("file"), py::arg("kind"), py::arg("index"),
+    m.def("source_from_dump", &bound_source<DumpFile>, py::arg("file"), py::arg("kind"), py::arg("index"),
           py::arg("dst_format") = py::none(), py::arg("dst_shape") = py::none(), py::arg("groups") = 1,
           "A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan "
           "(device layout -> plain, cropped).");
-
-    m.def("source_from_dump", &source_from<DumpHead>, py::arg("file"), py::arg("kind"), py::arg("index"),
+    m.def("source_from_dump", &bound_source<DumpHead>, py::arg("file"), py::arg("kind"), py::arg("index"),
           py::arg("dst_format") = py::none(), py::arg("dst_shape") = py::none(), py::arg("groups") = 1,
           "The same from a DumpHead (read_heads).");
+
+    m.def("dump_tensor_facts", [](const py::list& items) {
+        // per (DumpFile, kind, index): what a compared row and the layout choice read of the tensor, in one call
+        py::list out;
+        for (py::handle item : items) {
+            py::object facts = py::none();
+            if (!py::isinstance<py::tuple>(item) || py::len(item) != 3) {
+                out.append(facts);
+                continue;
+            }
+            auto t = py::reinterpret_borrow<py::tuple>(item);
+            try {
+                const AnyDump file = AnyDump::of(t[0]);
+                const TensorDesc d = file.tensor(kind_of(t[1].cast<std::string>()), t[2].cast<std::size_t>());
+                const DataTypeInfo* info = find_data_type(d.data_type);
+                const char* format = format_name(d.format);
+                if (info != nullptr && format != nullptr) {
+                    py::object original = py::none();
+                    if (d.has_original_shape) original = py::tuple(py::cast(d.original_shape));
+                    facts = py::make_tuple(std::string(info->name), std::string(format), py::tuple(py::cast(d.shape)),
+                                           original, d.address, d.sub_format, check_tensor_desc(d));
+                }
+            } catch (const std::exception&) {
+                facts = py::none();
+            }
+            out.append(facts);
+        }
+        return out;
+    }, py::arg("items"),
+       "Per (DumpFile or DumpHead, kind, index): (data type name, format name, shape, original shape or None, address, "
+       "sub_format, problem: empty when the bytes fit) as TensorDesc and DumpFile.check give them, or None (no such "
+       "tensor, an unknown data type or format, any error: ask that one through the general path).");
+
+    m.def("sources_from_dumps", [](const py::list& items) {
+        // per (DumpFile, kind, index, dst_format, dst_shape, groups): source_from_dump's source, or None on any error
+        struct Item {
+            AnyDump file;
+            TensorKind kind;
+            std::size_t index;
+            std::optional<std::string> dst;
+            std::optional<std::vector<std::int64_t>> shape;
+            int groups;
+        };
+        std::vector<std::optional<Item>> wanted;
+        wanted.reserve(items.size());
+        for (py::handle item : items) {
+            if (!py::isinstance<py::tuple>(item) || py::len(item) != 6) {
+                wanted.emplace_back();
+                continue;
+            }
+            auto t = py::reinterpret_borrow<py::tuple>(item);
+            try {
+                wanted.push_back(Item{AnyDump::of(t[0]), kind_of(t[1].cast<std::string>()),
+                                      t[2].cast<std::size_t>(), t[3].cast<std::optional<std::string>>(),
+                                      t[4].cast<std::optional<std::vector<std::int64_t>>>(), t[5].cast<int>()});
+            } catch (const std::exception&) {
+                wanted.emplace_back();
+            }
+        }
+        std::vector<std::shared_ptr<TensorSource>> made(wanted.size());
+        {
+            py::gil_scoped_release release;
+            for (std::size_t k = 0; k < wanted.size(); ++k) {
+                if (!wanted[k]) continue;
+                const Item& w = *wanted[k];
+                try {
+                    made[k] = w.file.source(w.kind, w.index, w.dst, w.shape, w.groups);
+                } catch (const std::exception&) {
+                    made[k] = nullptr;
+                }
+            }
+        }
+        py::list out;
+        for (auto& s : made) {
+            if (s) out.append(py::make_tuple(s, s->count(), s->stored_bytes()));
+            else out.append(py::none());
+        }
+        return out;
+    }, py::arg("items"),
+       "source_from_dump for many tensors in one call: per (file, kind, index, dst_format, dst_shape, groups) "
+       "(source, count, stored_bytes), or None where it fails (source_from_dump then gives that one's error).");
 
     m.def("source_from_array", [](const py::array& a, std::optional<std::string> data_type) {
         if (!(a.flags() & py::array::c_style))

@@ -452,6 +452,16 @@ class compare:
         A dump tensor as a comparison side; with dst_format/dst_shape it is read through a layout plan (device layout -> plain, cropped). A DumpHead (read_heads) reads as the DumpFile of its file.
         """
     @staticmethod
+    def dump_tensor_facts(items: list) -> list:
+        """
+        Per (DumpFile or DumpHead, kind, index): (data type name, format name, shape, original shape or None, address, sub_format, problem: empty when the bytes fit) as TensorDesc and DumpFile.check give them, or None (no such tensor, an unknown data type or format, any error: ask that one through the general path).
+        """
+    @staticmethod
+    def sources_from_dumps(items: list) -> list:
+        """
+        source_from_dump for many tensors in one call: per (file, kind, index, dst_format, dst_shape, groups) (source, count, stored_bytes), or None where it fails (source_from_dump then gives that one's error).
+        """
+    @staticmethod
     def source_from_array(array: numpy.ndarray, data_type: str | None = None) -> compare.TensorSource:
         """
         A NumPy array (e.g. a memory-mapped .npy) as a comparison side, in its own row-major order.

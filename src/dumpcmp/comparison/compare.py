@@ -306,13 +306,31 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     opened: dict[int, tuple[Any, Any, str]] = {}
     opened_upto = 0
 
+    # the device side of those pairs read in two calls of the core where nothing is rare (`Sides.device_batch`):
+    # number -> (source, count, stored bytes, data type, format, stored shape, address)
+    ready: dict[int, tuple[Any, ...]] = {}
+
     def open_ahead(start: int) -> int:
         opened.clear()  # what is left belongs to pairs that failed before reading their ground truth
+        ready.clear()
         ahead = [k for k in range(start, min(len(pairs), start + _BATCH_PAIRS))
                  if pairs[k].comparable and pairs[k].skip_reason is None]
+        if device_vs_device:  # both sides device dumps: (left, its count, right, its count, left facts, right facts)
+            both = [k for k in ahead if pairs[k].npu_ref is not None and isinstance(pairs[k].ground_truth_ref,
+                                                                                     DeviceRef)]
+            for k, got in zip(both, sides.device_pairs([(pairs[k].npu_ref, pairs[k].ground_truth_ref, pairs[k].kind,
+                                                         pairs[k].index) for k in both], npu_vs_npu == "raw")):
+                if got is not None:
+                    ready[k] = got
+            return start + _BATCH_PAIRS
         for k, got in zip(ahead, ground_truth_sources([pairs[k].ground_truth_ref for k in ahead])):
             if got is not None:
                 opened[k] = got
+        plain = [k for k in ahead if k in opened and pairs[k].npu_ref is not None]
+        for k, got in zip(plain, sides.device_batch([(pairs[k].npu_ref, pairs[k], tuple(opened[k][1]))
+                                                     for k in plain])):
+            if got is not None:
+                ready[k] = got
         return start + _BATCH_PAIRS
 
     def finish(batch: _Batch, outcomes: list) -> None:
@@ -324,7 +342,9 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 finish_row(row, out, algos, ctx)
                 if custom is not None:  # the -c DIR plug-ins, on both whole tensors
                     custom.run_row(row, x, y, out, algos, ctx, threads)
-        progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries))
+        # the bytes only where a bar shows their rate (two calls of the core a pair)
+        progress.advance(len(batch.entries), sum(x.stored_bytes + y.stored_bytes for _, x, y, _, _ in batch.entries)
+                         if progress.enabled else 0)
 
     def release(upto: int) -> None:
         """The rows before `upto` are finished: put them, in order, and let them go."""
@@ -351,6 +371,18 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
             finish(before, outcomes)
             release(running.entries[0][0].index)  # the rows before the running batch's are all finished
 
+    def enqueue(row: Row, x_src: Any, y_src: Any, x_count: int, scalar: bool,
+                ctx: tuple[bool, bool, str, str]) -> None:
+        """A compared pair into the pending batch, which goes to the engine once it is full."""
+        nonlocal pending_elements
+        if max_elements and x_count > max_elements:  # -max N: the first N elements only
+            x_src, y_src = prefix_sources(x_src, y_src, max_elements, threads)
+            x_count = x_src.count
+        pending.append((row, x_src, y_src, scalar, ctx))
+        pending_elements += x_count
+        if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:
+            flush()
+
     def drain() -> None:
         nonlocal running
         flush()
@@ -362,6 +394,41 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
     with Progress(sum(1 for p in pairs if p.comparable), f"comparing {label}", quiet=quiet) as progress, \
             _joined_at_exit(lambda: running, engine):
         for number, pair in enumerate(pairs):
+            if device_vs_device and pair.skip_reason is None and pair.comparable:
+                if number >= opened_upto:
+                    opened_upto = open_ahead(number)
+                fast = ready.get(number)
+                if fast is not None and fast[1] == fast[3]:  # else the general path below says why
+                    x_src, x_count, y_src, _, (data_type, _, stored, _, address, _, _), right = fast
+                    row = Row(number, pair.op_type or "", pair.npu_column, dtype_name(data_type), address,
+                              pair.ground_truth_column, dtype_name(right[0]), right[4], pair.tensor_index, stored,
+                              pair=pair)
+                    rows.append(row)
+                    ctx = (not stored, npu_vs_npu == "raw" and data_type == "BOOL" and right[0] == "BOOL",
+                           pair.npu_ref.entry.path, pair.ground_truth_ref.entry.path)
+                    enqueue(row, x_src, y_src, x_count, not stored, ctx)
+                    continue
+            elif not device_vs_device and pair.skip_reason is None and pair.comparable and \
+                    not isinstance(pair.ground_truth_ref, DeviceTruth):
+                if number >= opened_upto:
+                    opened_upto = open_ahead(number)
+                fast = ready.get(number)
+                if fast is not None:  # the common case: a device tensor against a plain .npy, read as `device` does
+                    x_src, x_count, _, data_type, fmt, stored, address = fast
+                    y_src, gt_shape, gt_dtype = opened[number]
+                    if x_count == y_src.count:  # else the general path below says why (or cuts a batch)
+                        del opened[number]
+                        gt_shape = tuple(gt_shape)
+                        ndim = len(stored)
+                        row = Row(number, pair.op_type or "", pair.npu_column,
+                                  "float32" if data_type == "BF16" else dtype_name(data_type), address,
+                                  pair.ground_truth_column, gt_dtype, None, pair.tensor_index,
+                                  _compared_shape(fmt, ndim, pair, gt_shape, x_count), pair=pair)
+                        rows.append(row)
+                        ctx = (not gt_shape or ndim == 0, gt_dtype == "bool" and data_type == "BOOL",
+                               pair.npu_ref.entry.path, pair.ground_truth_ref.path)
+                        enqueue(row, x_src, y_src, x_count, not gt_shape, ctx)
+                        continue
             row = Row(index=number, op_type=pair.op_type or "", npu_dump=pair.npu_column, npu_data_type=None,
                       npu_address=None, ground_truth=pair.ground_truth_column, ground_truth_data_type=None,
                       ground_truth_address=None, tensor_index=pair.tensor_index, shape=None, pair=pair)
@@ -420,8 +487,6 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                     ctx = (scalar, t.data_type == "BOOL" and gt_t.data_type == "BOOL", npu_ref.entry.path,
                            pair.ground_truth_ref.path)
                 else:
-                    if number >= opened_upto:
-                        opened_upto = open_ahead(number)
                     got = opened.pop(number, None)
                     y_src, gt_shape, gt_dtype = got if got is not None else ground_truth_source(pair.ground_truth_ref)
                     gt_shape = tuple(gt_shape)
@@ -454,13 +519,7 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
                 row.failed, row.fail_reason = True, slice_reason(npu_ref, str(error))
                 progress.advance()
                 continue
-            if max_elements and x_count > max_elements:  # -max N: the first N elements only
-                x_src, y_src = prefix_sources(x_src, y_src, max_elements, threads)
-                x_count = x_src.count
-            pending.append((row, x_src, y_src, scalar, ctx))
-            pending_elements += x_count
-            if len(pending) >= _BATCH_PAIRS or pending_elements >= _BATCH_ELEMENTS:
-                flush()
+            enqueue(row, x_src, y_src, x_count, scalar, ctx)
         drain()
     return [] if put is not None else rows  # type: ignore[return-value]
 

@@ -148,15 +148,21 @@ def restored_plain(t: Any) -> tuple[str | None, tuple[int, ...], tuple[int, ...]
     truth compare: `dumpcmp.dumps.layout.plain_target`), padding cropped; a four-dimensional NHWC, HWCN or CHWN
     tensor is read in NCHW order, as the current msaccucmp reads it; anything else, and FFTS+ slices merged in a device
     layout, as stored."""
-    fmt, stored = t.format, tuple(int(d) for d in t.shape)
+    return restored_read(t.format, tuple(int(d) for d in t.shape), t.original_shape, _layout.groups_of(t),
+                         isinstance(t, ffts.MergedTensor))
+
+
+def restored_read(fmt: str, stored: tuple[int, ...], original_shape: Any, groups: int, merged: bool = False
+                  ) -> tuple[str | None, tuple[int, ...], tuple[int, ...] | None]:
+    """`restored_plain` of a tensor given by its facts (format, stored shape, original shape or None, groups;
+    `merged`: FFTS+ slices merged)."""
     if fmt in _layout.DEVICE_FORMATS:
-        if not t.original_shape or isinstance(t, ffts.MergedTensor):
+        if not original_shape or merged:
             return None, stored, None
-        original = tuple(int(d) for d in t.original_shape)
+        original = tuple(int(d) for d in original_shape)
         dst = _layout.plain_target(fmt, None, len(original))
         original = original if fmt == "FRACTAL_NZ" else _layout.pad_original(original, fmt)
-        return dst, tuple(_layout.plain_shape(fmt, stored, dst, original_shape=original,
-                                              groups=_layout.groups_of(t))), original
+        return dst, tuple(_layout.plain_shape(fmt, stored, dst, original_shape=original, groups=groups)), original
     if fmt in _TO_NCHW and len(stored) == 4:
         return "NCHW", tuple(_layout.plain_shape(fmt, stored, "NCHW")), None
     return None, stored, None
@@ -239,30 +245,116 @@ class Sides:
             if dst is not None:
                 return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(shape), groups), t
             return core.compare.source_from_dump(ref.dump._file, kind, index), t
+        dst, dst_shape, converted = self.read_as(fmt, tuple(t.shape), t.original_shape, groups, pair, target_shape,
+                                                 target_format)
+        if converted:
+            plain = self.converters.apply(fmt, dst, t.array(), t.shape, dst_shape)
+            return core.compare.source_from_array(np.ascontiguousarray(plain)), t
+        if dst is None:
+            return core.compare.source_from_dump(ref.dump._file, kind, index), t
+        return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
+
+    def read_as(self, fmt: str, shape: tuple[int, ...], original_shape: Any, groups: int, pair: TensorPair,
+                target_shape: tuple[int, ...], target_format: str | None = None
+                ) -> tuple[str | None, tuple[int, ...] | None, bool]:
+        """How `device` reads a dump tensor (format, stored shape, original shape, groups) against a target shape:
+        (plain format, its shape, False) through a layout plan, (None, None, False) as stored, or (plain format, its
+        shape, True) through the user's converter (`custom`)."""
+        converters = self.converters
         if fmt not in _layout.DEVICE_FORMATS:
             dst = target_format or _layout.plain_target(fmt, pair.origin_format, len(target_shape))
             origin_known = (pair.origin_format or "").upper() in _layout.LETTERED
             if fmt in _layout.LETTERED and fmt != dst and len(fmt) == len(dst) == len(target_shape) and \
-                    (origin_known or tuple(t.shape) != tuple(target_shape)):
+                    (origin_known or shape != tuple(target_shape)):
                 # the same tensor in another axis order: permuted to the ground truth's (by the formats when the
                 # graph gives the ground truth's, as the original does, even where the two shapes read the same)
-                if self.converters is not None and (fmt, dst) in self.converters:
-                    plain = self.converters.apply(fmt, dst, t.array(), t.shape, target_shape)
-                    return core.compare.source_from_array(np.ascontiguousarray(plain)), t
-                return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(target_shape)), t
-            return core.compare.source_from_dump(ref.dump._file, kind, index), t
+                return dst, tuple(target_shape), converters is not None and (fmt, dst) in converters
+            return None, None, False
         dst = target_format or _layout.plain_target(fmt, pair.origin_format, len(target_shape))
         if len(target_shape) != (5 if fmt in _layout.FIVE_D else 4) and fmt != "FRACTAL_NZ":
             # the ground truth is not 4-D/5-D (an FC layer's (N, C)): decode by the dump's original shape
-            original = t.original_shape or pair.origin_shape
+            original = original_shape or pair.origin_shape
             if original is None:
-                raise DumpcmpError(f"{fmt} tensor {list(t.shape)} against ground truth {list(target_shape)}: "
+                raise DumpcmpError(f"{fmt} tensor {list(shape)} against ground truth {list(target_shape)}: "
                                    f"no original shape to decode it by")
-            dst_shape = _layout.plain_shape(fmt, t.shape, dst, original_shape=_layout.pad_original(original, fmt),
-                                            groups=groups)
+            dst_shape = tuple(_layout.plain_shape(fmt, shape, dst, original_shape=_layout.pad_original(original, fmt),
+                                                  groups=groups))
         else:
-            dst_shape = target_shape
-        if self.converters is not None and (fmt, dst) in self.converters:
-            plain = self.converters.apply(fmt, dst, t.array(), t.shape, dst_shape)
-            return core.compare.source_from_array(np.ascontiguousarray(plain)), t
-        return core.compare.source_from_dump(ref.dump._file, kind, index, dst, list(dst_shape), groups), t
+            dst_shape = tuple(target_shape)
+        return dst, dst_shape, converters is not None and (fmt, dst) in converters
+
+    @staticmethod
+    def _facts(sides: list[tuple[DeviceRef, str, int | None]]) -> list[Any]:
+        """`core.compare.dump_tensor_facts` of each (ref, kind, index) of a plain, readable dump whose tensor's bytes
+        fit, else None (a merged or unreadable dump, no such tensor, an unknown type: `device` and `tensor` say it)."""
+        out: list[Any] = [None] * len(sides)
+        asked = [k for k, (ref, _, index) in enumerate(sides)
+                 if ref.dump is not None and not ref.slices and index is not None and
+                 not isinstance(ref.dump, ffts.MergedDump)]
+        facts = core.compare.dump_tensor_facts([(sides[k][0].dump._file, sides[k][1], sides[k][2]) for k in asked])
+        for k, f in zip(asked, facts):
+            if f is not None and not f[6]:
+                out[k] = f
+        return out
+
+    def device_pairs(self, wanted: list[tuple[DeviceRef, DeviceRef, str, int | None]], raw: bool) -> list[Any]:
+        """Both sides of device-vs-device pairs read at once (`stored_source` with `raw`, else `restored_source`):
+        per (left ref, right ref, kind, index), None (that pair goes the general way, whose errors its row gives:
+        formats or shapes that differ, bool restored through NumPy, ...) or (left source, its count, right source,
+        its count, left facts, right facts), the facts as `core.compare.dump_tensor_facts` gives them."""
+        out: list[Any] = [None] * len(wanted)
+        facts = self._facts([side for ref_x, ref_y, kind, index in wanted for side in ((ref_x, kind, index),
+                                                                                        (ref_y, kind, index))])
+        read, items = [], []
+        for k, (ref_x, ref_y, kind, index) in enumerate(wanted):
+            fx, fy = facts[2 * k], facts[2 * k + 1]
+            if fx is None or fy is None or (fx[1], fx[2], fx[3]) != (fy[1], fy[2], fy[3]):
+                continue
+            if raw:
+                plans = [(None, None, 1), (None, None, 1)]
+            elif fx[0] == "BOOL" or fy[0] == "BOOL":
+                continue
+            else:
+                try:
+                    plans = []
+                    for f in (fx, fy):
+                        groups = _layout.group_count(f[1], f[5])
+                        dst, shape, _ = restored_read(f[1], f[2], f[3], groups)
+                        plans.append((dst, None if dst is None else list(shape), groups))
+                except (DumpcmpError, ValueError):
+                    continue
+            read.append((k, fx, fy))
+            items += [(ref_x.dump._file, kind, index, *plans[0]), (ref_y.dump._file, kind, index, *plans[1])]
+        made = core.compare.sources_from_dumps(items)
+        for j, (k, fx, fy) in enumerate(read):
+            x, y = made[2 * j], made[2 * j + 1]
+            if x is not None and y is not None:
+                out[k] = (x[0], x[1], y[0], y[1], fx, fy)
+        return out
+
+    def device_batch(self, wanted: list[tuple[DeviceRef, TensorPair, tuple[int, ...]]]) -> list[Any]:
+        """`device` for many plain cases at once, two calls of the core: per (ref, pair, ground-truth shape), None
+        (that one goes through `device`, whose errors the row gives: a merged or unreadable dump, a tensor whose
+        bytes do not fit, a user converter, ...) or (source, count, stored bytes, data type, format, stored shape,
+        address) of the device tensor, read as `device` reads it."""
+        out: list[Any] = [None] * len(wanted)
+        if self.converters is not None:
+            return out
+        read, items = [], []
+        for k, f in enumerate(self._facts([(ref, pair.kind, pair.index) for ref, pair, _ in wanted])):
+            if f is None:
+                continue
+            data_type, fmt, shape, original, address, sub_format, _ = f
+            ref, pair, target_shape = wanted[k]
+            groups = _layout.group_count(fmt, sub_format)
+            try:
+                dst, dst_shape, _ = self.read_as(fmt, shape, original, groups, pair, target_shape)
+            except (DumpcmpError, ValueError):
+                continue
+            read.append((k, f))
+            items.append((ref.dump._file, pair.kind, pair.index, dst, None if dst_shape is None else list(dst_shape),
+                          groups))
+        for (k, f), got in zip(read, core.compare.sources_from_dumps(items)):
+            if got is not None:
+                out[k] = (*got, f[0], f[1], f[2], f[4])
+        return out

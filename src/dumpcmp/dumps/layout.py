@@ -45,6 +45,7 @@ __all__ = [
     "Converters",
     "LayoutError",
     "groups_of",
+    "group_count",
     "convert",
     "default_c0",
     "device_shape",
@@ -104,7 +105,12 @@ def _core_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def groups_of(tensor: Any) -> int:
     """The convolution group count a dump tensor's layout needs: its sub_format, for FRACTAL_Z only (other formats
     may carry a sub_format that means something else)."""
-    return max(1, int(tensor.sub_format)) if tensor.format == "FRACTAL_Z" else 1
+    return group_count(tensor.format, tensor.sub_format)
+
+
+def group_count(fmt: str, sub_format: int) -> int:
+    """`groups_of` from a tensor's format and sub_format."""
+    return max(1, int(sub_format)) if fmt == "FRACTAL_Z" else 1
 
 
 def plain_target(device_format: str, origin_format: str | None = None, ndim: int | None = None) -> str:

@@ -126,8 +126,6 @@ public:
     StrCache(const StrCache&) = delete;
     StrCache& operator=(const StrCache&) = delete;
 
-    bool full() const { return used_ >= 4096; }
-
     py::object get(std::string_view s) {
         const std::uint64_t h = hash(s);
         std::size_t mask = slots_.size() - 1, i = static_cast<std::size_t>(h) & mask;
@@ -269,13 +267,14 @@ constexpr std::string_view list_fields[] = {"s", "i", "f", "b", "bt", "dt", "tf"
 
 // The graph JSON's records, made from the JSON layer's layout and one op's tree at a time: graph_json's rules
 // (what each field may hold, the errors' words) live here and only here.
-class Reader {
+class Reader : public Visitor {
 public:
     Reader(PyObject* op_cls, PyObject* desc_cls, PyObject* ref_cls, std::string_view text)
         : op_cls_(op_cls), desc_cls_(desc_cls), ref_cls_(ref_cls), text_(text), ops_(steal(PyList_New(0))),
-          cache_(text.data(), text.size()), cursor_(text.data(), text.data() + text.size(), dom_.arena()) {}
+          cache_(text.data(), text.size()), cursor_(text.data(), text.data() + text.size(), own_.arena()) {}
 
-    // (ops, graph names, model name, in order, by name), or the text of the error (after the file's name)
+    // (ops, graph names, model name, in order, by name), or the text of the error (after the file's name), read by
+    // the layout `scan` found
     py::object run(const Layout& l) {
         try {
             return read(l);
@@ -284,12 +283,44 @@ public:
         }
     }
 
+    // each op of a one-pass reading (graph_json.hpp's walk): its graph's name is known at the graph's end
+    void op(const Dom& dom, std::uint32_t root, std::size_t g, std::size_t n) override {
+        tree_ = &dom;
+        op(dom.nodes[root], g, n);
+        tree_ = &own_;
+    }
+
+    void graph_done(std::size_t g, const std::string* name) override {
+        name_graph(g, name != nullptr ? *name : std::string());
+    }
+
+    // (ops, graph names, model name, in order, by name)
+    py::object result(const std::string& model) {
+        py::tuple graph_names(names_.size());
+        for (std::size_t i = 0; i < names_.size(); ++i) graph_names[i] = text(names_[i]);
+        return py::make_tuple(ops_, graph_names, text(model), in_order_, unique_names_ ? by_name_ : py::none());
+    }
+
 private:
+    // graph_json's name of graph `g` whose 'name' is `name` ("graph_<g>" without one, "<name>#<g>" for a name taken
+    // before), given to its ops read so far
+    void name_graph(std::size_t g, std::string name) {
+        if (name.empty()) name = "graph_" + std::to_string(g);
+        for (const std::string& taken : names_) {
+            if (taken == name) {
+                name += "#" + std::to_string(g);
+                break;
+            }
+        }
+        names_.push_back(name);
+        graph_name_ = text(name);
+        name_pending();
+    }
+
     py::object read(const Layout& l) {
         if (!l.top_object) throw Fail{"not a graph file: the top level is not a JSON object"};
         if (l.graph == absent) throw Fail{"not a graph file: there is no 'graph' key"};
         if (l.graph_kind != '{' && l.graph_kind != '[') throw Fail{"'graph' is not an array"};
-        std::vector<std::string> names;
         const int graph_depth = l.graph_kind == '{' ? 2 : 3;
         for (std::size_t g = 0; g < l.graphs.size(); ++g) {
             const GraphSpan& span = l.graphs[g];
@@ -299,49 +330,43 @@ private:
                 cursor_.seek(span.name);
                 if (cursor_.peek() == '"') name = std::string(cursor_.string());
             }
-            if (name.empty()) name = "graph_" + std::to_string(g);
-            for (const std::string& taken : names) {
-                if (taken == name) {
-                    name += "#" + std::to_string(g);
-                    break;
-                }
-            }
-            names.push_back(name);
-            graph_name_ = text(name);
+            name_graph(g, name);  // named before its ops: their errors name it
             if (span.op != absent) ops(span.op, graph_depth + 1, g);
-            const PyObject* key = keys().op[3].ptr();
-            for (PyObject* op : pending_)
-                if (PyObject_GenericSetAttr(op, const_cast<PyObject*>(key), graph_name_.ptr()) != 0)
-                    throw py::error_already_set();
-            pending_.clear();
+            name_pending();
         }
         std::string model;
         if (l.name != absent) {
             cursor_.seek(l.name);
             if (cursor_.peek() == '"') model = std::string(cursor_.string());
         }
-        py::tuple graph_names(names.size());
-        for (std::size_t i = 0; i < names.size(); ++i) graph_names[i] = text(names[i]);
-        return py::make_tuple(ops_, graph_names, text(model), in_order_,
-                              unique_names_ ? by_name_ : py::none());
+        return result(model);
+    }
+
+    // the current graph's name given to its ops read so far
+    void name_pending() {
+        const PyObject* key = keys().op[3].ptr();
+        for (PyObject* op : pending_)
+            if (PyObject_GenericSetAttr(op, const_cast<PyObject*>(key), graph_name_.ptr()) != 0)
+                throw py::error_already_set();
+        pending_.clear();
     }
 
     // the graph's 'op' value at `at` (`depth` its level)
     void ops(std::size_t at, int depth, std::size_t g) {
         cursor_.seek(at);
         if (cursor_.peek() != '[') {
-            dom_.clear();
-            const std::uint32_t v = dom_.read(cursor_, depth);
-            if (Dom::truthy(dom_.nodes[v])) throw Fail{"graph " + repr_text(graph_name_) + ": 'op' is not an array"};
+            own_.clear();
+            const std::uint32_t v = own_.read(cursor_, depth);
+            if (Dom::truthy(own_.nodes[v])) throw Fail{"graph " + repr_text(graph_name_) + ": 'op' is not an array"};
             return;
         }
         cursor_.expect('[');
         if (cursor_.peek() == ']') return;
         for (std::size_t n = 0;; ++n) {
-            dom_.clear();
-            const std::uint32_t root = dom_.read(cursor_, depth + 1);
+            own_.clear();
+            const std::uint32_t root = own_.read(cursor_, depth + 1);
             const std::size_t resume = cursor_.offset();
-            op(dom_.nodes[root], g, n);
+            op(own_.nodes[root], g, n);
             cursor_.seek(resume);
             if (cursor_.peek() == ']') return;
             cursor_.expect(',');
@@ -352,18 +377,18 @@ private:
         const Keys& k = keys();
         if (raw.kind != Kind::object)
             throw Fail{"graph " + repr_text(graph_name_) + " op #" + std::to_string(n) + " is not an object"};
-        const Node* name_node = dom_.get(raw, "name");
+        const Node* name_node = tree_->get(raw, "name");
         if (name_node == nullptr || name_node->kind != Kind::string || name_node->s.empty())
             throw Fail{"graph " + repr_text(graph_name_) + " op #" + std::to_string(n) + " has no 'name'"};
         py::object v[n_op];
         v[0] = text(name_node->s);
         recent_[recent_next_++ % n_recent] = v[0];
         auto where = [&] { return "graph " + repr_text(graph_name_) + " op " + repr_text(v[0]); };
-        const Node* type = dom_.get(raw, "type");
-        if (type == nullptr || type->kind == Kind::null) v[1] = cached("");
-        else if (type->kind == Kind::string) v[1] = cached(type->s);
+        const Node* type = tree_->get(raw, "type");
+        if (type == nullptr || type->kind == Kind::null) v[1] = vocab("");
+        else if (type->kind == Kind::string) v[1] = vocab(type->s);
         else throw Fail{where() + ": 'type' is not a string"};
-        const Node* id = dom_.get(raw, "id");
+        const Node* id = tree_->get(raw, "id");
         if (id == nullptr || id->kind == Kind::null) {
             v[2] = integer(0);
         } else if (id->kind == Kind::integer) {
@@ -387,14 +412,14 @@ private:
         last_id_ = id_value;
         v[4] = integer(static_cast<std::int64_t>(place));
         std::vector<py::object> data, control;
-        const Node* inputs_node = dom_.get(raw, "input");
+        const Node* inputs_node = tree_->get(raw, "input");
         if (inputs_node != nullptr && Dom::truthy(*inputs_node)) {
             if (inputs_node->kind != Kind::array) throw Fail{where() + ": 'input' is not an array"};
             py::object inputs = steal(PyTuple_New(static_cast<Py_ssize_t>(inputs_node->count)));
             for (std::size_t slot = 0; slot < inputs_node->count; ++slot) {
-                const Node& item = dom_.kid(*inputs_node, slot);
+                const Node& item = tree_->kid(*inputs_node, slot);
                 if (item.kind == Kind::null) {
-                    PyTuple_SET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(slot), cached("").release().ptr());
+                    PyTuple_SET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(slot), vocab("").release().ptr());
                     continue;
                 }
                 if (item.kind != Kind::string)
@@ -410,7 +435,7 @@ private:
         }
         v[6] = tuple_of(data);
         v[7] = tuple_of(control);
-        py::object attrs = attr_dict(dom_.get(raw, "attr"), where);
+        py::object attrs = attr_dict(tree_->get(raw, "attr"), where);
         v[8] = attrs;
         PyObject* originals_raw = get(attrs.ptr(), k.original_op_names);
         py::object originals;
@@ -504,9 +529,18 @@ private:
         }
     }
 
-    // short strings (types, dtypes, layouts, attribute keys, formats) made once; longer ones (names) shared with
-    // the last ops' names when equal (a table of every name costs more in cache misses than the strings it saves)
-    py::object cached(std::string_view s) { return s.size() > 16 || cache_.full() ? name(s) : cache_.get(s); }
+    // The words of the schema's vocabulary (types, dtypes, layouts, attribute and object keys), each made once
+    // whatever its length; short values (formats, small names) too; longer values shared with the last ops' names
+    // when equal (a table of every name costs more in cache misses than the strings it saves).
+    py::object vocab(std::string_view s) { return cache_.get(s); }
+    py::object cached(std::string_view s) { return s.size() > 16 ? name(s) : cache_.get(s); }
+
+    // An equal tuple of integers made before (shapes repeat), else this one, kept for the next.
+    py::object shared(py::object t) {
+        PyObject* kept = PyDict_SetDefault(shapes_.ptr(), t.ptr(), t.ptr());
+        if (kept == nullptr) throw py::error_already_set();
+        return py::reinterpret_borrow<py::object>(kept);
+    }
 
     // A name: the string of one of the last ops read when it is one of them (an op's own origin, the producer of
     // its input: the common cases), else a new one.
@@ -545,14 +579,14 @@ private:
             case Kind::array: {
                 py::object l = steal(PyList_New(static_cast<Py_ssize_t>(n.count)));
                 for (std::size_t i = 0; i < n.count; ++i)
-                    PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), pyval(dom_.kid(n, i)).release().ptr());
+                    PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), pyval(tree_->kid(n, i)).release().ptr());
                 return l;
             }
             case Kind::object: {
                 py::object d = steal(PyDict_New());
                 for (std::size_t m = 0; m < n.count; ++m) {
-                    py::object key = cached(dom_.kid(n, 2 * m).s);
-                    py::object item = pyval(dom_.kid(n, 2 * m + 1));
+                    py::object key = vocab(tree_->kid(n, 2 * m).s);
+                    py::object item = pyval(tree_->kid(n, 2 * m + 1));
                     if (PyDict_SetItem(d.ptr(), key.ptr(), item.ptr()) != 0) throw py::error_already_set();
                 }
                 return d;
@@ -561,19 +595,24 @@ private:
         return none();
     }
 
-    // tuple(_to_int(d) for d in value): read from the tree for a list of plain integers
-    py::object ints(const Node& n) {
+    // tuple(_to_int(d) for d in value) (a list when `list`): read from the tree for an array of plain integers
+    py::object ints(const Node& n, bool list = false) {
         if (n.kind == Kind::array) {
             bool plain = true;
-            for (std::size_t i = 0; i < n.count && plain; ++i) plain = dom_.kid(n, i).kind == Kind::integer;
+            for (std::size_t i = 0; i < n.count && plain; ++i) plain = tree_->kid(n, i).kind == Kind::integer;
             if (plain) {
-                py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(n.count)));
-                for (std::size_t i = 0; i < n.count; ++i)
-                    PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), integer(dom_.kid(n, i).i).release().ptr());
+                const auto size = static_cast<Py_ssize_t>(n.count);
+                py::object t = steal(list ? PyList_New(size) : PyTuple_New(size));
+                for (std::size_t i = 0; i < n.count; ++i) {
+                    PyObject* d = integer(tree_->kid(n, i).i).release().ptr();
+                    if (list) PyList_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), d);
+                    else PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), d);
+                }
                 return untracked(t);
             }
         }
-        return untracked(ints_of(pyval(n)));
+        py::object t = untracked(ints_of(pyval(n)));
+        return list ? untracked(steal(PySequence_List(t.ptr()))) : t;
     }
 
     // One typed field (`s`, `i`, `b` or `f`) of a value object, not null.
@@ -596,24 +635,24 @@ private:
         if (v == nullptr || v->kind == Kind::null) return none();
         if (v->kind != Kind::object) throw Fail{"attribute value is not an object: " + repr_text(pyval(*v))};
         for (const char field : {'s', 'i', 'b', 'f'}) {
-            const Node* raw = dom_.get(*v, std::string_view(&field, 1));
+            const Node* raw = tree_->get(*v, std::string_view(&field, 1));
             if (raw != nullptr) return raw->kind == Kind::null ? none() : scalar(field, *raw);
         }
-        const Node* list = dom_.get(*v, "list");
+        const Node* list = tree_->get(*v, "list");
         if (list == nullptr) return pyval(*v);
         if (list->kind == Kind::null) return untracked(steal(PyList_New(0)));
         if (list->kind != Kind::object)
             throw Fail{"'list' attribute value is not an object: " + repr_text(pyval(*list))};
         for (const std::string_view field : list_fields) {
-            const Node* items = dom_.get(*list, field);
+            const Node* items = tree_->get(*list, field);
             if (items == nullptr || items->kind == Kind::null) continue;
             if (items->kind != Kind::array)
                 throw Fail{"list field '" + std::string(field) + "' is not an array: " + repr_text(pyval(*items))};
-            if (field == "i") return untracked(steal(PySequence_List(ints(*items).ptr())));
+            if (field == "i") return ints(*items, true);
             if (field != "s" && field != "f" && field != "b") return pyval(*items);  // kept as they are
             py::object l = steal(PyList_New(static_cast<Py_ssize_t>(items->count)));
             for (std::size_t i = 0; i < items->count; ++i)
-                PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), scalar(field[0], dom_.kid(*items, i)).release().ptr());
+                PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), scalar(field[0], tree_->kid(*items, i)).release().ptr());
             return untracked(l);
         }
         return untracked(steal(PyList_New(0)));
@@ -627,14 +666,14 @@ private:
         if (raw->kind != Kind::array) throw Fail{where() + ": 'attr' is not an array"};
         bool tracked = false;
         for (std::size_t n = 0; n < raw->count; ++n) {
-            const Node& item = dom_.kid(*raw, n);
-            const Node* key = item.kind == Kind::object ? dom_.get(item, "key") : nullptr;
+            const Node& item = tree_->kid(*raw, n);
+            const Node* key = item.kind == Kind::object ? tree_->get(item, "key") : nullptr;
             if (key == nullptr || key->kind != Kind::string)
                 throw Fail{where() + ": attr[" + std::to_string(n) + "] has no string 'key'"};
-            py::object key_text = cached(key->s);
+            py::object key_text = vocab(key->s);
             py::object value;
             try {
-                value = attr_value(dom_.get(item, "value"));
+                value = attr_value(tree_->get(item, "value"));
             } catch (const Fail& f) {
                 throw Fail{where() + ": attribute " + repr_text(key_text) + ": " + f.msg};
             }
@@ -647,13 +686,13 @@ private:
     // the op's input_desc or output_desc (absent, null or empty: none)
     template <class W>
     py::object descs(const Node& raw, const char* key, W&& op_where) {
-        const Node* items = dom_.get(raw, key);
+        const Node* items = tree_->get(raw, key);
         if (items == nullptr || !Dom::truthy(*items)) return keys().empty_tuple;
         if (items->kind != Kind::array) throw Fail{op_where() + ": '" + key + "' is not an array"};
         py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(items->count)));
         for (std::size_t i = 0; i < items->count; ++i) {
             auto where = [&] { return op_where() + " " + key + "[" + std::to_string(i) + "]"; };
-            PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), desc(dom_.kid(*items, i), where).release().ptr());
+            PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), desc(tree_->kid(*items, i), where).release().ptr());
         }
         return untracked(t);
     }
@@ -663,29 +702,30 @@ private:
         const Keys& k = keys();
         if (raw.kind == Kind::null) return steal(PyObject_CallNoArgs(desc_cls_));
         if (raw.kind != Kind::object) throw Fail{where() + " is not an object"};
-        py::object attrs = attr_dict(dom_.get(raw, "attr"), where);
+        py::object attrs = attr_dict(tree_->get(raw, "attr"), where);
         py::object v[n_desc];
         PyObject* origin_shape = get(attrs.ptr(), k.origin_shape);
         try {
-            const Node* shape = dom_.get(raw, "shape");
+            const Node* shape = tree_->get(raw, "shape");
             if (shape == nullptr || shape->kind == Kind::null) {
                 v[2] = none();
             } else if (shape->kind == Kind::object) {
-                const Node* dims = dom_.get(*shape, "dim");  // a shape object without dims is a scalar
-                v[2] = dims == nullptr || dims->kind == Kind::null ? keys().empty_tuple : ints(*dims);
+                const Node* dims = tree_->get(*shape, "dim");  // a shape object without dims is a scalar
+                v[2] = dims == nullptr || dims->kind == Kind::null ? keys().empty_tuple : shared(ints(*dims));
             } else if (shape->kind == Kind::array) {
-                v[2] = ints(*shape);
+                v[2] = shared(ints(*shape));
             } else {
                 throw Fail{"shape is neither an object nor an array: " + repr_text(pyval(*shape))};
             }
-            v[6] = origin_shape == nullptr || origin_shape == Py_None ? none() : untracked(ints_of(origin_shape));
+            v[6] = origin_shape == nullptr || origin_shape == Py_None ? none()
+                                                                      : shared(untracked(ints_of(origin_shape)));
         } catch (const Fail& f) {
             throw Fail{where() + ": bad shape: " + f.msg};
         }
-        const Node* dtype = dom_.get(raw, "dtype");
-        const Node* layout = dom_.get(raw, "layout");
-        v[0] = dtype != nullptr && dtype->kind == Kind::string && !dtype->s.empty() ? cached(dtype->s) : none();
-        v[1] = layout != nullptr && layout->kind == Kind::string && !layout->s.empty() ? cached(layout->s) : none();
+        const Node* dtype = tree_->get(raw, "dtype");
+        const Node* layout = tree_->get(raw, "layout");
+        v[0] = dtype != nullptr && dtype->kind == Kind::string && !dtype->s.empty() ? vocab(dtype->s) : none();
+        v[1] = layout != nullptr && layout->kind == Kind::string && !layout->s.empty() ? vocab(layout->s) : none();
         v[3] = str_or_none(get(attrs.ptr(), k.origin_name));
         PyObject* index = get(attrs.ptr(), k.origin_output_index);
         v[4] = index != nullptr && PyLong_Check(index) ? py::reinterpret_borrow<py::object>(index) : none();
@@ -708,10 +748,13 @@ private:
     std::size_t last_graph_ = 0;
     long long last_id_ = 0;
     std::vector<PyObject*> pending_;  // the current graph's ops (held by the list of ops)
-    py::object graph_name_;
+    py::object graph_name_ = steal(PyUnicode_FromString(""));  // for errors (a one-pass reading's are not told)
+    py::object shapes_ = steal(PyDict_New());  // {shape: shape}
     StrCache cache_;
-    Dom dom_;
+    Dom own_;
+    const Dom* tree_ = &own_;  // the tree of the op being read
     Cursor cursor_;
+    std::vector<std::string> names_;
     static constexpr std::size_t n_recent = 4;
     py::object recent_[n_recent];
     std::size_t recent_next_ = 0;
@@ -729,6 +772,17 @@ void bind_graph(py::module_& core) {
         char* bytes = nullptr;
         Py_ssize_t size = 0;
         if (PyBytes_AsStringAndSize(data.ptr(), &bytes, &size) != 0) throw py::error_already_set();
+        const std::string_view text = body(bytes, static_cast<std::size_t>(size));
+        {  // one pass, for a document laid out as real files are
+            Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text);
+            std::string model;
+            try {
+                if (walk(bytes, static_cast<std::size_t>(size), reader, model)) return reader.result(model);
+            } catch (const NotJson&) {
+                return py::none();
+            } catch (const Fail&) {  // told by the reading by layout: which error comes first is its to say
+            }
+        }
         Layout layout;
         try {
             py::gil_scoped_release unlocked;  // the bytes object is held by the caller
@@ -736,7 +790,7 @@ void bind_graph(py::module_& core) {
         } catch (const NotJson&) {
             return py::none();
         }
-        Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), body(bytes, static_cast<std::size_t>(size)));
+        Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text);
         try {
             return reader.run(layout);
         } catch (const NotJson&) {  // not reached: scan checked the text

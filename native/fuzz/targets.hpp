@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -168,6 +169,24 @@ inline void graph_target(const std::uint8_t* data, std::size_t size) {
             if (k >= dom.nodes.size()) finding("a child past the tree");
     };
     const int op_depth = layout.graph_kind == '{' ? 3 : 4;  // the 'op' value's level
+    // the one-pass reading: every op's tree as checked, and nothing it takes that scan refuses
+    struct Checker : Visitor {
+        std::function<void(const Dom&, std::uint32_t)> check;
+        void op(const Dom& d, std::uint32_t root, std::size_t, std::size_t) override { check(d, root); }
+        void graph_done(std::size_t, const std::string*) override {}
+    };
+    try {
+        Checker visitor;
+        visitor.check = [&](const Dom& d, std::uint32_t root) {
+            if (root >= d.nodes.size()) finding("a root past the tree");
+            for (const std::uint32_t k : d.kids)
+                if (k >= d.nodes.size()) finding("a child past the tree");
+        };
+        std::string model;
+        walk(reinterpret_cast<const char*>(data), size, visitor, model);
+    } catch (const NotJson&) {
+        finding("a one-pass reading refused text scan took");
+    }
     try {
         for (const GraphSpan& g : layout.graphs) {
             inside(g.at);

@@ -403,6 +403,101 @@ Layout scan(const char* data, std::size_t size) {
     return l;
 }
 
+namespace {
+
+struct NotPlain {};
+
+class Walker {
+public:
+    Walker(std::string_view text, Visitor& v) : c_(text.data(), text.data() + text.size(), dom_.arena()), v_(v) {}
+
+    bool run(std::string& model_name) {
+        if (c_.peek() != '{') return false;
+        bool seen_graph = false, seen_name = false;
+        try {
+            object(c_, 1, [&](std::string_view key) {
+                if (key == "graph") {
+                    if (seen_graph) throw NotPlain();
+                    seen_graph = true;
+                    graphs();
+                } else if (key == "name") {
+                    if (seen_name) throw NotPlain();
+                    seen_name = true;
+                    if (c_.peek() == '"') model_name = std::string(c_.string());
+                    else c_.skip(2);
+                } else {
+                    c_.skip(2);
+                }
+            });
+        } catch (const NotPlain&) {
+            return false;
+        }
+        if (!c_.at_end()) Cursor::give_up("data after the document");
+        return seen_graph;
+    }
+
+private:
+    void graphs() {
+        const char k = c_.peek();
+        std::size_t g = 0;
+        if (k == '{') {
+            graph(2, g);
+        } else if (k == '[') {
+            array(c_, 2, [&] {
+                if (c_.peek() != '{') throw NotPlain();
+                graph(3, g++);
+            });
+        } else {
+            throw NotPlain();
+        }
+    }
+
+    void graph(int depth, std::size_t g) {
+        bool seen_name = false, seen_op = false, named = false;
+        std::string name;
+        object(c_, depth, [&](std::string_view key) {
+            if (key == "name") {
+                if (seen_name) throw NotPlain();
+                seen_name = true;
+                if (c_.peek() == '"') {
+                    name = std::string(c_.string());
+                    named = true;
+                } else {
+                    c_.skip(depth + 1);
+                }
+            } else if (key == "op") {
+                if (seen_op) throw NotPlain();
+                seen_op = true;
+                if (c_.peek() != '[') {
+                    dom_.clear();
+                    if (Dom::truthy(dom_.nodes[dom_.read(c_, depth + 1)])) throw NotPlain();
+                    return;
+                }
+                std::size_t n = 0;
+                array(c_, depth + 1, [&] {
+                    dom_.clear();
+                    const std::uint32_t root = dom_.read(c_, depth + 2);
+                    v_.op(dom_, root, g, n++);
+                });
+            } else {
+                c_.skip(depth + 1);
+            }
+        });
+        v_.graph_done(g, named ? &name : nullptr);
+    }
+
+    Dom dom_;
+    Cursor c_;
+    Visitor& v_;
+};
+
+}  // namespace
+
+bool walk(const char* data, std::size_t size, Visitor& visitor, std::string& model_name) {
+    Walker w(body(data, size), visitor);
+    return w.run(model_name);
+}
+
 std::uint32_t Dom::read(Cursor& c, int depth) {
     const auto index = static_cast<std::uint32_t>(nodes.size());
     nodes.emplace_back();

@@ -142,4 +142,21 @@ private:
     std::deque<std::string> arena_;
 };
 
+// What the one-pass reading hands on: each op's tree (in file order; `dom` and `root` live until the call returns),
+// and each graph's end with its 'name' when that is a string.
+class Visitor {
+public:
+    virtual ~Visitor() = default;
+    virtual void op(const Dom& dom, std::uint32_t root, std::size_t graph, std::size_t n) = 0;
+    virtual void graph_done(std::size_t graph, const std::string* name) = 0;
+};
+
+// Read the document in one pass, in file order, as long as its layout is plain (as real files are): one object with
+// one 'graph' (an object, or an array of objects), each graph with at most one 'name' and one 'op' (an array, or
+// a value that is not true), and at most one top-level 'name' (its string in `model_name`). Returns false, with
+// whatever was handed on to be thrown away, for any other layout: then `scan` and a reading by layout tell what
+// the document holds. Throws NotJson, and whatever `visitor` throws (the caller then reads by layout too: what
+// an error is and which comes first is that reading's to say).
+bool walk(const char* data, std::size_t size, Visitor& visitor, std::string& model_name);
+
 }  // namespace dumpcmp::graphjson

@@ -126,7 +126,13 @@ public:
     StrCache(const StrCache&) = delete;
     StrCache& operator=(const StrCache&) = delete;
 
+    // the object made for the bytes `s` (a string of them, or what `make` makes)
     py::object get(std::string_view s) {
+        return get(s, [&] { return text(s); });
+    }
+
+    template <class Make>
+    py::object get(std::string_view s, Make&& make) {
         const std::uint64_t h = hash(s);
         std::size_t mask = slots_.size() - 1, i = static_cast<std::size_t>(h) & mask;
         for (;; i = (i + 1) & mask) {
@@ -134,7 +140,7 @@ public:
             if (slot.obj == nullptr) break;
             if (slot.hash == h && slot.key == s) return py::reinterpret_borrow<py::object>(slot.obj);
         }
-        py::object made = text(s);
+        py::object made = make();
         if (2 * (used_ + 1) > slots_.size()) {
             grow();
             mask = slots_.size() - 1;
@@ -535,11 +541,47 @@ private:
     py::object vocab(std::string_view s) { return cache_.get(s); }
     py::object cached(std::string_view s) { return s.size() > 16 ? name(s) : cache_.get(s); }
 
-    // An equal tuple of integers made before (shapes repeat), else this one, kept for the next.
-    py::object shared(py::object t) {
-        PyObject* kept = PyDict_SetDefault(shapes_.ptr(), t.ptr(), t.ptr());
-        if (kept == nullptr) throw py::error_already_set();
-        return py::reinterpret_borrow<py::object>(kept);
+    // The tuple of these integers: one made before for an equal shape (shapes repeat), else a new one kept.
+    py::object shape(const std::vector<std::int64_t>& dims) {
+        if (dims.empty()) return keys().empty_tuple;
+        const std::string_view key(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(std::int64_t));
+        return shapes_.get(key, [&] {
+            py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(dims.size())));
+            for (std::size_t i = 0; i < dims.size(); ++i)
+                PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), integer(dims[i]).release().ptr());
+            return untracked(t);
+        });
+    }
+
+    // the integers of a tree's array of plain integers into dims_; false when it holds anything else
+    bool plain_ints(const Node& n) {
+        if (n.kind != Kind::array) return false;
+        dims_.clear();
+        for (std::size_t i = 0; i < n.count; ++i) {
+            const Node& d = tree_->kid(n, i);
+            if (d.kind != Kind::integer) return false;
+            dims_.push_back(d.i);
+        }
+        return true;
+    }
+
+    // tuple(_to_int(d) for d in items) of a shape: shared when its items are plain integers
+    py::object shape_of(const Node& n) { return plain_ints(n) ? shape(dims_) : untracked(ints_of(pyval(n))); }
+
+    py::object shape_of(PyObject* items) {
+        if (PyList_CheckExact(items)) {
+            dims_.clear();
+            bool plain = true;
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items) && plain; ++i) {
+                PyObject* d = PyList_GET_ITEM(items, i);
+                int overflow = 0;
+                const long long v = PyLong_CheckExact(d) ? PyLong_AsLongLongAndOverflow(d, &overflow) : 0;
+                plain = PyLong_CheckExact(d) && overflow == 0 && !(v == -1 && PyErr_Occurred());
+                dims_.push_back(v);
+            }
+            if (plain) return shape(dims_);
+        }
+        return untracked(ints_of(items));
     }
 
     // A name: the string of one of the last ops read when it is one of them (an op's own origin, the producer of
@@ -711,14 +753,14 @@ private:
                 v[2] = none();
             } else if (shape->kind == Kind::object) {
                 const Node* dims = tree_->get(*shape, "dim");  // a shape object without dims is a scalar
-                v[2] = dims == nullptr || dims->kind == Kind::null ? keys().empty_tuple : shared(ints(*dims));
+                v[2] = dims == nullptr || dims->kind == Kind::null ? keys().empty_tuple : shape_of(*dims);
             } else if (shape->kind == Kind::array) {
-                v[2] = shared(ints(*shape));
+                v[2] = shape_of(*shape);
             } else {
                 throw Fail{"shape is neither an object nor an array: " + repr_text(pyval(*shape))};
             }
             v[6] = origin_shape == nullptr || origin_shape == Py_None ? none()
-                                                                      : shared(untracked(ints_of(origin_shape)));
+                                                                      : shape_of(origin_shape);
         } catch (const Fail& f) {
             throw Fail{where() + ": bad shape: " + f.msg};
         }
@@ -749,7 +791,8 @@ private:
     long long last_id_ = 0;
     std::vector<PyObject*> pending_;  // the current graph's ops (held by the list of ops)
     py::object graph_name_ = steal(PyUnicode_FromString(""));  // for errors (a one-pass reading's are not told)
-    py::object shapes_ = steal(PyDict_New());  // {shape: shape}
+    StrCache shapes_{nullptr, 0};  // shapes by their integers' bytes
+    std::vector<std::int64_t> dims_;
     StrCache cache_;
     Dom own_;
     const Dom* tree_ = &own_;  // the tree of the op being read

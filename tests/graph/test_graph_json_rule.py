@@ -72,3 +72,23 @@ def test_attr_value_errors_are_value_errors_with_the_rules_words():
         attr_value({"i": "twelve"})
     assert attr_value({"list": {"t": [None, 1]}}) == [None, 1]
     assert attr_value({"i": " 7 "}) == 7
+
+
+def test_the_words_of_the_schema_and_equal_shapes_are_one_object_each(tmp_path):
+    """Every op's type, dtype, layout and attribute key is one string whatever the file's size, and equal shapes are
+    one tuple (#35, the graph's memory). Before, the reader's cache stopped at 4,096 strings: past them each op had
+    strings of its own (22,309 'DT_FLOAT16' objects at 20,000 ops)."""
+    ops = []
+    for n in range(6000):
+        out = gj.desc(origin_name=f"o{n}", origin_index=0, origin_format="NCHW", origin_shape=(1, 16, 4, 4))
+        out["shape"] = {"dim": [1, 1, 4, 4, 16]}
+        out["attr"].append({"key": "_a_long_attribute_key_of_the_compiler", "value": {"s": f"v{n}"}})
+        ops.append(gj.op(f"op{n}", "Conv2DBackpropInputD", n, outputs=[out]))
+    graph = load_graph(gj.write(tmp_path / "m.json", gj.document(*ops)))
+    descs = [op.output_desc[0] for op in graph.ops]
+    assert len(descs) == 6000 and descs[-1].origin_name == "o5999"
+    assert len({id(op.type) for op in graph.ops}) == 1
+    assert len({id(d.dtype) for d in descs}) == 1 and len({id(d.layout) for d in descs}) == 1
+    assert len({id(d.shape) for d in descs}) == 1 and descs[0].shape == (1, 1, 4, 4, 16)
+    assert len({id(d.origin_shape) for d in descs}) == 1 and descs[0].origin_shape == (1, 16, 4, 4)
+    assert len({id(key) for d in descs for key in d.attrs}) == len(descs[0].attrs)

@@ -6,6 +6,7 @@
 #include <deque>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "dumpcmp/graph_json.hpp"
@@ -312,13 +313,9 @@ private:
     // before), given to its ops read so far
     void name_graph(std::size_t g, std::string name) {
         if (name.empty()) name = "graph_" + std::to_string(g);
-        for (const std::string& taken : names_) {
-            if (taken == name) {
-                name += "#" + std::to_string(g);
-                break;
-            }
-        }
+        if (taken_.count(name) != 0) name += "#" + std::to_string(g);  // a set: 10^5 graphs took 6 s as a list
         names_.push_back(name);
+        taken_.insert(name);
         graph_name_ = text(name);
         name_pending();
     }
@@ -798,6 +795,7 @@ private:
     const Dom* tree_ = &own_;  // the tree of the op being read
     Cursor cursor_;
     std::vector<std::string> names_;
+    std::unordered_set<std::string> taken_;
     static constexpr std::size_t n_recent = 4;
     py::object recent_[n_recent];
     std::size_t recent_next_ = 0;

@@ -1,10 +1,12 @@
 // The graph JSON read in C++ (native/src/graph_json.cpp), its ops made into graph_json's records here: the frozen
 // dataclasses' instances built without their __init__ (object.__new__, then each field set by object.__setattr__
 // in the class's order), so the Graph the Python code gets is the one parse_graph would give.
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "dumpcmp/graph_json.hpp"
@@ -125,9 +127,13 @@ public:
     StrCache(const StrCache&) = delete;
     StrCache& operator=(const StrCache&) = delete;
 
-    bool full() const { return used_ >= 4096; }
-
+    // the object made for the bytes `s` (a string of them, or what `make` makes)
     py::object get(std::string_view s) {
+        return get(s, [&] { return text(s); });
+    }
+
+    template <class Make>
+    py::object get(std::string_view s, Make&& make) {
         const std::uint64_t h = hash(s);
         std::size_t mask = slots_.size() - 1, i = static_cast<std::size_t>(h) & mask;
         for (;; i = (i + 1) & mask) {
@@ -135,7 +141,7 @@ public:
             if (slot.obj == nullptr) break;
             if (slot.hash == h && slot.key == s) return py::reinterpret_borrow<py::object>(slot.obj);
         }
-        py::object made = text(s);
+        py::object made = make();
         if (2 * (used_ + 1) > slots_.size()) {
             grow();
             mask = slots_.size() - 1;
@@ -189,46 +195,251 @@ private:
     std::deque<std::string> copies_;
 };
 
-class Builder : public Sink {
-public:
-    Builder(PyObject* op_cls, PyObject* desc_cls, PyObject* ref_cls, const char* text_begin, std::size_t size)
-        : op_cls_(op_cls), desc_cls_(desc_cls), ref_cls_(ref_cls), text_(text_begin), ops_(steal(PyList_New(0))),
-          cache_(text_begin, size) {}
+// A ValueError of graph_json's rules: its text (the caller adds where it happened).
+struct Fail {
+    std::string msg;
+};
 
-    void op(const Op& o, const Pools& p) override {
+std::string utf8_of(PyObject* s) {
+    Py_ssize_t size = 0;
+    const char* u = PyUnicode_AsUTF8AndSize(s, &size);
+    if (u == nullptr) throw py::error_already_set();
+    return std::string(u, static_cast<std::size_t>(size));
+}
+
+std::string repr_text(py::handle v) { return utf8_of(steal(PyObject_Repr(v.ptr())).ptr()); }
+
+// The Python error just raised as the Fail it stands for: ValueError (int("x"), float("x")), TypeError (iterating
+// a number) and OverflowError (float() of a huge integer) are the value's fault; anything else is not.
+[[noreturn]] void python_fail() {
+    if (PyErr_ExceptionMatches(PyExc_ValueError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
+        PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        py::error_already_set e;
+        throw Fail{utf8_of(steal(PyObject_Str(e.value().ptr())).ptr())};
+    }
+    throw py::error_already_set();
+}
+
+py::object checked(PyObject* p) {
+    if (p == nullptr) python_fail();
+    return py::reinterpret_steal<py::object>(p);
+}
+
+py::object method(py::handle v, const char* name) { return checked(PyObject_CallMethod(v.ptr(), name, nullptr)); }
+
+// graph_json's conversions of a value written in an unusual way (the common spellings are read from the tree)
+
+py::object to_int(py::handle v) {  // an integer, also written as a string or as an integral float; not a bool
+    if (PyLong_CheckExact(v.ptr())) return py::reinterpret_borrow<py::object>(v);
+    if (PyFloat_Check(v.ptr())) {
+        const double d = PyFloat_AS_DOUBLE(v.ptr());
+        if (std::isfinite(d) && d == std::floor(d)) return checked(PyLong_FromDouble(d));
+    } else if (PyUnicode_Check(v.ptr())) {
+        return checked(PyLong_FromUnicodeObject(method(v, "strip").ptr(), 10));
+    }
+    throw Fail{"expected an integer, got " + repr_text(v)};
+}
+
+py::object to_bool(py::handle v) {
+    if (PyBool_Check(v.ptr())) return py::reinterpret_borrow<py::object>(v);
+    if (PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr())) return py::bool_(PyObject_IsTrue(v.ptr()) == 1);
+    if (PyUnicode_Check(v.ptr())) {
+        const std::string s = utf8_of(method(method(v, "strip"), "lower").ptr());
+        if (s == "true" || s == "1") return py::bool_(true);
+        if (s == "false" || s == "0") return py::bool_(false);
+    }
+    throw Fail{"expected a bool, got " + repr_text(v)};
+}
+
+py::object to_float(py::handle v) {
+    if (!PyBool_Check(v.ptr()) && (PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr()) || PyUnicode_Check(v.ptr())))
+        return checked(PyNumber_Float(v.ptr()));
+    throw Fail{"expected a number, got " + repr_text(v)};
+}
+
+// tuple(to_int(d) for d in items), iterating whatever `items` is (a string's characters, a dict's keys)
+py::object ints_of(py::handle items) {
+    py::object t = checked(PySequence_Tuple(items.ptr()));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.ptr()); ++i) {
+        PyObject* d = PyTuple_GET_ITEM(t.ptr(), i);
+        if (PyLong_CheckExact(d)) continue;
+        py::object made = to_int(d);
+        PyTuple_SET_ITEM(t.ptr(), i, made.release().ptr());
+        Py_DECREF(d);
+    }
+    return t;
+}
+
+constexpr std::string_view list_fields[] = {"s", "i", "f", "b", "bt", "dt", "tf", "g", "t", "na"};
+
+// The graph JSON's records, made from the JSON layer's layout and one op's tree at a time: graph_json's rules
+// (what each field may hold, the errors' words) live here and only here.
+class Reader : public Visitor {
+public:
+    Reader(PyObject* op_cls, PyObject* desc_cls, PyObject* ref_cls, std::string_view text)
+        : op_cls_(op_cls), desc_cls_(desc_cls), ref_cls_(ref_cls), text_(text), ops_(steal(PyList_New(0))),
+          cache_(text.data(), text.size()), cursor_(text.data(), text.data() + text.size(), own_.arena()) {}
+
+    // (ops, graph names, model name, in order, by name), or the text of the error (after the file's name), read by
+    // the layout `scan` found
+    py::object run(const Layout& l) {
+        try {
+            return read(l);
+        } catch (const Fail& f) {
+            return py::str(f.msg);
+        }
+    }
+
+    // each op of a one-pass reading (graph_json.hpp's walk): its graph's name is known at the graph's end
+    void op(const Dom& dom, std::uint32_t root, std::size_t g, std::size_t n) override {
+        tree_ = &dom;
+        op(dom.nodes[root], g, n);
+        tree_ = &own_;
+    }
+
+    void graph_done(std::size_t g, const std::string* name) override {
+        name_graph(g, name != nullptr ? *name : std::string());
+    }
+
+    // (ops, graph names, model name, in order, by name)
+    py::object result(const std::string& model) {
+        py::tuple graph_names(names_.size());
+        for (std::size_t i = 0; i < names_.size(); ++i) graph_names[i] = text(names_[i]);
+        return py::make_tuple(ops_, graph_names, text(model), in_order_, unique_names_ ? by_name_ : py::none());
+    }
+
+private:
+    // graph_json's name of graph `g` whose 'name' is `name` ("graph_<g>" without one, "<name>#<g>" for a name taken
+    // before), given to its ops read so far
+    void name_graph(std::size_t g, std::string name) {
+        if (name.empty()) name = "graph_" + std::to_string(g);
+        if (taken_.count(name) != 0) name += "#" + std::to_string(g);  // a set: 10^5 graphs took 6 s as a list
+        names_.push_back(name);
+        taken_.insert(name);
+        graph_name_ = text(name);
+        name_pending();
+    }
+
+    py::object read(const Layout& l) {
+        if (!l.top_object) throw Fail{"not a graph file: the top level is not a JSON object"};
+        if (l.graph == absent) throw Fail{"not a graph file: there is no 'graph' key"};
+        if (l.graph_kind != '{' && l.graph_kind != '[') throw Fail{"'graph' is not an array"};
+        const int graph_depth = l.graph_kind == '{' ? 2 : 3;
+        for (std::size_t g = 0; g < l.graphs.size(); ++g) {
+            const GraphSpan& span = l.graphs[g];
+            if (!span.object) throw Fail{"graph #" + std::to_string(g) + " is not an object"};
+            std::string name;
+            if (span.name != absent) {
+                cursor_.seek(span.name);
+                if (cursor_.peek() == '"') name = std::string(cursor_.string());
+            }
+            name_graph(g, name);  // named before its ops: their errors name it
+            if (span.op != absent) ops(span.op, graph_depth + 1, g);
+            name_pending();
+        }
+        std::string model;
+        if (l.name != absent) {
+            cursor_.seek(l.name);
+            if (cursor_.peek() == '"') model = std::string(cursor_.string());
+        }
+        return result(model);
+    }
+
+    // the current graph's name given to its ops read so far
+    void name_pending() {
+        const PyObject* key = keys().op[3].ptr();
+        for (PyObject* op : pending_)
+            if (PyObject_GenericSetAttr(op, const_cast<PyObject*>(key), graph_name_.ptr()) != 0)
+                throw py::error_already_set();
+        pending_.clear();
+    }
+
+    // the graph's 'op' value at `at` (`depth` its level)
+    void ops(std::size_t at, int depth, std::size_t g) {
+        cursor_.seek(at);
+        if (cursor_.peek() != '[') {
+            own_.clear();
+            const std::uint32_t v = own_.read(cursor_, depth);
+            if (Dom::truthy(own_.nodes[v])) throw Fail{"graph " + repr_text(graph_name_) + ": 'op' is not an array"};
+            return;
+        }
+        cursor_.expect('[');
+        if (cursor_.peek() == ']') return;
+        for (std::size_t n = 0;; ++n) {
+            own_.clear();
+            const std::uint32_t root = own_.read(cursor_, depth + 1);
+            const std::size_t resume = cursor_.offset();
+            op(own_.nodes[root], g, n);
+            cursor_.seek(resume);
+            if (cursor_.peek() == ']') return;
+            cursor_.expect(',');
+        }
+    }
+
+    void op(const Node& raw, std::size_t g, std::size_t n) {
         const Keys& k = keys();
+        if (raw.kind != Kind::object)
+            throw Fail{"graph " + repr_text(graph_name_) + " op #" + std::to_string(n) + " is not an object"};
+        const Node* name_node = tree_->get(raw, "name");
+        if (name_node == nullptr || name_node->kind != Kind::string || name_node->s.empty())
+            throw Fail{"graph " + repr_text(graph_name_) + " op #" + std::to_string(n) + " has no 'name'"};
         py::object v[n_op];
-        v[0] = text(o.name);
+        v[0] = text(name_node->s);
         recent_[recent_next_++ % n_recent] = v[0];
-        v[1] = cached(o.type);
-        v[2] = integer(o.id);
-        v[3] = none();  // the graph's name, set when the graph is done
-        // its place if the file's ops are in execution order (by graph, then id), as they are in real files
-        const std::size_t place = static_cast<std::size_t>(PyList_GET_SIZE(ops_.ptr()));
-        if (place > 0 && o.graph == last_graph_ && o.id < last_id_) in_order_ = false;
-        last_graph_ = o.graph;
-        last_id_ = o.id;
-        v[4] = integer(static_cast<std::int64_t>(place));
-        py::object inputs = steal(PyTuple_New(static_cast<Py_ssize_t>(o.inputs_count)));
-        std::vector<py::object> data, control;
-        for (std::size_t i = 0; i < o.inputs_count; ++i) {
-            const Input& in = p.inputs[o.inputs_first + i];
-            PyTuple_SET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(i), text(in.text).release().ptr());
-            if (in.text.empty()) continue;
-            if (in.index < 0) {
-                control.push_back(name(in.producer));
-            } else {
-                py::object r[n_ref] = {integer(static_cast<std::int64_t>(i)), name(in.producer), integer(in.index)};
-                data.push_back(untracked(record(ref_cls_, k.ref, r, nullptr)));
+        auto where = [&] { return "graph " + repr_text(graph_name_) + " op " + repr_text(v[0]); };
+        const Node* type = tree_->get(raw, "type");
+        if (type == nullptr || type->kind == Kind::null) v[1] = vocab("");
+        else if (type->kind == Kind::string) v[1] = vocab(type->s);
+        else throw Fail{where() + ": 'type' is not a string"};
+        const Node* id = tree_->get(raw, "id");
+        if (id == nullptr || id->kind == Kind::null) {
+            v[2] = integer(0);
+        } else if (id->kind == Kind::integer) {
+            v[2] = integer(id->i);
+        } else {
+            py::object value = pyval(*id);
+            try {
+                v[2] = to_int(value);
+            } catch (const Fail&) {
+                throw Fail{where() + ": 'id' " + repr_text(value) + " is not an integer"};
             }
         }
-        v[5] = untracked(inputs);
+        v[3] = none();  // the graph's name, set when the graph is done
+        // its place if the file's ops are in execution order (by graph, then id), as they are in real files
+        int overflow = 0;
+        const long long id_value = PyLong_AsLongLongAndOverflow(v[2].ptr(), &overflow);
+        if (id_value == -1 && PyErr_Occurred()) throw py::error_already_set();
+        const std::size_t place = static_cast<std::size_t>(PyList_GET_SIZE(ops_.ptr()));
+        if (overflow != 0 || (place > 0 && g == last_graph_ && id_value < last_id_)) in_order_ = false;
+        last_graph_ = g;
+        last_id_ = id_value;
+        v[4] = integer(static_cast<std::int64_t>(place));
+        std::vector<py::object> data, control;
+        const Node* inputs_node = tree_->get(raw, "input");
+        if (inputs_node != nullptr && Dom::truthy(*inputs_node)) {
+            if (inputs_node->kind != Kind::array) throw Fail{where() + ": 'input' is not an array"};
+            py::object inputs = steal(PyTuple_New(static_cast<Py_ssize_t>(inputs_node->count)));
+            for (std::size_t slot = 0; slot < inputs_node->count; ++slot) {
+                const Node& item = tree_->kid(*inputs_node, slot);
+                if (item.kind == Kind::null) {
+                    PyTuple_SET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(slot), vocab("").release().ptr());
+                    continue;
+                }
+                if (item.kind != Kind::string)
+                    throw Fail{where() + ": input " + repr_text(pyval(item)) + " is not a string"};
+                py::object item_text = text(item.s);
+                PyTuple_SET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(slot), py::object(item_text).release().ptr());
+                if (item.s.empty()) continue;
+                input(item.s, item_text, slot, data, control, where);
+            }
+            v[5] = untracked(inputs);
+        } else {
+            v[5] = k.empty_tuple;
+        }
         v[6] = tuple_of(data);
         v[7] = tuple_of(control);
-        py::object attrs = attr_dict(p, o.attrs_first, o.attrs_count);
+        py::object attrs = attr_dict(tree_->get(raw, "attr"), where);
         v[8] = attrs;
-        v[9] = descs(p, o.in_first, o.in_count);
-        v[10] = descs(p, o.out_first, o.out_count);
         PyObject* originals_raw = get(attrs.ptr(), k.original_op_names);
         py::object originals;
         if (originals_raw == nullptr) {
@@ -246,9 +457,8 @@ public:
             originals = PyUnicode_GetLength(originals_raw) > 0
                             ? steal(PyTuple_Pack(1, originals_raw)) : k.empty_tuple;
         } else {
-            throw NotCanonical("_datadump_original_op_names is not a list of strings");
+            throw Fail{where() + ": _datadump_original_op_names is not a list of strings"};
         }
-        v[11] = originals;
         PyObject* l1 = get(attrs.ptr(), k.l1_fusion_no);
         v[12] = none();
         if (l1 != nullptr && l1 != Py_None) {
@@ -262,6 +472,9 @@ public:
             if (t < 0) throw py::error_already_set();
             is_multiop = t != 0;
         }
+        v[9] = descs(raw, "input_desc", where);
+        v[10] = descs(raw, "output_desc", where);
+        v[11] = originals;
         v[13] = py::bool_(is_multiop);
         v[14] = originals;
         PyObject* held = nullptr;
@@ -275,23 +488,98 @@ public:
         }
     }
 
-    void graph_done(std::size_t, const std::string& name) override {
-        py::object n = text(name);
-        const PyObject* key = keys().op[3].ptr();
-        for (PyObject* op : pending_)
-            if (PyObject_GenericSetAttr(op, const_cast<PyObject*>(key), n.ptr()) != 0) throw py::error_already_set();
-        pending_.clear();
+    // "name:index" (split at the last ':'; no ':' is output 0): a data input, or a control edge (index < 0)
+    template <class W>
+    void input(std::string_view s, const py::object& item, std::size_t slot, std::vector<py::object>& data,
+               std::vector<py::object>& control, W&& where) {
+        const Keys& k = keys();
+        const std::size_t colon = s.rfind(':');
+        py::object producer = name(colon == std::string_view::npos ? s : s.substr(0, colon));
+        py::object index;
+        bool negative = false;
+        if (colon == std::string_view::npos) {
+            index = integer(0);
+        } else {
+            std::string_view digits = s.substr(colon + 1);
+            const bool neg = !digits.empty() && digits[0] == '-';
+            if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) digits.remove_prefix(1);
+            bool plain = !digits.empty() && digits.size() <= 18;
+            std::int64_t value = 0;
+            for (const char d : digits) {
+                if (d < '0' || d > '9') plain = false;
+                else value = value * 10 + (d - '0');
+            }
+            if (plain) {  // the common spelling; any other is int()'s to read
+                index = integer(neg ? -value : value);
+                negative = neg && value != 0;
+            } else {
+                py::object after = text(s.substr(colon + 1));
+                PyObject* got = PyLong_FromUnicodeObject(after.ptr(), 10);
+                if (got == nullptr) {
+                    if (!PyErr_ExceptionMatches(PyExc_ValueError)) throw py::error_already_set();
+                    PyErr_Clear();
+                    throw Fail{where() + ": input " + repr_text(item) + " is not 'name:index'"};
+                }
+                index = steal(got);
+                negative = _PyLong_Sign(index.ptr()) < 0;
+            }
+        }
+        if (negative) {
+            control.push_back(producer);
+        } else {
+            py::object r[n_ref] = {integer(static_cast<std::int64_t>(slot)), producer, index};
+            data.push_back(untracked(record(ref_cls_, k.ref, r, nullptr)));
+        }
     }
 
-    py::object ops() const { return ops_; }
-    bool in_order() const { return in_order_; }
-    // {name: op} in file order when no two ops share a name, else None
-    py::object by_name() const { return unique_names_ ? by_name_ : py::none(); }
+    // The words of the schema's vocabulary (types, dtypes, layouts, attribute and object keys), each made once
+    // whatever its length; short values (formats, small names) too; longer values shared with the last ops' names
+    // when equal (a table of every name costs more in cache misses than the strings it saves).
+    py::object vocab(std::string_view s) { return cache_.get(s); }
+    py::object cached(std::string_view s) { return s.size() > 16 ? name(s) : cache_.get(s); }
 
-private:
-    // short strings (types, dtypes, layouts, attribute keys, formats) made once; longer ones (names) shared with
-    // the last ops' names when equal (a table of every name costs more in cache misses than the strings it saves)
-    py::object cached(std::string_view s) { return s.size() > 16 || cache_.full() ? name(s) : cache_.get(s); }
+    // The tuple of these integers: one made before for an equal shape (shapes repeat), else a new one kept.
+    py::object shape(const std::vector<std::int64_t>& dims) {
+        if (dims.empty()) return keys().empty_tuple;
+        const std::string_view key(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(std::int64_t));
+        return shapes_.get(key, [&] {
+            py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(dims.size())));
+            for (std::size_t i = 0; i < dims.size(); ++i)
+                PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), integer(dims[i]).release().ptr());
+            return untracked(t);
+        });
+    }
+
+    // the integers of a tree's array of plain integers into dims_; false when it holds anything else
+    bool plain_ints(const Node& n) {
+        if (n.kind != Kind::array) return false;
+        dims_.clear();
+        for (std::size_t i = 0; i < n.count; ++i) {
+            const Node& d = tree_->kid(n, i);
+            if (d.kind != Kind::integer) return false;
+            dims_.push_back(d.i);
+        }
+        return true;
+    }
+
+    // tuple(_to_int(d) for d in items) of a shape: shared when its items are plain integers
+    py::object shape_of(const Node& n) { return plain_ints(n) ? shape(dims_) : untracked(ints_of(pyval(n))); }
+
+    py::object shape_of(PyObject* items) {
+        if (PyList_CheckExact(items)) {
+            dims_.clear();
+            bool plain = true;
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items) && plain; ++i) {
+                PyObject* d = PyList_GET_ITEM(items, i);
+                int overflow = 0;
+                const long long v = PyLong_CheckExact(d) ? PyLong_AsLongLongAndOverflow(d, &overflow) : 0;
+                plain = PyLong_CheckExact(d) && overflow == 0 && !(v == -1 && PyErr_Occurred());
+                dims_.push_back(v);
+            }
+            if (plain) return shape(dims_);
+        }
+        return untracked(ints_of(items));
+    }
 
     // A name: the string of one of the last ops read when it is one of them (an op's own origin, the producer of
     // its input: the common cases), else a new one.
@@ -307,164 +595,207 @@ private:
     }
 
     static py::object tuple_of(const std::vector<py::object>& items) {
+        if (items.empty()) return keys().empty_tuple;
         py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
         for (std::size_t i = 0; i < items.size(); ++i)
             PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), items[i].inc_ref().ptr());
         return untracked(t);
     }
 
-    template <class T, class F>
-    static py::object list_of(const std::vector<T>& pool, std::size_t first, std::size_t count, F&& make) {
-        py::object l = steal(PyList_New(static_cast<Py_ssize_t>(count)));
-        for (std::size_t i = 0; i < count; ++i)
-            PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), make(pool[first + i]).release().ptr());
-        return untracked(l);
-    }
-
-    // A JSON value of the document's text (already checked by the reader) as the standard library gives it.
-    py::object generic(Cursor& c) {
-        const char k = c.peek();
-        if (k == '"') return cached(c.string());
-        if (k == '{') {
-            py::object d = steal(PyDict_New());
-            Py_ssize_t members = 0;
-            c.expect('{');
-            if (c.peek() != '}') {
-                for (;;) {
-                    py::object key = cached(c.string());
-                    c.expect(':');
-                    py::object item = generic(c);
+    // A JSON value as the json module gives it (a dict keeps a repeated key's first place and last value).
+    py::object pyval(const Node& n) {
+        switch (n.kind) {
+            case Kind::null: return none();
+            case Kind::false_: return py::bool_(false);
+            case Kind::true_: return py::bool_(true);
+            case Kind::integer: return integer(n.i);
+            case Kind::big: {
+                const std::string digits(n.s);
+                return steal(PyLong_FromString(digits.c_str(), nullptr, 10));
+            }
+            case Kind::real: return steal(PyFloat_FromDouble(n.f));
+            case Kind::string: return cached(n.s);
+            case Kind::array: {
+                py::object l = steal(PyList_New(static_cast<Py_ssize_t>(n.count)));
+                for (std::size_t i = 0; i < n.count; ++i)
+                    PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), pyval(tree_->kid(n, i)).release().ptr());
+                return l;
+            }
+            case Kind::object: {
+                py::object d = steal(PyDict_New());
+                for (std::size_t m = 0; m < n.count; ++m) {
+                    py::object key = vocab(tree_->kid(n, 2 * m).s);
+                    py::object item = pyval(tree_->kid(n, 2 * m + 1));
                     if (PyDict_SetItem(d.ptr(), key.ptr(), item.ptr()) != 0) throw py::error_already_set();
-                    ++members;
-                    if (c.peek() == '}') break;
-                    c.expect(',');
                 }
+                return d;
             }
-            c.expect('}');
-            if (PyDict_GET_SIZE(d.ptr()) != members) throw NotCanonical("a duplicate key in an attribute value");
-            return d;
         }
-        if (k == '[') {
-            py::object l = steal(PyList_New(0));
-            c.expect('[');
-            if (c.peek() != ']') {
-                for (;;) {
-                    py::object item = generic(c);
-                    if (PyList_Append(l.ptr(), item.ptr()) != 0) throw py::error_already_set();
-                    if (c.peek() == ']') break;
-                    c.expect(',');
+        return none();
+    }
+
+    // tuple(_to_int(d) for d in value) (a list when `list`): read from the tree for an array of plain integers
+    py::object ints(const Node& n, bool list = false) {
+        if (n.kind == Kind::array) {
+            bool plain = true;
+            for (std::size_t i = 0; i < n.count && plain; ++i) plain = tree_->kid(n, i).kind == Kind::integer;
+            if (plain) {
+                const auto size = static_cast<Py_ssize_t>(n.count);
+                py::object t = steal(list ? PyList_New(size) : PyTuple_New(size));
+                for (std::size_t i = 0; i < n.count; ++i) {
+                    PyObject* d = integer(tree_->kid(n, i).i).release().ptr();
+                    if (list) PyList_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), d);
+                    else PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), d);
                 }
+                return untracked(t);
             }
-            c.expect(']');
-            return l;
         }
-        if (k == '-' || (k >= '0' && k <= '9')) {
-            const Number n = c.number();
-            return n.is_int ? integer(n.i) : steal(PyFloat_FromDouble(n.f));
-        }
-        const char l = c.literal();
-        return l == 'n' ? none() : py::bool_(l == 't');
+        py::object t = untracked(ints_of(pyval(n)));
+        return list ? untracked(steal(PySequence_List(t.ptr()))) : t;
     }
 
-    py::object span(std::size_t begin, std::size_t end) {
-        std::deque<std::string> arena;
-        Cursor c(text_ + begin, text_ + end, &arena);
-        return generic(c);
-    }
-
-    py::object attr_value(const Pools& p, const Attr& a) {
-        switch (a.kind) {
-            case AttrKind::none: return none();
-            case AttrKind::str: return cached(a.s);
-            case AttrKind::integer: return integer(a.i);
-            case AttrKind::boolean: return py::bool_(a.i != 0);
-            case AttrKind::real: return steal(PyFloat_FromDouble(a.f));
-            case AttrKind::list_str:
-                return list_of(p.strs, a.first, a.count, [&](std::string_view s) { return cached(s); });
-            case AttrKind::list_int: return list_of(p.ints, a.first, a.count, integer);
-            case AttrKind::list_bool:
-                return list_of(p.ints, a.first, a.count, [](std::int64_t b) -> py::object { return py::bool_(b); });
-            case AttrKind::list_real:
-                return list_of(p.reals, a.first, a.count, [](double f) { return steal(PyFloat_FromDouble(f)); });
-            case AttrKind::list_empty: return untracked(steal(PyList_New(0)));
-            case AttrKind::value:
-            case AttrKind::list_value: return span(a.begin, a.end);
+    // One typed field (`s`, `i`, `b` or `f`) of a value object, not null.
+    py::object scalar(char field, const Node& n) {
+        switch (field) {
+            case 's': return n.kind == Kind::string ? cached(n.s) : steal(PyObject_Str(pyval(n).ptr()));
+            case 'i': return n.kind == Kind::integer ? integer(n.i) : to_int(pyval(n));
+            case 'b':
+                if (n.kind == Kind::true_ || n.kind == Kind::false_) return py::bool_(n.kind == Kind::true_);
+                return to_bool(pyval(n));
+            default:
+                if (n.kind == Kind::real) return steal(PyFloat_FromDouble(n.f));
+                if (n.kind == Kind::integer) return steal(PyFloat_FromDouble(static_cast<double>(n.i)));
+                return to_float(pyval(n));
         }
-        throw NotCanonical("an attribute of an unknown kind");
     }
 
-    py::object attr_dict(const Pools& p, std::size_t first, std::size_t count) {
+    // graph_json.attr_value: the Python value of one attribute value object
+    py::object attr_value(const Node* v) {
+        if (v == nullptr || v->kind == Kind::null) return none();
+        if (v->kind != Kind::object) throw Fail{"attribute value is not an object: " + repr_text(pyval(*v))};
+        for (const char field : {'s', 'i', 'b', 'f'}) {
+            const Node* raw = tree_->get(*v, std::string_view(&field, 1));
+            if (raw != nullptr) return raw->kind == Kind::null ? none() : scalar(field, *raw);
+        }
+        const Node* list = tree_->get(*v, "list");
+        if (list == nullptr) return pyval(*v);
+        if (list->kind == Kind::null) return untracked(steal(PyList_New(0)));
+        if (list->kind != Kind::object)
+            throw Fail{"'list' attribute value is not an object: " + repr_text(pyval(*list))};
+        for (const std::string_view field : list_fields) {
+            const Node* items = tree_->get(*list, field);
+            if (items == nullptr || items->kind == Kind::null) continue;
+            if (items->kind != Kind::array)
+                throw Fail{"list field '" + std::string(field) + "' is not an array: " + repr_text(pyval(*items))};
+            if (field == "i") return ints(*items, true);
+            if (field != "s" && field != "f" && field != "b") return pyval(*items);  // kept as they are
+            py::object l = steal(PyList_New(static_cast<Py_ssize_t>(items->count)));
+            for (std::size_t i = 0; i < items->count; ++i)
+                PyList_SET_ITEM(l.ptr(), static_cast<Py_ssize_t>(i), scalar(field[0], tree_->kid(*items, i)).release().ptr());
+            return untracked(l);
+        }
+        return untracked(steal(PyList_New(0)));
+    }
+
+    // graph_json's attribute list `[{"key": K, "value": V}, ...]` -> {K: attr_value(V)}; absent or null: {}
+    template <class W>
+    py::object attr_dict(const Node* raw, W&& where) {
         py::object d = steal(PyDict_New());
-        bool generic = false;
-        for (std::size_t i = 0; i < count; ++i) {
-            const Attr& a = p.attrs[first + i];
-            py::object key = cached(a.key);
-            py::object value = attr_value(p, a);
-            if (PyDict_SetItem(d.ptr(), key.ptr(), value.ptr()) != 0) throw py::error_already_set();
-            generic = generic || a.kind == AttrKind::value || a.kind == AttrKind::list_value;
+        if (raw == nullptr || raw->kind == Kind::null) return untracked(d);
+        if (raw->kind != Kind::array) throw Fail{where() + ": 'attr' is not an array"};
+        bool tracked = false;
+        for (std::size_t n = 0; n < raw->count; ++n) {
+            const Node& item = tree_->kid(*raw, n);
+            const Node* key = item.kind == Kind::object ? tree_->get(item, "key") : nullptr;
+            if (key == nullptr || key->kind != Kind::string)
+                throw Fail{where() + ": attr[" + std::to_string(n) + "] has no string 'key'"};
+            py::object key_text = vocab(key->s);
+            py::object value;
+            try {
+                value = attr_value(tree_->get(item, "value"));
+            } catch (const Fail& f) {
+                throw Fail{where() + ": attribute " + repr_text(key_text) + ": " + f.msg};
+            }
+            tracked = tracked || PyDict_Check(value.ptr()) || (PyList_Check(value.ptr()) && PyObject_GC_IsTracked(value.ptr()));
+            if (PyDict_SetItem(d.ptr(), key_text.ptr(), value.ptr()) != 0) throw py::error_already_set();
         }
-        return generic ? d : untracked(d);  // a generic value may hold anything
+        return tracked ? d : untracked(d);  // a generic value may hold anything
     }
 
-    py::object descs(const Pools& p, std::size_t first, std::size_t count) {
-        const Keys& k = keys();
-        py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(count)));
-        for (std::size_t n = 0; n < count; ++n) {
-            const Desc& d = p.descs[first + n];
-            py::object made;
-            if (d.null) {
-                made = steal(PyObject_CallNoArgs(desc_cls_));
-            } else {
-                py::object attrs = attr_dict(p, d.attrs_first, d.attrs_count);
-                py::object v[n_desc];
-                v[0] = d.dtype.empty() ? none() : cached(d.dtype);
-                v[1] = d.layout.empty() ? none() : cached(d.layout);
-                if (d.has_shape) {
-                    py::object shape = steal(PyTuple_New(static_cast<Py_ssize_t>(d.dims_count)));
-                    for (std::size_t i = 0; i < d.dims_count; ++i)
-                        PyTuple_SET_ITEM(shape.ptr(), static_cast<Py_ssize_t>(i),
-                                         integer(p.ints[d.dims_first + i]).release().ptr());
-                    v[2] = untracked(shape);
-                } else {
-                    v[2] = none();
-                }
-                v[3] = str_or_none(get(attrs.ptr(), k.origin_name));
-                PyObject* index = get(attrs.ptr(), k.origin_output_index);
-                v[4] = index != nullptr && PyLong_Check(index) ? py::reinterpret_borrow<py::object>(index) : none();
-                v[5] = str_or_none(get(attrs.ptr(), k.origin_format));
-                if (v[5].is_none()) v[5] = str_or_none(get(attrs.ptr(), k.origin_format_ge));
-                PyObject* origin_shape = get(attrs.ptr(), k.origin_shape);
-                if (origin_shape == nullptr || origin_shape == Py_None) {
-                    v[6] = none();
-                } else {
-                    if (!PyList_CheckExact(origin_shape)) throw NotCanonical("origin_shape is not a list");
-                    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(origin_shape); ++i)
-                        if (!PyLong_CheckExact(PyList_GET_ITEM(origin_shape, i)))
-                            throw NotCanonical("origin_shape holds a non-integer");
-                    v[6] = untracked(steal(PyList_AsTuple(origin_shape)));
-                }
-                v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type));
-                if (v[7].is_none()) v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type_ge));
-                v[8] = attrs;
-                made = untracked(record(desc_cls_, k.desc, v, nullptr));
-            }
-            PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(n), made.release().ptr());
+    // the op's input_desc or output_desc (absent, null or empty: none)
+    template <class W>
+    py::object descs(const Node& raw, const char* key, W&& op_where) {
+        const Node* items = tree_->get(raw, key);
+        if (items == nullptr || !Dom::truthy(*items)) return keys().empty_tuple;
+        if (items->kind != Kind::array) throw Fail{op_where() + ": '" + key + "' is not an array"};
+        py::object t = steal(PyTuple_New(static_cast<Py_ssize_t>(items->count)));
+        for (std::size_t i = 0; i < items->count; ++i) {
+            auto where = [&] { return op_where() + " " + key + "[" + std::to_string(i) + "]"; };
+            PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), desc(tree_->kid(*items, i), where).release().ptr());
         }
         return untracked(t);
+    }
+
+    template <class W>
+    py::object desc(const Node& raw, W&& where) {
+        const Keys& k = keys();
+        if (raw.kind == Kind::null) return steal(PyObject_CallNoArgs(desc_cls_));
+        if (raw.kind != Kind::object) throw Fail{where() + " is not an object"};
+        py::object attrs = attr_dict(tree_->get(raw, "attr"), where);
+        py::object v[n_desc];
+        PyObject* origin_shape = get(attrs.ptr(), k.origin_shape);
+        try {
+            const Node* shape = tree_->get(raw, "shape");
+            if (shape == nullptr || shape->kind == Kind::null) {
+                v[2] = none();
+            } else if (shape->kind == Kind::object) {
+                const Node* dims = tree_->get(*shape, "dim");  // a shape object without dims is a scalar
+                v[2] = dims == nullptr || dims->kind == Kind::null ? keys().empty_tuple : shape_of(*dims);
+            } else if (shape->kind == Kind::array) {
+                v[2] = shape_of(*shape);
+            } else {
+                throw Fail{"shape is neither an object nor an array: " + repr_text(pyval(*shape))};
+            }
+            v[6] = origin_shape == nullptr || origin_shape == Py_None ? none()
+                                                                      : shape_of(origin_shape);
+        } catch (const Fail& f) {
+            throw Fail{where() + ": bad shape: " + f.msg};
+        }
+        const Node* dtype = tree_->get(raw, "dtype");
+        const Node* layout = tree_->get(raw, "layout");
+        v[0] = dtype != nullptr && dtype->kind == Kind::string && !dtype->s.empty() ? vocab(dtype->s) : none();
+        v[1] = layout != nullptr && layout->kind == Kind::string && !layout->s.empty() ? vocab(layout->s) : none();
+        v[3] = str_or_none(get(attrs.ptr(), k.origin_name));
+        PyObject* index = get(attrs.ptr(), k.origin_output_index);
+        v[4] = index != nullptr && PyLong_Check(index) ? py::reinterpret_borrow<py::object>(index) : none();
+        v[5] = str_or_none(get(attrs.ptr(), k.origin_format));
+        if (v[5].is_none()) v[5] = str_or_none(get(attrs.ptr(), k.origin_format_ge));
+        v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type));
+        if (v[7].is_none()) v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type_ge));
+        v[8] = attrs;
+        return untracked(record(desc_cls_, k.desc, v, nullptr));
     }
 
     PyObject* op_cls_;
     PyObject* desc_cls_;
     PyObject* ref_cls_;
-    const char* text_;
+    std::string_view text_;
     py::object ops_;
     bool in_order_ = true;
     bool unique_names_ = true;
     py::object by_name_ = steal(PyDict_New());
     std::size_t last_graph_ = 0;
-    std::int64_t last_id_ = 0;
+    long long last_id_ = 0;
     std::vector<PyObject*> pending_;  // the current graph's ops (held by the list of ops)
+    py::object graph_name_ = steal(PyUnicode_FromString(""));  // for errors (a one-pass reading's are not told)
+    StrCache shapes_{nullptr, 0};  // shapes by their integers' bytes
+    std::vector<std::int64_t> dims_;
     StrCache cache_;
+    Dom own_;
+    const Dom* tree_ = &own_;  // the tree of the op being read
+    Cursor cursor_;
+    std::vector<std::string> names_;
+    std::unordered_set<std::string> taken_;
     static constexpr std::size_t n_recent = 4;
     py::object recent_[n_recent];
     std::size_t recent_next_ = 0;
@@ -482,25 +813,37 @@ void bind_graph(py::module_& core) {
         char* bytes = nullptr;
         Py_ssize_t size = 0;
         if (PyBytes_AsStringAndSize(data.ptr(), &bytes, &size) != 0) throw py::error_already_set();
-        const bool bom = size >= 3 && std::string_view(bytes, 3) == "\xEF\xBB\xBF";
-        const std::size_t skip = bom ? 3 : 0;
-        Builder builder(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), bytes + skip,
-                        static_cast<std::size_t>(size) - skip);
+        const std::string_view text = body(bytes, static_cast<std::size_t>(size));
+        {  // one pass, for a document laid out as real files are
+            Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text);
+            std::string model;
+            try {
+                if (walk(bytes, static_cast<std::size_t>(size), reader, model)) return reader.result(model);
+            } catch (const NotJson&) {
+                return py::none();
+            } catch (const Fail&) {  // told by the reading by layout: which error comes first is its to say
+            }
+        }
+        Layout layout;
         try {
-            Document doc = read_graph(bytes, static_cast<std::size_t>(size), builder);
-            py::tuple names(doc.graph_names.size());
-            for (std::size_t i = 0; i < doc.graph_names.size(); ++i) names[i] = text(doc.graph_names[i]);
-            return py::make_tuple(builder.ops(), names, text(doc.model_name), builder.in_order(), builder.by_name());
-        } catch (const NotCanonical& e) {
-            return py::str(e.what());
+            py::gil_scoped_release unlocked;  // the bytes object is held by the caller
+            layout = scan(bytes, static_cast<std::size_t>(size));
+        } catch (const NotJson&) {
+            return py::none();
+        }
+        Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text);
+        try {
+            return reader.run(layout);
+        } catch (const NotJson&) {  // not reached: scan checked the text
+            return py::none();
         }
     }, py::arg("data"), py::arg("op_cls"), py::arg("desc_cls"), py::arg("ref_cls"),
        "(ops, graph names, model name, in order, by name) of a graph JSON's bytes, the ops made as graph_json's "
        "Op, TensorDesc and InputRef records in file order, each op's position its place in the file, `in order` "
        "true when that is the execution order (by graph, then id), `by name` {name: op} in file order when no two "
-       "ops share a name (else None); or, for a document this reader does not "
-       "take as it is (invalid, too deep, unusual fields: see graph_json.hpp), a str saying why, and the caller "
-       "reads it the Python way.");
+       "ops share a name (else None); a str, the error's text after the file's name, for a document that is not "
+       "a graph file as graph_json's rules say; None for text that is not JSON as dumpcmp.support.jsonfile reads "
+       "it (invalid, too deep, an unpaired surrogate escape: jsonfile words why).");
 }
 
 }  // namespace dumpcmp::bindings

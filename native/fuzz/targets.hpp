@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -130,76 +131,85 @@ inline void layout_target(const std::uint8_t* data, std::size_t size) {
     }
 }
 
-// The graph JSON reader: any bytes either give ops whose every view lies inside the text (or is a decoded escape) and
-// whose every index stays inside its pool, or NotCanonical; attribute values kept as text are valid JSON (skipped
-// again by a cursor over that text alone).
+// The graph JSON reader's JSON layer: any bytes either give a layout whose every offset lies inside the text and
+// whose op arrays read, op by op, into trees whose every index stays inside the tree and every string view inside
+// the text or the tree's own arena, or NotJson.
 inline void graph_target(const std::uint8_t* data, std::size_t size) {
     using namespace graphjson;
-    const char* text = reinterpret_cast<const char*>(data);
-    struct Check : Sink {
-        const char* text;
-        std::size_t size;
-        void view(std::string_view v) const {
-            // a view into the text, or into the reader's own copy of a string with escapes (owned elsewhere)
-            if (v.data() >= text && v.data() <= text + size && v.data() + v.size() > text + size)
-                finding("a view past the end of the text");
-        }
-        static void range(std::size_t first, std::size_t count, std::size_t size_of) {
-            if (first > size_of || count > size_of - first) finding("an index past its pool");
-        }
-        void op(const Op& o, const Pools& p) override {
-            view(o.name);
-            view(o.type);
-            if (o.name.empty()) finding("an op without a name");
-            range(o.inputs_first, o.inputs_count, p.inputs.size());
-            range(o.attrs_first, o.attrs_count, p.attrs.size());
-            range(o.in_first, o.in_count, p.descs.size());
-            range(o.out_first, o.out_count, p.descs.size());
-            for (const Input& in : p.inputs) {
-                view(in.text);
-                view(in.producer);
-            }
-            for (const Desc& d : p.descs) {
-                view(d.dtype);
-                view(d.layout);
-                if (d.has_shape) range(d.dims_first, d.dims_count, p.ints.size());
-                range(d.attrs_first, d.attrs_count, p.attrs.size());
-            }
-            for (const std::string_view s : p.strs) view(s);
-            for (const Attr& a : p.attrs) {
-                view(a.key);
-                view(a.s);
-                switch (a.kind) {
-                    case AttrKind::list_str: range(a.first, a.count, p.strs.size()); break;
-                    case AttrKind::list_int:
-                    case AttrKind::list_bool: range(a.first, a.count, p.ints.size()); break;
-                    case AttrKind::list_real: range(a.first, a.count, p.reals.size()); break;
-                    case AttrKind::value:
-                    case AttrKind::list_value: {
-                        if (a.begin > a.end || a.end > size) finding("an attribute value past the text");
-                        // offsets count from after a byte-order mark
-                        const std::size_t bom = size >= 3 && std::memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-                        std::deque<std::string> arena;
-                        Cursor c(text + bom + a.begin, text + bom + a.end, &arena);
-                        try {
-                            c.skip(1);
-                            if (!c.at_end()) finding("an attribute value's text holds more than the value");
-                        } catch (const NotCanonical&) {
-                            finding("an attribute value's text is not valid JSON");
-                        }
-                        break;
-                    }
-                    default: break;
-                }
-            }
-        }
-        void graph_done(std::size_t, const std::string&) override {}
-    } check;
-    check.text = text;
-    check.size = size;
+    const std::string_view text = body(reinterpret_cast<const char*>(data), size);
+    Layout layout;
     try {
-        read_graph(text, size, check);
-    } catch (const NotCanonical&) {
+        layout = scan(reinterpret_cast<const char*>(data), size);
+    } catch (const NotJson&) {
+        return;
+    }
+    auto inside = [&](std::size_t at) {
+        if (at != absent && at >= text.size()) finding("an offset past the text");
+    };
+    inside(layout.name);
+    inside(layout.graph);
+    Dom dom;
+    Cursor c(text.data(), text.data() + text.size(), dom.arena());
+    auto check = [&](std::uint32_t root) {
+        if (root >= dom.nodes.size()) finding("a root past the tree");
+        for (const Node& n : dom.nodes) {
+            const std::size_t width = n.kind == Kind::object ? 2 * std::size_t{n.count} : n.count;
+            if ((n.kind == Kind::object || n.kind == Kind::array) &&
+                (n.first > dom.kids.size() || width > dom.kids.size() - n.first))
+                finding("a node's children past the tree");
+            if (n.kind == Kind::string || n.kind == Kind::big) {
+                const bool in_text = n.s.data() >= text.data() && n.s.data() + n.s.size() <= text.data() + text.size();
+                bool in_arena = false;
+                for (const std::string& s : *dom.arena())
+                    in_arena = in_arena || (n.s.data() >= s.data() && n.s.data() + n.s.size() <= s.data() + s.size());
+                if (!in_text && !in_arena && !n.s.empty()) finding("a string outside the text and the arena");
+            }
+        }
+        for (const std::uint32_t k : dom.kids)
+            if (k >= dom.nodes.size()) finding("a child past the tree");
+    };
+    const int op_depth = layout.graph_kind == '{' ? 3 : 4;  // the 'op' value's level
+    // the one-pass reading: every op's tree as checked, and nothing it takes that scan refuses
+    struct Checker : Visitor {
+        std::function<void(const Dom&, std::uint32_t)> check;
+        void op(const Dom& d, std::uint32_t root, std::size_t, std::size_t) override { check(d, root); }
+        void graph_done(std::size_t, const std::string*) override {}
+    };
+    try {
+        Checker visitor;
+        visitor.check = [&](const Dom& d, std::uint32_t root) {
+            if (root >= d.nodes.size()) finding("a root past the tree");
+            for (const std::uint32_t k : d.kids)
+                if (k >= d.nodes.size()) finding("a child past the tree");
+        };
+        std::string model;
+        walk(reinterpret_cast<const char*>(data), size, visitor, model);
+    } catch (const NotJson&) {
+        finding("a one-pass reading refused text scan took");
+    }
+    try {
+        for (const GraphSpan& g : layout.graphs) {
+            inside(g.at);
+            inside(g.name);
+            inside(g.op);
+            if (g.op == absent) continue;
+            c.seek(g.op);
+            if (c.peek() != '[') {
+                dom.clear();
+                check(dom.read(c, op_depth));
+                continue;
+            }
+            c.expect('[');
+            if (c.peek() == ']') continue;
+            for (;;) {
+                dom.clear();
+                check(dom.read(c, op_depth + 1));
+                if (c.peek() == ']') break;
+                c.expect(',');
+            }
+        }
+    } catch (const NotJson&) {
+        finding("checked text refused on the second reading");
     }
 }
 

@@ -1,6 +1,8 @@
 #include "dumpcmp/graph_json.hpp"
 
 #include <charconv>
+#include <cstdlib>
+#include <limits>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -10,8 +12,6 @@
 namespace dumpcmp::graphjson {
 
 namespace {
-
-constexpr int max_digit_run = 18;  // a run of 19 digits or more: jsonfile reads such files with the standard library
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -38,50 +38,6 @@ void put_utf8(std::string& out, std::uint32_t cp) {
         out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
         out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
     }
-}
-
-// An integer written as a string ("12", "-3"), as int() reads it; false for any other spelling (int() may still
-// take it: the caller gives up).
-bool int_text(std::string_view s, std::int64_t& out) {
-    bool neg = false;
-    if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
-        neg = s[0] == '-';
-        s.remove_prefix(1);
-    }
-    if (s.empty() || s.size() > static_cast<std::size_t>(max_digit_run)) return false;
-    std::int64_t v = 0;
-    for (const char d : s) {
-        if (!is_digit(d)) return false;
-        v = v * 10 + (d - '0');
-    }
-    out = neg ? -v : v;
-    return true;
-}
-
-// A number written as a string ("0.05", "-1e-3"), as float() reads it; false for any other spelling.
-bool float_text(std::string_view s, double& out) {
-    if (!s.empty() && s[0] == '+') s.remove_prefix(1);
-    std::size_t i = 0, run = 0;
-    auto digits = [&] {
-        const std::size_t from = i;
-        while (i < s.size() && is_digit(s[i])) ++i;
-        run = i - from;
-        return run > 0 && run <= static_cast<std::size_t>(max_digit_run);
-    };
-    if (i < s.size() && s[i] == '-') ++i;
-    if (!digits()) return false;
-    if (i < s.size() && s[i] == '.') {
-        ++i;
-        if (!digits()) return false;
-    }
-    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-        ++i;
-        if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-        if (!digits()) return false;
-    }
-    if (i != s.size()) return false;
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), out, std::chars_format::general);
-    return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 }  // namespace
@@ -141,102 +97,138 @@ const char* next_special(const char* p, const char* end) {
     return end;
 }
 
+
+// The string at the cursor: its text decoded into `out` when given, else only checked.
+template <bool Decode>
+const char* string_body(const char*& p, const char* end, const char* start, std::string* out) {
+    auto hex4 = [&]() -> std::uint32_t {
+        if (end - p < 4) Cursor::give_up("short \\u escape");
+        std::uint32_t v = 0;
+        for (int k = 0; k < 4; ++k) {
+            const int h = hex_value(p[k]);
+            if (h < 0) Cursor::give_up("bad \\u escape");
+            v = v * 16 + static_cast<std::uint32_t>(h);
+        }
+        p += 4;
+        return v;
+    };
+    if constexpr (Decode) out->assign(start, static_cast<std::size_t>(p - start));
+    for (;;) {
+        const char* run = p;
+        p = next_special(p, end);
+        if constexpr (Decode) out->append(run, static_cast<std::size_t>(p - run));
+        if (p == end) Cursor::give_up("unterminated string");
+        const auto c = static_cast<unsigned char>(*p);
+        if (c == '"') {
+            ++p;
+            return p;
+        }
+        if (c < 0x20) Cursor::give_up("control character in a string");
+        if (c >= 0x80) {
+            const std::size_t n = utf8_sequence(p, end);
+            if (n == 0) Cursor::give_up("not UTF-8");
+            if constexpr (Decode) out->append(p, n);
+            p += n;
+            continue;
+        }
+        // a backslash
+        if (++p == end) Cursor::give_up("unterminated string");
+        const char e = *p++;
+        char plain = 0;
+        switch (e) {
+            case '"': plain = '"'; break;
+            case '\\': plain = '\\'; break;
+            case '/': plain = '/'; break;
+            case 'b': plain = '\b'; break;
+            case 'f': plain = '\f'; break;
+            case 'n': plain = '\n'; break;
+            case 'r': plain = '\r'; break;
+            case 't': plain = '\t'; break;
+            case 'u': {
+                std::uint32_t cp = hex4();
+                // jsonfile refuses an unpaired surrogate escape (it stands for no character)
+                if (cp >= 0xDC00 && cp <= 0xDFFF) Cursor::give_up("unpaired surrogate escape");
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    if (end - p < 2 || p[0] != '\\' || p[1] != 'u') Cursor::give_up("unpaired surrogate escape");
+                    p += 2;
+                    const std::uint32_t low = hex4();
+                    if (low < 0xDC00 || low > 0xDFFF) Cursor::give_up("unpaired surrogate escape");
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                }
+                if constexpr (Decode) put_utf8(*out, cp);
+                continue;
+            }
+            default: Cursor::give_up("bad escape");
+        }
+        if constexpr (Decode) out->push_back(plain);
+    }
+}
+
 }  // namespace
 
 std::string_view Cursor::string() {
     expect('"');
     const char* start = p_;
-    for (;;) {
-        p_ = next_special(p_, end_);
-        if (p_ == end_) give_up("unterminated string");
-        const auto c = static_cast<unsigned char>(*p_);
+    p_ = next_special(p_, end_);
+    if (p_ < end_ && *p_ == '"') {  // the common case: no escape, nothing past ASCII
+        ++p_;
+        return {start, static_cast<std::size_t>(p_ - 1 - start)};
+    }
+    for (const char* q = p_;;) {  // a string without escapes is a view into the text
+        q = next_special(q, end_);
+        if (q == end_) give_up("unterminated string");
+        const auto c = static_cast<unsigned char>(*q);
         if (c == '"') {
-            std::string_view v(start, static_cast<std::size_t>(p_ - start));
-            ++p_;
-            return v;
+            p_ = q + 1;
+            return {start, static_cast<std::size_t>(q - start)};
         }
         if (c == '\\') break;
         if (c < 0x20) give_up("control character in a string");
-        const std::size_t n = utf8_sequence(p_, end_);
+        const std::size_t n = utf8_sequence(q, end_);
         if (n == 0) give_up("not UTF-8");
-        p_ += n;
+        q += n;
     }
-    std::string& out = arena_->emplace_back(start, static_cast<std::size_t>(p_ - start));
-    auto hex4 = [&]() -> std::uint32_t {
-        if (end_ - p_ < 4) give_up("short \\u escape");
-        std::uint32_t v = 0;
-        for (int k = 0; k < 4; ++k) {
-            const int h = hex_value(p_[k]);
-            if (h < 0) give_up("bad \\u escape");
-            v = v * 16 + static_cast<std::uint32_t>(h);
-        }
-        p_ += 4;
-        return v;
-    };
-    while (p_ < end_) {
-        const char c = *p_;
-        if (c == '"') {
-            ++p_;
-            return out;
-        }
-        if (static_cast<unsigned char>(c) < 0x20) give_up("control character in a string");
-        if (static_cast<unsigned char>(c) >= 0x80) {
-            const std::size_t n = utf8_sequence(p_, end_);
-            if (n == 0) give_up("not UTF-8");
-            out.append(p_, n);
-            p_ += n;
-            continue;
-        }
-        if (c != '\\') {
-            out.push_back(c);
-            ++p_;
-            continue;
-        }
-        if (++p_ == end_) break;
-        const char e = *p_++;
-        switch (e) {
-            case '"': out.push_back('"'); break;
-            case '\\': out.push_back('\\'); break;
-            case '/': out.push_back('/'); break;
-            case 'b': out.push_back('\b'); break;
-            case 'f': out.push_back('\f'); break;
-            case 'n': out.push_back('\n'); break;
-            case 'r': out.push_back('\r'); break;
-            case 't': out.push_back('\t'); break;
-            case 'u': {
-                std::uint32_t cp = hex4();
-                if (cp >= 0xDC00 && cp <= 0xDFFF) give_up("unpaired surrogate escape");
-                if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') give_up("unpaired surrogate escape");
-                    p_ += 2;
-                    const std::uint32_t low = hex4();
-                    if (low < 0xDC00 || low > 0xDFFF) give_up("unpaired surrogate escape");
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-                }
-                put_utf8(out, cp);
-                break;
-            }
-            default: give_up("bad escape");
-        }
-    }
-    give_up("unterminated string");
+    std::string& out = arena_->emplace_back();
+    string_body<true>(p_, end_, start, &out);
+    return out;
+}
+
+void Cursor::skip_string() {
+    expect('"');
+    string_body<false>(p_, end_, p_, nullptr);
 }
 
 Number Cursor::number() {
     ws();
     const char* start = p_;
-    if (p_ < end_ && *p_ == '-') ++p_;
+    Number n;
+    auto word = [&](const char* w, std::size_t len) {
+        if (static_cast<std::size_t>(end_ - p_) < len || std::memcmp(p_, w, len) != 0) give_up("bad literal");
+        p_ += len;
+    };
+    if (p_ < end_ && *p_ == 'N') {  // the json module's extensions: NaN, Infinity, -Infinity
+        word("NaN", 3);
+        n.f = std::numeric_limits<double>::quiet_NaN();
+        return n;
+    }
+    const bool neg = p_ < end_ && *p_ == '-';
+    if (neg) ++p_;
+    if (p_ < end_ && *p_ == 'I') {
+        word("Infinity", 8);
+        n.f = neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+        return n;
+    }
     auto digits = [&]() {
         const char* d = p_;
         while (p_ < end_ && is_digit(*p_)) ++p_;
-        if (p_ - d > max_digit_run) give_up("a number of 19 digits or more");
         return p_ - d;
     };
     if (p_ == end_) give_up("bad number");
+    std::ptrdiff_t int_digits = 1;
     if (*p_ == '0') {
         ++p_;
     } else if (is_digit(*p_)) {
-        digits();
+        int_digits = digits();
     } else {
         give_up("bad number");
     }
@@ -252,19 +244,23 @@ Number Cursor::number() {
         if (digits() == 0) give_up("bad number");
         integer = false;
     }
-    Number n;
+    n.text = std::string_view(start, static_cast<std::size_t>(p_ - start));
     if (integer) {
-        const char* d = start;
-        const bool neg = *d == '-';
-        if (neg) ++d;
+        if (int_digits > 18) {
+            n.big = true;
+            return n;
+        }
         std::int64_t v = 0;
-        for (; d < p_; ++d) v = v * 10 + (*d - '0');
+        for (const char* d = start + (neg ? 1 : 0); d < p_; ++d) v = v * 10 + (*d - '0');
         n.is_int = true;
         n.i = neg ? -v : v;
         return n;
     }
     const auto r = std::from_chars(start, p_, n.f, std::chars_format::general);
-    if (r.ec != std::errc() || r.ptr != p_) give_up("a number out of a double's range");
+    if (r.ec != std::errc() || r.ptr != p_) {  // past a double's range: float() gives inf or 0.0, as strtod does
+        const std::string copy(start, p_);
+        n.f = std::strtod(copy.c_str(), nullptr);
+    }
     return n;
 }
 
@@ -283,55 +279,11 @@ char Cursor::literal() {
     }
 }
 
-void Cursor::skip(int depth) {
-    const char c = peek();
-    if (c == '"') {
-        string();
-    } else if (c == '{') {
-        nest(depth + 1);
-        expect('{');
-        if (peek() == '}') {
-            ++p_;
-            return;
-        }
-        for (;;) {
-            string();
-            expect(':');
-            skip(depth + 1);
-            const char d = peek();
-            if (d == '}') {
-                ++p_;
-                return;
-            }
-            expect(',');
-        }
-    } else if (c == '[') {
-        nest(depth + 1);
-        expect('[');
-        if (peek() == ']') {
-            ++p_;
-            return;
-        }
-        for (;;) {
-            skip(depth + 1);
-            const char d = peek();
-            if (d == ']') {
-                ++p_;
-                return;
-            }
-            expect(',');
-        }
-    } else if (c == '-' || is_digit(c)) {
-        number();
-    } else {
-        literal();
-    }
-}
-
 namespace {
 
-// Calls `item(depth)` for each member of the object at the cursor with the key's view, `depth` being the object's
-// own level.
+bool number_start(char c) { return c == '-' || is_digit(c) || c == 'N' || c == 'I'; }
+
+// Calls `member(key)` for each member of the object at the cursor, at `depth`; the member's value is at the cursor.
 template <class F>
 void object(Cursor& c, int depth, F&& member) {
     Cursor::nest(depth);
@@ -370,459 +322,262 @@ void array(Cursor& c, int depth, F&& item) {
     }
 }
 
-void once(bool& seen) {
-    if (seen) Cursor::give_up("a duplicate key");
-    seen = true;
-}
+}  // namespace
 
-// null, or an array read by `read` (an absent or null array is empty)
-template <class F>
-void null_or_array(Cursor& c, int depth, F&& item) {
-    const char k = c.peek();
-    if (k == 'n') {
-        c.literal();
-    } else if (k == '[') {
-        array(c, depth, item);
+void Cursor::skip(int depth) {
+    const char c = peek();
+    if (c == '"') {
+        skip_string();
+    } else if (c == '{') {
+        object(*this, depth, [&](std::string_view) { skip(depth + 1); });
+    } else if (c == '[') {
+        array(*this, depth, [&] { skip(depth + 1); });
+    } else if (number_start(c)) {
+        number();
     } else {
-        Cursor::give_up("not an array");
+        literal();
     }
 }
+
+namespace {
+
+// a key compared once decoded (a key written with escapes is the same key)
+bool key_is(std::string_view key, std::string_view name) { return key == name; }
+
+void scan_graph(Cursor& c, int depth, GraphSpan& g) {
+    g.at = c.offset();
+    g.object = true;
+    object(c, depth, [&](std::string_view key) {
+        c.ws();
+        if (key_is(key, "name")) g.name = c.offset();
+        else if (key_is(key, "op")) g.op = c.offset();
+        c.skip(depth + 1);
+    });
+}
+
+}  // namespace
+
+Layout scan(const char* data, std::size_t size) {
+    const std::string_view text = body(data, size);
+    std::deque<std::string> arena;
+    Cursor c(text.data(), text.data() + text.size(), &arena);
+    Layout l;
+    if (c.peek() != '{') {
+        c.skip(1);
+    } else {
+        l.top_object = true;
+        object(c, 1, [&](std::string_view key) {
+            c.ws();
+            const std::size_t at = c.offset();
+            if (key == "name") {
+                l.name = at;
+                c.skip(2);
+            } else if (key == "graph") {  // a later 'graph' key is the one the document holds
+                l.graph = at;
+                l.graphs.clear();
+                l.graph_kind = c.peek();
+                if (l.graph_kind == '{') {
+                    l.graphs.emplace_back();
+                    scan_graph(c, 2, l.graphs.back());
+                } else if (l.graph_kind == '[') {
+                    array(c, 2, [&] {
+                        GraphSpan& g = l.graphs.emplace_back();
+                        c.ws();
+                        if (c.peek() == '{') {
+                            scan_graph(c, 3, g);
+                        } else {
+                            g.at = c.offset();
+                            c.skip(3);
+                        }
+                    });
+                } else {
+                    c.skip(2);
+                }
+            } else {
+                c.skip(2);
+            }
+            arena.clear();
+        });
+    }
+    if (!c.at_end()) Cursor::give_up("data after the document");
+    return l;
+}
+
+namespace {
+
+struct NotPlain {};
 
 class Walker {
 public:
-    Walker(const char* b, const char* e, Sink& sink) : c_(b, e, &arena_), sink_(sink) {}
+    Walker(std::string_view text, Visitor& v) : c_(text.data(), text.data() + text.size(), dom_.arena()), v_(v) {}
 
-    Document run() {
-        Document doc;
-        if (c_.peek() != '{') Cursor::give_up("the top level is not an object");
+    bool run(std::string& model_name) {
+        if (c_.peek() != '{') return false;
         bool seen_graph = false, seen_name = false;
-        object(c_, 1, [&](std::string_view key) {
-            if (key == "graph") {
-                once(seen_graph);
-                graphs(doc);
-            } else if (key == "name") {
-                once(seen_name);
-                if (c_.peek() == '"') doc.model_name = std::string(c_.string());
-                else c_.skip(1);
-            } else {
-                c_.skip(1);
-            }
-        });
+        try {
+            object(c_, 1, [&](std::string_view key) {
+                if (key == "graph") {
+                    if (seen_graph) throw NotPlain();
+                    seen_graph = true;
+                    graphs();
+                } else if (key == "name") {
+                    if (seen_name) throw NotPlain();
+                    seen_name = true;
+                    if (c_.peek() == '"') model_name = std::string(c_.string());
+                    else c_.skip(2);
+                } else {
+                    c_.skip(2);
+                }
+            });
+        } catch (const NotPlain&) {
+            return false;
+        }
         if (!c_.at_end()) Cursor::give_up("data after the document");
-        if (!seen_graph) Cursor::give_up("no 'graph' key");
-        return doc;
+        return seen_graph;
     }
 
 private:
-    void graphs(Document& doc) {
+    void graphs() {
         const char k = c_.peek();
+        std::size_t g = 0;
         if (k == '{') {
-            graph(doc, 2);
+            graph(2, g);
         } else if (k == '[') {
             array(c_, 2, [&] {
-                if (c_.peek() != '{') Cursor::give_up("a graph is not an object");
-                graph(doc, 3);
+                if (c_.peek() != '{') throw NotPlain();
+                graph(3, g++);
             });
         } else {
-            Cursor::give_up("'graph' is neither an array nor an object");
+            throw NotPlain();
         }
     }
 
-    void graph(Document& doc, int depth) {
-        const std::size_t g = doc.graph_names.size();
+    void graph(int depth, std::size_t g) {
+        bool seen_name = false, seen_op = false, named = false;
         std::string name;
-        bool seen_name = false, seen_op = false;
         object(c_, depth, [&](std::string_view key) {
             if (key == "name") {
-                once(seen_name);
-                if (c_.peek() == '"') name = std::string(c_.string());
-                else c_.skip(depth);
-            } else if (key == "op") {
-                once(seen_op);
-                null_or_array(c_, depth + 1, [&] {
-                    if (c_.peek() != '{') Cursor::give_up("an op is not an object");
-                    op(g, depth + 2);
-                });
-            } else {
-                c_.skip(depth);
-            }
-        });
-        if (name.empty()) name = "graph_" + std::to_string(g);
-        for (const std::string& taken : doc.graph_names) {
-            if (taken == name) {
-                name += "#" + std::to_string(g);
-                break;
-            }
-        }
-        doc.graph_names.push_back(name);
-        sink_.graph_done(g, name);
-        arena_.clear();
-    }
-
-    void op(std::size_t g, int depth) {
-        pools_.clear();
-        arena_.clear();
-        Op o;
-        o.graph = g;
-        bool seen_name = false, seen_type = false, seen_id = false, seen_input = false, seen_attr = false,
-             seen_in = false, seen_out = false;
-        object(c_, depth, [&](std::string_view key) {
-            if (key == "name") {
-                once(seen_name);
-                if (c_.peek() != '"') Cursor::give_up("an op's name is not a string");
-                o.name = c_.string();
-                if (o.name.empty()) Cursor::give_up("an op's name is empty");
-            } else if (key == "type") {
-                once(seen_type);
-                if (c_.peek() == 'n') c_.literal();
-                else if (c_.peek() == '"') o.type = c_.string();
-                else Cursor::give_up("an op's type is not a string");
-            } else if (key == "id") {
-                once(seen_id);
-                const char k = c_.peek();
-                if (k == 'n') {
-                    c_.literal();
-                } else if (k == '-' || is_digit(k)) {
-                    const Number n = c_.number();
-                    if (!n.is_int) Cursor::give_up("an op's id is not an integer");
-                    o.id = n.i;
-                } else if (k == '"') {  // int64 written as a string
-                    if (!int_text(c_.string(), o.id)) Cursor::give_up("an op's id is not an integer");
-                } else {
-                    Cursor::give_up("an op's id is not an integer");
-                }
-            } else if (key == "input") {
-                once(seen_input);
-                o.inputs_first = pools_.inputs.size();
-                null_or_array(c_, depth + 1, [&] { input(); });
-                o.inputs_count = pools_.inputs.size() - o.inputs_first;
-            } else if (key == "attr") {
-                once(seen_attr);
-                attrs(depth + 1, o.attrs_first, o.attrs_count);
-            } else if (key == "input_desc" || key == "output_desc") {
-                const bool in = key == "input_desc";
-                once(in ? seen_in : seen_out);
-                const std::size_t first = pools_.descs.size();
-                null_or_array(c_, depth + 1, [&] { desc(depth + 2); });
-                (in ? o.in_first : o.out_first) = first;
-                (in ? o.in_count : o.out_count) = pools_.descs.size() - first;
-            } else {
-                c_.skip(depth);
-            }
-        });
-        if (!seen_name) Cursor::give_up("an op without a name");
-        sink_.op(o, pools_);
-    }
-
-    void input() {
-        if (c_.peek() != '"') Cursor::give_up("an input is not a string");
-        Input in;
-        in.text = c_.string();
-        if (!in.text.empty()) {
-            const std::size_t colon = in.text.rfind(':');
-            if (colon == std::string_view::npos) {
-                in.producer = in.text;
-            } else {
-                in.producer = in.text.substr(0, colon);
-                if (!int_text(in.text.substr(colon + 1), in.index))
-                    Cursor::give_up("an input's index is not a plain integer");
-            }
-        }
-        pools_.inputs.push_back(in);
-    }
-
-    void attrs(int depth, std::size_t& first, std::size_t& count) {
-        // nothing inside an attribute list pushes attributes: the list's are contiguous
-        first = pools_.attrs.size();
-        null_or_array(c_, depth, [&] {
-            if (c_.peek() != '{') Cursor::give_up("an attribute is not an object");
-            Attr a;
-            bool seen_key = false, seen_value = false;
-            object(c_, depth + 1, [&](std::string_view key) {
-                if (key == "key") {
-                    once(seen_key);
-                    if (c_.peek() != '"') Cursor::give_up("an attribute's key is not a string");
-                    a.key = c_.string();
-                } else if (key == "value") {
-                    once(seen_value);
-                    value(depth + 2, a);
+                if (seen_name) throw NotPlain();
+                seen_name = true;
+                if (c_.peek() == '"') {
+                    name = std::string(c_.string());
+                    named = true;
                 } else {
                     c_.skip(depth + 1);
                 }
-            });
-            if (!seen_key) Cursor::give_up("an attribute without a key");
-            pools_.attrs.push_back(a);
-        });
-        count = pools_.attrs.size() - first;
-    }
-
-    // A typed field of a value object: kind set from the token (null: none).
-    void scalar(char field, Attr& a) {
-        const char k = c_.peek();
-        if (k == 'n') {
-            c_.literal();
-            a.kind = AttrKind::none;
-            return;
-        }
-        switch (field) {
-            case 's':
-                if (k != '"') Cursor::give_up("an 's' value is not a string");
-                a.kind = AttrKind::str;
-                a.s = c_.string();
-                return;
-            case 'i': {
-                if (k == '"') {  // int64 written as a string
-                    if (!int_text(c_.string(), a.i)) Cursor::give_up("an 'i' value is not an integer");
-                    a.kind = AttrKind::integer;
+            } else if (key == "op") {
+                if (seen_op) throw NotPlain();
+                seen_op = true;
+                if (c_.peek() != '[') {
+                    dom_.clear();
+                    if (Dom::truthy(dom_.nodes[dom_.read(c_, depth + 1)])) throw NotPlain();
                     return;
                 }
-                if (k != '-' && !is_digit(k)) Cursor::give_up("an 'i' value is not an integer");
-                const Number n = c_.number();
-                if (!n.is_int) Cursor::give_up("an 'i' value is not an integer");
-                a.kind = AttrKind::integer;
-                a.i = n.i;
-                return;
-            }
-            case 'b': {
-                const char l = c_.literal();
-                if (l == 'n') Cursor::give_up("unreachable");
-                a.kind = AttrKind::boolean;
-                a.i = l == 't';
-                return;
-            }
-            default: {  // 'f'
-                if (k == '"') {  // written as a string by some versions
-                    if (!float_text(c_.string(), a.f)) Cursor::give_up("an 'f' value is not a number");
-                    a.kind = AttrKind::real;
-                    return;
-                }
-                if (k != '-' && !is_digit(k)) Cursor::give_up("an 'f' value is not a number");
-                const Number n = c_.number();
-                a.kind = AttrKind::real;
-                a.f = n.is_int ? static_cast<double>(n.i) : n.f;
-                return;
-            }
-        }
-    }
-
-    // An attribute's value object, as graph_json.attr_value reads it.
-    void value(int depth, Attr& a) {
-        const char k = c_.peek();
-        if (k == 'n') {
-            c_.literal();
-            a.kind = AttrKind::none;
-            return;
-        }
-        if (k != '{') Cursor::give_up("an attribute value is not an object");
-        a.begin = c_.offset();
-        // the typed fields in attr_value's order: s, i, b, f (present, even null), then list; the first one wins
-        static constexpr char scalars[] = {'s', 'i', 'b', 'f'};
-        bool present[5] = {false, false, false, false, false};
-        Attr best;
-        int best_rank = 5;
-        object(c_, depth, [&](std::string_view key) {
-            int rank = -1;
-            if (key.size() == 1) {
-                for (int n = 0; n < 4; ++n)
-                    if (key[0] == scalars[n]) rank = n;
-            } else if (key == "list") {
-                rank = 4;
-            }
-            if (rank < 0) {
-                c_.skip(depth);
-                return;
-            }
-            once(present[rank]);
-            Attr got;
-            if (rank == 4) list_value(depth + 1, got);
-            else scalar(scalars[rank], got);
-            if (rank < best_rank) {
-                best = got;
-                best_rank = rank;
-            }
-        });
-        a.end = c_.offset();
-        if (best_rank < 5) {
-            const std::string_view key = a.key;
-            a = best;
-            a.key = key;
-            return;
-        }
-        a.kind = AttrKind::value;
-    }
-
-    void list_value(int depth, Attr& a) {
-        const char k = c_.peek();
-        if (k == 'n') {
-            c_.literal();
-            a.kind = AttrKind::list_empty;
-            return;
-        }
-        if (k != '{') Cursor::give_up("a 'list' value is not an object");
-        // graph_json._LIST_FIELDS, in its order
-        static constexpr std::string_view fields[] = {"s", "i", "f", "b", "bt", "dt", "tf", "g", "t", "na"};
-        constexpr int n_fields = 10;
-        bool seen[n_fields] = {};
-        int best_rank = n_fields;  // the first field in that order holding an array wins
-        a.kind = AttrKind::list_empty;
-        object(c_, depth, [&](std::string_view key) {
-            int f = -1;
-            for (int n = 0; n < n_fields; ++n)
-                if (key == fields[n]) f = n;
-            if (f < 0) {
-                c_.skip(depth);
-                return;
-            }
-            once(seen[f]);
-            const char t = c_.peek();
-            if (t == 'n') {
-                c_.literal();
-                return;
-            }
-            if (t != '[') Cursor::give_up("a list field is not an array");
-            Attr r;
-            read_list(depth, f, r);
-            if (f < best_rank) {
-                a = r;
-                best_rank = f;
-            }
-        });
-    }
-
-    // The array of list field `f` (in _LIST_FIELDS' order) into `r`.
-    void read_list(int depth, int f, Attr& r) {
-        switch (f) {
-            case 0:
-                r.kind = AttrKind::list_str;
-                r.first = pools_.strs.size();
+                std::size_t n = 0;
                 array(c_, depth + 1, [&] {
-                    if (c_.peek() != '"') Cursor::give_up("a string list holds a non-string");
-                    pools_.strs.push_back(c_.string());
+                    dom_.clear();
+                    const std::uint32_t root = dom_.read(c_, depth + 2);
+                    v_.op(dom_, root, g, n++);
                 });
-                r.count = pools_.strs.size() - r.first;
-                return;
-            case 1:
-            case 3:
-                r.kind = f == 1 ? AttrKind::list_int : AttrKind::list_bool;
-                r.first = pools_.ints.size();
-                array(c_, depth + 1, [&] {
-                    const char e = c_.peek();
-                    if (f == 1) {
-                        pools_.ints.push_back(list_integer(e));
-                    } else {
-                        const char l = c_.literal();
-                        if (l == 'n') Cursor::give_up("a bool list holds a null");
-                        pools_.ints.push_back(l == 't');
-                    }
-                });
-                r.count = pools_.ints.size() - r.first;
-                return;
-            case 2:
-                r.kind = AttrKind::list_real;
-                r.first = pools_.reals.size();
-                array(c_, depth + 1, [&] {
-                    const char e = c_.peek();
-                    if (e != '-' && !is_digit(e)) Cursor::give_up("a float list holds a non-number");
-                    const Number n = c_.number();
-                    pools_.reals.push_back(n.is_int ? static_cast<double>(n.i) : n.f);
-                });
-                r.count = pools_.reals.size() - r.first;
-                return;
-            default:
-                r.kind = AttrKind::list_value;
-                r.begin = c_.offset();
-                c_.skip(depth);
-                r.end = c_.offset();
-                return;
-        }
-    }
-
-    // An item of an integer list (a shape, an `i` list) starting with `e`: an integer, or one written as a string
-    // (graph_json._ints reads both).
-    std::int64_t list_integer(char e) {
-        std::int64_t v = 0;
-        if (e == '"') {
-            if (!int_text(c_.string(), v)) Cursor::give_up("an integer list holds a non-integer");
-            return v;
-        }
-        if (e != '-' && !is_digit(e)) Cursor::give_up("an integer list holds a non-integer");
-        const Number n = c_.number();
-        if (!n.is_int) Cursor::give_up("an integer list holds a non-integer");
-        return n.i;
-    }
-
-    void dims(int depth, Desc& d) {
-        d.has_shape = true;
-        d.dims_first = pools_.ints.size();
-        array(c_, depth, [&] { pools_.ints.push_back(list_integer(c_.peek())); });
-        d.dims_count = pools_.ints.size() - d.dims_first;
-    }
-
-    void desc(int depth) {
-        Desc d;
-        const char k = c_.peek();
-        if (k == 'n') {
-            c_.literal();
-            d.null = true;
-            pools_.descs.push_back(d);
-            return;
-        }
-        if (k != '{') Cursor::give_up("a tensor desc is not an object");
-        bool seen_dtype = false, seen_layout = false, seen_shape = false, seen_attr = false;
-        object(c_, depth, [&](std::string_view key) {
-            if (key == "dtype" || key == "layout") {
-                const bool dt = key == "dtype";
-                once(dt ? seen_dtype : seen_layout);
-                if (c_.peek() == '"') (dt ? d.dtype : d.layout) = c_.string();
-                else c_.skip(depth);
-            } else if (key == "shape") {
-                once(seen_shape);
-                const char s = c_.peek();
-                if (s == 'n') {
-                    c_.literal();
-                } else if (s == '[') {
-                    dims(depth + 1, d);
-                } else if (s == '{') {
-                    d.has_shape = true;  // an object without dims: a scalar
-                    bool seen_dim = false;
-                    object(c_, depth + 1, [&](std::string_view k2) {
-                        if (k2 != "dim") {
-                            c_.skip(depth + 1);
-                            return;
-                        }
-                        once(seen_dim);
-                        if (c_.peek() == 'n') c_.literal();
-                        else dims(depth + 2, d);
-                    });
-                } else {
-                    Cursor::give_up("a shape is neither an object nor an array");
-                }
-            } else if (key == "attr") {
-                once(seen_attr);
-                attrs(depth + 1, d.attrs_first, d.attrs_count);
             } else {
-                c_.skip(depth);
+                c_.skip(depth + 1);
             }
         });
-        pools_.descs.push_back(d);
+        v_.graph_done(g, named ? &name : nullptr);
     }
 
-    std::deque<std::string> arena_;
+    Dom dom_;
     Cursor c_;
-    Sink& sink_;
-    Pools pools_;
+    Visitor& v_;
 };
 
 }  // namespace
 
-Document read_graph(const char* data, std::size_t size, Sink& sink) {
-    if (size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
-        data += 3;
-        size -= 3;
+bool walk(const char* data, std::size_t size, Visitor& visitor, std::string& model_name) {
+    Walker w(body(data, size), visitor);
+    return w.run(model_name);
+}
+
+std::uint32_t Dom::read(Cursor& c, int depth) {
+    const auto index = static_cast<std::uint32_t>(nodes.size());
+    nodes.emplace_back();
+    const char k = c.peek();
+    auto close = [&](std::size_t from, std::uint32_t count) {
+        Node& n = nodes[index];
+        n.first = kids.size();
+        n.count = count;
+        kids.insert(kids.end(), stack_.begin() + static_cast<std::ptrdiff_t>(from), stack_.end());
+        stack_.resize(from);
+    };
+    if (k == '"') {
+        const std::string_view s = c.string();
+        nodes[index].kind = Kind::string;
+        nodes[index].s = s;
+    } else if (k == '{') {
+        const std::size_t from = stack_.size();
+        std::uint32_t count = 0;
+        object(c, depth, [&](std::string_view key) {
+            const auto key_index = static_cast<std::uint32_t>(nodes.size());
+            Node& kn = nodes.emplace_back();
+            kn.kind = Kind::string;
+            kn.s = key;
+            stack_.push_back(key_index);
+            const std::uint32_t value = read(c, depth + 1);
+            stack_.push_back(value);
+            ++count;
+        });
+        nodes[index].kind = Kind::object;
+        close(from, count);
+    } else if (k == '[') {
+        const std::size_t from = stack_.size();
+        std::uint32_t count = 0;
+        array(c, depth, [&] {
+            const std::uint32_t item = read(c, depth + 1);
+            stack_.push_back(item);
+            ++count;
+        });
+        nodes[index].kind = Kind::array;
+        close(from, count);
+    } else if (number_start(k)) {
+        const Number n = c.number();
+        Node& node = nodes[index];
+        if (n.is_int) {
+            node.kind = Kind::integer;
+            node.i = n.i;
+        } else if (n.big) {
+            node.kind = Kind::big;
+            node.s = n.text;
+        } else {
+            node.kind = Kind::real;
+            node.f = n.f;
+        }
+    } else {
+        const char l = c.literal();
+        nodes[index].kind = l == 'n' ? Kind::null : l == 't' ? Kind::true_ : Kind::false_;
     }
-    // bytes past ASCII are only valid inside strings, where Cursor::string checks them as UTF-8
-    Walker w(data, data + size, sink);
-    return w.run();
+    return index;
+}
+
+const Node* Dom::get(const Node& object, std::string_view key) const {
+    for (std::size_t m = object.count; m-- > 0;) {
+        if (nodes[kids[object.first + 2 * m]].s == key) return &nodes[kids[object.first + 2 * m + 1]];
+    }
+    return nullptr;
+}
+
+bool Dom::truthy(const Node& n) {
+    switch (n.kind) {
+        case Kind::null:
+        case Kind::false_: return false;
+        case Kind::true_:
+        case Kind::big: return true;
+        case Kind::integer: return n.i != 0;
+        case Kind::real: return n.f != 0.0;  // NaN is true, as in Python
+        case Kind::string: return !n.s.empty();
+        case Kind::array:
+        case Kind::object: return n.count != 0;
+    }
+    return true;
 }
 
 }  // namespace dumpcmp::graphjson

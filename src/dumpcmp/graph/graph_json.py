@@ -3,22 +3,22 @@
 The graph tells which original (Caffe / TensorFlow / ONNX) operators each compiled operator stands for, and per
 output which original tensor it holds. `load_graph` reads it into a `Graph`; `merge` composes a `-f` graph with a
 `-q` quantization fusion rule file (same schema) so that the compiled ops point straight at the non-quantized
-originals. The core reads a file in the shapes real files have in one pass (native/src/graph_json.cpp: the same
-records, tests/graph/test_graph_json_native.py); the rules below read every other file and any document given as
-dicts. Both are tolerant of the quirks real files have: `null` attribute values, empty lists that carry only
-`val_type`, integers written as strings, a missing `id` (protobuf's JSON printer drops zero), absent optional
-inputs written as `""`.
+originals. The rules of the schema live once, in the core (native/bindings/bind_graph.cpp over the JSON layer of
+native/src/graph_json.cpp), which reads every document: tolerant of the quirks real files have (`null` attribute
+values, empty lists that carry only `val_type`, integers written as strings, a missing `id` (protobuf's JSON printer
+drops zero), absent optional inputs written as `""`), and saying what is wrong with any other, naming the file.
+`parse_graph` and `attr_value` read already-decoded values through the same core.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping  # isinstance against typing.Mapping costs several times more
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from dumpcmp.errors import ConfigError
-from dumpcmp.support.records import frozen_record
 
 __all__ = [
     "ATTR_ORIGINAL_OP_NAMES",
@@ -45,141 +45,22 @@ ATTR_ORIGIN_NAME = "_datadump_origin_name"
 ATTR_ORIGIN_OUTPUT_INDEX = "_datadump_origin_output_index"
 ATTR_ORIGIN_FORMAT = "_datadump_origin_format"
 
-# The typed fields a list value may carry, in the order we look for them; `list` values without any of them are
-# empty lists that only say their `val_type`.
-_LIST_FIELDS = ("s", "i", "f", "b", "bt", "dt", "tf", "g", "t", "na")
-
-
-def _to_int(value: Any) -> int:
-    # The JSON printer writes int64 as a string on some versions; a bool is not an int here.
-    if type(value) is int:  # the common case first: a graph of 10^5 ops holds millions of these
-        return value
-    if isinstance(value, bool):
-        raise ValueError(f"expected an integer, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        return int(value.strip())
-    raise ValueError(f"expected an integer, got {value!r}")
-
-
-def _ints(items: Any) -> tuple[int, ...]:
-    """`tuple(_to_int(d) for d in items)`, with plain integers taken as they are."""
-    dims = tuple(items)
-    for d in dims:
-        if type(d) is not int:
-            return tuple(_to_int(d) for d in dims)
-    return dims
-
-
-def _to_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-        return value.strip().lower() in ("true", "1")
-    raise ValueError(f"expected a bool, got {value!r}")
-
-
-def _to_float(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a number, got {value!r}")
-    if isinstance(value, (int, float, str)):
-        return float(value)
-    raise ValueError(f"expected a number, got {value!r}")
-
-
-_SCALAR_CONVERTERS = {"s": str, "i": _to_int, "b": _to_bool, "f": _to_float}
-
-
 def attr_value(value: Any) -> Any:
-    """The Python value of one attribute value object.
+    """The Python value of one attribute value object (read by the core, as in a graph file).
 
     `{"s": str}` -> str, `{"i": n}` -> int (also when written as a string), `{"b": ...}` -> bool, `{"f": ...}` ->
     float, `{"list": {...}}` -> list of the carried elements (`[]` for a list with only `val_type`), `null` -> None.
-    Any other shape (tensors, sub-graphs, functions) is returned unchanged. Raises ValueError on a malformed value.
+    Any other shape (tensors, sub-graphs, functions) is returned as a dict. Raises ValueError on a malformed value.
     """
-    if value is None:
-        return None
-    if type(value) is dict and len(value) == 1:  # the common case, `{"s": ...}`, without walking every kind
-        key, raw = next(iter(value.items()))
-        convert = _SCALAR_CONVERTERS.get(key)
-        if convert is not None:
-            return None if raw is None else convert(raw)
-    elif not isinstance(value, Mapping):
-        raise ValueError(f"attribute value is not an object: {value!r}")
-    for key, convert in _SCALAR_CONVERTERS.items():
-        if key in value:
-            raw = value[key]
-            return None if raw is None else convert(raw)
-    if "list" in value:
-        lst = value["list"]
-        if lst is None:
-            return []
-        if not isinstance(lst, Mapping):
-            raise ValueError(f"'list' attribute value is not an object: {lst!r}")
-        for key in _LIST_FIELDS:
-            items = lst.get(key)
-            if items is None:
-                continue
-            if not isinstance(items, list):
-                raise ValueError(f"list field {key!r} is not an array: {items!r}")
-            convert = _SCALAR_CONVERTERS.get(key)
-            if convert is _to_int:
-                return list(_ints(items))
-            return [convert(x) for x in items] if convert else list(items)
-        return []
-    return dict(value)
+    try:
+        graph = parse_graph({"graph": {"op": [{"name": "x", "attr": [{"key": "k", "value": value}]}]}})
+    except ConfigError as error:
+        text = str(error)
+        raise ValueError(text[len(_ATTR_PREFIX):] if text.startswith(_ATTR_PREFIX) else text) from None
+    return graph.ops[0].attrs["k"]
 
 
-def _parse_attrs(raw: Any, where: str) -> dict[str, Any]:
-    """`[{"key": K, "value": V}, ...]` -> {K: python value}. A missing or null array is no attributes."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise ValueError(f"{where}: 'attr' is not an array")
-    attrs: dict[str, Any] = {}
-    for n, item in enumerate(raw):
-        if type(item) is dict:  # the common cases, `{"s": str}` and `{"i": int}`, without a call per attribute
-            key, value = item.get("key"), item.get("value")
-            if type(key) is str and type(value) is dict and len(value) == 1:
-                ((kind, plain),) = value.items()
-                if (kind == "s" and type(plain) is str) or (kind == "i" and type(plain) is int):
-                    attrs[key] = plain
-                    continue
-                if (kind == "list" and type(plain) is dict and len(plain) == 2 and type(plain.get("i")) is list
-                        and "s" not in plain):  # `{"val_type": ..., "i": [...]}`: a shape ("s" comes before "i")
-                    items = plain["i"]
-                    if all(type(d) is int for d in items):
-                        attrs[key] = list(items)
-                        continue
-        key = item.get("key") if type(item) is dict or isinstance(item, Mapping) else None
-        if type(key) is not str and not isinstance(key, str):
-            raise ValueError(f"{where}: attr[{n}] has no string 'key'")
-        try:
-            attrs[key] = attr_value(item.get("value"))
-        except ValueError as exc:
-            raise ValueError(f"{where}: attribute {key!r}: {exc}") from None
-    return attrs
-
-
-def _shape(raw: Any) -> tuple[int, ...] | None:
-    if raw is None:
-        return None
-    if type(raw) is dict or isinstance(raw, Mapping):
-        dims = raw.get("dim")
-        # A shape object without dims is a scalar.
-        return () if dims is None else _ints(dims)
-    if isinstance(raw, list):
-        return _ints(raw)
-    raise ValueError(f"shape is neither an object nor an array: {raw!r}")
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if (type(value) is str or isinstance(value, str)) and value != "" else None
+_ATTR_PREFIX = "<graph JSON>: graph 'graph_0' op 'x': attribute 'k': "
 
 
 @dataclass(frozen=True)
@@ -207,33 +88,6 @@ class TensorDesc:
         return self.origin_name is not None
 
 
-def _parse_desc(raw: Any, where: str) -> TensorDesc:
-    if raw is None:
-        return TensorDesc()
-    if type(raw) is not dict and not isinstance(raw, Mapping):
-        raise ValueError(f"{where} is not an object")
-    attrs = _parse_attrs(raw.get("attr"), where)
-    origin_index = attrs.get(ATTR_ORIGIN_OUTPUT_INDEX)
-    origin_shape = attrs.get("origin_shape")
-    try:
-        shape = _shape(raw.get("shape"))
-        origin_shape_t = None if origin_shape is None else _ints(origin_shape)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: bad shape: {exc}") from None
-    return frozen_record(TensorDesc, {
-        "dtype": _str_or_none(raw.get("dtype")),
-        "layout": _str_or_none(raw.get("layout")),
-        "shape": shape,
-        "origin_name": _str_or_none(attrs.get(ATTR_ORIGIN_NAME)),
-        "origin_output_index": origin_index if isinstance(origin_index, int) else None,
-        "origin_format": _str_or_none(attrs.get(ATTR_ORIGIN_FORMAT)) or _str_or_none(attrs.get("origin_format")),
-        "origin_shape": origin_shape_t,
-        "origin_data_type": _str_or_none(attrs.get("_datadump_origin_data_type"))
-        or _str_or_none(attrs.get("origin_data_type")),
-        "attrs": attrs,
-    })
-
-
 @dataclass(frozen=True)
 class InputRef:
     """One data input of an op: `input[slot]` reads output `index` of op `producer`.
@@ -245,22 +99,6 @@ class InputRef:
     slot: int
     producer: str
     index: int
-
-
-def _parse_input(item: Any, where: str) -> tuple[str, int] | None:
-    """`"name:index"` -> (name, index); `""` -> None. Names may contain ':' themselves, so split at the last one."""
-    if item is None or item == "":
-        return None
-    if not isinstance(item, str):
-        raise ValueError(f"{where}: input {item!r} is not a string")
-    name, sep, index = item.rpartition(":")
-    if not sep:
-        # No index written: the first output (seen in hand-written rule files).
-        return item, 0
-    try:
-        return name, int(index)
-    except ValueError:
-        raise ValueError(f"{where}: input {item!r} is not 'name:index'") from None
 
 
 @dataclass(frozen=True)
@@ -296,86 +134,6 @@ class Op:
 
     def output(self, index: int) -> TensorDesc | None:
         return self.output_desc[index] if 0 <= index < len(self.output_desc) else None
-
-
-def _parse_op(raw: Any, graph_name: str, n: int) -> Op:
-    where = f"graph {graph_name!r} op #{n}"
-    if type(raw) is not dict and not isinstance(raw, Mapping):
-        raise ValueError(f"{where} is not an object")
-    name = raw.get("name")
-    if not isinstance(name, str) or name == "":
-        raise ValueError(f"{where} has no 'name'")
-    where = f"graph {graph_name!r} op {name!r}"
-    op_type = raw.get("type")
-    if op_type is None:
-        op_type = ""
-    if not isinstance(op_type, str):
-        raise ValueError(f"{where}: 'type' is not a string")
-    try:
-        op_id = _to_int(raw["id"]) if raw.get("id") is not None else 0
-    except ValueError:
-        raise ValueError(f"{where}: 'id' {raw.get('id')!r} is not an integer") from None
-
-    raw_inputs = raw.get("input") or []
-    if not isinstance(raw_inputs, list):
-        raise ValueError(f"{where}: 'input' is not an array")
-    data_inputs: list[InputRef] = []
-    control: list[str] = []
-    for slot, item in enumerate(raw_inputs):
-        parsed = _parse_input(item, where)
-        if parsed is None:
-            continue
-        producer, index = parsed
-        if index < 0:
-            control.append(producer)
-        else:
-            data_inputs.append(frozen_record(InputRef, {"slot": slot, "producer": producer, "index": index}))
-
-    attrs = _parse_attrs(raw.get("attr"), where)
-    originals_raw = attrs.get(ATTR_ORIGINAL_OP_NAMES, _ABSENT)
-    originals: tuple[str, ...] | None
-    if originals_raw is _ABSENT:
-        originals = None
-    elif originals_raw is None:
-        # A null value says as much as an empty list: the op stands for no original.
-        originals = ()
-    elif isinstance(originals_raw, list):
-        originals = tuple(str(x) for x in originals_raw if str(x) != "")
-    elif isinstance(originals_raw, str):
-        originals = (originals_raw,) if originals_raw else ()
-    else:
-        raise ValueError(f"{where}: {ATTR_ORIGINAL_OP_NAMES} is not a list of strings")
-    l1 = attrs.get(ATTR_L1_FUSION_NO)
-    l1_no = None if l1 is None or str(l1) == "" else str(l1)
-    multiop = attrs.get(ATTR_IS_MULTIOP)
-
-    def descs(key: str) -> tuple[TensorDesc, ...]:
-        items = raw.get(key) or []
-        if not isinstance(items, list):
-            raise ValueError(f"{where}: {key!r} is not an array")
-        return tuple(_parse_desc(d, f"{where} {key}[{i}]") for i, d in enumerate(items))
-
-    return frozen_record(Op, {
-        "name": name,
-        "type": op_type,
-        "id": op_id,
-        "graph": graph_name,
-        "position": -1,
-        "inputs": tuple(raw_inputs) if all(type(x) is str for x in raw_inputs)
-        else tuple("" if x is None else str(x) for x in raw_inputs),
-        "data_inputs": tuple(data_inputs),
-        "control_inputs": tuple(control),
-        "attrs": attrs,
-        "input_desc": descs("input_desc"),
-        "output_desc": descs("output_desc"),
-        "original_op_names": originals,
-        "l1_fusion_no": l1_no,
-        "is_multiop": bool(multiop) if multiop is not None else False,
-        "unmerged_original_op_names": originals,
-    })
-
-
-_ABSENT = object()
 
 
 def _placed(op: Op, position: int) -> Op:
@@ -499,63 +257,52 @@ class Graph:
 
 
 def parse_graph(document: Any, path: str | None = None, *, consume: bool = False) -> Graph:
-    """A Graph from an already-decoded JSON document. Raises ConfigError naming `path` and the problem.
+    """A Graph from an already-decoded JSON document, read as the same document in a file would be (written as
+    JSON and read by the core). Raises ConfigError naming `path` and the problem.
 
-    `consume`: each op's JSON object is dropped from the document once read (a document nothing else holds), so the
-    parsed JSON and the ops are never both whole in memory."""
+    `consume`: each op's JSON object is dropped from the document once read (a document nothing else holds)."""
     label = path if path is not None else "<graph JSON>"
-    if not isinstance(document, Mapping):
-        raise ConfigError(f"{label}: not a graph file: the top level is not a JSON object")
-    if "graph" not in document:
-        raise ConfigError(f"{label}: not a graph file: there is no 'graph' key")
-    graphs = document["graph"]
-    if isinstance(graphs, Mapping):
-        graphs = [graphs]
-    if not isinstance(graphs, list):
-        raise ConfigError(f"{label}: 'graph' is not an array")
-    ops: list[Op] = []
-    names: list[str] = []
-    for g, raw_graph in enumerate(graphs):
-        if not isinstance(raw_graph, Mapping):
-            raise ConfigError(f"{label}: graph #{g} is not an object")
-        gname = raw_graph.get("name")
-        gname = gname if isinstance(gname, str) and gname else f"graph_{g}"
-        if gname in names:
-            gname = f"{gname}#{g}"
-        names.append(gname)
-        raw_ops = raw_graph.get("op") or []
-        if not isinstance(raw_ops, list):
-            raise ConfigError(f"{label}: graph {gname!r}: 'op' is not an array")
-        for n, raw_op in enumerate(raw_ops):
-            try:
-                ops.append(_parse_op(raw_op, gname, n))
-            except ValueError as exc:
-                raise ConfigError(f"{label}: {exc}") from None
-            if consume:
-                raw_ops[n] = None
-    model = document.get("name")
-    return Graph(ops, tuple(names), path=path, name=model if isinstance(model, str) else "")
+    try:
+        data = json.dumps(document).encode("ascii")
+    except (TypeError, ValueError, RecursionError) as error:
+        raise ConfigError(f"{label}: not a graph file: {error}") from None
+    graph = _graph_of(data, label, path)
+    if consume:
+        graphs = document.get("graph") if isinstance(document, dict) else None
+        for raw_graph in [graphs] if isinstance(graphs, dict) else graphs if isinstance(graphs, list) else []:
+            ops = raw_graph.get("op") if isinstance(raw_graph, dict) else None
+            if isinstance(ops, list):
+                ops[:] = [None] * len(ops)
+    return graph
 
 
-def _read_graph(path: str | os.PathLike[str]) -> Graph:
-    """The Graph of a graph JSON file: read by the C++ core in one pass (native/src/graph_json.cpp, no tree of JSON
-    objects), or, for a file it does not take as it is (invalid JSON, too deep, fields of unusual types: see
-    graph_json.hpp), by the standard reader and `parse_graph`, which give the same records or the error."""
+def _graph_of(data: bytes, label: str, path: str | None) -> Graph:
+    """The Graph of a graph JSON text's bytes, read by the core (native/bindings/bind_graph.cpp): the records, or
+    the ConfigError naming `label`. JSON that is not JSON as jsonfile reads it is worded by jsonfile."""
     from dumpcmp.support import jsonfile
     from dumpcmp.support.native import core
 
-    name = os.fspath(path)
-    raw = jsonfile.read_bytes(name, "graph file")
-    read = core.graph.read_graph_json(raw, Op, TensorDesc, InputRef)
+    read = core.graph.read_graph_json(data, Op, TensorDesc, InputRef)
+    if read is None:
+        jsonfile.load_bytes(data, label)  # raises the ConfigError saying what is wrong with the text
+        raise ConfigError(f"{label}: not a JSON file dumpcmp reads")
+    del data
     if type(read) is str:
-        return parse_graph(jsonfile.load_bytes(raw, name), name, consume=True)
-    del raw
+        raise ConfigError(f"{label}: {read}")
     ops, names, model, in_order, by_name = read
     in_order = in_order and len(set(names)) == len(names)  # two graphs of one name share a rank: Graph's sort
     if not in_order:  # the reader placed each op where it is in the file: Graph sorts and places them
         for op in ops:
             object.__setattr__(op, "position", -1)
-    return Graph(ops, names, path=name, name=model, in_order=in_order, by_name=by_name)
+    return Graph(ops, names, path=path, name=model, in_order=in_order, by_name=by_name)
+
+
+def _read_graph(path: str | os.PathLike[str]) -> Graph:
+    """The Graph of a graph JSON file, read by the core in one pass over its bytes (no tree of JSON objects)."""
+    from dumpcmp.support import jsonfile
+
+    name = os.fspath(path)
+    return _graph_of(jsonfile.read_bytes(name, "graph file"), name, name)
 
 
 def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str] | None = None) -> Graph:

@@ -17,6 +17,7 @@ import dumpcmp
 from dumpcmp.dumps.dump import TensorData
 from dumpcmp.support.files import is_temp_name
 from helpers import layout_reference as ref
+from helpers.signal_sweep import dumpcmp_frames
 
 SRC = str(Path(dumpcmp.__file__).parents[1])
 T0 = 1700000000000000
@@ -45,8 +46,12 @@ def test_signals_leave_all_or_nothing(tmp_path):
         proc.send_signal(signal.SIGTERM if n % 2 else signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         # killed by the default action before dumpcmp's handlers are installed (nothing written) counts as stopped;
-        # a traceback is tolerated only at start-up, while modules are imported (tests/hostile/test_signals_writers)
-        assert proc.returncode in (0, 2, 130, 143, -signal.SIGINT, -signal.SIGTERM), (delay, proc.returncode, err)
+        # a traceback is tolerated only at start-up, while modules are imported (tests/hostile/test_signals_writers);
+        # a SIGINT inside the interpreter's own start-up (runpy's imports, before any of dumpcmp's code: a loaded host
+        # makes that last past 50 ms) is Python's handling: exit 1 with a traceback holding no dumpcmp frame
+        interpreter = proc.returncode == 1 and "Traceback" in err and not dumpcmp_frames(err)
+        assert interpreter or proc.returncode in (0, 2, 130, 143, -signal.SIGINT, -signal.SIGTERM), \
+            (delay, proc.returncode, err)
         assert "Traceback" not in err or "args.run" not in err, err
         left = sorted(os.listdir(out)) if out.exists() else []
         assert not [f for f in left if is_temp_name(f) or f.endswith(".tmp")], left

@@ -510,6 +510,12 @@ def _resolve_output(index: _GraphIndex, op: Op, out: int) -> tuple[str | None, i
     return (original, k, desc or start_desc, cur, None, False)
 
 
+#: TensorPair's fields in order: a row is made from its values without the frozen dataclass's __init__
+#: (`support.records.frozen_record`'s way, by pairs so that rows share the class's key table)
+_PAIR_FIELDS = tuple(TensorPair.__dataclass_fields__)
+_new = object.__new__
+
+
 class _InGraph:
     """One pairing through a graph: each op output resolved and looked up once, however many device tensors (its
     own output, its consumers' inputs) hold it; each op's quantization reasons found once."""
@@ -521,12 +527,28 @@ class _InGraph:
         self.outputs: dict[tuple[int, int], tuple[Any, ...]] = {}
         self.remember = remember
 
+    @staticmethod
+    def skips_of(op: Op) -> tuple[str | None, str | None]:
+        """(why an input, why an output of `op` is not compared): `quant_skip_reason` (cheaper made again than kept:
+        a table of 10^5 ops' reasons costs more in cache misses than the two calls)."""
+        originals = op.unmerged_original_op_names or ()
+        return (quant_skip_reason(op.name, op.type, "input", originals),
+                quant_skip_reason(op.name, op.type, "output", originals))
+
     def output(self, op: Op, out: int) -> tuple[Any, ...]:
         """(original name, desc, producer, note, ground-truth key, ground-truth ref, the originals shown, why the
         producer's output is not compared) of output `out` of `op`."""
         got = self.outputs.get((id(op), out))
         if got is None:
-            name, idx, desc, producer, note, explicit = _resolve_output(self.index, op, out)
+            descs = op.output_desc
+            desc = descs[out] if 0 <= out < len(descs) else None
+            if desc is not None and desc.origin_name is not None and not (op.type in PASS_THROUGH_TYPES
+                                                                          and op.data_inputs):
+                # where _resolve_output stops at once, with the origin the desc names (most outputs)
+                name, producer, note, explicit = desc.origin_name, op, None, True
+                idx = out if desc.origin_output_index is None else desc.origin_output_index
+            else:
+                name, idx, desc, producer, note, explicit = _resolve_output(self.index, op, out)
             key = ref = None
             if name is not None and idx is not None:
                 key, ref = self.gt.lookup(name, idx)
@@ -546,47 +568,53 @@ class _InGraph:
     def op_pairs(self, dev: DeviceOp, op: Op, rows: list[TensorPair]) -> None:
         """The rows of `dev`'s tensors, found in the graph as `op`, added to `rows`: its inputs, then its outputs."""
         relation = self.index.relation(op)
-        originals = op.unmerged_original_op_names or ()
-        skip_in = quant_skip_reason(op.name, op.type, "input", originals)
-        skip_out = quant_skip_reason(op.name, op.type, "output", originals)
+        skip_in, skip_out = self.skips_of(op)
         npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
-        data_inputs = op.data_inputs
-        input_desc = op.input_desc
-        tensors: list[tuple[Any, ...]] = []  # (kind, index, original, desc, note, key, ref, originals shown, skip)
-        for i in range(dev.n_inputs):
-            slot_desc = None
-            if i < len(data_inputs):
-                slot = data_inputs[i].slot
-                slot_desc = input_desc[slot] if slot < len(input_desc) else None
-            upstream = self.graph.producer(op, i)
-            skip = skip_in
-            if upstream is None:
-                name = key = ref = None
-                shown: tuple[str, ...] = ()
-                desc = slot_desc
-                note = (f"{op.name} has only {len(data_inputs)} data inputs in the graph" if i >= len(data_inputs)
-                        else f"producer {data_inputs[i].producer!r} of input {i} is not in the graph")
-            else:
-                name, desc, producer, note, key, ref, shown, written = self.output(*upstream)
-                if desc is None or desc.origin_shape is None:
-                    desc = slot_desc if slot_desc is not None else desc
-                if skip is None and producer is not op:
-                    skip = written  # the tensor a quantize op wrote is raw integers wherever it is read
-            tensors.append(("input", i, name, desc, note, key, ref, shown, skip))
+        fields, new, pair, output = _PAIR_FIELDS, _new, TensorPair, self.output
+        if dev.n_inputs > 0:
+            data_inputs = op.data_inputs
+            input_desc = op.input_desc
+            producer_of = self.graph.producer
+            for i in range(dev.n_inputs):
+                slot_desc = None
+                if i < len(data_inputs):
+                    slot = data_inputs[i].slot
+                    slot_desc = input_desc[slot] if slot < len(input_desc) else None
+                upstream = producer_of(op, i)
+                skip = skip_in
+                if upstream is None:
+                    name = key = ref = None
+                    shown: tuple[str, ...] = ()
+                    desc = slot_desc
+                    note = (f"{op.name} has only {len(data_inputs)} data inputs in the graph" if i >= len(data_inputs)
+                            else f"producer {data_inputs[i].producer!r} of input {i} is not in the graph")
+                else:
+                    name, desc, producer, note, key, ref, shown, written = output(*upstream)
+                    if desc is None or desc.origin_shape is None:
+                        desc = slot_desc if slot_desc is not None else desc
+                    if skip is None and producer is not op:
+                        skip = written  # the tensor a quantize op wrote is raw integers wherever it is read
+                row = new(pair)
+                row.__dict__.update(zip(fields, (
+                    npu_op, op_type, "input", i, f"{npu_op}:input:{i}", name, shown, key, npu_ref, ref, relation,
+                    desc.origin_shape if desc is not None else None,
+                    desc.origin_format if desc is not None else None,
+                    desc.origin_data_type if desc is not None else None,
+                    graph_op, skip, note)))
+                rows.append(row)
         for i in range(dev.n_outputs):
-            name, desc, _, note, key, ref, shown, _ = self.output(op, i)
-            tensors.append(("output", i, name, desc, note, key, ref, shown, skip_out))
-        for kind, i, name, desc, note, key, ref, shown, skip in tensors:
-            rows.append(frozen_record(TensorPair, {
-                "npu_op": npu_op, "op_type": op_type, "kind": kind, "index": i,
-                "tensor_index": f"{npu_op}:{kind}:{i}",
-                "ground_truth_op": name, "ground_truth_ops": shown, "ground_truth_key": key,
-                "npu_ref": npu_ref, "ground_truth_ref": ref, "relation": relation,
-                "origin_shape": desc.origin_shape if desc is not None else None,
-                "origin_format": desc.origin_format if desc is not None else None,
-                "origin_data_type": desc.origin_data_type if desc is not None else None,
-                "graph_op": graph_op, "skip_reason": skip, "note": note,
-            }))
+            name, desc, _, note, key, ref, shown, _ = output(op, i)
+            row = new(pair)
+            row.__dict__.update(zip(fields, (
+                npu_op, op_type, "output", i, f"{npu_op}:output:{i}", name, shown, key, npu_ref, ref, relation,
+                desc.origin_shape if desc is not None else None,
+                desc.origin_format if desc is not None else None,
+                desc.origin_data_type if desc is not None else None,
+                graph_op, skip_out, note)))
+            rows.append(row)
+
+
+_ABSENT = object()
 
 
 class _GroundTruth:
@@ -617,12 +645,16 @@ class _GroundTruth:
     def lookup(self, name: str, idx: int) -> tuple[str, Any]:
         """(key, ref): the key actually present (else the canonical key) and its ref (None if absent)."""
         key = f"{name}.{idx}"
-        if key not in self.mapping:
-            key = self.normalized.get(f"{sanitize_name(name)}.{idx}", key)
-        if key in self.mapping:
-            self.used.add(key)
-            return key, self.mapping[key]
-        return key, None
+        mapping = self.mapping
+        ref = mapping.get(key, _ABSENT)
+        if ref is _ABSENT:
+            normalized = self._normalized if self._normalized is not None else self.normalized
+            key = normalized.get(f"{sanitize_name(name)}.{idx}", key)
+            ref = mapping.get(key, _ABSENT)
+            if ref is _ABSENT:
+                return key, None
+        self.used.add(key)
+        return key, ref
 
 
 def _split_key(key: str) -> tuple[str, int | None]:
@@ -705,8 +737,9 @@ def pair_with_ground_truth(
     keys: list[tuple[Any, ...]] = []
     starts: list[int] = []
     last_position = -1
+    find = index.find if index is not None else lambda name: None
     for rank, dev in enumerate(ops):
-        g_op = index.find(dev.op_name) if index is not None else None
+        g_op = find(dev.op_name)
         starts.append(len(rows))
         if g_op is not None:
             last_position = g_op.position

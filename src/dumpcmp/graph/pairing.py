@@ -54,6 +54,7 @@ __all__ = [
     "pair_with_ground_truth",
     "pair_device_to_device",
     "quant_skip_reason",
+    "quant_skip_reasons",
     "quant_pair_members",
     "sanitize_name",
     "fused_output_original",
@@ -111,6 +112,12 @@ class DeviceOp:
     n_outputs: int
     order: Any = 0
     ref: Any = None
+
+
+# the members as plain names: an Enum member looked up on its class costs a descriptor call per row
+_ONE_TO_ONE, _MULTI_TO_ONE, _ONE_TO_MULTI, _MULTI_TO_MULTI, _L1_FUSION, _INSERTED = (
+    Relation.ONE_TO_ONE, Relation.MULTI_TO_ONE, Relation.ONE_TO_MULTI, Relation.MULTI_TO_MULTI, Relation.L1_FUSION,
+    Relation.INSERTED)
 
 
 def shown_op_name(npu_op: str | None, graph_op: str | None) -> str | None:
@@ -222,13 +229,20 @@ def quant_skip_reason(
     type is not asked: the original skips by op, and compares an int8 tensor of any other op as values
     (docs/formats.md#quantization-rules; tests/oracle's int8 Cast and int8 weight).
     """
+    skip_in, skip_out = quant_skip_reasons(op_name, op_type, original_names)
+    return skip_out if kind == "output" else skip_in if kind == "input" else None
+
+
+def quant_skip_reasons(op_name: str, op_type: str, original_names: Iterable[str] = ()) -> tuple[str | None,
+                                                                                              str | None]:
+    """(`quant_skip_reason` of the op's inputs, of its outputs) in one call."""
     # (joined by a character the marker does not hold, so the marker is found in one name)
     quantize = op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or "_quant_layer" in "\x00".join(original_names)
-    if kind == "output" and quantize:
-        return "output of a quantize op holds raw integers: compared only after dequantization"
-    if kind == "input" and op_type in DEQUANTIZE_TYPES:
-        return "input of a dequantize op holds raw integers: compared only after dequantization"
-    return None
+    return (_DEQUANTIZE_INPUT if op_type in DEQUANTIZE_TYPES else None, _QUANTIZE_OUTPUT if quantize else None)
+
+
+_QUANTIZE_OUTPUT = "output of a quantize op holds raw integers: compared only after dequantization"
+_DEQUANTIZE_INPUT = "input of a dequantize op holds raw integers: compared only after dequantization"
 
 
 _QUANT_NAME = re.compile(r"_quant_layer|/AscendQuant|/AscendWeightQuant|\.quant|\.weight_quant")
@@ -414,19 +428,18 @@ class _GraphIndex:
 
     def relation(self, op: Op) -> Relation:
         if op.l1_fusion_no is not None:
-            return Relation.L1_FUSION
-        if op.is_inserted:
-            return Relation.INSERTED
+            return _L1_FUSION
         originals = self.graph.original_names(op)
+        if not originals:  # op.is_inserted
+            return _INSERTED
         owner, shared_names = self.owner, self.shared_names
         if len(originals) == 1:
             n = originals[0]
-            shared = n in shared_names or owner.get(n, op) is not op
-        else:
-            shared = any(n in shared_names or owner.get(n, op) is not op for n in originals)
-        if len(originals) == 1:
-            return Relation.MULTI_TO_ONE if shared or op.is_multiop else Relation.ONE_TO_ONE
-        return Relation.MULTI_TO_MULTI if shared else Relation.ONE_TO_MULTI
+            if n in shared_names or owner.get(n, op) is not op or op.is_multiop:
+                return _MULTI_TO_ONE
+            return _ONE_TO_ONE
+        shared = any(n in shared_names or owner.get(n, op) is not op for n in originals)
+        return _MULTI_TO_MULTI if shared else _ONE_TO_MULTI
 
     def is_pass_through(self, op: Op) -> bool:
         return op.type in PASS_THROUGH_TYPES and bool(op.data_inputs)
@@ -518,7 +531,7 @@ _new = object.__new__
 
 class _InGraph:
     """One pairing through a graph: each op output resolved and looked up once, however many device tensors (its
-    own output, its consumers' inputs) hold it; each op's quantization reasons found once."""
+    own output, its consumers' inputs) hold it; an op's two quantization reasons found in one call."""
 
     def __init__(self, index: _GraphIndex, gt: _GroundTruth, remember: bool = True) -> None:
         self.index = index
@@ -527,17 +540,9 @@ class _InGraph:
         self.outputs: dict[tuple[int, int], tuple[Any, ...]] = {}
         self.remember = remember
 
-    @staticmethod
-    def skips_of(op: Op) -> tuple[str | None, str | None]:
-        """(why an input, why an output of `op` is not compared): `quant_skip_reason` (cheaper made again than kept:
-        a table of 10^5 ops' reasons costs more in cache misses than the two calls)."""
-        originals = op.unmerged_original_op_names or ()
-        return (quant_skip_reason(op.name, op.type, "input", originals),
-                quant_skip_reason(op.name, op.type, "output", originals))
-
     def output(self, op: Op, out: int) -> tuple[Any, ...]:
-        """(original name, desc, producer, note, ground-truth key, ground-truth ref, the originals shown, why the
-        producer's output is not compared) of output `out` of `op`."""
+        """(original name, desc, producer, note, ground-truth key, ground-truth ref, the originals shown) of output
+        `out` of `op`."""
         got = self.outputs.get((id(op), out))
         if got is None:
             descs = op.output_desc
@@ -558,9 +563,7 @@ class _InGraph:
                 shown: tuple[str, ...] = ()
             else:
                 shown = (name,) if explicit else self.graph.original_names(producer)
-            skip = quant_skip_reason(producer.name, producer.type, "output",
-                                     producer.unmerged_original_op_names or ())
-            got = (name, desc, producer, note, key, ref, shown, skip)
+            got = (name, desc, producer, note, key, ref, shown)
             if self.remember:
                 self.outputs[(id(op), out)] = got
         return got
@@ -568,7 +571,7 @@ class _InGraph:
     def op_pairs(self, dev: DeviceOp, op: Op, rows: list[TensorPair]) -> None:
         """The rows of `dev`'s tensors, found in the graph as `op`, added to `rows`: its inputs, then its outputs."""
         relation = self.index.relation(op)
-        skip_in, skip_out = self.skips_of(op)
+        skip_in, skip_out = quant_skip_reasons(op.name, op.type, op.unmerged_original_op_names or ())
         npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
         fields, new, pair, output = _PAIR_FIELDS, _new, TensorPair, self.output
         if dev.n_inputs > 0:
@@ -589,11 +592,13 @@ class _InGraph:
                     note = (f"{op.name} has only {len(data_inputs)} data inputs in the graph" if i >= len(data_inputs)
                             else f"producer {data_inputs[i].producer!r} of input {i} is not in the graph")
                 else:
-                    name, desc, producer, note, key, ref, shown, written = output(*upstream)
+                    name, desc, producer, note, key, ref, shown = output(*upstream)
                     if desc is None or desc.origin_shape is None:
                         desc = slot_desc if slot_desc is not None else desc
                     if skip is None and producer is not op:
-                        skip = written  # the tensor a quantize op wrote is raw integers wherever it is read
+                        # the tensor a quantize op wrote is raw integers wherever it is read
+                        skip = quant_skip_reasons(producer.name, producer.type,
+                                                  producer.unmerged_original_op_names or ())[1]
                 row = new(pair)
                 row.__dict__.update(zip(fields, (
                     npu_op, op_type, "input", i, f"{npu_op}:input:{i}", name, shown, key, npu_ref, ref, relation,
@@ -603,7 +608,7 @@ class _InGraph:
                     graph_op, skip, note)))
                 rows.append(row)
         for i in range(dev.n_outputs):
-            name, desc, _, note, key, ref, shown, _ = output(op, i)
+            name, desc, _, note, key, ref, shown = output(op, i)
             row = new(pair)
             row.__dict__.update(zip(fields, (
                 npu_op, op_type, "output", i, f"{npu_op}:output:{i}", name, shown, key, npu_ref, ref, relation,

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
+from dumpcmp.graph import pairing
 from dumpcmp.graph.graph_json import merge, parse_graph
 from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth
 from helpers import pairing_cases
@@ -17,7 +20,10 @@ from helpers import pairing_cases
 MAIN_DIGEST = "b9c5df960e987823e34ad5b67d1f86df499ae5b66daa7c74bd500a46dc030fbd"
 
 
-def test_300_random_cases_pair_as_before():
+@pytest.mark.parametrize("recent", [None, 1, 2])
+def test_300_random_cases_pair_as_before(recent, monkeypatch):
+    if recent is not None:  # outputs resolved again once forgotten: the same rows
+        monkeypatch.setattr(pairing, "_RECENT_OUTPUTS", recent)
     total = hashlib.sha256()
     for seed in range(300):
         document, quant, device_args, truth = pairing_cases.case(seed)

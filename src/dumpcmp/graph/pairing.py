@@ -529,9 +529,15 @@ _PAIR_FIELDS = tuple(TensorPair.__dataclass_fields__)
 _new = object.__new__
 
 
+#: outputs an `_InGraph` keeps resolved: a consumer mostly runs soon after its producer, and a table of every
+#: output (10^5 ops) costs more to grow and hold (tuples of 55 MB at 300,000 ops) than resolving a far one again
+_RECENT_OUTPUTS = 4096
+
+
 class _InGraph:
-    """One pairing through a graph: each op output resolved and looked up once, however many device tensors (its
-    own output, its consumers' inputs) hold it; an op's two quantization reasons found in one call."""
+    """One pairing through a graph: each op output resolved and looked up once (once while among the last
+    `_RECENT_OUTPUTS` resolved), however many device tensors (its own output, its consumers' inputs) hold it; an
+    op's two quantization reasons found in one call."""
 
     def __init__(self, index: _GraphIndex, gt: _GroundTruth, remember: bool = True) -> None:
         self.index = index
@@ -565,6 +571,8 @@ class _InGraph:
                 shown = (name,) if explicit else self.graph.original_names(producer)
             got = (name, desc, producer, note, key, ref, shown)
             if self.remember:
+                if len(self.outputs) >= _RECENT_OUTPUTS:
+                    self.outputs.clear()
                 self.outputs[(id(op), out)] = got
         return got
 

@@ -355,6 +355,8 @@ class _GraphIndex:
         by_name = graph.ops_by_name
         # The first op of a sanitised name wins: reversed, the first is written last.
         self.by_sanitized: dict[str, Op] = {sanitize_name(op.name): op for op in reversed(ops)}
+        # `graph.get` and `by_sanitized.get` bound once: `find` runs for each device op
+        self._by_name_get, self._by_sanitized_get = by_name.get, self.by_sanitized.get
         # Union-find over ops that share an original name, or an L1 fusion subgraph number; only the ops that were
         # ever united are in `parent`.
         parent: dict[str, str] = {}
@@ -424,7 +426,7 @@ class _GraphIndex:
         return last if last is not None else self.graph.get(op.name) or op
 
     def find(self, device_name: str) -> Op | None:
-        return self.graph.get(device_name) or self.by_sanitized.get(sanitize_name(device_name))
+        return self._by_name_get(device_name) or self._by_sanitized_get(sanitize_name(device_name))
 
     def relation(self, op: Op) -> Relation:
         if op.l1_fusion_no is not None:

@@ -115,9 +115,9 @@ class DeviceOp:
 
 
 # the members as plain names: an Enum member looked up on its class costs a descriptor call per row
-_ONE_TO_ONE, _MULTI_TO_ONE, _ONE_TO_MULTI, _MULTI_TO_MULTI, _L1_FUSION, _INSERTED = (
+_ONE_TO_ONE, _MULTI_TO_ONE, _ONE_TO_MULTI, _MULTI_TO_MULTI, _L1_FUSION, _INSERTED, _NO_GRAPH = (
     Relation.ONE_TO_ONE, Relation.MULTI_TO_ONE, Relation.ONE_TO_MULTI, Relation.MULTI_TO_MULTI, Relation.L1_FUSION,
-    Relation.INSERTED)
+    Relation.INSERTED, Relation.NO_GRAPH)
 
 
 def shown_op_name(npu_op: str | None, graph_op: str | None) -> str | None:
@@ -804,17 +804,20 @@ def pair_with_ground_truth(
 
 def _pair_by_name(gt: _GroundTruth, dev: DeviceOp, kind: str, i: int, had_graph: bool) -> TensorPair:
     skip = quant_skip_reason(dev.op_name, dev.op_type, kind)
-    common = dict(npu_op=dev.op_name, op_type=dev.op_type, kind=kind, index=i,
-                  tensor_index=_tensor_index(dev.op_name, kind, i), npu_ref=dev.ref,
-                  relation=Relation.NO_GRAPH, skip_reason=skip)
     if kind == "input":
         why = "the op is not in the graph" if had_graph else "no graph (-f) given"
-        return TensorPair(ground_truth_op=None, ground_truth_ops=(), ground_truth_key=None,
-                          note=f"inputs are paired through their producer, unknown here: {why}", **common)
-    key, ref = gt.lookup(dev.op_name, i)
-    note = None if ref is not None else f"no ground-truth file for {key}"
-    return TensorPair(ground_truth_op=dev.op_name, ground_truth_ops=(dev.op_name,), ground_truth_key=key,
-                      ground_truth_ref=ref, note=note, **common)
+        op = key = ref = None
+        shown: tuple[str, ...] = ()
+        note: str | None = f"inputs are paired through their producer, unknown here: {why}"
+    else:
+        key, ref = gt.lookup(dev.op_name, i)
+        op, shown = dev.op_name, (dev.op_name,)
+        note = None if ref is not None else f"no ground-truth file for {key}"
+    row = _new(TensorPair)  # the fields in their order, as `_InGraph.op_pairs` makes its rows
+    row.__dict__.update(zip(_PAIR_FIELDS, (
+        dev.op_name, dev.op_type, kind, i, _tensor_index(dev.op_name, kind, i), op, shown, key, dev.ref, ref,
+        _NO_GRAPH, None, None, None, None, skip, note)))
+    return row
 
 
 def pair_device_to_device(left_ops: Iterable[DeviceOp], right_ops: Iterable[DeviceOp]) -> list[TensorPair]:

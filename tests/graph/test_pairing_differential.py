@@ -3,7 +3,8 @@
 explicit origins, sanitised names, two graphs, a `-q` merge; device ops missing from the graph, duplicate dumps of
 mixed order keys, counts unlike the graph's; missing, extra and sanitised ground-truth keys), each paired with its
 graph and without one. The digest of every field of every row was made by 4cfbae7's pairing; 6,000 such cases were
-compared with it directly when the rows were made faster."""
+compared with it directly when the rows were made faster. Device-vs-device pairing likewise (300 cases here, 3,000
+compared directly)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from dumpcmp.graph import pairing
 from dumpcmp.graph.graph_json import merge, parse_graph
-from dumpcmp.graph.pairing import DeviceOp, pair_with_ground_truth
+from dumpcmp.graph.pairing import DeviceOp, pair_device_to_device, pair_with_ground_truth
 from helpers import pairing_cases
 
 # sha256 over the 300 cases' digests (with the graph, then without), as 4cfbae7 pairs them
@@ -36,3 +37,17 @@ def test_300_random_cases_pair_as_before(recent, monkeypatch):
         without = pairing_cases.digest(pair_with_ground_truth(device, truth, None))
         total.update((with_graph + without).encode())
     assert total.hexdigest() == MAIN_DIGEST
+
+
+# sha256 over 300 device-vs-device cases' digests (`pairing_cases.device_pair_case`), as 4cfbae7 pairs them
+MAIN_DEVICE_DIGEST = "dbeeca9108db4327f03a546e5d644e45d36a4b6bbdd21818fe8dc9e1d548e47f"
+
+
+def test_300_random_device_to_device_cases_pair_as_before():
+    total = hashlib.sha256()
+    for seed in range(300):
+        left, right = pairing_cases.device_pair_case(seed)
+        pairs = pair_device_to_device(*([DeviceOp(name, op_type, n_in, n_out, order=order, ref=ref)
+                                         for name, op_type, n_in, n_out, order, ref in side] for side in (left, right)))
+        total.update(pairing_cases.digest(pairs).encode())
+    assert total.hexdigest() == MAIN_DEVICE_DIGEST

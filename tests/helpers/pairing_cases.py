@@ -104,3 +104,17 @@ def digest(pairs: list[Any]) -> str:
                        p.ground_truth_key, p.npu_ref, p.ground_truth_ref, str(p.relation), p.origin_shape,
                        p.origin_format, p.origin_data_type, p.graph_op, p.skip_reason, p.note)).encode())
     return h.hexdigest()
+
+
+def device_pair_case(seed: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """(left, right) device ops as DeviceOp arguments (name, type, inputs, outputs, order, ref) for
+    `pair_device_to_device`: the right a shuffled subset of the left, some with another type or input count, plus
+    ops of its own."""
+    _, _, device, _ = case(seed)
+    rng = random.Random(seed)
+    left = [(a, b, c, d, o, f"l{k}") for k, (a, b, c, d, o) in enumerate(device)]
+    right = [(a, b if rng.random() < 0.9 else "Other", c + rng.choice([0, 0, 1, -1]), d, o, f"r{k}")
+             for k, (a, b, c, d, o) in enumerate(rng.sample(device, rng.randint(0, len(device))))]
+    right += [(f"new{k}", "Relu", 1, 1, k, None) for k in range(rng.randint(0, 2))]
+    rng.shuffle(right)
+    return left, right

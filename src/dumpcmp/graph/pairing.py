@@ -118,6 +118,7 @@ class DeviceOp:
 _ONE_TO_ONE, _MULTI_TO_ONE, _ONE_TO_MULTI, _MULTI_TO_MULTI, _L1_FUSION, _INSERTED, _NO_GRAPH = (
     Relation.ONE_TO_ONE, Relation.MULTI_TO_ONE, Relation.ONE_TO_MULTI, Relation.MULTI_TO_MULTI, Relation.L1_FUSION,
     Relation.INSERTED, Relation.NO_GRAPH)
+_SAME_MODEL = Relation.SAME_MODEL
 
 
 def shown_op_name(npu_op: str | None, graph_op: str | None) -> str | None:
@@ -759,7 +760,7 @@ def pair_with_ground_truth(
         if g_op is not None:
             last_position = g_op.position
             keys.append((last_position, 0, rank))
-            in_graph.op_pairs(dev, g_op, rows)  # type: ignore[union-attr]
+            in_graph.op_pairs(dev, g_op, rows)
         else:
             # Not in the graph: keep it right after the device op that ran before it.
             keys.append((last_position, 1, rank))
@@ -852,15 +853,15 @@ def pair_device_to_device(left_ops: Iterable[DeviceOp], right_ops: Iterable[Devi
                 note = "no counterpart in the left dump"
             for i in range(max(lcount, rcount)):
                 has_l, has_r = lop is not None and i < lcount, rop is not None and i < rcount
-                rows.append((base + (0 if kind == "input" else 1, i), TensorPair(
-                    npu_op=lop.op_name if has_l else None, op_type=some.op_type, kind=kind, index=i,
-                    tensor_index=_tensor_index(lop.op_name, kind, i) if has_l else None,
-                    ground_truth_op=rop.op_name if has_r else None,
-                    ground_truth_ops=(rop.op_name,) if has_r else (),
-                    ground_truth_key=f"{rop.op_type}.{rop.op_name}" if has_r else None,
-                    npu_ref=lop.ref if has_l else None, ground_truth_ref=rop.ref if has_r else None,
-                    relation=Relation.SAME_MODEL, note=note,
-                )))
+                row = _new(TensorPair)  # the fields in their order, as `_InGraph.op_pairs` makes its rows
+                row.__dict__.update(zip(_PAIR_FIELDS, (
+                    lop.op_name if has_l else None, some.op_type, kind, i,
+                    _tensor_index(lop.op_name, kind, i) if has_l else None,
+                    rop.op_name if has_r else None, (rop.op_name,) if has_r else (),
+                    f"{rop.op_type}.{rop.op_name}" if has_r else None,
+                    lop.ref if has_l else None, rop.ref if has_r else None,
+                    _SAME_MODEL, None, None, None, None, None, note)))
+                rows.append((base + (0 if kind == "input" else 1, i), row))
 
     for n, lop in enumerate(left):
         op_rows((n, 0, 0), lop, right_by_id.get(identity(lop)))

@@ -225,18 +225,17 @@ class Graph:
     def get(self, name: str) -> Op | None:
         return self._by_name.get(name)
 
-    def _lookup(self, name: str, graph: str) -> Op | None:
-        local = self._by_graph.get(graph, {})
-        return local.get(name) or self._by_name.get(name)
-
     def producer(self, op: Op | str, input_index: int) -> tuple[Op, int] | None:
         """(producer op, its output index) for data input `input_index` of `op` (counting data inputs only);
         None when the input does not exist or its producer is not in the graph."""
         op = self._by_name[op] if isinstance(op, str) else op
-        if not 0 <= input_index < len(op.data_inputs):
+        data_inputs = op.data_inputs
+        if not 0 <= input_index < len(data_inputs):
             return None
-        ref = op.data_inputs[input_index]
-        producer = self._lookup(ref.producer, op.graph)
+        ref = data_inputs[input_index]
+        local = self._by_graph.get(op.graph)  # the op's own graph first, then any
+        name = ref.producer
+        producer = (local.get(name) if local is not None else None) or self._by_name.get(name)
         return None if producer is None else (producer, ref.index)
 
     def producers(self, op: Op | str) -> list[tuple[Op, int] | None]:

@@ -54,6 +54,7 @@ __all__ = [
     "pair_with_ground_truth",
     "pair_device_to_device",
     "quant_skip_reason",
+    "quant_skip_reasons",
     "quant_pair_members",
     "sanitize_name",
     "fused_output_original",
@@ -111,6 +112,13 @@ class DeviceOp:
     n_outputs: int
     order: Any = 0
     ref: Any = None
+
+
+# the members as plain names: an Enum member looked up on its class costs a descriptor call per row
+_ONE_TO_ONE, _MULTI_TO_ONE, _ONE_TO_MULTI, _MULTI_TO_MULTI, _L1_FUSION, _INSERTED, _NO_GRAPH = (
+    Relation.ONE_TO_ONE, Relation.MULTI_TO_ONE, Relation.ONE_TO_MULTI, Relation.MULTI_TO_MULTI, Relation.L1_FUSION,
+    Relation.INSERTED, Relation.NO_GRAPH)
+_SAME_MODEL = Relation.SAME_MODEL
 
 
 def shown_op_name(npu_op: str | None, graph_op: str | None) -> str | None:
@@ -222,13 +230,20 @@ def quant_skip_reason(
     type is not asked: the original skips by op, and compares an int8 tensor of any other op as values
     (docs/formats.md#quantization-rules; tests/oracle's int8 Cast and int8 weight).
     """
+    skip_in, skip_out = quant_skip_reasons(op_name, op_type, original_names)
+    return skip_out if kind == "output" else skip_in if kind == "input" else None
+
+
+def quant_skip_reasons(op_name: str, op_type: str, original_names: Iterable[str] = ()) -> tuple[str | None,
+                                                                                              str | None]:
+    """(`quant_skip_reason` of the op's inputs, of its outputs) in one call."""
     # (joined by a character the marker does not hold, so the marker is found in one name)
     quantize = op_type in QUANTIZE_TYPES or "_quant_layer" in op_name or "_quant_layer" in "\x00".join(original_names)
-    if kind == "output" and quantize:
-        return "output of a quantize op holds raw integers: compared only after dequantization"
-    if kind == "input" and op_type in DEQUANTIZE_TYPES:
-        return "input of a dequantize op holds raw integers: compared only after dequantization"
-    return None
+    return (_DEQUANTIZE_INPUT if op_type in DEQUANTIZE_TYPES else None, _QUANTIZE_OUTPUT if quantize else None)
+
+
+_QUANTIZE_OUTPUT = "output of a quantize op holds raw integers: compared only after dequantization"
+_DEQUANTIZE_INPUT = "input of a dequantize op holds raw integers: compared only after dequantization"
 
 
 _QUANT_NAME = re.compile(r"_quant_layer|/AscendQuant|/AscendWeightQuant|\.quant|\.weight_quant")
@@ -341,6 +356,8 @@ class _GraphIndex:
         by_name = graph.ops_by_name
         # The first op of a sanitised name wins: reversed, the first is written last.
         self.by_sanitized: dict[str, Op] = {sanitize_name(op.name): op for op in reversed(ops)}
+        # `graph.get` and `by_sanitized.get` bound once: `find` runs for each device op
+        self._by_name_get, self._by_sanitized_get = by_name.get, self.by_sanitized.get
         # Union-find over ops that share an original name, or an L1 fusion subgraph number; only the ops that were
         # ever united are in `parent`.
         parent: dict[str, str] = {}
@@ -410,23 +427,22 @@ class _GraphIndex:
         return last if last is not None else self.graph.get(op.name) or op
 
     def find(self, device_name: str) -> Op | None:
-        return self.graph.get(device_name) or self.by_sanitized.get(sanitize_name(device_name))
+        return self._by_name_get(device_name) or self._by_sanitized_get(sanitize_name(device_name))
 
     def relation(self, op: Op) -> Relation:
         if op.l1_fusion_no is not None:
-            return Relation.L1_FUSION
-        if op.is_inserted:
-            return Relation.INSERTED
+            return _L1_FUSION
         originals = self.graph.original_names(op)
+        if not originals:  # op.is_inserted
+            return _INSERTED
         owner, shared_names = self.owner, self.shared_names
         if len(originals) == 1:
             n = originals[0]
-            shared = n in shared_names or owner.get(n, op) is not op
-        else:
-            shared = any(n in shared_names or owner.get(n, op) is not op for n in originals)
-        if len(originals) == 1:
-            return Relation.MULTI_TO_ONE if shared or op.is_multiop else Relation.ONE_TO_ONE
-        return Relation.MULTI_TO_MULTI if shared else Relation.ONE_TO_MULTI
+            if n in shared_names or owner.get(n, op) is not op or op.is_multiop:
+                return _MULTI_TO_ONE
+            return _ONE_TO_ONE
+        shared = any(n in shared_names or owner.get(n, op) is not op for n in originals)
+        return _MULTI_TO_MULTI if shared else _ONE_TO_MULTI
 
     def is_pass_through(self, op: Op) -> bool:
         return op.type in PASS_THROUGH_TYPES and bool(op.data_inputs)
@@ -510,9 +526,21 @@ def _resolve_output(index: _GraphIndex, op: Op, out: int) -> tuple[str | None, i
     return (original, k, desc or start_desc, cur, None, False)
 
 
+#: TensorPair's fields in order: a row is made from its values without the frozen dataclass's __init__
+#: (`support.records.frozen_record`'s way, by pairs so that rows share the class's key table)
+_PAIR_FIELDS = tuple(TensorPair.__dataclass_fields__)
+_new = object.__new__
+
+
+#: outputs an `_InGraph` keeps resolved: a consumer mostly runs soon after its producer, and a table of every
+#: output (10^5 ops) costs more to grow and hold (tuples of 55 MB at 300,000 ops) than resolving a far one again
+_RECENT_OUTPUTS = 4096
+
+
 class _InGraph:
-    """One pairing through a graph: each op output resolved and looked up once, however many device tensors (its
-    own output, its consumers' inputs) hold it; each op's quantization reasons found once."""
+    """One pairing through a graph: each op output resolved and looked up once (once while among the last
+    `_RECENT_OUTPUTS` resolved), however many device tensors (its own output, its consumers' inputs) hold it; an
+    op's two quantization reasons found in one call."""
 
     def __init__(self, index: _GraphIndex, gt: _GroundTruth, remember: bool = True) -> None:
         self.index = index
@@ -522,11 +550,19 @@ class _InGraph:
         self.remember = remember
 
     def output(self, op: Op, out: int) -> tuple[Any, ...]:
-        """(original name, desc, producer, note, ground-truth key, ground-truth ref, the originals shown, why the
-        producer's output is not compared) of output `out` of `op`."""
+        """(original name, desc, producer, note, ground-truth key, ground-truth ref, the originals shown) of output
+        `out` of `op`."""
         got = self.outputs.get((id(op), out))
         if got is None:
-            name, idx, desc, producer, note, explicit = _resolve_output(self.index, op, out)
+            descs = op.output_desc
+            desc = descs[out] if 0 <= out < len(descs) else None
+            if desc is not None and desc.origin_name is not None and not (op.type in PASS_THROUGH_TYPES
+                                                                          and op.data_inputs):
+                # where _resolve_output stops at once, with the origin the desc names (most outputs)
+                name, producer, note, explicit = desc.origin_name, op, None, True
+                idx = out if desc.origin_output_index is None else desc.origin_output_index
+            else:
+                name, idx, desc, producer, note, explicit = _resolve_output(self.index, op, out)
             key = ref = None
             if name is not None and idx is not None:
                 key, ref = self.gt.lookup(name, idx)
@@ -536,57 +572,61 @@ class _InGraph:
                 shown: tuple[str, ...] = ()
             else:
                 shown = (name,) if explicit else self.graph.original_names(producer)
-            skip = quant_skip_reason(producer.name, producer.type, "output",
-                                     producer.unmerged_original_op_names or ())
-            got = (name, desc, producer, note, key, ref, shown, skip)
+            got = (name, desc, producer, note, key, ref, shown)
             if self.remember:
+                if len(self.outputs) >= _RECENT_OUTPUTS:
+                    self.outputs.clear()
                 self.outputs[(id(op), out)] = got
         return got
 
     def op_pairs(self, dev: DeviceOp, op: Op, rows: list[TensorPair]) -> None:
         """The rows of `dev`'s tensors, found in the graph as `op`, added to `rows`: its inputs, then its outputs."""
         relation = self.index.relation(op)
-        originals = op.unmerged_original_op_names or ()
-        skip_in = quant_skip_reason(op.name, op.type, "input", originals)
-        skip_out = quant_skip_reason(op.name, op.type, "output", originals)
+        skip_in, skip_out = quant_skip_reasons(op.name, op.type, op.unmerged_original_op_names or ())
         npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
-        data_inputs = op.data_inputs
-        input_desc = op.input_desc
+        fields, new, pair, output = _PAIR_FIELDS, _new, TensorPair, self.output
         tensors: list[tuple[Any, ...]] = []  # (kind, index, original, desc, note, key, ref, originals shown, skip)
-        for i in range(dev.n_inputs):
-            slot_desc = None
-            if i < len(data_inputs):
-                slot = data_inputs[i].slot
-                slot_desc = input_desc[slot] if slot < len(input_desc) else None
-            upstream = self.graph.producer(op, i)
-            skip = skip_in
-            if upstream is None:
-                name = key = ref = None
-                shown: tuple[str, ...] = ()
-                desc = slot_desc
-                note = (f"{op.name} has only {len(data_inputs)} data inputs in the graph" if i >= len(data_inputs)
-                        else f"producer {data_inputs[i].producer!r} of input {i} is not in the graph")
-            else:
-                name, desc, producer, note, key, ref, shown, written = self.output(*upstream)
-                if desc is None or desc.origin_shape is None:
-                    desc = slot_desc if slot_desc is not None else desc
-                if skip is None and producer is not op:
-                    skip = written  # the tensor a quantize op wrote is raw integers wherever it is read
-            tensors.append(("input", i, name, desc, note, key, ref, shown, skip))
+        if dev.n_inputs > 0:
+            data_inputs = op.data_inputs
+            input_desc = op.input_desc
+            producer_of = self.graph.producer
+            for i in range(dev.n_inputs):
+                slot_desc = None
+                if i < len(data_inputs):
+                    slot = data_inputs[i].slot
+                    slot_desc = input_desc[slot] if slot < len(input_desc) else None
+                upstream = producer_of(op, i)
+                skip = skip_in
+                if upstream is None:
+                    name = key = ref = None
+                    shown: tuple[str, ...] = ()
+                    desc = slot_desc
+                    note = (f"{op.name} has only {len(data_inputs)} data inputs in the graph" if i >= len(data_inputs)
+                            else f"producer {data_inputs[i].producer!r} of input {i} is not in the graph")
+                else:
+                    name, desc, producer, note, key, ref, shown = output(*upstream)
+                    if desc is None or desc.origin_shape is None:
+                        desc = slot_desc if slot_desc is not None else desc
+                    if skip is None and producer is not op:
+                        # the tensor a quantize op wrote is raw integers wherever it is read
+                        skip = quant_skip_reasons(producer.name, producer.type,
+                                                  producer.unmerged_original_op_names or ())[1]
+                tensors.append(("input", i, name, desc, note, key, ref, shown, skip))
         for i in range(dev.n_outputs):
-            name, desc, _, note, key, ref, shown, _ = self.output(op, i)
+            name, desc, _, note, key, ref, shown = output(op, i)
             tensors.append(("output", i, name, desc, note, key, ref, shown, skip_out))
         for kind, i, name, desc, note, key, ref, shown, skip in tensors:
-            rows.append(frozen_record(TensorPair, {
-                "npu_op": npu_op, "op_type": op_type, "kind": kind, "index": i,
-                "tensor_index": f"{npu_op}:{kind}:{i}",
-                "ground_truth_op": name, "ground_truth_ops": shown, "ground_truth_key": key,
-                "npu_ref": npu_ref, "ground_truth_ref": ref, "relation": relation,
-                "origin_shape": desc.origin_shape if desc is not None else None,
-                "origin_format": desc.origin_format if desc is not None else None,
-                "origin_data_type": desc.origin_data_type if desc is not None else None,
-                "graph_op": graph_op, "skip_reason": skip, "note": note,
-            }))
+            row = new(pair)
+            row.__dict__.update(zip(fields, (
+                npu_op, op_type, kind, i, f"{npu_op}:{kind}:{i}", name, shown, key, npu_ref, ref, relation,
+                desc.origin_shape if desc is not None else None,
+                desc.origin_format if desc is not None else None,
+                desc.origin_data_type if desc is not None else None,
+                graph_op, skip, note)))
+            rows.append(row)
+
+
+_ABSENT = object()
 
 
 class _GroundTruth:
@@ -617,12 +657,16 @@ class _GroundTruth:
     def lookup(self, name: str, idx: int) -> tuple[str, Any]:
         """(key, ref): the key actually present (else the canonical key) and its ref (None if absent)."""
         key = f"{name}.{idx}"
-        if key not in self.mapping:
-            key = self.normalized.get(f"{sanitize_name(name)}.{idx}", key)
-        if key in self.mapping:
-            self.used.add(key)
-            return key, self.mapping[key]
-        return key, None
+        mapping = self.mapping
+        ref = mapping.get(key, _ABSENT)
+        if ref is _ABSENT:
+            normalized = self._normalized if self._normalized is not None else self.normalized
+            key = normalized.get(f"{sanitize_name(name)}.{idx}", key)
+            ref = mapping.get(key, _ABSENT)
+            if ref is _ABSENT:
+                return key, None
+        self.used.add(key)
+        return key, ref
 
 
 def _split_key(key: str) -> tuple[str, int | None]:
@@ -705,13 +749,14 @@ def pair_with_ground_truth(
     keys: list[tuple[Any, ...]] = []
     starts: list[int] = []
     last_position = -1
+    find = index.find if index is not None else lambda name: None
     for rank, dev in enumerate(ops):
-        g_op = index.find(dev.op_name) if index is not None else None
+        g_op = find(dev.op_name)
         starts.append(len(rows))
         if g_op is not None:
             last_position = g_op.position
             keys.append((last_position, 0, rank))
-            in_graph.op_pairs(dev, g_op, rows)  # type: ignore[union-attr]
+            in_graph.op_pairs(dev, g_op, rows)
         else:
             # Not in the graph: keep it right after the device op that ran before it.
             keys.append((last_position, 1, rank))
@@ -756,17 +801,20 @@ def pair_with_ground_truth(
 
 def _pair_by_name(gt: _GroundTruth, dev: DeviceOp, kind: str, i: int, had_graph: bool) -> TensorPair:
     skip = quant_skip_reason(dev.op_name, dev.op_type, kind)
-    common = dict(npu_op=dev.op_name, op_type=dev.op_type, kind=kind, index=i,
-                  tensor_index=_tensor_index(dev.op_name, kind, i), npu_ref=dev.ref,
-                  relation=Relation.NO_GRAPH, skip_reason=skip)
     if kind == "input":
         why = "the op is not in the graph" if had_graph else "no graph (-f) given"
-        return TensorPair(ground_truth_op=None, ground_truth_ops=(), ground_truth_key=None,
-                          note=f"inputs are paired through their producer, unknown here: {why}", **common)
-    key, ref = gt.lookup(dev.op_name, i)
-    note = None if ref is not None else f"no ground-truth file for {key}"
-    return TensorPair(ground_truth_op=dev.op_name, ground_truth_ops=(dev.op_name,), ground_truth_key=key,
-                      ground_truth_ref=ref, note=note, **common)
+        op = key = ref = None
+        shown: tuple[str, ...] = ()
+        note: str | None = f"inputs are paired through their producer, unknown here: {why}"
+    else:
+        key, ref = gt.lookup(dev.op_name, i)
+        op, shown = dev.op_name, (dev.op_name,)
+        note = None if ref is not None else f"no ground-truth file for {key}"
+    row = _new(TensorPair)  # the fields in their order, as `_InGraph.op_pairs` makes its rows
+    row.__dict__.update(zip(_PAIR_FIELDS, (
+        dev.op_name, dev.op_type, kind, i, _tensor_index(dev.op_name, kind, i), op, shown, key, dev.ref, ref,
+        _NO_GRAPH, None, None, None, None, skip, note)))
+    return row
 
 
 def pair_device_to_device(left_ops: Iterable[DeviceOp], right_ops: Iterable[DeviceOp]) -> list[TensorPair]:
@@ -801,15 +849,15 @@ def pair_device_to_device(left_ops: Iterable[DeviceOp], right_ops: Iterable[Devi
                 note = "no counterpart in the left dump"
             for i in range(max(lcount, rcount)):
                 has_l, has_r = lop is not None and i < lcount, rop is not None and i < rcount
-                rows.append((base + (0 if kind == "input" else 1, i), TensorPair(
-                    npu_op=lop.op_name if has_l else None, op_type=some.op_type, kind=kind, index=i,
-                    tensor_index=_tensor_index(lop.op_name, kind, i) if has_l else None,
-                    ground_truth_op=rop.op_name if has_r else None,
-                    ground_truth_ops=(rop.op_name,) if has_r else (),
-                    ground_truth_key=f"{rop.op_type}.{rop.op_name}" if has_r else None,
-                    npu_ref=lop.ref if has_l else None, ground_truth_ref=rop.ref if has_r else None,
-                    relation=Relation.SAME_MODEL, note=note,
-                )))
+                row = _new(TensorPair)  # the fields in their order, as `_InGraph.op_pairs` makes its rows
+                row.__dict__.update(zip(_PAIR_FIELDS, (
+                    lop.op_name if has_l else None, some.op_type, kind, i,
+                    _tensor_index(lop.op_name, kind, i) if has_l else None,
+                    rop.op_name if has_r else None, (rop.op_name,) if has_r else (),
+                    f"{rop.op_type}.{rop.op_name}" if has_r else None,
+                    lop.ref if has_l else None, rop.ref if has_r else None,
+                    _SAME_MODEL, None, None, None, None, None, note)))
+                rows.append((base + (0 if kind == "input" else 1, i), row))
 
     for n, lop in enumerate(left):
         op_rows((n, 0, 0), lop, right_by_id.get(identity(lop)))

@@ -3,6 +3,8 @@
 // it may change), so this works on Python objects under the GIL: what it saves is the interpreter's per-cell work.
 #include <string>
 
+#include "dumpcmp/metrics.hpp"
+
 #include "pycommon.hpp"
 
 namespace dumpcmp::bindings {
@@ -47,6 +49,160 @@ void append_field(std::u32string& out, const Text& t, const std::u32string& end)
     if (quote) out.push_back('"');
 }
 
+// One cell as csv_text writes it: through `safe` where it may change it (not a str, a formula-like start or a ';').
+void append_cell(std::u32string& out, PyObject* cell, const py::function& safe, const std::u32string& end) {
+    py::object kept;  // a cell csv_safe returned, alive while appended
+    const bool text = PyUnicode_Check(cell);
+    if (!text || (PyUnicode_GET_LENGTH(cell) > 0 &&
+                  (maybe_formula(PyUnicode_READ_CHAR(cell, 0)) ||
+                   PyUnicode_FindChar(cell, ';', 0, PyUnicode_GET_LENGTH(cell), 1) >= 0))) {
+        kept = safe(py::handle(cell));
+        cell = kept.ptr();
+        if (cell == Py_None) return;  // the csv module writes None as an empty field
+        if (!PyUnicode_Check(cell)) {
+            kept = py::str(kept);
+            cell = kept.ptr();
+        }
+    }
+    append_field(out, text_of(cell), end);
+}
+
+// An ASCII text made in the core (a metric, a shape), as a cell: through `safe` as append_cell sends a str there
+// (a '-' start, StandardDeviation's ';'), the Python str made only then or where it needs quoting.
+void append_ascii(std::u32string& out, const std::string& s, const py::function& safe, const std::u32string& end) {
+    if (!s.empty() && (maybe_formula(static_cast<unsigned char>(s[0])) || s.find(';') != std::string::npos)) {
+        py::str cell(s);
+        append_cell(out, cell.ptr(), safe, end);
+        return;
+    }
+    for (char c : s) {
+        if (c == ',' || c == '"' || end.find(static_cast<char32_t>(c)) != std::u32string::npos) {
+            py::str cell(s);
+            append_field(out, text_of(cell.ptr()), end);
+            return;
+        }
+    }
+    out.append(s.begin(), s.end());
+}
+
+py::object attr(PyObject* row, PyObject* name) {
+    PyObject* got = PyObject_GetAttr(row, name);
+    if (got == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(got);
+}
+
+bool truthy(PyObject* o) {
+    const int t = PyObject_IsTrue(o);
+    if (t < 0) throw py::error_already_set();
+    return t != 0;
+}
+
+// `value or ""` (a data type, the tensor index)
+void append_or_empty(std::u32string& out, PyObject* v, const py::function& safe, const std::u32string& end) {
+    if (v != Py_None && truthy(v)) append_cell(out, v, safe, end);
+}
+
+// str() of a Python object as a cell (an int: the Index, an address)
+void append_str(std::u32string& out, PyObject* v, const py::function& safe, const std::u32string& end) {
+    PyObject* s = PyObject_Str(v);
+    if (s == nullptr) throw py::error_already_set();
+    py::object kept = py::reinterpret_steal<py::object>(s);
+    append_cell(out, s, safe, end);
+}
+
+// The result file's lines of rows (output/table.py `_RowCells` for a result without OpSequence, overflow, custom or
+// extra columns, then `csv_text`): the cells read from each Row's attributes and the metric texts formatted here.
+py::str row_lines(const py::sequence& rows, const std::vector<int>& algorithms, bool npu_address, bool truth_address,
+                  const py::function& safe, const std::string& line_end) {
+    static const char* names[] = {"index", "op_type", "npu_dump", "npu_data_type", "npu_address", "ground_truth",
+                                  "ground_truth_data_type", "ground_truth_address", "tensor_index", "shape",
+                                  "result", "not_computed", "fail_reason", "unmatched", "data_types_unknown"};
+    constexpr int count = sizeof(names) / sizeof(names[0]);
+    py::object keys[count];
+    for (int k = 0; k < count; ++k) keys[k] = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(names[k]));
+    enum { INDEX, OP_TYPE, NPU_DUMP, NPU_TYPE, NPU_ADDRESS, TRUTH, TRUTH_TYPE, TRUTH_ADDRESS, TENSOR, SHAPE, RESULT,
+           NOT_COMPUTED, REASON, UNMATCHED, UNKNOWN };
+    const std::u32string end(line_end.begin(), line_end.end());
+    const std::u32string nan = U"NaN";
+    std::u32string out;
+    const py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(rows.ptr(), "rows is not a sequence"));
+    if (!fast) throw py::error_already_set();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
+    PyObject** items = PySequence_Fast_ITEMS(fast.ptr());
+    for (Py_ssize_t r = 0; r < n; ++r) {
+        PyObject* row = items[r];
+        auto get = [&](int k) { return attr(row, keys[k].ptr()); };
+        append_str(out, get(INDEX).ptr(), safe, end);
+        out.push_back(',');
+        append_cell(out, get(OP_TYPE).ptr(), safe, end);
+        out.push_back(',');
+        append_cell(out, get(NPU_DUMP).ptr(), safe, end);
+        out.push_back(',');
+        const bool unmatched = truthy(get(UNMATCHED).ptr());
+        const bool unknown = unmatched || truthy(get(UNKNOWN).ptr());
+        if (unknown) out += nan; else append_or_empty(out, get(NPU_TYPE).ptr(), safe, end);
+        auto address = [&](int k) {
+            out.push_back(',');
+            if (unmatched) { out += nan; return; }
+            py::object a = get(k);
+            if (a.is_none()) return;
+            if (truthy(a.ptr())) append_str(out, a.ptr(), safe, end); else out += nan;
+        };
+        if (npu_address) address(NPU_ADDRESS);
+        out.push_back(',');
+        append_cell(out, get(TRUTH).ptr(), safe, end);
+        out.push_back(',');
+        if (unknown) out += nan; else append_or_empty(out, get(TRUTH_TYPE).ptr(), safe, end);
+        if (truth_address) address(TRUTH_ADDRESS);
+        out.push_back(',');
+        if (unmatched) out += nan; else append_or_empty(out, get(TENSOR).ptr(), safe, end);
+        out.push_back(',');
+        if (unmatched) {
+            out += nan;
+        } else {
+            py::object shape = get(SHAPE);
+            if (!shape.is_none()) {
+                std::string text = "[";
+                bool first = true;
+                for (py::handle d : shape) {
+                    if (!first) text.push_back(',');
+                    first = false;
+                    PyObject* whole = PyNumber_Long(d.ptr());
+                    if (whole == nullptr) throw py::error_already_set();
+                    py::object kept = py::reinterpret_steal<py::object>(whole);
+                    text += py::str(kept).cast<std::string>();
+                }
+                text.push_back(']');
+                append_ascii(out, text, safe, end);
+            }
+        }
+        py::object result = get(RESULT);
+        if (result.is_none()) {
+            for (std::size_t k = 0; k < algorithms.size(); ++k) { out.push_back(','); out += nan; }
+        } else {
+            const MetricResult& res = result.cast<const MetricResult&>();
+            py::object skipped = get(NOT_COMPUTED);
+            const bool some = truthy(skipped.ptr());
+            for (int i : algorithms) {
+                out.push_back(',');
+                if (some) {
+                    py::int_ key(i);
+                    const int in = PySequence_Contains(skipped.ptr(), key.ptr());
+                    if (in < 0) throw py::error_already_set();
+                    if (in) { out += nan; continue; }
+                }
+                append_ascii(out, format_metric(i, res), safe, end);
+            }
+        }
+        out.push_back(',');
+        append_cell(out, get(REASON).ptr(), safe, end);
+        out += end;
+    }
+    PyObject* s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.data(), static_cast<Py_ssize_t>(out.size()));
+    if (s == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::str>(s);
+}
+
 py::str csv_text(const py::iterable& rows, const py::function& safe, const std::string& line_end) {
     std::u32string end(line_end.begin(), line_end.end());
     std::u32string out;
@@ -89,6 +245,10 @@ void bind_table(py::module_& core) {
     m.def("csv_text", &csv_text, py::arg("rows"), py::arg("safe"), py::arg("line_end"),
           "Rows of cells as the csv module writes them (QUOTE_MINIMAL, ',' and '\"', rows ending in `line_end`), "
           "each cell first passed through `safe` where its first character or a ';' says it may change it.");
+    m.def("row_lines", &row_lines, py::arg("rows"), py::arg("algorithms"), py::arg("npu_address"),
+          py::arg("truth_address"), py::arg("safe"), py::arg("line_end"),
+          "The result file's CSV lines of Row objects (Index to CompareFailReason, without OpSequence, OverFlow, "
+          "custom or extra columns): `csv_text` of their cells, made from the rows' attributes in one call.");
 }
 
 }  // namespace dumpcmp::bindings

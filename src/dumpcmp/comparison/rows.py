@@ -182,6 +182,43 @@ class RowStore:
             self._list.append(row)
         self._count += 1
 
+    def extend(self, rows: Sequence[Row]) -> None:
+        """`append` of each row, the columns extended once for them all (a batch of rows the reorder buffer lets
+        go); a row the columns cannot hold makes them go one by one, as `append` does."""
+        if self._plain or self._list is not None or len(rows) < 2:
+            for row in rows:
+                self.append(row)
+            return
+        code = self._code
+        try:  # everything checked before a column changes: a row they cannot hold leaves them as they were
+            index = array("q", [row.index for row in rows])
+            addresses = array("Q", [a if a is not None else 0 for row in rows
+                                    for a in (row.npu_address, row.ground_truth_address)])
+            codes = array("i", [c for row in rows for c in (
+                code(row.op_type), code(row.npu_dump), code(row.npu_data_type), code(row.ground_truth),
+                code(row.ground_truth_data_type),
+                _PAIRS_TENSOR if row.pair is not None and type(row.tensor_index) is str and
+                row.tensor_index == row.pair.tensor_index else code(row.tensor_index),
+                code(row.shape), code(row.fail_reason), code(row.not_computed), code(row.graph_op))])
+        except (OverflowError, TypeError):
+            for row in rows:
+                self.append(row)
+            return
+        count = self._count
+        self._index.extend(index)
+        self._addresses.extend(addresses)
+        self._codes.extend(codes)
+        self._flags.extend([(1 if row.skipped else 0) | (2 if row.failed else 0) | (4 if row.unmatched else 0) |
+                            (8 if row.data_types_unknown else 0) |
+                            (_NO_NPU_ADDRESS if row.npu_address is None else 0) |
+                            (_NO_TRUTH_ADDRESS if row.ground_truth_address is None else 0) for row in rows])
+        self._pairs.extend([row.pair for row in rows])
+        self._results.extend([row.result for row in rows])
+        for k, row in enumerate(rows, count):
+            if row.sources is not None:
+                self._sources[k] = row.sources
+        self._count = count + len(rows)
+
     def _encode(self, row: Row) -> None:
         code, pair, tensor = self._code, row.pair, row.tensor_index
         npu, truth = row.npu_address, row.ground_truth_address

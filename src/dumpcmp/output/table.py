@@ -216,15 +216,41 @@ class CsvRows:
         self._cells = _RowCells(result, extra, overflow)
         self._lines = lines
         self._pending = [header(result, extra=extra, overflow=overflow) + list(self._columns)]
+        # the common columns (no OpSequence, OverFlow, custom or extra ones): the rows kept as they come and their
+        # lines made by the core, `lines` rows in one call (`_core.table.row_lines`), with no cells made here
+        self._rows: list[Row] | None = None
+        if not (self._columns or extra or overflow or self._cells.sequence or self._cells.custom is not None):
+            self._rows = []
 
     def add(self, r: Row) -> None:
+        if self._rows is not None:
+            self._rows.append(r)
+            if len(self._rows) >= self._lines:
+                self.close()
+            return
         self._pending.append(_line(self._cells, r, self._columns))
         if len(self._pending) >= self._lines:
+            self.close()
+
+    def add_many(self, rows: Iterable[Row]) -> None:
+        """`add` of each row."""
+        if self._rows is None:
+            for r in rows:
+                self.add(r)
+            return
+        self._rows += rows
+        if len(self._rows) >= self._lines:
             self.close()
 
     def close(self) -> None:
         if self._pending:
             text, self._pending = csv_text(self._pending), []
+            self._f.write(text.encode("utf-8", "surrogateescape"))
+        if self._rows:
+            cells = self._cells
+            text = core.table.row_lines(self._rows, cells.chosen, cells.npu_address, cells.truth_address, csv_safe,
+                                        "\r\n")
+            self._rows = []
             self._f.write(text.encode("utf-8", "surrogateescape"))
 
 

@@ -69,8 +69,28 @@ void append_cell(std::u32string& out, PyObject* cell, const py::function& safe, 
 
 // An ASCII text made in the core (a metric, a shape), as a cell: through `safe` as append_cell sends a str there
 // (a '-' start, StandardDeviation's ';'), the Python str made only then or where it needs quoting.
+// A decimal number as the core prints one ("-12.5", "-inf", "-nan"): what csv_safe keeps (float() reads it) and
+// no quoting touches, so it is written without asking.
+bool plain_number(const std::string& s) {
+    std::size_t i = s[0] == '-' ? 1 : 0;
+    if (s.compare(i, std::string::npos, "inf") == 0 || s.compare(i, std::string::npos, "nan") == 0) return true;
+    bool digits = false, point = false;
+    for (; i < s.size(); ++i) {
+        if (s[i] >= '0' && s[i] <= '9') {
+            digits = true;
+        } else if (s[i] == '.' && !point && digits) {
+            point = true;
+            digits = false;
+        } else {
+            return false;
+        }
+    }
+    return digits;
+}
+
 void append_ascii(std::u32string& out, const std::string& s, const py::function& safe, const std::u32string& end) {
-    if (!s.empty() && (maybe_formula(static_cast<unsigned char>(s[0])) || s.find(';') != std::string::npos)) {
+    if (!s.empty() && !plain_number(s) &&
+        (maybe_formula(static_cast<unsigned char>(s[0])) || s.find(';') != std::string::npos)) {
         py::str cell(s);
         append_cell(out, cell.ptr(), safe, end);
         return;

@@ -24,7 +24,9 @@ _ARRAYS = [(np.array([1.0, -2.0, 3.5], np.float32), np.array([1.5, -2.0, 3.0], n
            (np.zeros(4, np.float32), np.array([1, 2, 3, 4], np.float32)),
            (np.array([np.nan, 1, np.inf, -1], np.float32), np.array([1, 2, 3, 4], np.float32)),
            (np.array(2.5, np.float32), np.array(2.0, np.float32)),
-           (np.array([True, False, True]), np.array([True, True, False]))]
+           (np.array([True, False, True]), np.array([True, True, False])),
+           (np.array([1.0, 2.0, -3.0], np.float32), np.array([-1.0, -2.5, 3.0], np.float32)),
+           (np.array([1e30, -1e30], np.float32), np.array([-1e-30, 1e-30], np.float32))]
 
 
 def _results(algorithms):

@@ -1,6 +1,7 @@
 // _core.table: a batch of the result file's rows made CSV text in one call (issue #35: a model's worth of rows).
 // The cells are Python strings and the formula rule is Python's (output/table.py csv_safe, asked of the few cells
 // it may change), so this works on Python objects under the GIL: what it saves is the interpreter's per-cell work.
+#include <charconv>
 #include <string>
 
 #include "dumpcmp/metrics.hpp"
@@ -20,6 +21,26 @@ bool maybe_formula(Py_UCS4 first) {
         default:
             return false;
     }
+}
+
+// csv_safe's formula rule: a formula character (maybe_formula's, bar the TAB, CR and LF it skips) at the start or
+// right after a ';', behind any TABs, CRs or LFs (spreadsheets skip them: "\t=cmd" runs). `at(i)`: the i-th character.
+template <class At>
+bool formula_like_at(Py_ssize_t size, At at) {
+    for (Py_ssize_t i = 0; i < size; ++i) {
+        if (i > 0 && at(i - 1) != ';') continue;
+        Py_ssize_t j = i;
+        while (j < size && (at(j) == '\t' || at(j) == '\r' || at(j) == '\n')) ++j;
+        if (j < size && maybe_formula(at(j)) && at(j) != '\t' && at(j) != '\r' && at(j) != '\n') return true;
+    }
+    return false;
+}
+
+bool formula_like(const py::str& cell) {
+    PyObject* s = cell.ptr();
+    const int kind = PyUnicode_KIND(s);
+    const void* data = PyUnicode_DATA(s);
+    return formula_like_at(PyUnicode_GET_LENGTH(s), [&](Py_ssize_t i) { return PyUnicode_READ(kind, data, i); });
 }
 
 struct Text {
@@ -47,6 +68,12 @@ void append_field(std::u32string& out, const Text& t, const std::u32string& end)
         out.push_back(static_cast<char32_t>(c));
     }
     if (quote) out.push_back('"');
+}
+
+py::str as_str(const std::u32string& out) {
+    PyObject* s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.data(), static_cast<Py_ssize_t>(out.size()));
+    if (s == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::str>(s);
 }
 
 // One cell as csv_text writes it: through `safe` where it may change it (not a str, a formula-like start or a ';').
@@ -92,7 +119,13 @@ void append_ascii(std::u32string& out, const std::string& s, const py::function&
     if (!s.empty() && !plain_number(s) &&
         (maybe_formula(static_cast<unsigned char>(s[0])) || s.find(';') != std::string::npos)) {
         py::str cell(s);
-        append_cell(out, cell.ptr(), safe, end);
+        if (s.find('(') == std::string::npos) {  // else no number float() reads: csv_safe's rule, without a call
+            append_cell(out, cell.ptr(), safe, end);
+            return;
+        }
+        if (formula_like_at(static_cast<Py_ssize_t>(s.size()), [&](Py_ssize_t i) { return s[i]; }))
+            out.push_back(' ');
+        append_field(out, text_of(cell.ptr()), end);
         return;
     }
     for (char c : s) {
@@ -130,6 +163,27 @@ void append_str(std::u32string& out, PyObject* v, const py::function& safe, cons
     append_cell(out, s, safe, end);
 }
 
+// An int's decimal text without a Python str where it fits in 64 bits (the Index, an address, a shape's extent).
+bool int_text(PyObject* v, std::string& text) {
+    if (!PyLong_CheckExact(v)) return false;
+    int overflow = 0;
+    const long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow != 0 || (n == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return false;
+    }
+    char buf[24];
+    const std::to_chars_result got = std::to_chars(buf, buf + sizeof buf, n);
+    text.append(buf, got.ptr);
+    return true;
+}
+
+// str() of an int as a cell (as `append_str`)
+void append_int(std::u32string& out, PyObject* v, const py::function& safe, const std::u32string& end) {
+    std::string text;
+    if (int_text(v, text)) append_ascii(out, text, safe, end); else append_str(out, v, safe, end);
+}
+
 // The result file's lines of rows (output/table.py `_RowCells` for a result without OpSequence, overflow, custom or
 // extra columns, then `csv_text`): the cells read from each Row's attributes and the metric texts formatted here.
 py::str row_lines(const py::sequence& rows, const std::vector<int>& algorithms, bool npu_address, bool truth_address,
@@ -152,7 +206,7 @@ py::str row_lines(const py::sequence& rows, const std::vector<int>& algorithms, 
     for (Py_ssize_t r = 0; r < n; ++r) {
         PyObject* row = items[r];
         auto get = [&](int k) { return attr(row, keys[k].ptr()); };
-        append_str(out, get(INDEX).ptr(), safe, end);
+        append_int(out, get(INDEX).ptr(), safe, end);
         out.push_back(',');
         append_cell(out, get(OP_TYPE).ptr(), safe, end);
         out.push_back(',');
@@ -166,7 +220,7 @@ py::str row_lines(const py::sequence& rows, const std::vector<int>& algorithms, 
             if (unmatched) { out += nan; return; }
             py::object a = get(k);
             if (a.is_none()) return;
-            if (truthy(a.ptr())) append_str(out, a.ptr(), safe, end); else out += nan;
+            if (truthy(a.ptr())) append_int(out, a.ptr(), safe, end); else out += nan;
         };
         if (npu_address) address(NPU_ADDRESS);
         out.push_back(',');
@@ -187,6 +241,7 @@ py::str row_lines(const py::sequence& rows, const std::vector<int>& algorithms, 
                 for (py::handle d : shape) {
                     if (!first) text.push_back(',');
                     first = false;
+                    if (int_text(d.ptr(), text)) continue;
                     PyObject* whole = PyNumber_Long(d.ptr());
                     if (whole == nullptr) throw py::error_already_set();
                     py::object kept = py::reinterpret_steal<py::object>(whole);
@@ -218,9 +273,7 @@ py::str row_lines(const py::sequence& rows, const std::vector<int>& algorithms, 
         append_cell(out, get(REASON).ptr(), safe, end);
         out += end;
     }
-    PyObject* s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.data(), static_cast<Py_ssize_t>(out.size()));
-    if (s == nullptr) throw py::error_already_set();
-    return py::reinterpret_steal<py::str>(s);
+    return as_str(out);
 }
 
 py::str csv_text(const py::iterable& rows, const py::function& safe, const std::string& line_end) {
@@ -234,28 +287,12 @@ py::str csv_text(const py::iterable& rows, const py::function& safe, const std::
         const std::size_t start = out.size();
         for (Py_ssize_t k = 0; k < n; ++k) {
             if (k) out.push_back(',');
-            PyObject* cell = items[k];
-            py::object kept;  // a cell csv_safe returned, alive while appended
-            const bool text = PyUnicode_Check(cell);
-            if (!text || (PyUnicode_GET_LENGTH(cell) > 0 &&
-                          (maybe_formula(PyUnicode_READ_CHAR(cell, 0)) ||
-                           PyUnicode_FindChar(cell, ';', 0, PyUnicode_GET_LENGTH(cell), 1) >= 0))) {
-                kept = safe(py::handle(cell));
-                cell = kept.ptr();
-                if (cell == Py_None) continue;  // the csv module writes None as an empty field
-                if (!PyUnicode_Check(cell)) {
-                    kept = py::str(kept);
-                    cell = kept.ptr();
-                }
-            }
-            append_field(out, text_of(cell), end);
+            append_cell(out, items[k], safe, end);
         }
         if (n == 1 && out.size() == start) out += U"\"\"";  // a lone empty field, as the csv module writes it
         out += end;
     }
-    PyObject* s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.data(), static_cast<Py_ssize_t>(out.size()));
-    if (s == nullptr) throw py::error_already_set();
-    return py::reinterpret_steal<py::str>(s);
+    return as_str(out);
 }
 
 }  // namespace
@@ -265,6 +302,9 @@ void bind_table(py::module_& core) {
     m.def("csv_text", &csv_text, py::arg("rows"), py::arg("safe"), py::arg("line_end"),
           "Rows of cells as the csv module writes them (QUOTE_MINIMAL, ',' and '\"', rows ending in `line_end`), "
           "each cell first passed through `safe` where its first character or a ';' says it may change it.");
+    m.def("formula_like", &formula_like, py::arg("cell"),
+          "A formula character (= + - % @ or a full-width = + -) at the start of `cell` or right after a ';', behind "
+          "any TABs, CRs or LFs: what a spreadsheet would run (output/table.py csv_safe's rule).");
     m.def("row_lines", &row_lines, py::arg("rows"), py::arg("algorithms"), py::arg("npu_address"),
           py::arg("truth_address"), py::arg("safe"), py::arg("line_end"),
           "The result file's CSV lines of Row objects (Index to CompareFailReason, without OpSequence, OverFlow, "

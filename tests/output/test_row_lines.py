@@ -7,6 +7,7 @@ column, in any number of calls."""
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pytest
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 
 from dumpcmp.comparison.metrics import compare_arrays
 from dumpcmp.comparison.rows import ComparisonResult, Row
-from dumpcmp.output.table import CsvRows, _RowCells, csv_text, header
+from dumpcmp.output.table import CsvRows, _RowCells, csv_safe, csv_text, header
+from dumpcmp.support.native import core
 
 _ALPHABET = list("ab1.,;\"\r\n\t =+-%@()[]:\x00\uff1d\u00e9\u4e2d\udcff")
 _TEXT = st.one_of(st.text(alphabet=st.sampled_from(_ALPHABET), max_size=6),
@@ -111,3 +113,14 @@ def test_other_columns_keep_the_per_row_path(extra, overflow):
     out.close()
     cells = _RowCells(result, extra, overflow)
     assert f.getvalue() == csv_text([header(result, extra=extra, overflow=overflow), cells(rows[0])]).encode()
+
+
+_FORMULA = re.compile(r"(?:^|;)[\t\r\n]*[\uff1d\uff0b\uff0d+\-=%@]")  # the rule as a regular expression
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(";\t\r\n =+-%@a1.(),\uff1d\uff0b\uff0d\uff0e\u4e2d\udcff\U0001f600")),
+               max_size=10))
+def test_the_core_formula_rule_is_the_regular_expressions(text):
+    assert core.table.formula_like(text) == bool(_FORMULA.search(text))
+    assert csv_safe(text) in (text, " " + text)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -255,23 +254,21 @@ class CsvRows:
 
 
 # A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
-# after a ';' (the original tool's rule), even behind TABs, CRs or LFs (which spreadsheets skip: "\t=cmd" runs).
-_FORMULA = re.compile(r"(?:^|;)[\t\r\n]*[\uff1d\uff0b\uff0d+\-=%@]")
-
-
-_FORMULA_FIRST = frozenset("\t\r\n\uff1d\uff0b\uff0d+-=%@")  # what _FORMULA can match first without a ';'
+# after a ';' (the original tool's rule), even behind TABs, CRs or LFs (which spreadsheets skip: "\t=cmd" runs): the
+# rule is the core's (`_core.table.formula_like`), which the result file's lines apply too (`row_lines`).
+_FORMULA_FIRST = frozenset("\t\r\n\uff1d\uff0b\uff0d+-=%@")  # what can start a formula without a ';'
 
 
 def csv_safe(cell: str) -> str:
     """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
     (the original refuses such a file; one odd op name must not cost the whole result)."""
-    if not cell or (cell[0] not in _FORMULA_FIRST and ";" not in cell):  # most cells: _FORMULA cannot match
+    if not cell or (cell[0] not in _FORMULA_FIRST and ";" not in cell):  # most cells: no formula can be there
         return cell
     try:
         float(cell)
         return cell
     except ValueError:
-        return " " + cell if _FORMULA.search(cell) else cell
+        return " " + cell if core.table.formula_like(cell) else cell
 
 
 def csv_text(table: Iterable[list[str]]) -> str:

@@ -1,5 +1,6 @@
 #include "dumpcmp/metrics.hpp"
 
+#include <charconv>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -1161,6 +1162,9 @@ double sqrt_f32(double v) noexcept { return static_cast<double>(std::sqrt(static
 
 std::string fixed(double v, int decimals) {
     char buf[512];
+    // printf's "%.*f" (std::to_chars is specified as it), three times faster: a model's result file holds millions
+    const std::to_chars_result got = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+    if (got.ec == std::errc()) return std::string(buf, got.ptr);
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     return buf;
 }

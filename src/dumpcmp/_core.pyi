@@ -561,4 +561,14 @@ class table:
         """
         Rows of cells as the csv module writes them (QUOTE_MINIMAL, ',' and '"', rows ending in `line_end`), each cell first passed through `safe` where its first character or a ';' says it may change it.
         """
+    @staticmethod
+    def formula_like(cell: str) -> bool:
+        """
+        A formula character (= + - % @ or a full-width = + -) at the start of `cell` or right after a ';', behind any TABs, CRs or LFs: what a spreadsheet would run (output/table.py csv_safe's rule).
+        """
+    @staticmethod
+    def row_lines(rows: collections.abc.Sequence, algorithms: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], npu_address: bool, truth_address: bool, safe: collections.abc.Callable, line_end: str) -> str:
+        """
+        The result file's CSV lines of Row objects (Index to CompareFailReason, without OpSequence, OverFlow, custom or extra columns): `csv_text` of their cells, made from the rows' attributes in one call.
+        """
 __version__: str = '0.1.0'

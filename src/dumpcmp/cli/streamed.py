@@ -62,7 +62,7 @@ class StreamedResults:
                 raise
             opened = _Open(f, tmp, path, CsvRows(f, result, extra=self._args.extra, overflow=self._args.overflow))
             self._open[result.run] = opened
-            out.append(functools.partial(_add, opened))
+            out.append(_Sink(opened))
         return out
 
     def publish(self, result: Any, path: Path) -> Path:
@@ -84,12 +84,23 @@ class StreamedResults:
             _live.remove(self)
 
 
-def _add(opened: _Open, row: Any) -> None:
-    try:
-        opened.rows.add(row)
-    except OSError as error:  # a full disk: named as every writer names it
-        with write_errors_named(opened.path, _WHAT):
-            raise error
+class _Sink:
+    """A run's rows into its file: one (a call) or the rows a batch lets go (`many`, as the reorder buffer hands
+    them on)."""
+
+    def __init__(self, opened: _Open) -> None:
+        self._opened = opened
+
+    def __call__(self, row: Any) -> None:
+        self.many((row,))
+
+    def many(self, rows: Sequence[Any]) -> None:
+        opened = self._opened
+        try:
+            opened.rows.add_many(rows)
+        except OSError as error:  # a full disk: named as every writer names it
+            with write_errors_named(opened.path, _WHAT):
+                raise error
 
 
 def _close(opened: _Open) -> None:

@@ -190,9 +190,9 @@ def _streamed_result(run: PairedRun, algos: tuple[int, ...], left: str | os.Path
                               constant_files=constants, weight_inputs=weights,
                               dumped_ops=tuple(ops_dumped(run.pairs)), left_out=left_out, graph=graph,
                               custom_algorithms=custom_algorithms)
-    buffer = ReorderBuffer(layout, result.rows.append)
+    buffer = ReorderBuffer(layout, result.rows.append, result.rows.extend)
     if not run.device_truth:
-        return result, buffer, buffer.put
+        return result, buffer, buffer.putter()
 
     def put(number: int, row: Row) -> None:  # -cf: the original prints no address for the unfused side (NaN)
         row.ground_truth_address = 0
@@ -351,10 +351,13 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
         nonlocal released
         if put is None:
             return
-        for k in range(released, upto):
-            row = rows[k]
-            rows[k] = None
-            put(k, row)
+        done, rows[released:upto] = rows[released:upto], [None] * (upto - released)
+        many = getattr(put, "many", None)  # the buffer's: the rows handed on together
+        if many is not None:
+            many(released, done)
+        else:
+            for k, row in enumerate(done, released):
+                put(k, row)
         released = upto
 
     def flush() -> None:

@@ -130,6 +130,24 @@ _NO_NPU_ADDRESS, _NO_TRUTH_ADDRESS = 16, 32
 _PAIRS_TENSOR = -1  # tensor_index: the pair's own
 
 
+class _PairsTensor:
+    """The key `_Codes` gives `_PAIRS_TENSOR`: a row's tensor_index that is its pair's own (never a row's value)."""
+
+
+class _Codes(dict):  # type: ignore[type-arg]
+    """Value -> its code in `values` (the table of values of a RowStore), a new value added when first asked for:
+    a batch's codes looked up without a call per value."""
+
+    def __init__(self, values: list[Any]) -> None:
+        super().__init__({_PairsTensor: _PAIRS_TENSOR})
+        self.values = values
+
+    def __missing__(self, value: Any) -> int:
+        code = self[value] = len(self.values)
+        self.values.append(value)
+        return code
+
+
 class RowStore:
     """The rows of a run kept as compact columns once they are added (`append`, as they leave the reorder buffer
     and the result file has them): index, addresses, flags, each text as a code into a table of the values, the
@@ -145,7 +163,7 @@ class RowStore:
         self._flags = bytearray()
         self._codes = array("i")
         self._values: list[Any] = []
-        self._code_of: dict[Any, int] = {}
+        self._code_of = _Codes(self._values)  # str, None, a shape tuple, a frozenset: equal only to their own kind
         self._pairs: list[TensorPair | None] = []
         self._results: list[MetricResult | None] = []
         self._sources: dict[int, Callable[[], tuple[Any, Any]]] = {}
@@ -161,11 +179,7 @@ class RowStore:
         return len(self) > 0
 
     def _code(self, value: Any) -> int:
-        code = self._code_of.get(value)  # str, None, a shape tuple, a frozenset: equal only to their own kind
-        if code is None:
-            code = self._code_of[value] = len(self._values)
-            self._values.append(value)
-        return code
+        return self._code_of[value]
 
     def append(self, row: Row) -> None:
         if self._plain:
@@ -181,6 +195,42 @@ class RowStore:
         if self._list is not None:
             self._list.append(row)
         self._count += 1
+
+    def extend(self, rows: Sequence[Row]) -> None:
+        """`append` of each row, the columns extended once for them all (a batch of rows the reorder buffer lets
+        go); a row the columns cannot hold makes them go one by one, as `append` does."""
+        if self._plain or self._list is not None or len(rows) < 2:
+            for row in rows:
+                self.append(row)
+            return
+        code = self._code_of
+        try:  # everything checked before a column changes: a row they cannot hold leaves them as they were
+            index = array("q", [row.index for row in rows])
+            addresses = array("Q", [a if a is not None else 0 for row in rows
+                                    for a in (row.npu_address, row.ground_truth_address)])
+            codes = array("i", [code[v] for row in rows for v in (
+                row.op_type, row.npu_dump, row.npu_data_type, row.ground_truth, row.ground_truth_data_type,
+                _PairsTensor if row.pair is not None and type(row.tensor_index) is str and
+                row.tensor_index == row.pair.tensor_index else row.tensor_index,
+                row.shape, row.fail_reason, row.not_computed, row.graph_op)])
+        except (OverflowError, TypeError):
+            for row in rows:
+                self.append(row)
+            return
+        count = self._count
+        self._index.extend(index)
+        self._addresses.extend(addresses)
+        self._codes.extend(codes)
+        self._flags.extend([(1 if row.skipped else 0) | (2 if row.failed else 0) | (4 if row.unmatched else 0) |
+                            (8 if row.data_types_unknown else 0) |
+                            (_NO_NPU_ADDRESS if row.npu_address is None else 0) |
+                            (_NO_TRUTH_ADDRESS if row.ground_truth_address is None else 0) for row in rows])
+        self._pairs.extend([row.pair for row in rows])
+        self._results.extend([row.result for row in rows])
+        for k, row in enumerate(rows, count):
+            if row.sources is not None:
+                self._sources[k] = row.sources
+        self._count = count + len(rows)
 
     def _encode(self, row: Row) -> None:
         code, pair, tensor = self._code, row.pair, row.tensor_index

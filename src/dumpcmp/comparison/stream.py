@@ -116,48 +116,66 @@ def _unmatched(slot: Slot) -> Row:
 
 
 class ReorderBuffer:
-    """Rows put in any order (`put(number, row)`, number: the row's pair), handed to `sink` in `layout`'s order as
-    soon as every row before them has been: only the rows that came early are held. A row with no place in the
-    layout is dropped; with a graph, the row takes its fusion unit's Index, NPUDump and GroundTruth."""
+    """Rows put in any order (`put(number, row)`, number: the row's pair; `put_many(first, rows)`: rows of pairs
+    `first`, `first + 1`, ...), handed to `sink` in `layout`'s order as soon as every row before them has been: only
+    the rows that came early are held. A row with no place in the layout is dropped; with a graph, the row takes its
+    fusion unit's Index, NPUDump and GroundTruth. The rows a put lets go are handed on together where a sink takes
+    several at once (`many`, e.g. a list's `extend`; a sink with a `many` attribute given to `tee`), else one by one."""
 
-    def __init__(self, layout: RowLayout, sink: Callable[[Row], object]) -> None:
+    def __init__(self, layout: RowLayout, sink: Callable[[Row], object],
+                 many: Callable[[list[Row]], object] | None = None) -> None:
         self.layout = layout
-        self._sink = sink
+        self._sinks: list[tuple[Callable[[Row], object], Callable[[list[Row]], object] | None]] = [(sink, many)]
         self._held: dict[int, Row] = {}
         self._next = 0
         self.most_held = 0
         """The most rows held at once (how far ahead of the order rows came)."""
 
     def tee(self, more: Callable[[Row], object]) -> None:
-        """Hand each row to `more` as well, after the sink (before any row is put)."""
-        first = self._sink
+        """Hand each row to `more` as well, after the sink (before any row is put); `more.many(rows)`, where it has
+        one, takes the rows a put lets go together."""
+        self._sinks.append((more, getattr(more, "many", None)))
 
-        def both(row: Row) -> None:
-            first(row)
-            more(row)
-
-        self._sink = both
+    def _hand_on(self, rows: list[Row]) -> None:
+        for one, many in self._sinks:
+            if many is not None:
+                many(rows)
+            else:
+                for row in rows:
+                    one(row)
 
     def put(self, number: int, row: Row) -> None:
-        place = self.layout.place(number)
-        if place < 0 or place < self._next or place in self._held:
-            return
-        slots = self.layout.slots
-        if slots is not None:
-            slot = slots[place]
-            if slot.index is not None:
-                row.index = slot.index
-            if slot.npu_dump is not None:
-                row.npu_dump, row.ground_truth = slot.npu_dump, slot.ground_truth or ""
-        if place != self._next:
-            self._held[place] = row
-            self.most_held = max(self.most_held, len(self._held))
-            return
-        self._sink(row)
-        self._next += 1
-        self._release()
+        self.put_many(number, (row,))
 
-    def _release(self) -> None:
+    def putter(self) -> Callable[[int, Row], None]:
+        """`put`, with `put_many` as its `many` (what the compare loop hands a batch's rows to)."""
+        return _Putter(self)
+
+    def put_many(self, first: int, rows: Sequence[Row]) -> None:
+        """The rows of pairs `first`, `first + 1`, ...: `put` of each, the rows they let go handed on together."""
+        out: list[Row] = []
+        slots, place_of, held = self.layout.slots, self.layout.place, self._held
+        for number, row in enumerate(rows, first):
+            place = place_of(number)
+            if place < 0 or place < self._next or place in held:
+                continue
+            if slots is not None:
+                slot = slots[place]
+                if slot.index is not None:
+                    row.index = slot.index
+                if slot.npu_dump is not None:
+                    row.npu_dump, row.ground_truth = slot.npu_dump, slot.ground_truth or ""
+            if place != self._next:
+                held[place] = row
+                self.most_held = max(self.most_held, len(held))
+                continue
+            out.append(row)
+            self._next += 1
+            self._release(out)
+        if out:
+            self._hand_on(out)
+
+    def _release(self, out: list[Row]) -> None:
         slots, held, end = self.layout.slots, self._held, len(self.layout)
         while self._next < end:
             if slots is not None and slots[self._next].number < 0:
@@ -167,12 +185,15 @@ class ReorderBuffer:
                 if got is None:
                     return
                 row = got
-            self._sink(row)
+            out.append(row)
             self._next += 1
 
     def start(self) -> None:
         """Hand on the rows that need no pair at the head of the order (graph ops without dump file)."""
-        self._release()
+        out: list[Row] = []
+        self._release(out)
+        if out:
+            self._hand_on(out)
 
     @property
     def complete(self) -> bool:
@@ -185,6 +206,15 @@ class ReorderBuffer:
             return [n for n in range(self._next, self.layout.count) if n not in self._held]
         return [s.number for k, s in enumerate(slots[self._next:], self._next)
                 if s.number >= 0 and k not in self._held]
+
+
+class _Putter:
+    def __init__(self, buffer: ReorderBuffer) -> None:
+        self.many = buffer.put_many
+        self._put = buffer.put
+
+    def __call__(self, number: int, row: Row) -> None:
+        self._put(number, row)
 
 
 def graph_rows(rows: list[Row], graph: Graph, quant_pairs_left_out: bool = True) -> list[Row]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -216,36 +215,60 @@ class CsvRows:
         self._cells = _RowCells(result, extra, overflow)
         self._lines = lines
         self._pending = [header(result, extra=extra, overflow=overflow) + list(self._columns)]
+        # the common columns (no OpSequence, OverFlow, custom or extra ones): the rows kept as they come and their
+        # lines made by the core, `lines` rows in one call (`_core.table.row_lines`), with no cells made here
+        self._rows: list[Row] | None = None
+        if not (self._columns or extra or overflow or self._cells.sequence or self._cells.custom is not None):
+            self._rows = []
 
     def add(self, r: Row) -> None:
+        if self._rows is not None:
+            self._rows.append(r)
+            if len(self._rows) >= self._lines:
+                self.close()
+            return
         self._pending.append(_line(self._cells, r, self._columns))
         if len(self._pending) >= self._lines:
+            self.close()
+
+    def add_many(self, rows: Iterable[Row]) -> None:
+        """`add` of each row."""
+        if self._rows is None:
+            for r in rows:
+                self.add(r)
+            return
+        self._rows += rows
+        if len(self._rows) >= self._lines:
             self.close()
 
     def close(self) -> None:
         if self._pending:
             text, self._pending = csv_text(self._pending), []
             self._f.write(text.encode("utf-8", "surrogateescape"))
+        if self._rows:
+            cells = self._cells
+            text = core.table.row_lines(self._rows, cells.chosen, cells.npu_address, cells.truth_address, csv_safe,
+                                        "\r\n")
+            self._rows = []
+            self._f.write(text.encode("utf-8", "surrogateescape"))
 
 
 # A text cell a spreadsheet would run as a formula: it starts with = + - % @ (or a full-width = + -), or has one right
-# after a ';' (the original tool's rule), even behind TABs, CRs or LFs (which spreadsheets skip: "\t=cmd" runs).
-_FORMULA = re.compile(r"(?:^|;)[\t\r\n]*[\uff1d\uff0b\uff0d+\-=%@]")
-
-
-_FORMULA_FIRST = frozenset("\t\r\n\uff1d\uff0b\uff0d+-=%@")  # what _FORMULA can match first without a ';'
+# after a ';' (the original tool's rule), even behind TABs, CRs or LFs (which spreadsheets skip: "\t=cmd" runs): the
+# rule is the core's (`_core.table.formula_like`), which the result file's lines apply too (`row_lines`).
+_FORMULA_FIRST = frozenset("\t\r\n\uff1d\uff0b\uff0d+-=%@")  # what can start a formula without a ';'
 
 
 def csv_safe(cell: str) -> str:
     """A cell as the result file holds it: numbers as they are, a text that could run as a formula behind a space
     (the original refuses such a file; one odd op name must not cost the whole result)."""
-    if not cell or (cell[0] not in _FORMULA_FIRST and ";" not in cell):  # most cells: _FORMULA cannot match
+    if not cell or (cell[0] not in _FORMULA_FIRST and ";" not in cell):  # most cells: no formula can be there
         return cell
     try:
         float(cell)
         return cell
     except ValueError:
-        return " " + cell if _FORMULA.search(cell) else cell
+        return " " + cell if core.table.formula_like(cell) else cell
 
 
 def csv_text(table: Iterable[list[str]]) -> str:

@@ -2,6 +2,7 @@
 // entries of its device dumps (in execution order) and ground-truth files made here (issue #35: 10^6 files).
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "dumpcmp/dtype.hpp"
 #include "dumpcmp/dump.hpp"
@@ -20,12 +21,12 @@ PyObject* interned(const char* s) {
 }
 
 struct Names {
-    PyObject *path, *file_name, *name, *dump, *op_type, *op_name, *task_id, *timestamp, *stream_id, *dump_number,
+    PyObject *head, *file_name, *name, *dump, *op_type, *op_name, *task_id, *timestamp, *stream_id, *dump_number,
         *ffts, *task_type, *context_id, *thread_id, *device_id, *output_index, *extension;
 };
 
 const Names& names() {
-    static const Names n{interned("path"), interned("file_name"), interned("name"), interned("dump"),
+    static const Names n{interned("head"), interned("file_name"), interned("name"), interned("dump"),
                          interned("op_type"), interned("op_name"), interned("task_id"), interned("timestamp"),
                          interned("stream_id"), interned("dump_number"), interned("ffts"), interned("task_type"),
                          interned("context_id"), interned("thread_id"), interned("device_id"),
@@ -190,25 +191,33 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
                 break;
         }
     }
-    Shared op_types, task_types, extensions;
+    Shared task_types, extensions;
+    // op types and op names: one string object per text in the folder (an op type has thousands of dumps, an op
+    // name a dump and its ground truth's outputs a file each; 10^6 entries, issue #35)
+    std::unordered_map<std::string_view, py::object> op_types, op_names;
+    auto shared = [](std::unordered_map<std::string_view, py::object>& seen, std::string_view s) -> py::object {
+        auto found = seen.find(s);
+        if (found != seen.end()) return found->second;
+        py::object text = fs_text(s);
+        seen.emplace(s, text);
+        return text;
+    };
     const NameClasses classes{device_name, ffts_suffix, framework_name};
     auto cached = [&](Text field, std::string_view s) -> py::object {
         switch (field) {
-            case Text::op_type: return op_types.get(s);
+            case Text::op_type: return shared(op_types, s);
             case Text::task_type: return task_types.get(s);
             case Text::extension: return extensions.get(s);
-            default: return fs_text(s);
+            default: return shared(op_names, s);
         }
     };
     auto plain = [](int, std::uint64_t v) { return number(v); };
-    std::string path = prefix;
-    // a DumpEntry or GroundTruthEntry (`cls`): path, file_name, name (and dump: None, for a DumpEntry)
+    const py::object head = fs_text(prefix);  // every entry's folder: one string (`path` is head + file_name)
+    // a DumpEntry or GroundTruthEntry (`cls`): head, file_name, name (and dump: None, for a DumpEntry)
     auto entry_of = [&](const FolderItem& item, const py::handle& cls, bool with_dump) {
         py::object name = name_object(item.parsed, classes, cached, plain);
-        path.resize(prefix.size());
-        path += item.name;
         py::object entry = make(cls);
-        put(entry, n.path, fs_text(path));
+        put(entry, n.head, head);
         put(entry, n.file_name, fs_text(item.name));
         put(entry, n.name, name);
         if (with_dump) put(entry, n.dump, py::none());

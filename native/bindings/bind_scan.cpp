@@ -191,24 +191,22 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
                 break;
         }
     }
-    Shared task_types, extensions;
-    // op types and op names: one string object per text in the folder (an op type has thousands of dumps, an op
-    // name a dump and its ground truth's outputs a file each; 10^6 entries, issue #35)
-    std::unordered_map<std::string_view, py::object> op_types, op_names;
-    auto shared = [](std::unordered_map<std::string_view, py::object>& seen, std::string_view s) -> py::object {
-        auto found = seen.find(s);
-        if (found != seen.end()) return found->second;
-        py::object text = fs_text(s);
-        seen.emplace(s, text);
-        return text;
+    // op names one string object for a row of equal ones (the outputs of an op, whose ground truth files are made in
+    // key order), op types one for each type of the folder (thousands of dumps each; issue #35: 10^6 entries)
+    Shared op_names, task_types, extensions;
+    std::unordered_map<std::string_view, py::object> op_types;
+    auto op_type = [&](std::string_view s) -> py::object {
+        auto found = op_types.find(s);
+        if (found != op_types.end()) return found->second;
+        return op_types.emplace(s, fs_text(s)).first->second;
     };
     const NameClasses classes{device_name, ffts_suffix, framework_name};
     auto cached = [&](Text field, std::string_view s) -> py::object {
         switch (field) {
-            case Text::op_type: return shared(op_types, s);
+            case Text::op_type: return op_type(s);
             case Text::task_type: return task_types.get(s);
             case Text::extension: return extensions.get(s);
-            default: return shared(op_names, s);
+            default: return op_names.get(s);
         }
     };
     auto plain = [](int, std::uint64_t v) { return number(v); };

@@ -32,6 +32,7 @@ from __future__ import annotations
 import operator
 import os
 import re
+import sys
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Container, Iterable, Iterator
 
@@ -617,9 +618,10 @@ def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int 
     leaves to Python, or (entry, None, the Skipped) for a file that does not open."""
     from dumpcmp.dumps.dump import Dump
     size = max(batch, 1)
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's, 5x faster
     for start in range(0, len(entries), size):
         chunk = entries[start:start + size]
-        files = core.dump.read_headers([os.fsencode(e.path) for e in chunk], threads)
+        files = core.dump.read_headers([e.path.encode(encoding, errors) for e in chunk], threads)
         texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk])
         if None not in texts:
             yield texts

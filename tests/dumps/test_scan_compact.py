@@ -5,6 +5,7 @@ path (`path` joined on access) and one for each op name and op type, and still b
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 
 import pytest
@@ -64,3 +65,20 @@ def test_path_is_what_was_given(path, file_name):
     assert entry.path == path and entry.file_name == file_name
     assert entry == DumpEntry(path, file_name, entry.name)
     assert entry != DumpEntry(path + "x", file_name, entry.name)
+
+
+def test_paths_of_names_that_are_not_utf8(tmp_path):
+    # a folder and files named by bytes that are not UTF-8: the shared folder text joined to the file's name is the
+    # path os.listdir gives, byte for byte, and the file opens by it
+    folder = os.path.join(os.fsencode(tmp_path), b"run\xff\xfe")
+    os.mkdir(folder)
+    names = [b"Relu.op\xe9.1.%d" % T0, b"Conv2D.op\xc3\xa9.2.%d" % (T0 + 1), b"op\xe9.0.%d.npy" % T0]
+    for name in names:
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(b"x")
+    index = scan(os.fsdecode(folder))
+    paths = [e.path for e in index.entries()] + [e.path for e in index.ground_truth]
+    assert sorted(os.fsencode(p) for p in paths) == sorted(os.path.join(folder, n) for n in names)
+    for p in paths:
+        with open(p, "rb") as f:
+            assert f.read() == b"x"

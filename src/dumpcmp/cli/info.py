@@ -234,11 +234,11 @@ def _tried(records: Iterable[tuple[str, Any]], skipped: list[dict[str, str]], st
 
 def _gt_records(index: DumpIndex) -> Iterator[tuple[str, Any]]:
     for entry in index.ground_truth:
-        name = _parsed_dict(entry.name)
+        name, path = _parsed_dict(entry.name), entry.path  # (path joined on access: once)
         if entry.name.extension == naming.NPY:
-            yield entry.path, functools.partial(_npy_dict, entry.path, name)
+            yield path, functools.partial(_npy_dict, path, name)
         else:
-            yield entry.path, lambda entry=entry, name=name: _dump_dict(entry.open(), name)
+            yield path, lambda entry=entry, name=name: _dump_dict(entry.open(), name)
 
 
 def _tree_item(path: str, index: DumpIndex, render: bool = False) -> dict[str, Any]:

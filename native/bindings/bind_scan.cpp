@@ -247,6 +247,7 @@ class JsonText {
 public:
     std::string s;
     bool ok = true;
+    std::size_t indent = 0;  // the level the text is written at (every line after the first two spaces more a level)
 
     void begin(char c) {
         s += c;
@@ -285,7 +286,7 @@ private:
     std::vector<bool> first_;
     void newline() {
         s += '\n';
-        s.append(2 * first_.size(), ' ');
+        s.append(2 * (first_.size() + indent), ' ');
     }
 };
 
@@ -342,10 +343,11 @@ std::string format_text(std::int32_t v) {
 
 // info's record of a device dump (cli/info.py `_dump_dict` of the header and `_parsed_dict` of the name), or None
 // where Python writes it: text that is not plain ASCII, numbers past 64 bits, an OpDebug dump's overflow list.
-py::object dump_record(const DumpFile& file, const py::handle& name) {
+py::object dump_record(const DumpFile& file, const py::handle& name, std::size_t indent) {
     const Names& n = names();
     const DumpHeader& h = file.header();
     JsonText j;
+    j.indent = indent;
     j.begin('{');
     j.key("path");
     j.text(file.path());
@@ -356,7 +358,7 @@ py::object dump_record(const DumpFile& file, const py::handle& name) {
     j.begin('{');
     j.key("scheme");
     j.text("device");
-    const std::size_t op_type_at = j.s.size() + std::strlen(",\n    \"op_type\": ");
+    const std::size_t op_type_at = j.s.size() + std::strlen(",\n    \"op_type\": ") + 2 * indent;
     j.key("op_type");
     name_field(j, name, n.op_type, true);
     const std::string op_type = j.s.substr(op_type_at);
@@ -447,17 +449,18 @@ void bind_scan(py::module_& core) {
           "the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by\n"
           "the bytes of {op_name}.{output_index}.\n"
           "Files named .dumpcmp-*.tmp are left out.");
-    m.def("dump_records", [](const py::list& files, const py::list& parsed) {
+    m.def("dump_records", [](const py::list& files, const py::list& parsed, std::size_t indent) {
         if (files.size() != parsed.size()) throw std::invalid_argument("dump_records: as many names as files");
         py::list out;
         for (std::size_t i = 0; i < files.size(); ++i) {
             py::handle f = files[i];
-            out.append(f.is_none() ? py::none() : dump_record(f.cast<const DumpFile&>(), parsed[i]));
+            out.append(f.is_none() ? py::none() : dump_record(f.cast<const DumpFile&>(), parsed[i], indent));
         }
         return out;
-    }, py::arg("files"), py::arg("names"),
+    }, py::arg("files"), py::arg("names"), py::arg("indent") = 0,
           "`dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName)\n"
-          "given, as the JSON text jsonfile.dumps_text writes for it (without the newline); None where that is\n"
+          "given, as the JSON text jsonfile.dumps_text writes for it (without the newline), each line after the first\n"
+          "indented by `indent` levels more (two spaces a level); None where that is\n"
           "left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).");
     m.def("parse_name", &parse_name, py::arg("name"), py::arg("device_name"), py::arg("ffts_suffix"),
           py::arg("framework_name"),

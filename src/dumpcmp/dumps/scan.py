@@ -34,7 +34,7 @@ import os
 import re
 import sys
 from dataclasses import FrozenInstanceError, dataclass, field
-from typing import Any, Container, Iterable, Iterator
+from typing import Any, Callable, Container, Iterable, Iterator
 
 from dumpcmp.dumps import naming
 from dumpcmp.dumps.ground_truth import open_npy
@@ -611,18 +611,21 @@ def read_dump_headers(entries: list[DumpEntry], *, threads: int = 0, batch: int 
                 yield entry, result, None
 
 
-def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096) \
+def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096,
+                      level: Callable[[], int] = lambda: 0) \
         -> Iterator[list[str] | tuple[DumpEntry, Any, Skipped | None]]:
     """`read_dump_headers` for `dumpcmp info --json`, in order: a list of consecutive entries' records as the JSON
     text the core makes (`core.scan.dump_records`), and (entry, its `dumpcmp.Dump`, None) for a record the core
-    leaves to Python, or (entry, None, the Skipped) for a file that does not open."""
+    leaves to Python, or (entry, None, the Skipped) for a file that does not open. `level()`, asked once a batch
+    just before its records are made, is the level (two spaces each) their lines after the first are written at."""
     from dumpcmp.dumps.dump import Dump
     size = max(batch, 1)
     encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's, 5x faster
     for start in range(0, len(entries), size):
         chunk = entries[start:start + size]
         files = core.dump.read_headers([e.path.encode(encoding, errors) for e in chunk], threads)
-        texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk])
+        texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk],
+                                       level())
         if None not in texts:
             yield texts
             continue

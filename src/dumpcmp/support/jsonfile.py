@@ -270,7 +270,7 @@ def rendered(items: list[Any]) -> Rendered | None:
     if not data.isascii():
         return None
     # "[\n  item,\n  item\n]": the items one level in (a JSON string holds no raw newline)
-    return Rendered(data[4:-2].decode("ascii").replace("\n  ", "\n"), len(items))
+    return Rendered(data[4:-2].decode("ascii"), len(items), 1)
 
 
 def _leaf_text(value: Any) -> str:
@@ -320,10 +320,10 @@ def write_text(value: Any, write: Any) -> None:
 
 def _write(value: Any, level: int, write: Any, deep: bool) -> None:
     if type(value) is Rendered:
+        # every line after the first starts with its level's spaces (a JSON string holds no raw newline): one pass
         text = value.text
-        if level != value.level:  # (a text at another level taken back to 0 first)
-            text = text.replace("\n" + "  " * value.level, "\n") if value.level else text
-            text = text.replace("\n", "\n" + "  " * level) if level else text
+        if level != value.level:
+            text = text.replace("\n" + "  " * value.level, "\n" + "  " * level)
         write(text)
         return
     if not _holds_streamed(value, deep):

@@ -2,6 +2,7 @@
 // entries of its device dumps (in execution order) and ground-truth files made here (issue #35: 10^6 files).
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "dumpcmp/dtype.hpp"
 #include "dumpcmp/dump.hpp"
@@ -20,12 +21,12 @@ PyObject* interned(const char* s) {
 }
 
 struct Names {
-    PyObject *path, *file_name, *name, *dump, *op_type, *op_name, *task_id, *timestamp, *stream_id, *dump_number,
+    PyObject *head, *file_name, *name, *dump, *op_type, *op_name, *task_id, *timestamp, *stream_id, *dump_number,
         *ffts, *task_type, *context_id, *thread_id, *device_id, *output_index, *extension;
 };
 
 const Names& names() {
-    static const Names n{interned("path"), interned("file_name"), interned("name"), interned("dump"),
+    static const Names n{interned("head"), interned("file_name"), interned("name"), interned("dump"),
                          interned("op_type"), interned("op_name"), interned("task_id"), interned("timestamp"),
                          interned("stream_id"), interned("dump_number"), interned("ffts"), interned("task_type"),
                          interned("context_id"), interned("thread_id"), interned("device_id"),
@@ -190,25 +191,31 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
                 break;
         }
     }
-    Shared op_types, task_types, extensions;
+    // op names one string object for a row of equal ones (the outputs of an op, whose ground truth files are made in
+    // key order), op types one for each type of the folder (thousands of dumps each; issue #35: 10^6 entries)
+    Shared op_names, task_types, extensions;
+    std::unordered_map<std::string_view, py::object> op_types;
+    auto op_type = [&](std::string_view s) -> py::object {
+        auto found = op_types.find(s);
+        if (found != op_types.end()) return found->second;
+        return op_types.emplace(s, fs_text(s)).first->second;
+    };
     const NameClasses classes{device_name, ffts_suffix, framework_name};
     auto cached = [&](Text field, std::string_view s) -> py::object {
         switch (field) {
-            case Text::op_type: return op_types.get(s);
+            case Text::op_type: return op_type(s);
             case Text::task_type: return task_types.get(s);
             case Text::extension: return extensions.get(s);
-            default: return fs_text(s);
+            default: return op_names.get(s);
         }
     };
     auto plain = [](int, std::uint64_t v) { return number(v); };
-    std::string path = prefix;
-    // a DumpEntry or GroundTruthEntry (`cls`): path, file_name, name (and dump: None, for a DumpEntry)
+    const py::object head = fs_text(prefix);  // every entry's folder: one string (`path` is head + file_name)
+    // a DumpEntry or GroundTruthEntry (`cls`): head, file_name, name (and dump: None, for a DumpEntry)
     auto entry_of = [&](const FolderItem& item, const py::handle& cls, bool with_dump) {
         py::object name = name_object(item.parsed, classes, cached, plain);
-        path.resize(prefix.size());
-        path += item.name;
         py::object entry = make(cls);
-        put(entry, n.path, fs_text(path));
+        put(entry, n.head, head);
         put(entry, n.file_name, fs_text(item.name));
         put(entry, n.name, name);
         if (with_dump) put(entry, n.dump, py::none());
@@ -240,6 +247,7 @@ class JsonText {
 public:
     std::string s;
     bool ok = true;
+    std::size_t indent = 0;  // the level the text is written at (every line after the first two spaces more a level)
 
     void begin(char c) {
         s += c;
@@ -278,7 +286,7 @@ private:
     std::vector<bool> first_;
     void newline() {
         s += '\n';
-        s.append(2 * first_.size(), ' ');
+        s.append(2 * (first_.size() + indent), ' ');
     }
 };
 
@@ -335,10 +343,11 @@ std::string format_text(std::int32_t v) {
 
 // info's record of a device dump (cli/info.py `_dump_dict` of the header and `_parsed_dict` of the name), or None
 // where Python writes it: text that is not plain ASCII, numbers past 64 bits, an OpDebug dump's overflow list.
-py::object dump_record(const DumpFile& file, const py::handle& name) {
+py::object dump_record(const DumpFile& file, const py::handle& name, std::size_t indent) {
     const Names& n = names();
     const DumpHeader& h = file.header();
     JsonText j;
+    j.indent = indent;
     j.begin('{');
     j.key("path");
     j.text(file.path());
@@ -349,7 +358,7 @@ py::object dump_record(const DumpFile& file, const py::handle& name) {
     j.begin('{');
     j.key("scheme");
     j.text("device");
-    const std::size_t op_type_at = j.s.size() + std::strlen(",\n    \"op_type\": ");
+    const std::size_t op_type_at = j.s.size() + std::strlen(",\n    \"op_type\": ") + 2 * indent;
     j.key("op_type");
     name_field(j, name, n.op_type, true);
     const std::string op_type = j.s.substr(op_type_at);
@@ -440,17 +449,18 @@ void bind_scan(py::module_& core) {
           "the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by\n"
           "the bytes of {op_name}.{output_index}.\n"
           "Files named .dumpcmp-*.tmp are left out.");
-    m.def("dump_records", [](const py::list& files, const py::list& parsed) {
+    m.def("dump_records", [](const py::list& files, const py::list& parsed, std::size_t indent) {
         if (files.size() != parsed.size()) throw std::invalid_argument("dump_records: as many names as files");
         py::list out;
         for (std::size_t i = 0; i < files.size(); ++i) {
             py::handle f = files[i];
-            out.append(f.is_none() ? py::none() : dump_record(f.cast<const DumpFile&>(), parsed[i]));
+            out.append(f.is_none() ? py::none() : dump_record(f.cast<const DumpFile&>(), parsed[i], indent));
         }
         return out;
-    }, py::arg("files"), py::arg("names"),
+    }, py::arg("files"), py::arg("names"), py::arg("indent") = 0,
           "`dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName)\n"
-          "given, as the JSON text jsonfile.dumps_text writes for it (without the newline); None where that is\n"
+          "given, as the JSON text jsonfile.dumps_text writes for it (without the newline), each line after the first\n"
+          "indented by `indent` levels more (two spaces a level); None where that is\n"
           "left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).");
     m.def("parse_name", &parse_name, py::arg("name"), py::arg("device_name"), py::arg("ffts_suffix"),
           py::arg("framework_name"),

@@ -540,9 +540,9 @@ class histogram:
 class scan:
     """One folder of a dump tree listed and its names parsed (issue #35)."""
     @staticmethod
-    def dump_records(files: list, names: list) -> list:
+    def dump_records(files: list, names: list, indent: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
         """
-        `dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName) given, as the JSON text jsonfile.dumps_text writes for it (without the newline); None where that is left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).
+        `dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName) given, as the JSON text jsonfile.dumps_text writes for it (without the newline), each line after the first indented by `indent` levels more (two spaces a level); None where that is left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).
         """
     @staticmethod
     def list_folder(folder: str, dump_entry: typing.Any, device_name: typing.Any, ffts_suffix: typing.Any, ground_truth_entry: typing.Any, framework_name: typing.Any) -> tuple:

@@ -54,8 +54,8 @@ def test_records_written_by_the_core_are_the_python_records(tmp_path, monkeypatc
     written: list[str | None] = []
     real = core.scan.dump_records
 
-    def recorded(files, names):
-        out = real(files, names)
+    def recorded(files, names, indent=0):
+        out = real(files, names, indent)
         written.extend(out)
         return out
 

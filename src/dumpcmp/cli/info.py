@@ -201,13 +201,20 @@ def _file_info(path: str) -> dict[str, Any]:
 _HEADER_BATCH = 4096  # dump headers read (in parallel) and held at a time while a tree's records are written
 
 
-def _dump_records(entries: list[Any], skipped: list[dict[str, str]], batch: int = 0, render: bool = False) \
-        -> Iterator[Any]:
-    """The records of a run's dumps; with `render`, as `jsonfile.Rendered` text where the core writes them."""
+def _dump_records(entries: list[Any], skipped: list[dict[str, str]], batch: int = 0, render: bool = False,
+                  into: jsonfile.Streamed | None = None) -> Iterator[Any]:
+    """The records of a run's dumps; with `render`, as `jsonfile.Rendered` text where the core writes them, at the
+    level of the list `into` once it is being written (no indenting pass over the text after)."""
     if render:
-        for item in read_dump_records(entries, batch=batch or _HEADER_BATCH):
+        asked = [0]  # the level the batch the records come from was made at (asked once a batch, before its records)
+
+        def level() -> int:
+            asked[0] = 0 if into is None else into.level
+            return asked[0]
+
+        for item in read_dump_records(entries, batch=batch or _HEADER_BATCH, level=level):
             if type(item) is list:  # records the core wrote: one Rendered for the run of them
-                yield jsonfile.Rendered(",\n".join(item), len(item))
+                yield jsonfile.Rendered((",\n" + "  " * asked[0]).join(item), len(item), asked[0])
                 continue
             entry, dump, skip = item
             if skip is not None:
@@ -234,11 +241,11 @@ def _tried(records: Iterable[tuple[str, Any]], skipped: list[dict[str, str]], st
 
 def _gt_records(index: DumpIndex) -> Iterator[tuple[str, Any]]:
     for entry in index.ground_truth:
-        name = _parsed_dict(entry.name)
+        name, path = _parsed_dict(entry.name), entry.path  # (path joined on access: once)
         if entry.name.extension == naming.NPY:
-            yield entry.path, functools.partial(_npy_dict, entry.path, name)
+            yield path, functools.partial(_npy_dict, path, name)
         else:
-            yield entry.path, lambda entry=entry, name=name: _dump_dict(entry.open(), name)
+            yield path, lambda entry=entry, name=name: _dump_dict(entry.open(), name)
 
 
 def _tree_item(path: str, index: DumpIndex, render: bool = False) -> dict[str, Any]:
@@ -257,13 +264,14 @@ def _tree_item(path: str, index: DumpIndex, render: bool = False) -> dict[str, A
 
     def runs() -> Iterator[dict[str, Any]]:
         for group in index:
-            dumps = _dump_records(group.entries, skipped, render=render)
+            into = jsonfile.Streamed(None)
+            dumps = _dump_records(group.entries, skipped, render=render, into=into)
             first = next(dumps, None)
             if first is None:  # no header of the run could be read
                 continue
             counts["runs"] += 1
-            yield {"key": group.key.to_dict(),
-                   "dumps": jsonfile.Streamed(counted("dumps", itertools.chain([first], dumps)))}
+            into.items = counted("dumps", itertools.chain([first], dumps))
+            yield {"key": group.key.to_dict(), "dumps": into}
 
     class SkippedThenSummary:  # listed again by _report once written
         def __iter__(self) -> Iterator[dict[str, str]]:

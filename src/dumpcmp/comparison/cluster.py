@@ -179,7 +179,7 @@ def _probe(address: str, target: str, timeout: float) -> None:
 def portable(ref: Any) -> Any:
     """A pair side without its opened header (a native handle that neither pickles nor means anything elsewhere)."""
     if isinstance(ref, DeviceRef):
-        return DeviceRef(dataclasses.replace(ref.entry, dump=None), None, ref.error if ref.dump is None else "")
+        return DeviceRef(ref.entry.with_dump(None), None, ref.error if ref.dump is None else "")
     return ref
 
 
@@ -204,7 +204,8 @@ def _made(kind: type, values: tuple) -> Any:
 
 
 def _fields_of(kind: type) -> tuple[str, ...]:
-    names = _TRAVEL_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    names = _TRAVEL_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) \
+        else kind.__slots__  # a scan entry: its folder's path shared (once in the pickle), not a path per entry
     return names
 
 
@@ -214,7 +215,7 @@ def _reduced(kind: type) -> Callable[[Any], tuple]:
 
 
 def _reduced_entry(entry: Any) -> tuple:  # without its opened header
-    return _made, (type(entry), (entry.path, entry.file_name, entry.name, None))
+    return _made, (type(entry), (entry.head, entry.file_name, entry.name, None))
 
 
 def _reduced_device(ref: DeviceRef) -> tuple:  # without its opened header, or with why it could not be opened
@@ -305,7 +306,7 @@ def scan_root(root: str) -> tuple[str, Any, dict[Any, list[DeviceOp]], dict[str,
         return address, DumpIndex(root, skipped=[Skipped(root, "not on this worker")]), {}, {}
     index = scan(root)
     ops = {g.key: [dataclasses.replace(op, ref=portable(op.ref)) for op in device_ops(g)] for g in index.groups}
-    index.groups = [DumpGroup(g.key, [dataclasses.replace(e, dump=None) for e in g.entries]) for g in index.groups]
+    index.groups = [DumpGroup(g.key, [e.with_dump(None) for e in g.entries]) for g in index.groups]
     sizes = {}
     for e in index.entries():
         try:

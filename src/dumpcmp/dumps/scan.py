@@ -32,8 +32,9 @@ from __future__ import annotations
 import operator
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any, Container, Iterable, Iterator
+import sys
+from dataclasses import FrozenInstanceError, dataclass, field
+from typing import Any, Callable, Container, Iterable, Iterator
 
 from dumpcmp.dumps import naming
 from dumpcmp.dumps.ground_truth import open_npy
@@ -109,15 +110,71 @@ class RunKey:
                 "model_name": self.model_name, "model_id": self.model_id, "data_index": self.data_index}
 
 
-@dataclass(frozen=True, slots=True)
-class DumpEntry:
-    """One NPU dump file. `file_name` is the name on disk (digits if hashed), `name` the parsed (resolved) name.
-    `dump` is the opened header when the scan read headers."""
+class _InFolder:
+    """A file of a folder as the scan holds 10^6 of them: the folder's path (``.../``, one string object shared by
+    every entry of the folder) and the file's name, `path` joined on access; frozen, compared, hashed and shown as
+    the dataclass of (path, file_name, name) it stands for. `path` is exactly the text given to the constructor."""
 
-    path: str
+    __slots__ = ()
+
+    def _set(self, path: str, file_name: str, name: Any) -> None:
+        # the head is path without its file_name; a path not ending in it is kept whole, in a 1-tuple
+        cut = len(path) - len(file_name)
+        head: Any = path[:cut] if file_name and path.endswith(file_name) else (path,)
+        object.__setattr__(self, "head", head)
+        object.__setattr__(self, "file_name", file_name)
+        object.__setattr__(self, "name", name)
+
+    @property
+    def path(self) -> str:
+        head = self.head  # type: ignore[attr-defined]
+        return head + self.file_name if type(head) is str else head[0]  # type: ignore[attr-defined]
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {attr!r}")
+
+    def __delattr__(self, attr: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {attr!r}")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.path, self.file_name, self.name)  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        path, file_name, name = self._key()
+        return f"{type(self).__name__}(path={path!r}, file_name={file_name!r}, name={name!r})"
+
+
+class DumpEntry(_InFolder):
+    """One NPU dump file. `file_name` is the name on disk (digits if hashed), `name` the parsed (resolved) name.
+    `dump` is the opened header when the scan read headers. Compact (issue #35): see `_InFolder`; the scan's C++
+    listing makes these without `__init__`."""
+
+    __slots__ = ("head", "file_name", "name", "dump")
     file_name: str
     name: DeviceDumpName
-    dump: Any = field(default=None, compare=False, repr=False)
+    dump: Any
+
+    def __init__(self, path: str, file_name: str, name: DeviceDumpName, dump: Any = None) -> None:
+        self._set(path, file_name, name)
+        object.__setattr__(self, "dump", dump)
+
+    def with_dump(self, dump: Any) -> DumpEntry:
+        """This entry with `dump` as its opened header (None: without one); its folder's path still shared."""
+        out = DumpEntry.__new__(DumpEntry)
+        for attr, value in (("head", self.head), ("file_name", self.file_name), ("name", self.name), ("dump", dump)):
+            object.__setattr__(out, attr, value)
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return DumpEntry, (self.path, self.file_name, self.name, self.dump)
 
     op_type = property(lambda self: self.name.op_type)
     op_name = property(lambda self: self.name.op_name)
@@ -146,13 +203,18 @@ class DumpEntry:
         return open_dump(self.path)
 
 
-@dataclass(frozen=True, slots=True)
-class GroundTruthEntry:
-    """A ``{op_name}.{output_index}.{timestamp}.npy|pb|quant`` file."""
+class GroundTruthEntry(_InFolder):
+    """A ``{op_name}.{output_index}.{timestamp}.npy|pb|quant`` file. Compact as `DumpEntry` is."""
 
-    path: str
+    __slots__ = ("head", "file_name", "name")
     file_name: str
     name: FrameworkDumpName
+
+    def __init__(self, path: str, file_name: str, name: FrameworkDumpName) -> None:
+        self._set(path, file_name, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return GroundTruthEntry, (self.path, self.file_name, self.name)
 
     op_name = property(lambda self: self.name.op_name)
     output_index = property(lambda self: self.name.output_index)
@@ -520,7 +582,7 @@ class _Scanner:
                 if skipped is not None:
                     self.skipped.append(skipped)
                 else:
-                    kept.append(DumpEntry(entry.path, entry.file_name, entry.name, dump))
+                    kept.append(entry.with_dump(dump))
             self.dumps[key] = kept
 
     def index(self, root: str) -> DumpIndex:
@@ -549,17 +611,21 @@ def read_dump_headers(entries: list[DumpEntry], *, threads: int = 0, batch: int 
                 yield entry, result, None
 
 
-def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096) \
+def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096,
+                      level: Callable[[], int] = lambda: 0) \
         -> Iterator[list[str] | tuple[DumpEntry, Any, Skipped | None]]:
     """`read_dump_headers` for `dumpcmp info --json`, in order: a list of consecutive entries' records as the JSON
     text the core makes (`core.scan.dump_records`), and (entry, its `dumpcmp.Dump`, None) for a record the core
-    leaves to Python, or (entry, None, the Skipped) for a file that does not open."""
+    leaves to Python, or (entry, None, the Skipped) for a file that does not open. `level()`, asked once a batch
+    just before its records are made, is the level (two spaces each) their lines after the first are written at."""
     from dumpcmp.dumps.dump import Dump
     size = max(batch, 1)
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's, 5x faster
     for start in range(0, len(entries), size):
         chunk = entries[start:start + size]
-        files = core.dump.read_headers([os.fsencode(e.path) for e in chunk], threads)
-        texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk])
+        files = core.dump.read_headers([e.path.encode(encoding, errors) for e in chunk], threads)
+        texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk],
+                                       level())
         if None not in texts:
             yield texts
             continue

@@ -237,20 +237,24 @@ class Streamed:
     """A list of `write_text`'s value written as its items are produced (an iterable read once): a tree of 10^6
     dumps' `info` never holds its records, nor its text, whole."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "level")
 
     def __init__(self, items: Any) -> None:
         self.items = items
+        self.level = 0
+        """The level its items are written at, set by `write_text` as it starts the list: a producer of `Rendered`
+        items can write them at that level (0 until then)."""
 
 
 class Rendered:
     """`count` consecutive items of a `Streamed` list already written as JSON text by the core: what `dumps_text`
-    writes for each (without its newline), joined by ``",\\n"``. `write_text` indents them to their place."""
+    writes for each (without its newline), joined by ``",\\n"``, every line after the first indented `level` levels
+    more (two spaces a level). `write_text` indents them to their place (nothing left to do when `level` is it)."""
 
-    __slots__ = ("text", "count")
+    __slots__ = ("text", "count", "level")
 
-    def __init__(self, text: str, count: int = 1) -> None:
-        self.text, self.count = text, count
+    def __init__(self, text: str, count: int = 1, level: int = 0) -> None:
+        self.text, self.count, self.level = text, count, level
 
 
 def rendered(items: list[Any]) -> Rendered | None:
@@ -266,7 +270,7 @@ def rendered(items: list[Any]) -> Rendered | None:
     if not data.isascii():
         return None
     # "[\n  item,\n  item\n]": the items one level in (a JSON string holds no raw newline)
-    return Rendered(data[4:-2].decode("ascii").replace("\n  ", "\n"), len(items))
+    return Rendered(data[4:-2].decode("ascii"), len(items), 1)
 
 
 def _leaf_text(value: Any) -> str:
@@ -316,7 +320,11 @@ def write_text(value: Any, write: Any) -> None:
 
 def _write(value: Any, level: int, write: Any, deep: bool) -> None:
     if type(value) is Rendered:
-        write(value.text.replace("\n", "\n" + "  " * level) if level else value.text)
+        # every line after the first starts with its level's spaces (a JSON string holds no raw newline): one pass
+        text = value.text
+        if level != value.level:
+            text = text.replace("\n" + "  " * value.level, "\n" + "  " * level)
+        write(text)
         return
     if not _holds_streamed(value, deep):
         text = _leaf_text(value)
@@ -332,6 +340,8 @@ def _write(value: Any, level: int, write: Any, deep: bool) -> None:
         write("\n" + "  " * level + "}")
         return
     streamed = isinstance(value, Streamed)
+    if streamed:
+        value.level = level + 1
     first = True
     for item in value.items if streamed else value:
         write("[" + pad if first else "," + pad)

@@ -376,6 +376,7 @@ _CODED = ("op_type", "npu_dump", "npu_data_type", "ground_truth", "ground_truth_
 _FLAG_BITS = {"skipped": 1, "failed": 2, "unmatched": 4, "data_types_unknown": 8}
 
 
+_SAID = ("status", "cosine", "overflow", "dead", "tiny")  # ComparisonResult.column's questions of each row
 _WEIGHT_INPUT = "layer inputs read from a Const"
 _NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights and constants (Const)",
                  "Data": "inputs (Data)", "NetOutput": "graph outputs (NetOutput)"}
@@ -436,20 +437,44 @@ class ComparisonResult:
     # ---- the rows' columns (issue #35): the questions below read them and build a Row only for what they name ----
 
     def column(self, name: str) -> list[Any]:
-        """Field `name` of every row in order (`RowStore.column`: a model's rows are not built for it). Read only:
-        the list may be the one the next call gives."""
+        """Field `name` of every row in order (`RowStore.column`: a model's rows are not built for it), or what Row
+        says of it: `status`, `cosine`, `overflow`, `dead` and `tiny` (`below_fp16_range`). Read only: the list may
+        be the one the next call gives."""
         rows = self.rows
-        if not isinstance(rows, RowStore):
-            return [getattr(r, name) for r in rows]
-        if rows.kept:  # the rows are built and may be changed by their holders: asked again each time
-            return rows.column(name)
-        key = (id(rows), len(rows))
-        if self._columns is None or self._columns[0] != key:
-            self._columns = (key, {})
-        got = self._columns[1].get(name)
-        if got is None:
-            got = self._columns[1][name] = rows.column(name)
+        cache = None
+        if isinstance(rows, RowStore) and not rows.kept:  # kept rows may be changed by their holders: asked anew
+            key = (id(rows), len(rows))
+            if self._columns is None or self._columns[0] != key:
+                self._columns = (key, {})
+            cache = self._columns[1]
+            got = cache.get(name)
+            if got is not None:
+                return got
+        if name in _SAID:
+            got = self._said(name)
+        else:
+            got = rows.column(name) if isinstance(rows, RowStore) else [getattr(r, name) for r in rows]
+        if cache is not None:
+            cache[name] = got
         return got
+
+    def _said(self, name: str) -> list[Any]:
+        column = self.column
+        results = column("result")
+        if name == "status":
+            return list(map(row_status, results, column("skipped"), column("failed"), column("unmatched"),
+                            column("pair")))
+        if name == "cosine":
+            return list(map(cosine_of, results))
+        if name == "overflow":
+            return list(map(is_overflow, results))
+        if name == "dead":
+            return list(map(is_dead, results))
+        tiny = [below_fp16(res, None, "float16") for res in results]  # the range first: the others of tiny ones
+        if any(tiny):
+            pairs, dtypes = column("pair"), column("npu_data_type")
+            tiny = [t and below_fp16(results[k], pairs[k], dtypes[k]) for k, t in enumerate(tiny)]
+        return tiny
 
     def row_at(self, k: int) -> Row:
         """Row `k` (from a `RowStore`: rebuilt, the same object while someone holds it)."""
@@ -457,17 +482,11 @@ class ComparisonResult:
 
     def statuses(self) -> list[str]:
         """`Row.status` of every row, from the columns."""
-        return list(map(row_status, self.column("result"), self.column("skipped"), self.column("failed"),
-                        self.column("unmatched"), self.column("pair")))
+        return list(self.column("status"))
 
     def tiny_positions(self) -> list[int]:
         """The positions of the rows `below_fp16_range` leaves out, from the columns."""
-        results = self.column("result")
-        maybe = [k for k, res in enumerate(results) if below_fp16(res, None, "float16")]  # the cheap test first
-        if not maybe:
-            return []
-        pairs, dtypes = self.column("pair"), self.column("npu_data_type")
-        return [k for k in maybe if below_fp16(results[k], pairs[k], dtypes[k])]
+        return [k for k, t in enumerate(self.column("tiny")) if t]
 
     def drops(self) -> list[tuple[Row | None, Row, float]]:
         """How much each compared output loses along the graph's producer -> consumer edges: (its worst compared
@@ -500,11 +519,11 @@ class ComparisonResult:
         usable: dict[tuple[str, int], tuple[float, int]] = {}
         ends: list[tuple[int, str, float]] = []
         constants = bool(self.constant_files)
-        tiny = set(self.tiny_positions())
+        tiny, cosines = self.column("tiny"), self.column("cosine")
         for k, (res, p) in enumerate(zip(self.column("result"), self.column("pair"))):
             if res is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
-                    not (constants and self.constant_pair(p)) and k not in tiny:
-                cosine = metric_value(res, 0)
+                    not (constants and self.constant_pair(p)) and not tiny[k]:
+                cosine = cosines[k]
                 if not math.isnan(cosine) and usable.setdefault((p.graph_op, p.index or 0), (cosine, k))[1] == k:
                     ends.append((k, p.graph_op, cosine))
         consts = {"Const", "Constant", "Variable", "ConstPlaceHolder"}
@@ -585,14 +604,14 @@ class ComparisonResult:
 
     def first_below_at(self, threshold: float = 0.99) -> int | None:
         """`first_below`'s position."""
-        tiny = set(self.tiny_positions())
+        column = self.column
+        tiny, results, pairs, overflow, dead = column("tiny"), column("result"), column("pair"), column("overflow"), \
+            column("dead")
         constants = bool(self.constant_files)
-        pairs = self.column("pair")
-        for k, res in enumerate(self.column("result")):
-            if res is None or k in tiny or constants and self.constant_pair(pairs[k]):
-                continue
-            c = metric_value(res, 0)
-            if c < threshold or (math.isnan(c) and (is_overflow(res) or is_dead(res))):
+        for k, c in enumerate(column("cosine")):
+            if c < threshold or (math.isnan(c) and (overflow[k] or dead[k])):  # NaN without a result: not these
+                if results[k] is None or tiny[k] or constants and self.constant_pair(pairs[k]):
+                    continue
                 return k
         return None
 
@@ -606,16 +625,18 @@ class ComparisonResult:
         """The `n` compared rows with the lowest cosine similarity (rows whose cosine is NaN because a side is all
         zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
         op's input (the same values, dumped twice) take one place."""
-        def rank(res: MetricResult) -> tuple[bool, float]:
-            c = metric_value(res, 0)
-            broken = math.isnan(c) and (is_overflow(res) or is_dead(res))  # NaN: the device overflowed or went zero
-            return (math.isnan(c) and not broken, -math.inf if broken else c)
+        column = self.column
+        cosines, overflow, dead, indexes = column("cosine"), column("overflow"), column("dead"), column("index")
 
-        # (rank, Index, position), sorted by rank and Index alone as the rows were (stable); rows rebuilt only for
-        # the places given
+        def rank(k: int) -> tuple[bool, float, int]:
+            c = cosines[k]
+            broken = math.isnan(c) and (overflow[k] or dead[k])  # NaN because the device overflowed or went all zero
+            return (math.isnan(c) and not broken, -math.inf if broken else c, indexes[k])
+
+        # (rank, position), sorted by rank alone as the rows were (stable); rows rebuilt only for the places given
         constants = bool(self.constant_files)
-        pairs, indexes = self.column("pair"), self.column("index")
-        ranked = sorted([(rank(res) + (indexes[k],), k) for k, res in enumerate(self.column("result"))
+        pairs = column("pair")
+        ranked = sorted([(rank(k), k) for k, res in enumerate(column("result"))
                          if res is not None and not (constants and self.constant_pair(pairs[k]))],
                         key=lambda e: e[0])
         at = self.row_at

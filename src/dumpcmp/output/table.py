@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
-from dumpcmp.comparison.rows import FP16_TINY, cosine_of, is_overflow, metric_texts, ops_dumped
+from dumpcmp.comparison.rows import FP16_TINY, cosine_of, metric_texts, ops_dumped
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.comparison.overflow import original_overflow
 from dumpcmp.support.files import atomic_write, atomic_write_text
@@ -314,7 +314,7 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
         lines.append(f"  of the {c['unmatched']} unmatched: {kinds}: never dumped, or weights without ground "
                      f"truth of their own, not missing layers; {c['unmatched'] - sum(never.values())} other")
     results = result.column("result")
-    over = sum(map(is_overflow, results))
+    over = sum(result.column("overflow"))
     if over:
         lines.append(f"  {over} device tensors hold NaN or inf")
     tiny = result.tiny_positions()

@@ -258,10 +258,11 @@ def distinct_positions(result: Any) -> list[int]:
 
 def _fp16_overflow(result: Any) -> list[Advice]:
     out = []
-    results, dtypes = _column(result, "result"), _column(result, "npu_data_type")
+    results, dtypes, overflow = _column(result, "result"), _column(result, "npu_data_type"), \
+        _column(result, "overflow")
     for k in distinct_positions(result):
         res = results[k]
-        if res is None:
+        if res is None or not overflow[k] and dtypes[k] != "float16":  # (as below, without asking the result)
             continue
         bad_device = res.nan_x + res.inf_x
         if not bad_device and dtypes[k] != "float16":  # the range is asked of float16 tensors only
@@ -405,8 +406,8 @@ def _constant_output(result: Any) -> list[Advice]:
 
 def _output_cosines(result: Any) -> list[float]:
     """The finite cosines of the compared outputs, in order."""
-    return [c for c in (cosine_of(res) for res, p in zip(_column(result, "result"), _column(result, "pair"))
-                        if res is not None and p is not None and p.kind == "output") if math.isfinite(c)]
+    return [c for c, p in zip(_column(result, "cosine"), _column(result, "pair"))
+            if p is not None and p.kind == "output" and math.isfinite(c)]  # (NaN: no result)
 
 
 def _from_locate_verdicts(locate: Sequence[LocateRow], ev: dict[str, Any], final: float,

@@ -156,3 +156,29 @@ def test_a_store_gives_each_field_as_its_rows_do() -> None:
     same()
     with pytest.raises(AttributeError):
         store.column("nothing")
+
+
+def test_skipped_rows_and_a_list_of_rows_read_as_the_columns(model) -> None:
+    """Rows skipped (a quantized op's raw integers) among the others: the summary, counts, advice and verdict from
+    the columns are those of the same rows held as a list."""
+    from dumpcmp.output.advice import advise
+    from dumpcmp.output.report import verdict
+
+    result = _compare(model)
+    store = RowStore()
+    rows = []
+    for k, r in enumerate(result):
+        if k % 7 == 3:
+            r = dataclasses.replace(r, result=None, skipped=True, fail_reason="raw integers")
+        rows.append(r)
+        store.append(r)
+    stored = dataclasses.replace(result, rows=store)
+    listed = dataclasses.replace(result, rows=rows)
+    assert stored.counts()["skipped"] == sum(r.status == "skipped" for r in rows) > 10
+
+    def seen(r: ComparisonResult) -> tuple:
+        judged = verdict(r, 0.9999)
+        return (r.summary(0.9999), r.counts(), r.never_dumped(), [a.line() for a in advise(r)], judged,
+                r.drop_positions(), r.first_below_at(0.9999))
+
+    assert seen(stored) == seen(listed)

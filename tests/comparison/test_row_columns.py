@@ -182,3 +182,16 @@ def test_skipped_rows_and_a_list_of_rows_read_as_the_columns(model) -> None:
                 r.drop_positions(), r.first_below_at(0.9999))
 
     assert seen(stored) == seen(listed)
+
+
+def test_a_gate_on_a_metric_builds_only_the_rows_that_fail(model, monkeypatch) -> None:
+    from dumpcmp.output.gate import evaluate, parse_bounds
+
+    result = _compare(model)
+    listed = dataclasses.replace(result, rows=list(result))
+    bounds = parse_bounds(["CosineSimilarity=0.9999"]) + parse_bounds(["RootMeanSquareError=0.001"], below=False)
+    want = evaluate(listed, bounds=bounds)
+    seen = _counting(monkeypatch)
+    got = evaluate(result, bounds=bounds)
+    assert got.failing == want.failing and len(got.failing) > 10 and "NaN" in " ".join(got.failing)
+    assert seen["rows"] <= len(got.failing)

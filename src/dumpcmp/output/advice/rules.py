@@ -21,7 +21,8 @@ from dumpcmp.comparison.rows import cosine_of, metric_texts, metric_value
 from dumpcmp.graph.pairing import QUANT_DEQUANT_TYPES, QUANTIZING_TYPES
 
 __all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate", "distinct_rows",
-           "distinct_positions", "row_keys", "device_precision", "once_per_tensor", "quantized_tensors", "MOVING_TYPES"]
+           "distinct_positions", "row_keys", "column_of", "row_of", "device_precision", "once_per_tensor",
+           "quantized_tensors", "MOVING_TYPES"]
 
 FP16_MAX = 65504.0
 
@@ -174,13 +175,14 @@ _INT8_DTYPES = frozenset({"int8", "uint8", "int4"})
 _WIDE_INT_DTYPES = frozenset({"int16", "uint16", "int32", "uint32"})
 
 
-def _column(result: Any, name: str) -> list[Any]:
+def column_of(result: Any, name: str) -> list[Any]:
     """A field of every row: from a `ComparisonResult`'s columns (no row built), else from its rows."""
     column = getattr(result, "column", None)
     return column(name) if column is not None else [getattr(r, name) for r in result.rows]
 
 
-def _row_at(result: Any, k: int) -> Any:
+def row_of(result: Any, k: int) -> Any:
+    """Row `k` of a result: `ComparisonResult.row_at` (one row rebuilt), else `result.rows[k]`."""
     row_at = getattr(result, "row_at", None)
     return row_at(k) if row_at is not None else result.rows[k]
 
@@ -197,8 +199,8 @@ def device_precision(result: Any) -> str:
     """'int8', 'float16' or 'float32': what the device ran at, from the dumps: int8 when a dumped tensor is int8 (the
     quantized weights, a quantize op's output) or the run holds quantize/dequantize ops, float16 when a dumped
     tensor is float16, else float32."""
-    dtypes = {(t or "").lower() for t in set(_column(result, "npu_data_type"))}
-    if dtypes & _INT8_DTYPES or not QUANT_DEQUANT_TYPES.isdisjoint(_column(result, "op_type")):
+    dtypes = {(t or "").lower() for t in set(column_of(result, "npu_data_type"))}
+    if dtypes & _INT8_DTYPES or not QUANT_DEQUANT_TYPES.isdisjoint(column_of(result, "op_type")):
         return "int8"
     return "float16" if "float16" in dtypes else "float32"
 
@@ -208,7 +210,7 @@ def _tensor(result: Any, a: Advice) -> Any:
     input, a dequantize op's output and the next op's input are one tensor)."""
     if a.key is None or not 0 <= a.key < len(result.rows):
         return None
-    r = _row_at(result, a.key)  # a row advised on (printed too)
+    r = row_of(result, a.key)  # a row advised on (printed too)
     return (r.pair.ground_truth_key if r.pair is not None else None) or r.ground_truth or r.tensor_index
 
 
@@ -240,7 +242,7 @@ def distinct_rows(result: Any) -> list[Any]:
 
 def distinct_positions(result: Any) -> list[int]:
     """`distinct_rows` as positions in `result.rows`, read from the rows' columns (no row built)."""
-    results, pairs, truths = _column(result, "result"), _column(result, "pair"), _column(result, "ground_truth")
+    results, pairs, truths = column_of(result, "result"), column_of(result, "pair"), column_of(result, "ground_truth")
 
     def truth(k: int) -> Any:
         return pairs[k].ground_truth_key if pairs[k] else truths[k]
@@ -258,8 +260,8 @@ def distinct_positions(result: Any) -> list[int]:
 
 def _fp16_overflow(result: Any) -> list[Advice]:
     out = []
-    results, dtypes, overflow = _column(result, "result"), _column(result, "npu_data_type"), \
-        _column(result, "overflow")
+    results, dtypes, overflow = column_of(result, "result"), column_of(result, "npu_data_type"), \
+        column_of(result, "overflow")
     for k in distinct_positions(result):
         res = results[k]
         if res is None or not overflow[k] and dtypes[k] != "float16":  # (as below, without asking the result)
@@ -269,7 +271,7 @@ def _fp16_overflow(result: Any) -> list[Advice]:
             continue
         peak = max(abs(res.min_y), abs(res.max_y)) if res.count else 0.0
         if bad_device or (math.isfinite(peak) and peak > FP16_MAX):
-            r = _row_at(result, k)
+            r = row_of(result, k)
             ev = {"ground_truth_min": res.min_y, "ground_truth_max": res.max_y, "fp16_max": FP16_MAX,
                   "device_nan": int(res.nan_x), "device_inf": int(res.inf_x), "device_dtype": r.npu_data_type}
             parts = []
@@ -285,8 +287,8 @@ def _fp16_overflow(result: Any) -> list[Advice]:
 def quantized_tensors(result: Any) -> set[str]:
     """The ground-truth keys of the tensors a quantize op reads: its dumped input rows, and with the graph JSON the
     outputs feeding one (output-only dumps). Empty when the run shows no quantize op."""
-    pairs = _column(result, "pair")
-    out = {p.ground_truth_key for p, op_type in zip(pairs, _column(result, "op_type")) if p is not None and
+    pairs = column_of(result, "pair")
+    out = {p.ground_truth_key for p, op_type in zip(pairs, column_of(result, "op_type")) if p is not None and
            p.kind == "input" and op_type in QUANTIZING_TYPES and p.ground_truth_key}
     graph = getattr(result, "graph", None)
     if graph is not None:
@@ -304,7 +306,7 @@ def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) ->
     out = []
     quantized = quantized_tensors(result)  # the tensors whose int8 scale is set; every tensor when none is seen
     for key, h in sorted(histograms.items()):
-        r = _row_at(result, key) if 0 <= key < len(result.rows) else None
+        r = row_of(result, key) if 0 <= key < len(result.rows) else None
         if r is None or h is None or h.finite == 0 or h.min is None or not h.max > h.min:
             continue
         if quantized and (r.pair is None or r.pair.ground_truth_key not in quantized):
@@ -327,12 +329,12 @@ def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) ->
 
 def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[float, float]] | None) -> list[Advice]:
     out = []
-    pairs = _column(result, "pair")
-    for key, op_type in enumerate(_column(result, "op_type")):
+    pairs = column_of(result, "pair")
+    for key, op_type in enumerate(column_of(result, "op_type")):
         p = pairs[key]
         if not _is_conv(op_type) or p is None or p.kind != "input" or (p.index or 0) != 0:
             continue
-        r = _row_at(result, key)
+        r = row_of(result, key)
         lo = hi = None
         source = "ground truth"
         if min_max:
@@ -359,7 +361,8 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
         return []
     out = []
     falls = {k: (up, drop) for up, k, drop in _drop_positions(result)}
-    results, op_types, dtypes = _column(result, "result"), _column(result, "op_type"), _column(result, "npu_data_type")
+    results, op_types, dtypes = column_of(result, "result"), column_of(result, "op_type"), \
+        column_of(result, "npu_data_type")
     for k in distinct_positions(result):
         res, op_type, dtype = results[k], op_types[k], dtypes[k]
         if op_type in MOVING_TYPES or op_type in QUANT_DEQUANT_TYPES or res is None or not res.count or \
@@ -374,7 +377,7 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
         up_at, drop = falls.get(k, (None, math.nan))
         if levels <= t.rmse or (falls and not drop >= 1.0 - t.cosine):
             continue  # within the int8 step, or (the graph known) carrying its producers' error rather than adding
-        r, up = _row_at(result, k), None if up_at is None else _row_at(result, up_at)
+        r, up = row_of(result, k), None if up_at is None else row_of(result, up_at)
         what = f"this convolution ({r.op_type})" if _is_conv(r.op_type) else f"this {r.op_type}"
         fall = "" if not falls else \
             f", falling by {_g(drop)} from {'the model inputs' if up is None else up.shown_tensor}"
@@ -389,12 +392,12 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
 
 def _constant_output(result: Any) -> list[Advice]:
     out = []
-    pairs = _column(result, "pair")
-    for key, res in enumerate(_column(result, "result")):
+    pairs = column_of(result, "pair")
+    for key, res in enumerate(column_of(result, "result")):
         if res is None or res.count < 2 or pairs[key] is None or pairs[key].kind != "output":
             continue
         if res.min_x == res.max_x and res.max_y > res.min_y:
-            r = _row_at(result, key)
+            r = row_of(result, key)
             what = "all zero" if res.max_x == 0 else f"constant {_g(res.max_x)}"
             out.append(Advice("constant-output", r.shown_tensor, r.index,
                               f"device output is {what} over {res.count} elements while the ground truth spans "
@@ -406,7 +409,7 @@ def _constant_output(result: Any) -> list[Advice]:
 
 def _output_cosines(result: Any) -> list[float]:
     """The finite cosines of the compared outputs, in order."""
-    return [c for c, p in zip(_column(result, "cosine"), _column(result, "pair"))
+    return [c for c, p in zip(column_of(result, "cosine"), column_of(result, "pair"))
             if p is not None and p.kind == "output" and math.isfinite(c)]  # (NaN: no result)
 
 
@@ -456,8 +459,8 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
         return []
     drop, layer, row, key, how, up = max(steps, key=lambda s: s[0])
     if how == "edge":  # the rows of the largest step alone are built
-        r = _row_at(result, key)
-        layer, row, up = r.shown_tensor, r.index, None if up is None else _row_at(result, up)
+        r = row_of(result, key)
+        layer, row, up = r.shown_tensor, r.index, None if up is None else row_of(result, up)
     share = drop / total_drop
     ev = {**base, "largest_drop": drop, "share": share,
           "from": "locate own error" if how == "own" else "producer -> consumer edges"}

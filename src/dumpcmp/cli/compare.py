@@ -280,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     # advice, the HTML report, the gates (exit 1 when one fails) and --json
     code = finish(results, args, html=args.html, out=sys.stderr if args.output is None else sys.stdout,
                   locate_results=locate_results if args.locate is not None else None)
-    if code == 0 and args.exit_like_original and any(r.unmatched for result in results for r in result):
+    if code == 0 and args.exit_like_original and any(any(result.column("unmatched")) for result in results):
         return 2
     return code
 

@@ -22,7 +22,8 @@ from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 
 __all__ = ["Row", "RowStore", "ComparisonResult", "FP16_TINY", "graph_group_name", "weight_inputs", "ops_dumped",
            "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
-           "metric_notes", "column_note", "metric_texts"]
+           "metric_notes", "column_note", "metric_texts", "row_status", "is_dead", "is_overflow", "metric_value",
+           "cosine_of", "below_fp16"]
 
 FP16_TINY = 6.103515625e-05  # float16's smallest normal value
 
@@ -85,41 +86,74 @@ class Row:
     @property
     def status(self) -> str:
         """'compared', 'failed', 'skipped' or 'unmatched'."""
-        if self.result is not None:
-            return "compared"
-        if self.skipped:
-            return "skipped"
-        if self.failed:
-            return "failed"
-        if self.unmatched:
-            return "unmatched"
-        if self.pair is not None and not (self.pair.npu_ref is not None and self.pair.ground_truth_ref is not None):
-            return "unmatched"
-        return "failed"
+        return row_status(self.result, self.skipped, self.failed, self.unmatched, self.pair)
 
     @property
     def cosine(self) -> float:
-        return self.value(0)
+        return metric_value(self.result, 0)
 
     def value(self, metric: int) -> float:
         """A metric's value (NaN when not computed); StandardDeviation gives the device side's std."""
-        if self.result is None:
-            return math.nan
-        if metric == 5:
-            return float(self.result.std_x)
-        return float(self.result.value(metric))
+        return metric_value(self.result, metric)
 
     @property
     def dead(self) -> bool:
         """The device side is all zero while the ground truth is not (a layer that stopped producing)."""
-        res = self.result
-        return res is not None and res.count > 0 and res.min_x == 0 and res.max_x == 0 and \
-            not (res.min_y == 0 and res.max_y == 0)
+        return is_dead(self.result)
 
     @property
     def overflow(self) -> bool:
         """The device side holds inf or NaN (the fp16 overflow an accelerator run shows)."""
-        return self.result is not None and (self.result.nan_x > 0 or self.result.inf_x > 0)
+        return is_overflow(self.result)
+
+
+def metric_value(res: MetricResult | None, metric: int) -> float:
+    """`Row.value` of a row's result."""
+    if res is None:
+        return math.nan
+    if metric == 5:
+        return float(res.std_x)
+    return float(res.value(metric))
+
+
+def below_fp16(res: MetricResult | None, pair: TensorPair | None, npu_data_type: str | None) -> bool:
+    """`ComparisonResult.below_fp16_range` of a row's result, pair and device data type."""
+    if res is None or not res.count > 0 or not max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY:
+        return False  # the common case first: the dtype and the pair's relation are asked of tiny ones only
+    inserted = pair is not None and str(pair.relation) == "Inserted"  # the output Cast of such a value
+    return (npu_data_type or "").lower() == "float16" or inserted
+
+
+def row_status(result: MetricResult | None, skipped: bool, failed: bool, unmatched: bool,
+               pair: TensorPair | None) -> str:
+    """`Row.status` from a row's fields (the columns give them without building the row)."""
+    if result is not None:
+        return "compared"
+    if skipped:
+        return "skipped"
+    if failed:
+        return "failed"
+    if unmatched:
+        return "unmatched"
+    if pair is not None and not (pair.npu_ref is not None and pair.ground_truth_ref is not None):
+        return "unmatched"
+    return "failed"
+
+
+def is_dead(res: MetricResult | None) -> bool:
+    """`Row.dead` of a row's result."""
+    return res is not None and res.count > 0 and res.min_x == 0 and res.max_x == 0 and \
+        not (res.min_y == 0 and res.max_y == 0)
+
+
+def is_overflow(res: MetricResult | None) -> bool:
+    """`Row.overflow` of a row's result."""
+    return res is not None and (res.nan_x > 0 or res.inf_x > 0)
+
+
+def cosine_of(res: MetricResult | None) -> float:
+    """`Row.cosine` of a row's result."""
+    return metric_value(res, 0)
 
 
 # RowStore's columns: op_type, npu_dump, npu_data_type, ground_truth, ground_truth_data_type, tensor_index, shape,
@@ -349,7 +383,50 @@ class RowStore:
         self.__dict__.update(state)
         self._alive = weakref.WeakValueDictionary()
 
+    # ---- read accessors (issue #35): one of Row's fields for every row, read from the columns, no Row built ------
 
+    def column(self, name: str) -> list[Any]:
+        """Field `name` of `Row` (`index`, `op_type`, `npu_data_type`, `result`, `pair`, `skipped`, ...) of every row
+        in order, as `row(k).name` gives it, without building the rows: the summary, the advice and the verdict ask
+        a model's rows this way and build a `Row` only for the few they print. A new list each call."""
+        if self._list is not None:  # kept (or plain): the rows are the truth
+            return [getattr(r, name) for r in self._list]
+        out: list[Any]
+        if name in _CODED:
+            values, codes = self._values, self._codes[_CODED.index(name)::_WIDTH]
+            if name == "tensor_index":
+                out = [values[c] if c != _PAIRS_TENSOR else (p.tensor_index if p is not None else None)
+                       for c, p in zip(codes, self._pairs)]
+            else:
+                out = [values[c] for c in codes]
+        elif name == "index":
+            out = self._index.tolist()
+        elif name == "result":
+            out = list(self._results)
+        elif name == "pair":
+            out = list(self._pairs)
+        elif name in _FLAG_BITS:
+            bit = _FLAG_BITS[name]
+            out = [bool(f & bit) for f in self._flags]
+        elif name in ("npu_address", "ground_truth_address"):
+            side, none = (0, _NO_NPU_ADDRESS) if name == "npu_address" else (1, _NO_TRUTH_ADDRESS)
+            out = [None if f & none else a for f, a in zip(self._flags, self._addresses[side::2])]
+        elif name == "sources":
+            out = [self._sources.get(k) for k in range(self._count)]
+        else:
+            raise AttributeError(f"Row has no column {name!r}")
+        for k, r in list(self._alive.items()):  # a row someone holds is that object (as `row` gives it)
+            out[k] = getattr(r, name)
+        return out
+
+
+# RowStore.column's names of the coded columns (in their order within a row's _WIDTH) and of the flags
+_CODED = ("op_type", "npu_dump", "npu_data_type", "ground_truth", "ground_truth_data_type", "tensor_index", "shape",
+          "fail_reason", "not_computed", "graph_op")
+_FLAG_BITS = {"skipped": 1, "failed": 2, "unmatched": 4, "data_types_unknown": 8}
+
+
+_SAID = ("status", "cosine", "overflow", "dead", "tiny")  # ComparisonResult.column's questions of each row
 _WEIGHT_INPUT = "layer inputs read from a Const"
 _NEVER_DUMPED = {"Const": "weights and constants (Const)", "Constant": "weights and constants (Const)",
                  "Data": "inputs (Data)", "NetOutput": "graph outputs (NetOutput)"}
@@ -387,24 +464,79 @@ class ComparisonResult:
     extra_columns: Mapping[str, Callable[[Row], str]] | None = field(default=None, repr=False, compare=False)
     """Columns the rows carry beyond the original tool's (name -> cell of a row), after them in every table: a
     SigmaStar compare's MSE, RelativeL1, Jump and Note (`dumpcmp.comparison.sigmastar.as_comparison`)."""
-    _drops: tuple[Any, list[tuple[Row | None, Row, float]]] | None = field(default=None, init=False, repr=False,
+    _drops: tuple[Any, list[tuple[int | None, int, float]]] | None = field(default=None, init=False, repr=False,
                                                                            compare=False)
+    _columns: tuple[Any, dict[str, list[Any]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def below_fp16_range(self, row: Row) -> bool:
         """A float16 device tensor (or a compiler-inserted Cast/TransData of one) whose ground truth lies wholly below
         float16's normal range (|x| < 6.1e-5): it rounds to zero or a few subnormal steps, so its cosine similarity
         says nothing about the layer."""
-        res = row.result
-        if res is None or not res.count > 0 or not max(abs(float(res.min_y)), abs(float(res.max_y))) < FP16_TINY:
-            return False  # the common case first: the dtype and the pair's relation are asked of tiny ones only
-        inserted = row.pair is not None and str(row.pair.relation) == "Inserted"  # the output Cast of such a value
-        return (row.npu_data_type or "").lower() == "float16" or inserted
+        return below_fp16(row.result, row.pair, row.npu_data_type)
 
     def is_constant(self, row: Row) -> bool:
+        return self.constant_pair(row.pair)
+
+    def constant_pair(self, pair: TensorPair | None) -> bool:
+        """`is_constant` of the row with this pair."""
         if not self.constant_files:
             return False
-        ref = row.pair.ground_truth_ref if row.pair is not None else None
+        ref = pair.ground_truth_ref if pair is not None else None
         return ref is not None and getattr(ref, "path", None) in self.constant_files
+
+    # ---- the rows' columns (issue #35): the questions below read them and build a Row only for what they name ----
+
+    def column(self, name: str) -> list[Any]:
+        """Field `name` of every row in order (`RowStore.column`: a model's rows are not built for it), or what Row
+        says of it: `status`, `cosine`, `overflow`, `dead` and `tiny` (`below_fp16_range`). Read only: the list may
+        be the one the next call gives."""
+        rows = self.rows
+        cache = None
+        if isinstance(rows, RowStore) and not rows.kept:  # kept rows may be changed by their holders: asked anew
+            key = (id(rows), len(rows))
+            if self._columns is None or self._columns[0] != key:
+                self._columns = (key, {})
+            cache = self._columns[1]
+            got = cache.get(name)
+            if got is not None:
+                return got
+        if name in _SAID:
+            got = self._said(name)
+        else:
+            got = rows.column(name) if isinstance(rows, RowStore) else [getattr(r, name) for r in rows]
+        if cache is not None:
+            cache[name] = got
+        return got
+
+    def _said(self, name: str) -> list[Any]:
+        column = self.column
+        results = column("result")
+        if name == "status":
+            return list(map(row_status, results, column("skipped"), column("failed"), column("unmatched"),
+                            column("pair")))
+        if name == "cosine":
+            return list(map(cosine_of, results))
+        if name == "overflow":
+            return list(map(is_overflow, results))
+        if name == "dead":
+            return list(map(is_dead, results))
+        tiny = [below_fp16(res, None, "float16") for res in results]  # the range first: the others of tiny ones
+        if any(tiny):
+            pairs, dtypes = column("pair"), column("npu_data_type")
+            tiny = [t and below_fp16(results[k], pairs[k], dtypes[k]) for k, t in enumerate(tiny)]
+        return tiny
+
+    def row_at(self, k: int) -> Row:
+        """Row `k` (from a `RowStore`: rebuilt, the same object while someone holds it)."""
+        return self.rows.row(k) if isinstance(self.rows, RowStore) else self.rows[k]
+
+    def statuses(self) -> list[str]:
+        """`Row.status` of every row, from the columns."""
+        return list(self.column("status"))
+
+    def tiny_positions(self) -> list[int]:
+        """The positions of the rows `below_fp16_range` leaves out, from the columns."""
+        return [k for k, t in enumerate(self.column("tiny")) if t]
 
     def drops(self) -> list[tuple[Row | None, Row, float]]:
         """How much each compared output loses along the graph's producer -> consumer edges: (its worst compared
@@ -414,47 +546,47 @@ class ComparisonResult:
         Execution order is not a path: two consecutive rows may sit on different branches. Constants, NaN cosines
         and float16 tensors below float16's range are never an end. Empty without the graph JSON (`fusion_json`):
         without it no edge is known."""
+        at = self.row_at
+        return [(None if u is None else at(u), at(k), d) for u, k, d in self.drop_positions()]
+
+    def drop_positions(self) -> list[tuple[int | None, int, float]]:
+        """`drops` as row positions (upstream None: the model's inputs), measured once (the summary, the advice and
+        the report each ask) and again only when the rows change. Read only."""
         graph = self.graph
         if graph is None:
             return []
-        key = (id(self.rows), len(self.rows), id(graph))  # the summary, advice and report each ask: measured once
-        if isinstance(self.rows, RowStore) and not self.rows.kept:
-            # measured on rows built once (it asks them by identity) and let go after: kept, the rows it names would
-            # stay built (the summary asks once; the advice and the report after `result.rows` built them)
-            self.rows.materialise()
-            try:
-                return self._measure_drops(graph)
-            finally:
-                self.rows.release()
+        key = (id(self.rows), len(self.rows), id(graph))
+        if isinstance(self.rows, RowStore) and self.rows.kept or not isinstance(self.rows, RowStore):
+            key += (tuple(map(id, self.column("result"))),)  # rows someone can change: their results too
         if self._drops is None or self._drops[0] != key:
             self._drops = (key, self._measure_drops(graph))
-        return list(self._drops[1])
+        return self._drops[1]
 
-    def _measure_drops(self, graph: Graph) -> list[tuple[Row | None, Row, float]]:
-        # (graph op, output) -> (cosine, row) of the first usable row of that output; `ends`: each usable row
+    def _measure_drops(self, graph: Graph) -> list[tuple[int | None, int, float]]:
+        # (graph op, output) -> (cosine, position) of the first usable row of that output; `ends`: each usable row
         # where it stands among the rows, with its output and cosine (a row that is not the first of its output
         # is no end)
-        usable: dict[tuple[str, int], tuple[float, Row]] = {}
-        ends: list[tuple[Row, str, float]] = []
+        usable: dict[tuple[str, int], tuple[float, int]] = {}
+        ends: list[tuple[int, str, float]] = []
         constants = bool(self.constant_files)
-        for r in self:
-            p = r.pair
-            if r.result is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
-                    not (constants and self.is_constant(r)) and not self.below_fp16_range(r):
-                cosine = r.cosine
-                if not math.isnan(cosine) and usable.setdefault((p.graph_op, p.index or 0), (cosine, r))[1] is r:
-                    ends.append((r, p.graph_op, cosine))
+        tiny, cosines = self.column("tiny"), self.column("cosine")
+        for k, (res, p) in enumerate(zip(self.column("result"), self.column("pair"))):
+            if res is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
+                    not (constants and self.constant_pair(p)) and not tiny[k]:
+                cosine = cosines[k]
+                if not math.isnan(cosine) and usable.setdefault((p.graph_op, p.index or 0), (cosine, k))[1] == k:
+                    ends.append((k, p.graph_op, cosine))
         consts = {"Const", "Constant", "Variable", "ConstPlaceHolder"}
-        done: dict[str, tuple[float, Row | None] | None] = {}  # op -> the worst of what reaches it (None: constants)
+        done: dict[str, tuple[float, int | None] | None] = {}  # op -> the worst of what reaches it (None: constants)
         producers = graph.producers
         for op in graph.ops:  # execution order: producers come first
-            worst: tuple[float, Row | None] | None = None
+            worst: tuple[float, int | None] | None = None
             if op.data_inputs:
                 for prod in producers(op):
                     if prod is None:
                         continue
-                    src, k = prod
-                    got: tuple[float, Row | None] | None = usable.get((src.name, k))
+                    src, i = prod
+                    got: tuple[float, int | None] | None = usable.get((src.name, i))
                     if got is not None:
                         pass
                     elif src.type in consts:
@@ -467,17 +599,24 @@ class ComparisonResult:
                         worst = got
             done[op.name] = worst
         out = []
-        for r, graph_op, cosine in ends:
+        for k, graph_op, cosine in ends:
             start = done.get(graph_op) or (1.0, None)  # (the names in `done` are the graph's)
-            out.append((start[1], r, start[0] - cosine))
+            out.append((start[1], k, start[0] - cosine))
         return out
+
+    def largest_drop_at(self) -> tuple[int | None, int, float] | None:
+        """`largest_drop` as positions, with the fall."""
+        best = max(self.drop_positions(), key=lambda d: d[2], default=None)
+        return best if best is not None and best[2] > 0 else None
 
     def largest_drop(self) -> tuple[Row | None, Row] | None:
         """(upstream, row) of the largest fall in cosine similarity along a producer -> consumer path (`drops`):
         where the error enters. `upstream` None: measured from the model's inputs (1.0). None without the graph or
         when no cosine falls."""
-        best = max(self.drops(), key=lambda d: d[2], default=None)
-        return (best[0], best[1]) if best is not None and best[2] > 0 else None
+        best = self.largest_drop_at()
+        if best is None:
+            return None
+        return (None if best[0] is None else self.row_at(best[0]), self.row_at(best[1]))
 
     def __iter__(self) -> Iterator[Row]:
         """The rows in order; from a `RowStore` each is rebuilt when reached and let go after."""
@@ -487,15 +626,16 @@ class ComparisonResult:
         return len(self.rows)
 
     def release(self) -> None:
-        """Let go the rows `result.rows` built from a `RowStore` (its columns keep them); nothing for a list."""
+        """Let go the rows `result.rows` built from a `RowStore` (its columns keep them) and the columns read from
+        it; nothing for a list."""
         if isinstance(self.rows, RowStore):
             self.rows.release()
-            self._drops = None  # it names rows too
+            self._columns = None
 
     def counts(self) -> dict[str, int]:
         out = {"compared": 0, "failed": 0, "skipped": 0, "unmatched": 0}
-        for r in self:
-            out[r.status] += 1
+        for status in self.statuses():
+            out[status] += 1
         return out
 
     def never_dumped(self) -> dict[str, int]:
@@ -503,38 +643,53 @@ class ComparisonResult:
         (Data)", "graph outputs (NetOutput)", "layer inputs read from a Const"): kept apart from layers whose dump
         is missing."""
         out: dict[str, int] = {}
-        for r in self:
+        tensors, op_types = self.column("tensor_index"), self.column("op_type")
+        for k, status in enumerate(self.statuses()):
             what = None
-            if r.status == "unmatched":
-                what = _WEIGHT_INPUT if r.tensor_index in self.weight_inputs else _NEVER_DUMPED.get(r.op_type)
+            if status == "unmatched":
+                what = _WEIGHT_INPUT if tensors[k] in self.weight_inputs else _NEVER_DUMPED.get(op_types[k])
             if what is not None:
                 out[what] = out.get(what, 0) + 1
         return out
 
+    def first_below_at(self, threshold: float = 0.99) -> int | None:
+        """`first_below`'s position."""
+        column = self.column
+        tiny, results, pairs, overflow, dead = column("tiny"), column("result"), column("pair"), column("overflow"), \
+            column("dead")
+        constants = bool(self.constant_files)
+        for k, c in enumerate(column("cosine")):
+            if c < threshold or (math.isnan(c) and (overflow[k] or dead[k])):  # NaN without a result: not these
+                if results[k] is None or tiny[k] or constants and self.constant_pair(pairs[k]):
+                    continue
+                return k
+        return None
+
     def first_below(self, threshold: float = 0.99) -> Row | None:
         """The first compared row in execution order whose cosine similarity is below `threshold` (or NaN while
         the device side holds NaN/inf)."""
-        for k, r in enumerate(self):
-            if r.result is None or self.is_constant(r) or self.below_fp16_range(r):
-                continue
-            c = r.cosine
-            if c < threshold or (math.isnan(c) and (r.overflow or r.dead)):
-                return self.rows.named(k, r) if isinstance(self.rows, RowStore) else r
-        return None
+        k = self.first_below_at(threshold)
+        return None if k is None else self.row_at(k)
 
     def worst(self, n: int = 10, *, distinct: bool = False) -> list[Row]:
         """The `n` compared rows with the lowest cosine similarity (rows whose cosine is NaN because a side is all
         zero come last). `distinct`: one row per ground-truth tensor and result, so an op's output and the next
         op's input (the same values, dumped twice) take one place."""
-        def rank(r: Row) -> tuple[bool, float, int]:
-            c = r.cosine
-            broken = math.isnan(c) and (r.overflow or r.dead)  # NaN because the device overflowed or went all zero
-            return (math.isnan(c) and not broken, -math.inf if broken else c, r.index)
+        column = self.column
+        cosines, overflow, dead, indexes = column("cosine"), column("overflow"), column("dead"), column("index")
+
+        def rank(k: int) -> tuple[bool, float, int]:
+            c = cosines[k]
+            broken = math.isnan(c) and (overflow[k] or dead[k])  # NaN because the device overflowed or went all zero
+            return (math.isnan(c) and not broken, -math.inf if broken else c, indexes[k])
 
         # (rank, position), sorted by rank alone as the rows were (stable); rows rebuilt only for the places given
-        ranked = sorted([(rank(r), k) for k, r in enumerate(self) if r.result is not None and not self.is_constant(r)],
+        constants = bool(self.constant_files)
+        pairs = column("pair")
+        ranked = sorted([(rank(k), k) for k, res in enumerate(column("result"))
+                         if res is not None and not (constants and self.constant_pair(pairs[k]))],
                         key=lambda e: e[0])
-        at = self.rows.row if isinstance(self.rows, RowStore) else self.rows.__getitem__
+        at = self.row_at
         if not distinct:
             return [at(k) for _, k in ranked[:n]]
         seen: set[tuple[Any, ...]] = set()
@@ -617,14 +772,7 @@ class ComparisonResult:
         """What the terminal shows after a run: counts, the first tensor below the threshold, the worst ones."""
         from dumpcmp.output.table import summary  # the output stage, imported when called (see `header`)
 
-        built = isinstance(self.rows, RowStore) and not self.rows.kept
-        if built:  # its ten questions ask the rows once, built for them and let go after
-            self.rows.materialise()
-        try:
-            return summary(self, threshold, worst)
-        finally:
-            if built:
-                self.release()
+        return summary(self, threshold, worst)  # from the columns: rows built only for what it names
 
 
 # The original tool's own wording for rows it could not compare (users' scripts match these texts).

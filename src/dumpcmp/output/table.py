@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
-from dumpcmp.comparison.rows import FP16_TINY, dumped_ops, metric_texts
+from dumpcmp.comparison.rows import FP16_TINY, cosine_of, metric_texts, ops_dumped
 from dumpcmp.comparison.metrics import METRICS, MetricResult
 from dumpcmp.comparison.overflow import original_overflow
 from dumpcmp.support.files import atomic_write, atomic_write_text
@@ -312,12 +312,15 @@ def write(result: ComparisonResult, path: str | os.PathLike[str], *, csv_format:
 
 def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) -> str:
     """What the terminal shows after a run: counts, the first tensor below the threshold, the worst ones."""
-    c = result.counts()
+    statuses = result.statuses()  # the rows' columns: a Row is built only for what is printed (issue #35)
+    c = {"compared": 0, "failed": 0, "skipped": 0, "unmatched": 0}
+    for status in statuses:
+        c[status] += 1
     lines = [f"{result.run}: {c['compared']} tensors compared, {c['unmatched']} unmatched, {c['failed']} failed, "
              f"{c['skipped']} skipped"]
     lines += [f"  note: {n}" for n in result.notes]
     if result.dumped_ops is not None:
-        with_rows = set(dumped_ops(result))
+        with_rows = set(ops_dumped(result.column("pair")))
         raw = [op for op in result.dumped_ops if op not in with_rows and op not in result.left_out]
 
         def names(ops: Sequence[str]) -> str:
@@ -333,19 +336,24 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
         kinds = ", ".join(f"{n} {what}" for what, n in never.items())
         lines.append(f"  of the {c['unmatched']} unmatched: {kinds}: never dumped, or weights without ground "
                      f"truth of their own, not missing layers; {c['unmatched'] - sum(never.values())} other")
-    over = sum(1 for r in result if r.overflow)
+    results = result.column("result")
+    over = sum(result.column("overflow"))
     if over:
         lines.append(f"  {over} device tensors hold NaN or inf")
-    tiny = [r for r in result if result.below_fp16_range(r)]
+    tiny = result.tiny_positions()
     if tiny:
+        first_tiny = result.row_at(tiny[0])
         lines.append(f"  {len(tiny)} float16 tensors whose ground truth lies below float16's normal range "
-                     f"(|x| < {FP16_TINY:.2g}, e.g. #{tiny[0].index} {tiny[0].shown_tensor}): their cosine "
+                     f"(|x| < {FP16_TINY:.2g}, e.g. #{first_tiny.index} {first_tiny.shown_tensor}): their cosine "
                      "says nothing, left out of first below and largest drop")
-    consts = [r for r in result if r.result is not None and result.is_constant(r)]
+    consts = [k for k, p in enumerate(result.column("pair")) if results[k] is not None and result.constant_pair(p)] \
+        if result.constant_files else []
     if consts and 0 in result.algorithms:
-        low = [r for r in consts if not r.cosine >= threshold]
+        low = [k for k in consts if not cosine_of(results[k]) >= threshold]
+        first_low = result.row_at(low[0]) if low else None
         lines.append(f"  weights and constants: {len(consts)} compared apart from the layers, {len(low)} below "
-                     f"cosine {threshold}" + (f" (first: #{low[0].index} {low[0].ground_truth})" if low else ""))
+                     f"cosine {threshold}" +
+                     (f" (first: #{first_low.index} {first_low.ground_truth})" if first_low is not None else ""))
     if 0 in result.algorithms:
         first = result.first_below(threshold)
         if first is None:
@@ -370,8 +378,8 @@ def summary(result: ComparisonResult, threshold: float = 0.99, worst: int = 10) 
                 rows.append([str(r.index), r.shown_tensor or "", r.op_type, r.result.format(0),
                              fixed6(r.result.value(1)), fixed6(r.result.value(7))])
             lines += ["    " + line for line in text_table(rows).splitlines()]
-    failed = [r for r in result if r.status == "failed"]
-    for r in failed[:5]:
+    failed = [k for k, status in enumerate(statuses) if status == "failed"]
+    for r in map(result.row_at, failed[:5]):
         lines.append(f"  failed #{r.index} {r.shown_tensor or r.ground_truth}: {r.fail_reason}")
     if len(failed) > 5:
         lines.append(f"  ... and {len(failed) - 5} more failed rows (see CompareFailReason)")

@@ -12,15 +12,18 @@ from dumpcmp.output.advice.rules import (
     LocateRow,
     Thresholds,
     advise,
+    column_of,
     device_precision,
+    distinct_positions,
     distinct_rows,
     load_locate,
     normalise_locate,
     once_per_tensor,
     quantized_tensors,
     row_keys,
+    row_of,
 )
 
 __all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate",
            "distinct_rows", "row_keys", "device_precision", "once_per_tensor", "quantized_tensors",
-           "MOVING_TYPES"]
+           "MOVING_TYPES", "distinct_positions", "column_of", "row_of"]

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dumpcmp.errors import ConfigError, DumpError
-from dumpcmp.comparison.rows import metric_texts
+from dumpcmp.comparison.rows import cosine_of, metric_texts, metric_value
 from dumpcmp.graph.pairing import QUANT_DEQUANT_TYPES, QUANTIZING_TYPES
 
 __all__ = ["Advice", "Thresholds", "RULES", "advise", "LocateRow", "load_locate", "normalise_locate", "distinct_rows",
-           "row_keys", "device_precision", "once_per_tensor", "quantized_tensors", "MOVING_TYPES"]
+           "distinct_positions", "row_keys", "column_of", "row_of", "device_precision", "once_per_tensor",
+           "quantized_tensors", "MOVING_TYPES"]
 
 FP16_MAX = 65504.0
 
@@ -174,12 +175,32 @@ _INT8_DTYPES = frozenset({"int8", "uint8", "int4"})
 _WIDE_INT_DTYPES = frozenset({"int16", "uint16", "int32", "uint32"})
 
 
+def column_of(result: Any, name: str) -> list[Any]:
+    """A field of every row: from a `ComparisonResult`'s columns (no row built), else from its rows."""
+    column = getattr(result, "column", None)
+    return column(name) if column is not None else [getattr(r, name) for r in result.rows]
+
+
+def row_of(result: Any, k: int) -> Any:
+    """Row `k` of a result: `ComparisonResult.row_at` (one row rebuilt), else `result.rows[k]`."""
+    row_at = getattr(result, "row_at", None)
+    return row_at(k) if row_at is not None else result.rows[k]
+
+
+def _drop_positions(result: Any) -> list[tuple[int | None, int, float]]:
+    """`ComparisonResult.drop_positions`, or a result's `drops` as positions."""
+    if hasattr(result, "drop_positions"):
+        return result.drop_positions()
+    keys = row_keys(result)
+    return [(None if up is None else keys[id(up)], keys[id(r)], drop) for up, r, drop in result.drops()]
+
+
 def device_precision(result: Any) -> str:
     """'int8', 'float16' or 'float32': what the device ran at, from the dumps: int8 when a dumped tensor is int8 (the
     quantized weights, a quantize op's output) or the run holds quantize/dequantize ops, float16 when a dumped
     tensor is float16, else float32."""
-    dtypes = {(r.npu_data_type or "").lower() for r in result.rows}
-    if dtypes & _INT8_DTYPES or any(r.op_type in QUANT_DEQUANT_TYPES for r in result.rows):
+    dtypes = {(t or "").lower() for t in set(column_of(result, "npu_data_type"))}
+    if dtypes & _INT8_DTYPES or not QUANT_DEQUANT_TYPES.isdisjoint(column_of(result, "op_type")):
         return "int8"
     return "float16" if "float16" in dtypes else "float32"
 
@@ -189,7 +210,7 @@ def _tensor(result: Any, a: Advice) -> Any:
     input, a dequantize op's output and the next op's input are one tensor)."""
     if a.key is None or not 0 <= a.key < len(result.rows):
         return None
-    r = result.rows[a.key]
+    r = row_of(result, a.key)  # a row advised on (printed too)
     return (r.pair.ground_truth_key if r.pair is not None else None) or r.ground_truth or r.tensor_index
 
 
@@ -215,31 +236,42 @@ def row_keys(result: Any) -> dict[int, int]:
 def distinct_rows(result: Any) -> list[Any]:
     """The compared rows without the inputs that repeat an output: an op's output dumped again as the next op's
     input holds the same values against the same ground truth, so it would be advised twice."""
-    def truth(r: Any) -> Any:
-        return r.pair.ground_truth_key if r.pair else r.ground_truth
+    rows = result.rows
+    return [rows[k] for k in distinct_positions(result)]
 
-    def key(r: Any) -> tuple[Any, ...]:
-        return truth(r), tuple(metric_texts(r.result, result.algorithms))
 
-    compared = [r for r in result.rows if r.result is not None]
-    inputs = {truth(r) for r in compared if r.pair is not None and r.pair.kind != "output"}
+def distinct_positions(result: Any) -> list[int]:
+    """`distinct_rows` as positions in `result.rows`, read from the rows' columns (no row built)."""
+    results, pairs, truths = column_of(result, "result"), column_of(result, "pair"), column_of(result, "ground_truth")
+
+    def truth(k: int) -> Any:
+        return pairs[k].ground_truth_key if pairs[k] else truths[k]
+
+    def key(k: int) -> tuple[Any, ...]:
+        return truth(k), tuple(metric_texts(results[k], result.algorithms))
+
+    compared = [k for k, res in enumerate(results) if res is not None]
+    inputs = {truth(k) for k in compared if pairs[k] is not None and pairs[k].kind != "output"}
     # only an output of an input's ground truth can hold the input's key: the others' metric texts are not asked
-    outputs = {key(r) for r in compared if (r.pair is None or r.pair.kind == "output") and
-               truth(r) in inputs}
-    return [r for r in compared if r.pair is None or r.pair.kind == "output" or key(r) not in outputs]
+    outputs = {key(k) for k in compared if (pairs[k] is None or pairs[k].kind == "output") and
+               truth(k) in inputs}
+    return [k for k in compared if pairs[k] is None or pairs[k].kind == "output" or key(k) not in outputs]
 
 
 def _fp16_overflow(result: Any) -> list[Advice]:
-    out, keys = [], row_keys(result)
-    for r in distinct_rows(result):
-        res = r.result
-        if res is None:
+    out = []
+    results, dtypes, overflow = column_of(result, "result"), column_of(result, "npu_data_type"), \
+        column_of(result, "overflow")
+    for k in distinct_positions(result):
+        res = results[k]
+        if res is None or not overflow[k] and dtypes[k] != "float16":  # (as below, without asking the result)
             continue
         bad_device = res.nan_x + res.inf_x
-        if not bad_device and r.npu_data_type != "float16":  # the range is asked of float16 tensors only
+        if not bad_device and dtypes[k] != "float16":  # the range is asked of float16 tensors only
             continue
         peak = max(abs(res.min_y), abs(res.max_y)) if res.count else 0.0
         if bad_device or (math.isfinite(peak) and peak > FP16_MAX):
+            r = row_of(result, k)
             ev = {"ground_truth_min": res.min_y, "ground_truth_max": res.max_y, "fp16_max": FP16_MAX,
                   "device_nan": int(res.nan_x), "device_inf": int(res.inf_x), "device_dtype": r.npu_data_type}
             parts = []
@@ -248,20 +280,19 @@ def _fp16_overflow(result: Any) -> list[Advice]:
             if bad_device:
                 parts.append(f"device holds {res.nan_x} NaN and {res.inf_x} inf of {res.count}")
             out.append(Advice("fp16-overflow", r.shown_tensor, r.index,
-                              "; ".join(parts) + ": keep this layer in fp32 or rescale its inputs", ev,
-                              keys[id(r)]))
+                              "; ".join(parts) + ": keep this layer in fp32 or rescale its inputs", ev, k))
     return out
 
 
 def quantized_tensors(result: Any) -> set[str]:
     """The ground-truth keys of the tensors a quantize op reads: its dumped input rows, and with the graph JSON the
     outputs feeding one (output-only dumps). Empty when the run shows no quantize op."""
-    out = {r.pair.ground_truth_key for r in result.rows if r.pair is not None and r.pair.kind == "input"
-           and r.op_type in QUANTIZING_TYPES and r.pair.ground_truth_key}
+    pairs = column_of(result, "pair")
+    out = {p.ground_truth_key for p, op_type in zip(pairs, column_of(result, "op_type")) if p is not None and
+           p.kind == "input" and op_type in QUANTIZING_TYPES and p.ground_truth_key}
     graph = getattr(result, "graph", None)
     if graph is not None:
-        for r in result.rows:
-            p = r.pair
+        for p in pairs:
             if p is None or p.kind != "output" or p.graph_op is None or p.graph_op not in graph:
                 continue
             if any(op.type in QUANTIZING_TYPES and graph.producer(op, i) is not None and
@@ -275,7 +306,7 @@ def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) ->
     out = []
     quantized = quantized_tensors(result)  # the tensors whose int8 scale is set; every tensor when none is seen
     for key, h in sorted(histograms.items()):
-        r = result.rows[key] if 0 <= key < len(result.rows) else None
+        r = row_of(result, key) if 0 <= key < len(result.rows) else None
         if r is None or h is None or h.finite == 0 or h.min is None or not h.max > h.min:
             continue
         if quantized and (r.pair is None or r.pair.ground_truth_key not in quantized):
@@ -298,9 +329,12 @@ def _int8_outliers(result: Any, histograms: Mapping[int, Any], t: Thresholds) ->
 
 def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[float, float]] | None) -> list[Advice]:
     out = []
-    for key, r in enumerate(result.rows):
-        if not _is_conv(r.op_type) or r.pair is None or r.pair.kind != "input" or (r.pair.index or 0) != 0:
+    pairs = column_of(result, "pair")
+    for key, op_type in enumerate(column_of(result, "op_type")):
+        p = pairs[key]
+        if not _is_conv(op_type) or p is None or p.kind != "input" or (p.index or 0) != 0:
             continue
+        r = row_of(result, key)
         lo = hi = None
         source = "ground truth"
         if min_max:
@@ -325,22 +359,25 @@ def _wide_conv_input(result: Any, t: Thresholds, min_max: Mapping[str, tuple[flo
 def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
     if 7 not in result.algorithms:
         return []
-    out, keys = [], row_keys(result)
-    falls = {id(r): (up, drop) for up, r, drop in result.drops()}
-    for r in distinct_rows(result):
-        res = r.result
-        if r.op_type in MOVING_TYPES or r.op_type in QUANT_DEQUANT_TYPES or res is None or not res.count or \
-                (r.npu_data_type or "").lower() in _WIDE_INT_DTYPES:
+    out = []
+    falls = {k: (up, drop) for up, k, drop in _drop_positions(result)}
+    results, op_types, dtypes = column_of(result, "result"), column_of(result, "op_type"), \
+        column_of(result, "npu_data_type")
+    for k in distinct_positions(result):
+        res, op_type, dtype = results[k], op_types[k], dtypes[k]
+        if op_type in MOVING_TYPES or op_type in QUANT_DEQUANT_TYPES or res is None or not res.count or \
+                (dtype or "").lower() in _WIDE_INT_DTYPES:
             continue
-        if r.npu_data_type == "bool":  # a mask (device vs device restored gives it an RMSE): no 16-bit layer to run
+        if dtype == "bool":  # a mask (device vs device restored gives it an RMSE): no 16-bit layer to run
             continue
-        rmse, cos, span = r.value(7), r.cosine, float(res.max_y) - float(res.min_y)
+        rmse, cos, span = metric_value(res, 7), cosine_of(res), float(res.max_y) - float(res.min_y)
         if not (math.isfinite(rmse) and math.isfinite(span) and span > 0 and cos < t.cosine):
             continue
         levels = rmse / (span / 255.0)
-        up, drop = falls.get(id(r), (None, math.nan))
+        up_at, drop = falls.get(k, (None, math.nan))
         if levels <= t.rmse or (falls and not drop >= 1.0 - t.cosine):
             continue  # within the int8 step, or (the graph known) carrying its producers' error rather than adding
+        r, up = row_of(result, k), None if up_at is None else row_of(result, up_at)
         what = f"this convolution ({r.op_type})" if _is_conv(r.op_type) else f"this {r.op_type}"
         fall = "" if not falls else \
             f", falling by {_g(drop)} from {'the model inputs' if up is None else up.shown_tensor}"
@@ -349,17 +386,18 @@ def _int16_layer(result: Any, t: Thresholds) -> list[Advice]:
                           f"{_g(float(res.min_y))} .. {_g(float(res.max_y))} (> {_g(t.rmse)}), cosine {_g(cos)}"
                           f"{fall}: run {what} in 16 bit",
                           {"rmse": rmse, "levels": levels, "range": span, "threshold": t.rmse, "cosine": cos,
-                           "drop": None if not falls else drop, "op_type": r.op_type}, keys[id(r)]))
+                           "drop": None if not falls else drop, "op_type": r.op_type}, k))
     return out
 
 
 def _constant_output(result: Any) -> list[Advice]:
     out = []
-    for key, r in enumerate(result.rows):
-        res = r.result
-        if res is None or res.count < 2 or r.pair is None or r.pair.kind != "output":
+    pairs = column_of(result, "pair")
+    for key, res in enumerate(column_of(result, "result")):
+        if res is None or res.count < 2 or pairs[key] is None or pairs[key].kind != "output":
             continue
         if res.min_x == res.max_x and res.max_y > res.min_y:
+            r = row_of(result, key)
             what = "all zero" if res.max_x == 0 else f"constant {_g(res.max_x)}"
             out.append(Advice("constant-output", r.shown_tensor, r.index,
                               f"device output is {what} over {res.count} elements while the ground truth spans "
@@ -369,9 +407,10 @@ def _constant_output(result: Any) -> list[Advice]:
     return out
 
 
-def _outputs_in_order(result: Any) -> list[Any]:
-    return [r for r in result.rows if r.result is not None and r.pair is not None and r.pair.kind == "output"
-            and math.isfinite(r.cosine)]
+def _output_cosines(result: Any) -> list[float]:
+    """The finite cosines of the compared outputs, in order."""
+    return [c for c, p in zip(column_of(result, "cosine"), column_of(result, "pair"))
+            if p is not None and p.kind == "output" and math.isfinite(c)]  # (NaN: no result)
 
 
 def _from_locate_verdicts(locate: Sequence[LocateRow], ev: dict[str, Any], final: float,
@@ -400,10 +439,10 @@ def _from_locate_verdicts(locate: Sequence[LocateRow], ev: dict[str, Any], final
 
 
 def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) -> list[Advice]:
-    outs = _outputs_in_order(result)
+    outs = _output_cosines(result)
     if not outs:
         return []
-    final = min(r.cosine for r in outs)
+    final = min(outs)
     total_drop = 1.0 - final
     if final >= t.cosine or total_drop <= 0:
         return []
@@ -415,12 +454,13 @@ def _single_or_drift(result: Any, t: Thresholds, locate: Sequence[LocateRow]) ->
         steps = [(1.0 - lr.own_cosine, lr.op, None, None, "own", None)
                  for lr in locate if math.isfinite(lr.own_cosine)]
     else:
-        keys = row_keys(result)
-        steps = [(drop, r.shown_tensor, r.index, keys[id(r)], "edge", up)
-                 for up, r, drop in result.drops() if math.isfinite(drop)]
+        steps = [(drop, None, None, k, "edge", up) for up, k, drop in _drop_positions(result) if math.isfinite(drop)]
     if not steps:
         return []
     drop, layer, row, key, how, up = max(steps, key=lambda s: s[0])
+    if how == "edge":  # the rows of the largest step alone are built
+        r = row_of(result, key)
+        layer, row, up = r.shown_tensor, r.index, None if up is None else row_of(result, up)
     share = drop / total_drop
     ev = {**base, "largest_drop": drop, "share": share,
           "from": "locate own error" if how == "own" else "producer -> consumer edges"}

@@ -21,7 +21,8 @@ from typing import Any, Iterable, Sequence
 
 from dumpcmp.comparison.extra_metrics import cell_number, extra_metric_cells, result_extra_names
 from dumpcmp.comparison.metrics import METRIC_INDEX, METRICS
-from dumpcmp.output.advice import RULES, Advice, distinct_rows, row_keys
+from dumpcmp.comparison.rows import metric_value
+from dumpcmp.output.advice import RULES, Advice, column_of, distinct_positions, distinct_rows, row_keys, row_of
 from dumpcmp.errors import ConfigError
 
 __all__ = ["Bound", "GateOutcome", "evaluate", "parse_bounds", "parse_rules", "extra_values"]
@@ -132,24 +133,26 @@ def _extra_failure(r: Any, name: str, cell: str) -> str | None:
 
 def _check_bound(out: GateOutcome, result: Any, bound: Bound, extra: Sequence[str]) -> None:
     sign = "<" if bound.below else ">"
-    for r in distinct_rows(result):
-        if bound.metric in extra:
+    what = "cosine" if bound.metric == COSINE else bound.metric
+    if bound.metric in extra:
+        for r in distinct_rows(result):
             cell = extra_metric_cells(result, r)[bound.metric]
             failure = _extra_failure(r, bound.metric, cell)
             if failure is not None:
                 out.failing.append(failure)
-                continue
-            value = float(cell)
-        else:
-            value = r.value(METRIC_INDEX[bound.metric])
-            if math.isnan(value):
-                if r.overflow or r.dead:  # the built-ins' rule: NaN because the device side went wrong
-                    what = "cosine" if bound.metric == COSINE else bound.metric
-                    out.failing.append(f"{_where(r)}: {what} NaN {sign} {bound.limit:g}")
-                continue
-        if value < bound.limit if bound.below else value > bound.limit:
-            what = "cosine" if bound.metric == COSINE else bound.metric
-            out.failing.append(f"{_where(r)}: {what} {value:.6f} {sign} {bound.limit:g}")
+            elif float(cell) < bound.limit if bound.below else float(cell) > bound.limit:
+                out.failing.append(f"{_where(r)}: {what} {float(cell):.6f} {sign} {bound.limit:g}")
+        return
+    # a built-in metric: read from the rows' columns, a row built only for what fails (issue #35)
+    metric = METRIC_INDEX[bound.metric]
+    results, overflow, dead = column_of(result, "result"), column_of(result, "overflow"), column_of(result, "dead")
+    for k in distinct_positions(result):
+        value = metric_value(results[k], metric)
+        if math.isnan(value):
+            if overflow[k] or dead[k]:  # the built-ins' rule: NaN because the device side went wrong
+                out.failing.append(f"{_where(row_of(result, k))}: {what} NaN {sign} {bound.limit:g}")
+        elif value < bound.limit if bound.below else value > bound.limit:
+            out.failing.append(f"{_where(row_of(result, k))}: {what} {value:.6f} {sign} {bound.limit:g}")
 
 
 def evaluate(result: Any, *, fail_below: float | None = None, fail_on: Sequence[str] = (),

@@ -86,21 +86,24 @@ def largest_drop(result: Any) -> tuple[Any, float] | None:
 def verdict(result: Any, threshold: float, locate: Sequence[LocateRow] = ()) -> dict[str, Any]:
     """Pass/fail on the cosine threshold, with the first row below it, the largest drop and (with locate) the first
     operator whose own error is below the threshold (where the error starts)."""
-    first = result.first_below(threshold) if 0 in result.algorithms else None
-    drop = largest_drop(result)
-    pair = result.largest_drop() if drop is not None else None
-    upstream = None if pair is None or pair[0] is None else pair[0].shown_tensor  # None: the model's inputs
-    keys = row_keys(result)
+    # positions read from the rows' columns: the rows it names alone are built
+    first_at = result.first_below_at(threshold) if 0 in result.algorithms else None
+    first = None if first_at is None else result.row_at(first_at)
+    drop_at = result.largest_drop_at()
+    up, row = (None, None) if drop_at is None else \
+        (None if drop_at[0] is None else result.row_at(drop_at[0]), result.row_at(drop_at[1]))
+    drop = None if row is None else (row, (1.0 if up is None else up.cosine) - row.cosine)  # as `largest_drop`
+    upstream = None if up is None else up.shown_tensor  # None: the model's inputs
     # locate's own verdict names the origin; without one, the first operator whose own cosine is below the threshold
     starts = next((lr for lr in locate if lr.verdict == "origin"), None) or \
         next((lr for lr in locate if math.isfinite(lr.own_cosine) and lr.own_cosine < threshold), None)
     return {
         "pass": first is None,
         "threshold": threshold,
-        "first_below": None if first is None else {"row": first.index, "key": keys[id(first)],
+        "first_below": None if first is None else {"row": first.index, "key": first_at,
                                                      "name": first.shown_tensor,
                                                      "op_type": first.op_type, "cosine": _num(first.cosine)},
-        "largest_drop": None if drop is None else {"row": drop[0].index, "key": keys[id(drop[0])],
+        "largest_drop": None if drop is None else {"row": drop[0].index, "key": drop_at[1],
                                                     "name": drop[0].shown_tensor,
                                                     "op_type": drop[0].op_type, "drop": _num(drop[1]),
                                                     "cosine": _num(drop[0].cosine), "from": upstream},

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -210,7 +211,8 @@ def test_local_cluster_gives_the_local_files(trees: dict[str, Path], tmp_path: P
         out = cli("compare", "-l", trees["left"], "-r", right, "-o", tmp_path / f"{name}.csv", "--cluster", "local:2")
         assert out.returncode == 0, out.stderr
         same_files(trees["local"], name, tmp_path)
-        assert "compared on 1 worker(s): tcp://127.0.0.1:" in out.stdout
+        # a run of more than one batch may be shared by both workers (both can read every file): which is timing
+        assert re.search(r"compared on [12] worker\(s\): tcp://127\.0\.0\.1:", out.stdout), out.stdout
         assert "Traceback" not in out.stderr
 
 

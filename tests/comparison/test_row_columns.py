@@ -17,7 +17,7 @@ from dumpcmp.comparison.compare import compare_runs
 from dumpcmp.comparison.rows import ComparisonResult, Row, RowStore
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_row_store import _row, sources  # noqa: E402
+from test_row_store import _row, odd_rows  # noqa: E402
 from test_stream import TS, _model  # noqa: E402
 
 
@@ -129,10 +129,7 @@ def test_the_columns_answer_as_the_rows_do(model, constants) -> None:
 def test_a_store_gives_each_field_as_its_rows_do() -> None:
     """Every field, from the columns, from a row someone holds (the object `row` gives), from the kept list, and
     from a store turned into a plain list by a value beyond its columns."""
-    rows = [_row(0), _row(1, npu_address=None, ground_truth_address=2 ** 64 - 1, skipped=True, fail_reason="why"),
-            _row(2, unmatched=True, graph_op="g", tensor_index=None, shape=None, npu_data_type=None),
-            _row(3, not_computed=frozenset({1, 2}), data_types_unknown=True, failed=True, sources=sources),
-            _row(4, shape=(), op_type="", npu_dump="*")]
+    rows = odd_rows()
     store = RowStore()
     for r in rows:
         store.append(r)

@@ -151,13 +151,19 @@ def _row(k: int, **fields) -> Row:
     return Row(**base)
 
 
-def test_odd_values_round_trip_and_a_value_beyond_the_columns_keeps_a_list() -> None:
-    from dumpcmp.comparison.rows import RowStore
-
-    rows = [_row(0), _row(1, npu_address=None, ground_truth_address=2 ** 64 - 1, skipped=True, fail_reason="why"),
+def odd_rows() -> list[Row]:
+    """Five rows of the values the columns find hardest: no address, 2**64 - 1, skipped, unmatched, None fields,
+    metrics not computed, held sources, an empty shape and op type."""
+    return [_row(0), _row(1, npu_address=None, ground_truth_address=2 ** 64 - 1, skipped=True, fail_reason="why"),
             _row(2, unmatched=True, graph_op="g", tensor_index=None, shape=None, npu_data_type=None),
             _row(3, not_computed=frozenset({1, 2}), data_types_unknown=True, failed=True, sources=sources),
             _row(4, shape=(), op_type="", npu_dump="*")]
+
+
+def test_odd_values_round_trip_and_a_value_beyond_the_columns_keeps_a_list() -> None:
+    from dumpcmp.comparison.rows import RowStore
+
+    rows = odd_rows()
     store = RowStore()
     for r in rows:
         store.append(r)

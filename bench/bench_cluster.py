@@ -1,7 +1,7 @@
 """`dumpcmp compare -f --cluster` against the same command on one machine (issue #36): what Dask costs.
 
     python bench/bench_cluster.py [--ops 43000] [--scale 0.01] [--host-ops 4000] [--host-scales 0.01,0.1]
-                                  [--json FILE] [--keep DIR]
+                                  [--other-src DIR] [--runs N] [--json FILE] [--keep DIR]
 
 A real Dask cluster on 127.0.0.1 only: a `dask scheduler` and `dask worker` processes (one thread each, no nanny),
 started and stopped by this script; every compare is a child process timed by bench_large.measured_run (wall, CPU,
@@ -19,6 +19,9 @@ ground truth, the graph JSON; at --scale 0.01 the 43,000-operator model holds ab
    one device of the `--host-ops` model (hard links of the same files), the ground truth shared; for each of
    `--host-scales` (the same operators, tensors that many times their size): the client's peak RSS, which must not
    follow the data's size (`--host-scales ""`: no 8-host run; `--hosts N`: N hosts).
+`--other-src DIR` (a checkout's `src/`, its `_core` built: main before a change) runs parts 1-3 with that dumpcmp as
+well, client and workers alike (a cluster of its own), alternating with this tree's `--runs` times (default 1),
+each run's ratio printed; every result file must be byte-identical to the first local run's.
 Models are generated under a temporary folder (TMPDIR, /tmp by default) and deleted after, unless `--keep DIR`.
 """
 
@@ -44,12 +47,12 @@ from dumpcmp.benchmark.common import machine_info, machine_line  # noqa: E402
 HOST = "127.0.0.1"  # the only address this script listens on or connects to
 
 
-def child_env() -> dict[str, str]:
-    """This environment, with this interpreter's dumpcmp first on the workers' path."""
+def child_env(src: str | None = None) -> dict[str, str]:
+    """This environment, with `src` (default: this interpreter's dumpcmp) first on the path of the children."""
     import dumpcmp
 
     env = dict(os.environ)
-    src = str(Path(dumpcmp.__file__).resolve().parent.parent)
+    src = src or str(Path(dumpcmp.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     return env
 
@@ -58,8 +61,8 @@ class LoopbackCluster:
     """A `dask scheduler` and `workers` `dask worker` processes of one thread each on 127.0.0.1 (names w1, w2, ...),
     and a Client connected to it; everything stopped on exit."""
 
-    def __init__(self, work: Path, workers: int) -> None:
-        self.work, self.workers, self.procs = work, workers, []
+    def __init__(self, work: Path, workers: int, env: dict[str, str] | None = None) -> None:
+        self.work, self.workers, self.procs, self.env = work, workers, [], env
         self.client = None
 
     def __enter__(self) -> "LoopbackCluster":
@@ -68,7 +71,7 @@ class LoopbackCluster:
         self.work.mkdir(parents=True, exist_ok=True)
         sched = self.work / "scheduler.json"
         sched.unlink(missing_ok=True)
-        env = child_env()
+        env = self.env or child_env()
         log = open(self.work / "dask.log", "ab")
         self.procs.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", HOST, "--port", "0",
@@ -104,6 +107,15 @@ class LoopbackCluster:
         got = self.client.run(read).values()
         return {"tasks": sum(g[0] for g in got), "bytes": sum(g[1] for g in got),
                 "transfers": sum(g[2] for g in got)}
+
+    def cpu(self) -> list[float]:
+        """CPU seconds (user + sys) each process has used so far: the scheduler's, then each worker's."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        out = []
+        for proc in self.procs:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()
+            out.append((int(fields[11]) + int(fields[12])) / ticks)
+        return out
 
     def __exit__(self, *exc: object) -> None:
         if self.client is not None:
@@ -150,26 +162,33 @@ def model(root: Path, ops: int, scale: float) -> dict[str, Path]:
     return generate_paths(root) if (root / "model.json").is_file() else generate_large(root, ops, scale=scale)
 
 
-def local_vs_cluster(root: Path, ops: int, scale: float, command: list[str]) -> dict:
-    """Parts 1-3 on the `ops` model: local --threads 2 against 2 workers x 1 thread, same files, same run."""
+def local_vs_cluster(root: Path, ops: int, scale: float, command: list[str], src: str | None = None,
+                     tag: str = "") -> dict:
+    """Parts 1-3 on the `ops` model: local --threads 2 against 2 workers x 1 thread, same files, same run; `src`:
+    the dumpcmp of that source tree (client and workers); `tag`: the result files' suffix."""
     started = time.perf_counter()
     paths = model(root, ops, scale)
     files = model_files(paths)
     data_bytes = sum(p.stat().st_size for p in files)
     tensors = sum(1 for p in files if p.parent != root)
-    f = {"ops": ops, "scale": scale, "tensors": tensors, "data_bytes": data_bytes,
+    f = {"ops": ops, "scale": scale, "tensors": tensors, "data_bytes": data_bytes, "src": src or "this tree",
          "generate_s": time.perf_counter() - started}
     warm(files)
     out = root / "out"
     out.mkdir(exist_ok=True)
-    f["local"] = measured_run(compare_cmd(command, paths, out / "local.csv", "--threads", "2"))
-    with LoopbackCluster(root / "dask", 2) as cluster:
-        before = cluster.counters()
-        f["cluster"] = measured_run(compare_cmd(command, paths, out / "cluster.csv", "--cluster", cluster.address))
+    env = child_env(src) if src else None
+    local, clustered = out / f"local{tag}.csv", out / f"cluster{tag}.csv"
+    f["local"] = measured_run(compare_cmd(command, paths, local, "--threads", "2"), env=env)
+    with LoopbackCluster(root / "dask", 2, env) as cluster:
+        before, cpu = cluster.counters(), cluster.cpu()
+        f["cluster"] = measured_run(compare_cmd(command, paths, clustered, "--cluster", cluster.address), env=env)
+        used = [b - a for a, b in zip(cpu, cluster.cpu())]
         after = cluster.counters()
+        f["scheduler_cpu_s"], f["workers_cpu_s"] = used[0], used[1:]
         f["cost"] = task_cost(cluster.client)
-    f["identical"] = (out / "local.csv").read_bytes() == (out / "cluster.csv").read_bytes()
-    f["rows"] = rows_of(out / "local.csv")
+    f["result"] = local.read_bytes()
+    f["identical"] = f["result"] == clustered.read_bytes()
+    f["rows"] = rows_of(local)
     f["ratio"] = f["local"]["wall_s"] / f["cluster"]["wall_s"]
     f["tasks"] = after["tasks"] - before["tasks"]
     f["sent_bytes"] = after["bytes"] - before["bytes"]
@@ -232,6 +251,9 @@ def main() -> None:
     ap.add_argument("--host-ops", type=int, default=4000, help="compute operators of the 8-host model")
     ap.add_argument("--host-scales", default="0.01,0.1", help="tensor scales of the 8-host runs, comma separated")
     ap.add_argument("--hosts", type=int, default=8, help="simulated hosts (worker processes) of those runs")
+    ap.add_argument("--other-src", help="also run parts 1-3 with the dumpcmp of this source tree (src/ of another "
+                    "checkout, its _core built), client and workers, alternating with this tree's runs")
+    ap.add_argument("--runs", type=int, default=1, help="parts 1-3 this many times (each source, alternating)")
     ap.add_argument("--keep", type=Path, help="generate under this folder and keep it (a model there is reused)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
@@ -242,21 +264,15 @@ def main() -> None:
     print(machine_line(machine))
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         base = args.keep or Path(tmp)
-        f = local_vs_cluster(base / f"model_{args.ops}_{args.scale:g}", args.ops, args.scale, command)
-        loc, clu, cost = f["local"], f["cluster"], f["cost"]
-        print(f"{args.ops} ops: {f['tensors']} tensors, {f['rows']} rows, {f['data_bytes'] / 1e9:.2f} GB "
-              f"(generated in {f['generate_s']:.0f} s)\n"
-              f"  local --threads 2          {loc['wall_s']:6.2f} s  CPU {loc['cpu_s']:6.2f} s  "
-              f"peak RSS {mib(loc['peak_rss_bytes'])}\n"
-              f"  --cluster 2 workers x 1    {clu['wall_s']:6.2f} s  CPU {clu['cpu_s']:6.2f} s (client)  "
-              f"peak RSS {mib(clu['peak_rss_bytes'])} (client)\n"
-              f"  throughput ratio {f['ratio']:.2f} (goal >= 0.8); result "
-              f"{'byte-identical' if f['identical'] else 'DIFFERENT'}\n"
-              f"  empty task: round trip {cost['round_trip_s'] * 1e3:.2f} ms, 2,000 at once "
-              f"{cost['per_task_at_once_s'] * 1e3:.2f} ms each; the compare ran {f['tasks']} tasks: "
-              f"{f['overhead_s']:.2f} s = {100 * f['overhead_share']:.1f}% of the run (goal <= 5%)\n"
-              f"  sent by the workers: {f['sent_bytes'] / 1e6:.2f} MB in {f['transfers']} transfers = "
-              f"{f['sent_per_1000_rows'] / 1e3:.1f} kB per 1,000 rows (goal <= 1 MB)")
+        runs, first = [], None
+        for n in range(max(1, args.runs)):
+            for src in [None, args.other_src] if args.other_src else [None]:
+                f = local_vs_cluster(base / f"model_{args.ops}_{args.scale:g}", args.ops, args.scale, command, src,
+                                     f"_{len(runs)}")
+                first = first or f["result"]
+                f["identical"] = f["identical"] and f.pop("result") == first
+                runs.append(f)
+                print_run(f, n)
         scales = [float(x) for x in args.host_scales.split(",") if x]
         hosts = eight_hosts(base / "hosts", args.host_ops, scales, command, args.hosts) if scales else []
         for h in hosts:
@@ -265,10 +281,32 @@ def main() -> None:
                   f"{h['rows']} rows, {h['tasks']} tasks, {h['wall_s']:.2f} s; client peak RSS "
                   f"{mib(h['peak_rss_bytes'])}, anonymous {mib(h['peak_anon_bytes'])}; workers sent "
                   f"{h['sent_bytes'] / 1e6:.2f} MB")
+        if len(runs) > 1:
+            print("ratios: " + ", ".join(f"{f['src']} {f['ratio']:.2f}" for f in runs))
         if args.json:
-            args.json.write_text(json.dumps({"machine": machine, "local_vs_cluster": f, "hosts": hosts}, indent=2))
-        if not f["identical"]:
-            raise SystemExit("the cluster's result differs from the local run's")
+            args.json.write_text(json.dumps({"machine": machine, "local_vs_cluster": runs[0], "runs": runs,
+                                             "hosts": hosts}, indent=2))
+        if not all(f["identical"] for f in runs):
+            raise SystemExit("a cluster's result differs from the local run's (or another source's)")
+
+
+def print_run(f: dict, n: int) -> None:
+    loc, clu, cost = f["local"], f["cluster"], f["cost"]
+    print(f"run {n + 1}, {f['src']}: {f['ops']} ops: {f['tensors']} tensors, {f['rows']} rows, "
+          f"{f['data_bytes'] / 1e9:.2f} GB (generated in {f['generate_s']:.0f} s)\n"
+          f"  local --threads 2          {loc['wall_s']:6.2f} s  CPU {loc['cpu_s']:6.2f} s  "
+          f"peak RSS {mib(loc['peak_rss_bytes'])}\n"
+          f"  --cluster 2 workers x 1    {clu['wall_s']:6.2f} s  CPU {clu['cpu_s']:6.2f} s (client)  "
+          f"peak RSS {mib(clu['peak_rss_bytes'])} (client)\n"
+          f"  throughput ratio {f['ratio']:.2f} (goal >= 0.8); result "
+          f"{'byte-identical' if f['identical'] else 'DIFFERENT'}\n"
+          f"  empty task: round trip {cost['round_trip_s'] * 1e3:.2f} ms, 2,000 at once "
+          f"{cost['per_task_at_once_s'] * 1e3:.2f} ms each; the compare ran {f['tasks']} tasks: "
+          f"{f['overhead_s']:.2f} s = {100 * f['overhead_share']:.1f}% of the run (goal <= 5%)\n"
+          f"  sent by the workers: {f['sent_bytes'] / 1e6:.2f} MB in {f['transfers']} transfers = "
+          f"{f['sent_per_1000_rows'] / 1e3:.1f} kB per 1,000 rows (goal <= 1 MB)\n"
+          f"  CPU of the cluster's processes during the run: scheduler {f['scheduler_cpu_s']:.2f} s, workers "
+          f"{' + '.join(f'{c:.2f}' for c in f['workers_cpu_s'])} s")
 
 
 if __name__ == "__main__":

@@ -21,14 +21,16 @@ seconds is a DumpcmpError; Ctrl-C cancels the run's tasks.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from dumpcmp.comparison.rows import Row
 from dumpcmp.comparison.runs import PairedRun
@@ -38,8 +40,8 @@ from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.progress import Progress
 
 __all__ = ["CONNECT_TIMEOUT", "INSTALL_HINT", "Cluster", "Placed", "Task", "batches", "cluster_rows", "compare_batch",
-           "connect", "packed", "placed_roots", "portable", "quiet_dask_logs", "refuse_custom", "reopened", "run_tasks",
-           "scan_on_workers", "scan_root", "threads_by_host", "travelling", "unpacked", "worker_threads"]
+           "connect", "packed", "placed_roots", "portable", "quiet_dask_logs", "refuse_custom", "reopened", "rows_back",
+           "run_tasks", "scan_on_workers", "scan_root", "threads_by_host", "travelling", "unpacked", "worker_threads"]
 
 #: seconds a scheduler has to answer
 CONNECT_TIMEOUT = 5.0
@@ -49,7 +51,24 @@ INSTALL_HINT = 'a cluster needs Dask distributed: pip install "dumpcmp[cluster]"
 _BATCH_BYTES = 256 << 20
 _MIN_BATCH_BYTES = 4 << 20
 _BATCH_PAIRS = 4096
+_MIN_BATCH_PAIRS = 256
 _POLL = 0.5  # seconds between looks at the cluster while waiting for batches
+_SUBMIT_LOOK = 0.02  # seconds between looks at the batches back while the next ones are submitted
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused (if it ran) while a batch's objects are pickled or made: these make
+    tens of thousands of objects, and each collection they set off walks every object the process holds (a client's
+    pairs and rows): two thirds of pickling and unpickling a batch's pairs on the client otherwise. What they make
+    holds no cycle; refcounting frees it as before."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _distributed() -> Any:
@@ -237,7 +256,8 @@ def packed(pairs: Sequence[TensorPair]) -> bytes:
     table.update({kind: _reduced(kind) for kind in (TensorPair, DeviceDumpName, GroundTruthEntry, FrameworkDumpName)})
     table.update({DumpEntry: _reduced_entry, DeviceRef: _reduced_device})
     pickler.dispatch_table = table
-    pickler.dump(list(pairs))
+    with _paused_gc():
+        pickler.dump(list(pairs))
     return out.getvalue()
 
 
@@ -245,7 +265,10 @@ def unpacked(pairs: bytes | list[TensorPair]) -> list[TensorPair]:
     """The pairs `packed` sent (a list given as it is)."""
     import pickle
 
-    return pickle.loads(pairs) if isinstance(pairs, bytes) else pairs
+    if not isinstance(pairs, bytes):
+        return pairs
+    with _paused_gc():
+        return pickle.loads(pairs)
 
 
 def reopened(pairs: list[TensorPair], own: bool = False) -> list[TensorPair]:
@@ -279,19 +302,35 @@ def reopened(pairs: list[TensorPair], own: bool = False) -> list[TensorPair]:
 
 def compare_batch(pairs: bytes | list[TensorPair], custom: Any, algos: tuple[int, ...], device_vs_device: bool,
                   threads: int | dict[str, int], precise: bool, max_elements: int = 0,
-                  npu_vs_npu: str = "restored") -> tuple[str, list[Row]]:
+                  npu_vs_npu: str = "restored") -> tuple[str, bytes]:
     """A task: the rows of a batch of pairs (travelled without their headers, `packed`), compared on the worker that
-    runs it, without their pairs (the client has them). Returns (this worker's address, rows)."""
+    runs it, without their pairs (the client has them). Returns (this worker's address, the rows pickled:
+    `rows_back` reads them). The rows are pickled here, on the task's thread, not by the worker's event loop when
+    the client fetches them: that loop then only sends bytes, and a fetch does not wait for the GIL while the next
+    batch is compared."""
+    import pickle
+
     from dumpcmp.comparison.compare import compare_pairs
     from dumpcmp.comparison.sources import Sides
 
     address = _worker_address()
-    batch = reopened(unpacked(pairs), own=isinstance(pairs, bytes))
-    rows = compare_pairs(batch, Sides(custom), algos, device_vs_device, worker_threads(threads), precise, max_elements,
-                         npu_vs_npu)
-    for row in rows:
-        row.pair = None
-    return address, rows
+    with _paused_gc():  # the batch's pairs and rows made: no cycle among them
+        batch = reopened(unpacked(pairs), own=isinstance(pairs, bytes))
+        rows = compare_pairs(batch, Sides(custom), algos, device_vs_device, worker_threads(threads), precise,
+                             max_elements, npu_vs_npu)
+        for row in rows:
+            row.pair = None
+        return address, pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def rows_back(rows: bytes | list[Row]) -> list[Row]:
+    """The rows a `compare_batch` sent (a list given as it is)."""
+    import pickle
+
+    if not isinstance(rows, (bytes, bytearray, memoryview)):
+        return rows
+    with _paused_gc():
+        return pickle.loads(rows)
 
 
 def scan_root(root: str) -> tuple[str, Any, dict[Any, list[DeviceOp]], dict[str, int]]:
@@ -483,16 +522,24 @@ def _pair_bytes(pair: TensorPair, sizes: dict[str, int]) -> int:
 def batches(pairs: Sequence[TensorPair], workers: int, dump_sizes: dict[str, int] | None = None,
             target: int | None = None) -> list[range]:
     """Consecutive ranges of pairs, each reading about `target` bytes (default _BATCH_BYTES, less when the run is
-    small, so that every worker gets several), at most _BATCH_PAIRS pairs."""
+    small, so that every worker gets several), at most _BATCH_PAIRS pairs. Towards the end they shrink (a share of
+    what is left: half of it over the workers, not below _MIN_BATCH_BYTES and _MIN_BATCH_PAIRS): the last batches
+    end at about the same time on every worker, none idle while another finishes a whole large batch."""
     sizes = [_pair_bytes(p, dump_sizes or {}) for p in pairs]
+    total = sum(sizes)
     if target is None:
-        target = min(_BATCH_BYTES, max(_MIN_BATCH_BYTES, sum(sizes) // max(1, 4 * workers)))
-    out, start, held = [], 0, 0
+        target = min(_BATCH_BYTES, max(_MIN_BATCH_BYTES, total // max(1, 4 * workers)))
+    share = 2 * max(1, workers)
+    out, start, held, left = [], 0, 0, total
+    most_bytes, most_pairs = target, _BATCH_PAIRS
     for i, size in enumerate(sizes):
         held += size
-        if held >= target or i + 1 - start >= _BATCH_PAIRS:
+        if held >= most_bytes or i + 1 - start >= most_pairs:
             out.append(range(start, i + 1))
+            left -= held
             start, held = i + 1, 0
+            most_bytes = min(target, max(_MIN_BATCH_BYTES, left // share))
+            most_pairs = min(_BATCH_PAIRS, max(_MIN_BATCH_PAIRS, (len(sizes) - start) // share))
     if start < len(sizes):
         out.append(range(start, len(sizes)))
     return out
@@ -552,7 +599,9 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
     not run: a lost worker's task runs again elsewhere, `retries` more times when it failed itself; a task no worker
     that may run it takes within `timeout` seconds fails). Ctrl-C, SIGTERM or an error cancels the tasks not back.
     `client`: a distributed Client, or a `Cluster` (its `retries` and `timeout`). `on_done(number, ok, value)`: each
-    task's outcome handed on as it comes back, in any order, and not kept (its place in the list is (ok, None))."""
+    task's outcome handed on as it comes back, in any order, and not kept (its place in the list is (ok, None)).
+    The tasks are submitted one by one (each made then, `Task.make`), the outcomes back meanwhile handed on between
+    two: the client does not pack every batch before it takes in the first rows."""
     _distributed()
     retries, timeout = (client.retries, client.timeout) if isinstance(client, Cluster) else (1, 60.0)
     client = client.client if isinstance(client, Cluster) else client
@@ -582,12 +631,20 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
             waiting.since.pop(number, None)
 
     try:
-        for number, task in enumerate(tasks):
-            submit(number, task.holders)
-        look_again = 0.0
+        look_again, looked, left = 0.0, 0.0, 0
+        ahead = 2 * max(1, len(_alive(client)))  # tasks out before the rows back are taken in: none waits for work
         with Progress(sum(t.weight for t in tasks), label, quiet=quiet) as progress:
-            while waiting.futures:
-                done = _next_done(waiting)
+            while waiting.futures or left < len(tasks):
+                if left < len(tasks):  # one more task made and submitted, or the rows back meanwhile taken in
+                    done = []
+                    if time.monotonic() - looked >= _SUBMIT_LOOK:
+                        looked = time.monotonic()
+                        done = [f for f in waiting.futures if f.done()]
+                    if not done or len(waiting.futures) - len(done) < ahead:
+                        submit(left, tasks[left].holders)
+                        left += 1
+                else:
+                    done = _next_done(waiting)
                 for future in done:
                     number = waiting.futures.pop(future)
                     try:
@@ -598,7 +655,7 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
                         settle(number, True, value)
                     progress.advance(tasks[number].weight)
                 stalled = []
-                if not done or time.monotonic() >= look_again:  # the cluster looked at, at most every _POLL * 4 s
+                if (not done and left == len(tasks)) or time.monotonic() >= look_again:  # else every _POLL * 4 s
                     look_again = time.monotonic() + 4 * _POLL
                     alive = _alive(client)
                     for future, holders in _restarted(waiting, alive, [t.keys for t in tasks]):
@@ -666,6 +723,7 @@ def cluster_rows(client: Any, runs: Sequence[PairedRun], custom: Any, algos: tup
         pairs, put = runs[k].pairs, puts[k]
         if ok:
             address, got = value
+            got = rows_back(got)
             seen[k].add(address)
             for i, row in zip(span, got):
                 given[k][i] = 1

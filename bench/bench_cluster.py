@@ -130,6 +130,25 @@ class LoopbackCluster:
                 proc.wait()
 
 
+def timeline(stream: list[dict], began: float, ended: float, workers: int) -> dict[str, float]:
+    """When the compare's tasks ran (the scheduler's task stream): seconds from the command's start to the first
+    task, from the last task's end to the command's end (the client's work alone), and the share of the time between
+    the first task's start and the last one's end when a worker was computing nothing."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for task in stream:
+        if "dumpcmp-compare" in str(task.get("key", "")):
+            for ss in task["startstops"]:
+                if ss["action"] == "compute":
+                    spans.setdefault(task["worker"], []).append((ss["start"], ss["stop"]))
+    if not spans:
+        return {}
+    first = min(a for v in spans.values() for a, _ in v)
+    last = max(b for v in spans.values() for _, b in v)
+    busy = sum(b - a for v in spans.values() for a, b in v)
+    return {"before_first_task_s": first - began, "after_last_task_s": ended - last, "tasks_span_s": last - first,
+            "workers_idle_share": 1 - busy / max(1e-9, workers * (last - first))}
+
+
 def noop(x: int) -> int:
     return x
 
@@ -180,9 +199,12 @@ def local_vs_cluster(root: Path, ops: int, scale: float, command: list[str], src
     local, clustered = out / f"local{tag}.csv", out / f"cluster{tag}.csv"
     f["local"] = measured_run(compare_cmd(command, paths, local, "--threads", "2"), env=env)
     with LoopbackCluster(root / "dask", 2, env) as cluster:
-        before, cpu = cluster.counters(), cluster.cpu()
+        cluster.client.get_task_stream()  # the scheduler records when each task ran from now on
+        before, cpu, began = cluster.counters(), cluster.cpu(), time.time()
         f["cluster"] = measured_run(compare_cmd(command, paths, clustered, "--cluster", cluster.address), env=env)
+        ended = time.time()
         used = [b - a for a, b in zip(cpu, cluster.cpu())]
+        f["timeline"] = timeline(cluster.client.get_task_stream(start=began), began, ended, 2)
         after = cluster.counters()
         f["scheduler_cpu_s"], f["workers_cpu_s"] = used[0], used[1:]
         f["cost"] = task_cost(cluster.client)
@@ -307,6 +329,11 @@ def print_run(f: dict, n: int) -> None:
           f"{f['sent_per_1000_rows'] / 1e3:.1f} kB per 1,000 rows (goal <= 1 MB)\n"
           f"  CPU of the cluster's processes during the run: scheduler {f['scheduler_cpu_s']:.2f} s, workers "
           f"{' + '.join(f'{c:.2f}' for c in f['workers_cpu_s'])} s")
+    t = f["timeline"]
+    if t:
+        print(f"  timeline: first task {t['before_first_task_s']:.2f} s after the start, tasks over "
+              f"{t['tasks_span_s']:.2f} s with the workers idle {100 * t['workers_idle_share']:.0f}% of it, "
+              f"the client alone {t['after_last_task_s']:.2f} s after the last")
 
 
 if __name__ == "__main__":

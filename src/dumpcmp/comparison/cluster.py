@@ -631,7 +631,7 @@ def run_tasks(client: Any, function: Any, tasks: Sequence[Task], label: str, qui
             waiting.since.pop(number, None)
 
     try:
-        look_again, looked, left = 0.0, 0.0, 0
+        look_again, looked, left = time.monotonic() + 4 * _POLL, 0.0, 0  # no look (a round trip) before the first
         ahead = 2 * max(1, len(_alive(client)))  # tasks out before the rows back are taken in: none waits for work
         with Progress(sum(t.weight for t in tasks), label, quiet=quiet) as progress:
             while waiting.futures or left < len(tasks):

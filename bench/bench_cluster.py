@@ -146,7 +146,7 @@ def timeline(stream: list[dict], began: float, ended: float, workers: int) -> di
     last = max(b for v in spans.values() for _, b in v)
     busy = sum(b - a for v in spans.values() for a, b in v)
     return {"before_first_task_s": first - began, "after_last_task_s": ended - last, "tasks_span_s": last - first,
-            "workers_idle_share": 1 - busy / max(1e-9, workers * (last - first))}
+            "workers_idle_share": max(0.0, 1 - busy / max(1e-9, workers * (last - first)))}  # clocks: ms apart
 
 
 def noop(x: int) -> int:

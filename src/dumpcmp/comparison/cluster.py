@@ -523,7 +523,7 @@ def batches(pairs: Sequence[TensorPair], workers: int, dump_sizes: dict[str, int
             target: int | None = None) -> list[range]:
     """Consecutive ranges of pairs, each reading about `target` bytes (default _BATCH_BYTES, less when the run is
     small, so that every worker gets several), at most _BATCH_PAIRS pairs. Towards the end they shrink (a share of
-    what is left: half of it over the workers, not below _MIN_BATCH_BYTES and _MIN_BATCH_PAIRS): the last batches
+    what is left over twice the workers, not below _MIN_BATCH_BYTES and _MIN_BATCH_PAIRS): the last batches
     end at about the same time on every worker, none idle while another finishes a whole large batch."""
     sizes = [_pair_bytes(p, dump_sizes or {}) for p in pairs]
     total = sum(sizes)

@@ -314,12 +314,13 @@ def compare_batch(pairs: bytes | list[TensorPair], custom: Any, algos: tuple[int
     from dumpcmp.comparison.sources import Sides
 
     address = _worker_address()
-    with _paused_gc():  # the batch's pairs and rows made: no cycle among them
-        batch = reopened(unpacked(pairs), own=isinstance(pairs, bytes))
-        rows = compare_pairs(batch, Sides(custom), algos, device_vs_device, worker_threads(threads), precise,
-                             max_elements, npu_vs_npu)
-        for row in rows:
-            row.pair = None
+    batch = reopened(unpacked(pairs), own=isinstance(pairs, bytes))
+    # the comparison itself with the collector running: metric plug-ins (-c) run there, and may make cycles
+    rows = compare_pairs(batch, Sides(custom), algos, device_vs_device, worker_threads(threads), precise,
+                         max_elements, npu_vs_npu)
+    for row in rows:
+        row.pair = None
+    with _paused_gc():  # the rows pickled: no cycle made
         return address, pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
 
 

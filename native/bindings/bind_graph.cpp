@@ -78,8 +78,7 @@ void check_fields(PyObject* cls, const char* const* names, std::size_t n) {
 py::object record(PyObject* cls, const std::vector<py::object>& names, py::object* values, PyObject** made_out) {
     py::object obj = steal(PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls),
                                                     keys().empty_tuple.ptr(), nullptr));
-    // set as object.__setattr__ sets them (the frozen class's own __setattr__ refuses): in the instance's inline
-    // values, with the keys its class shares, no dict per instance
+    // set as object.__setattr__ sets them (the frozen class's own __setattr__ refuses): in the instance's slots
     for (std::size_t i = 0; i < names.size(); ++i)
         if (PyObject_GenericSetAttr(obj.ptr(), names[i].ptr(), values[i].ptr()) != 0) throw py::error_already_set();
     if (made_out != nullptr) *made_out = obj.ptr();  // borrowed: the list of ops holds it

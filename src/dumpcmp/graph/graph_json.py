@@ -69,7 +69,7 @@ def attr_value(value: Any) -> Any:
 _ATTR_PREFIX = "<graph JSON>: graph 'graph_0' op 'x': attribute 'k': "
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 10^5 of each: no dict of values each
 class TensorDesc:
     """One `input_desc`/`output_desc` entry: the device-side description and the original tensor it holds.
 
@@ -94,7 +94,7 @@ class TensorDesc:
         return self.origin_name is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 10^5 of each: no dict of values each
 class InputRef:
     """One data input of an op: `input[slot]` reads output `index` of op `producer`.
 
@@ -107,7 +107,7 @@ class InputRef:
     index: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 10^5 of each: no dict of values each
 class Op:
     """One compiled operator of the graph."""
 

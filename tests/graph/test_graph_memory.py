@@ -107,7 +107,7 @@ def _held_an_op(tmp_path: Path, attrs: bool, ops: int = 20_000) -> float:
 
 def test_a_graph_without_attributes_holds_little_an_op(tmp_path):
     """What a graph shaped as bench_large's 20,000-op model's (26,666 graph ops) holds an op, RssAnon of a child
-    process: about 965 bytes read whole, 494 without the attribute dicts (on the kept 20,000-op model itself: 1,207
-    bytes before issue #35's `attrs=False`, at e258a2a, 660 with it)."""
+    process: about 804 bytes read whole, 411 without the attribute dicts (on the kept 20,000-op model itself: 1,207
+    bytes before issue #35, at e258a2a, 536 without the attributes, the records slotted)."""
     lean = _held_an_op(tmp_path, attrs=False)
-    assert lean < 650, f"the graph holds {lean:.0f} bytes an op without its attribute dicts"
+    assert lean < 520, f"the graph holds {lean:.0f} bytes an op without its attribute dicts"

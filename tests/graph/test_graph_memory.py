@@ -4,7 +4,10 @@ the graph JSON. Every other field and every error is the one `load_graph` gives;
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -43,9 +46,18 @@ def test_without_attributes_every_other_field_is_the_same(tmp_path):
         for op in lean.ops:
             assert op.attrs is NO_ATTRS
             assert all(d.attrs is NO_ATTRS for d in op.input_desc + op.output_desc)
-    assert len(NO_ATTRS) == 0
+    assert len(NO_ATTRS) == 0 and NO_ATTRS == {} and "k" not in NO_ATTRS
     with pytest.raises(TypeError):
         NO_ATTRS["k"] = 1  # type: ignore[index]
+
+
+def test_a_graph_without_attributes_is_copied_and_pickled_as_one_with(tmp_path):
+    lean = load_graph(gj.write(tmp_path / "g.json", _doc()), attrs=False)
+    op = lean["b"]
+    for again in (pickle.loads(pickle.dumps(op)), copy.deepcopy(op), copy.copy(op)):
+        assert again == op and again.attrs is NO_ATTRS and again.output(0).attrs is NO_ATTRS
+    assert dataclasses.asdict(op)["attrs"] is NO_ATTRS and dataclasses.astuple(op.output(0))[-1] is NO_ATTRS
+    assert [o.name for o in pickle.loads(pickle.dumps(lean)).ops] == [o.name for o in lean.ops]
 
 
 @pytest.mark.parametrize("op", [

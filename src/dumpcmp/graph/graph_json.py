@@ -16,7 +16,6 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any, Iterator
 
 from dumpcmp.errors import ConfigError
@@ -47,9 +46,37 @@ ATTR_ORIGIN_NAME = "_datadump_origin_name"
 ATTR_ORIGIN_OUTPUT_INDEX = "_datadump_origin_output_index"
 ATTR_ORIGIN_FORMAT = "_datadump_origin_format"
 
+
+class _NoAttrs(Mapping[str, Any]):
+    """An empty, read-only mapping, one for the process: copied, deep-copied and pickled as itself."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "NO_ATTRS"
+
+    def __reduce__(self) -> str:
+        return "NO_ATTRS"  # the module's global of that name
+
+    def __copy__(self) -> _NoAttrs:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _NoAttrs:
+        return self
+
+
 #: The `attrs` of every Op and TensorDesc of a graph read with `load_graph(..., attrs=False)`: one shared, empty,
 #: read-only mapping (the attribute dicts are 40% of a graph's memory and only `attrs` holds them).
-NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
+NO_ATTRS: Mapping[str, Any] = _NoAttrs()
 
 def attr_value(value: Any) -> Any:
     """The Python value of one attribute value object (read by the core, as in a graph file).

@@ -115,6 +115,43 @@ py::list read_many(const std::vector<std::string>& paths, unsigned threads) {
     return out;
 }
 
+// What a DumpFile and a DumpHead both say of their header, the same way
+bool legacy_of(const DumpFile& f) { return f.header().legacy; }
+bool legacy_of(const DumpHead& f) { return f.legacy(); }
+std::uint64_t header_size_of(const DumpFile& f) { return f.header().header_size; }
+std::uint64_t header_size_of(const DumpHead& f) { return f.header_size(); }
+std::uint64_t file_size_of(const DumpFile& f) { return f.header().file_size; }
+std::uint64_t file_size_of(const DumpHead& f) { return f.file_size(); }
+
+// The bindings a DumpFile and a DumpHead share: `File` read by its path, its sizes, one tensor's description, check,
+// array and raw bytes.
+template <class File>
+void bind_file_common(py::class_<File, std::shared_ptr<File>>& cls) {
+    cls.def_property_readonly("path", [](const File& f) { return file_text(f.path()); })
+        .def_property_readonly("legacy", [](const File& f) { return legacy_of(f); })
+        .def_property_readonly("header_size", [](const File& f) { return header_size_of(f); })
+        .def_property_readonly("file_size", [](const File& f) { return file_size_of(f); })
+        .def("tensor", [](const File& f, const std::string& kind, std::size_t index) {
+                 return TensorDesc(f.tensor(kind_from_name(kind), index));
+             }, py::arg("kind"), py::arg("index"))
+        .def("check", [](const File& f, const std::string& kind, std::size_t index) {
+                 return check_tensor_desc(f.tensor(kind_from_name(kind), index));
+             }, py::arg("kind"), py::arg("index"), "Empty string if the tensor's bytes fit its dtype and shape, else why not.")
+        .def("array", [](const std::shared_ptr<File>& self, const std::string& kind, std::size_t index) {
+                 return tensor_array(self, self->tensor(kind_from_name(kind), index));
+             }, py::arg("kind"), py::arg("index"),
+             "The tensor as stored (device layout and shape), zero-copy for NumPy's own dtypes (read-only).")
+        .def("raw", [](const std::shared_ptr<File>& self, const std::string& kind, std::size_t index) {
+                 const TensorDesc t = self->tensor(kind_from_name(kind), index);
+                 MappedFilePtr keep = self->mapping();
+                 if (!checked::within(t.file_offset, t.size, keep->size()))
+                     throw DumpError(self->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
+                                                       ": its bytes run past the end of the file");
+                 return mapped_view(py::dtype("u1"), {static_cast<py::ssize_t>(t.size)},
+                                    keep->data() == nullptr ? nullptr : keep->data() + t.file_offset, keep);
+             }, py::arg("kind"), py::arg("index"), "The tensor's raw bytes, zero-copy (read-only).");
+}
+
 }  // namespace
 
 void bind_dump(py::module_& core) {
@@ -156,14 +193,13 @@ void bind_dump(py::module_& core) {
         .def_readonly("sub_type", &TensorDesc::sub_type)
         .def_property_readonly("element_count", &TensorDesc::element_count);
 
-    py::class_<DumpFile, std::shared_ptr<DumpFile>>(m, "DumpFile",
-                                                    "A dump file: header parsed, tensor bytes mapped on first use.")
-        .def(py::init([](const std::string& path) {
+    py::class_<DumpFile, std::shared_ptr<DumpFile>> file(m, "DumpFile",
+                                                         "A dump file: header parsed, tensor bytes mapped on first use.");
+    file.def(py::init([](const std::string& path) {
                  py::gil_scoped_release release;
                  return std::make_shared<DumpFile>(path);
              }),
              py::arg("path"))
-        .def_property_readonly("path", [](const DumpFile& f) { return file_text(f.path()); })
         .def_property_readonly("version", [](const DumpFile& f) { return file_text(f.header().version); })
         .def_property_readonly("dump_time", [](const DumpFile& f) { return f.header().dump_time; })
         .def_property_readonly("op_name", [](const DumpFile& f) { return file_text(f.header().op_name); })
@@ -174,61 +210,22 @@ void bind_dump(py::module_& core) {
         })
         .def_property_readonly("dfx_message",
                                [](const DumpFile& f) { return py::bytes(f.header().dfx_message); })
-        .def_property_readonly("legacy", [](const DumpFile& f) { return f.header().legacy; })
-        .def_property_readonly("header_size", [](const DumpFile& f) { return f.header().header_size; })
-        .def_property_readonly("file_size", [](const DumpFile& f) { return f.header().file_size; })
         .def("tensors", [](const DumpFile& f, const std::string& kind) { return f.header().tensors(kind_from_name(kind)); },
-             py::arg("kind"))
-        .def("tensor", [](const DumpFile& f, const std::string& kind, std::size_t index) {
-                 return f.tensor(kind_from_name(kind), index);
-             }, py::arg("kind"), py::arg("index"))
-        .def("check", [](const DumpFile& f, const std::string& kind, std::size_t index) {
-                 return f.check_tensor(f.tensor(kind_from_name(kind), index));
-             }, py::arg("kind"), py::arg("index"), "Empty string if the tensor's bytes fit its dtype and shape, else why not.")
-        .def("array", [](const std::shared_ptr<DumpFile>& self, const std::string& kind, std::size_t index) {
-                 return tensor_array(self, self->tensor(kind_from_name(kind), index));
-             }, py::arg("kind"), py::arg("index"),
-             "The tensor as stored (device layout and shape), zero-copy for NumPy's own dtypes (read-only).")
-        .def("raw", [](const std::shared_ptr<DumpFile>& self, const std::string& kind, std::size_t index) {
-                 const TensorDesc& t = self->tensor(kind_from_name(kind), index);
-                 MappedFilePtr keep = self->mapping();
-                 return mapped_view(py::dtype("u1"), {static_cast<py::ssize_t>(t.size)}, keep->data() + t.file_offset, keep);
-             }, py::arg("kind"), py::arg("index"), "The tensor's raw bytes, zero-copy (read-only).");
+             py::arg("kind"));
+    bind_file_common(file);
 
-    py::class_<DumpHead, std::shared_ptr<DumpHead>>(m, "DumpHead",
+    py::class_<DumpHead, std::shared_ptr<DumpHead>> head(m, "DumpHead",
         "A dump's header kept small (read_heads): its inputs and outputs, every field of theirs; of the buffers and "
-        "workspaces their count only. Tensor bytes are read on first use, as a DumpFile's.")
-        .def_property_readonly("path", [](const DumpHead& f) { return file_text(f.path()); })
-        .def_property_readonly("legacy", &DumpHead::legacy)
-        .def_property_readonly("header_size", &DumpHead::header_size)
-        .def_property_readonly("file_size", &DumpHead::file_size)
-        .def("count", [](const DumpHead& f, const std::string& kind) { return f.count(kind_from_name(kind)); },
+        "workspaces their count only. Tensor bytes are read on first use, as a DumpFile's.");
+    head.def("count", [](const DumpHead& f, const std::string& kind) { return f.count(kind_from_name(kind)); },
              py::arg("kind"), "How many tensors of this kind the dump has (buffers and workspaces too).")
         .def("tensors", [](const DumpHead& f, const std::string& kind) {
                  const TensorKind k = kind_from_name(kind);
                  std::vector<TensorDesc> out;
                  for (std::size_t i = 0; i < f.count(k); ++i) out.push_back(f.tensor(k, i));
                  return out;
-             }, py::arg("kind"), "The inputs or outputs (ValueError for buffers and workspaces: not kept).")
-        .def("tensor", [](const DumpHead& f, const std::string& kind, std::size_t index) {
-                 return f.tensor(kind_from_name(kind), index);
-             }, py::arg("kind"), py::arg("index"))
-        .def("check", [](const DumpHead& f, const std::string& kind, std::size_t index) {
-                 return check_tensor_desc(f.tensor(kind_from_name(kind), index));
-             }, py::arg("kind"), py::arg("index"), "Empty string if the tensor's bytes fit its dtype and shape, else why not.")
-        .def("array", [](const std::shared_ptr<DumpHead>& self, const std::string& kind, std::size_t index) {
-                 return tensor_array(self, self->tensor(kind_from_name(kind), index));
-             }, py::arg("kind"), py::arg("index"),
-             "The tensor as stored (device layout and shape), zero-copy for NumPy's own dtypes (read-only).")
-        .def("raw", [](const std::shared_ptr<DumpHead>& self, const std::string& kind, std::size_t index) {
-                 const TensorDesc t = self->tensor(kind_from_name(kind), index);
-                 MappedFilePtr keep = self->mapping();
-                 if (!checked::within(t.file_offset, t.size, keep->size()))
-                     throw DumpError(self->path(), std::string(tensor_kind_name(t.kind)) + " " + std::to_string(t.index) +
-                                                       ": its bytes run past the end of the file");
-                 return mapped_view(py::dtype("u1"), {static_cast<py::ssize_t>(t.size)},
-                                    keep->data() == nullptr ? nullptr : keep->data() + t.file_offset, keep);
-             }, py::arg("kind"), py::arg("index"), "The tensor's raw bytes, zero-copy (read-only).");
+             }, py::arg("kind"), "The inputs or outputs (ValueError for buffers and workspaces: not kept).");
+    bind_file_common(head);
 
     m.def("read_headers", &read_many<DumpFile>, py::arg("paths"), py::arg("threads") = 0,
           "Read many dump headers in parallel: a DumpFile, or the error text, per path.");

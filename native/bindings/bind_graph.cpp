@@ -78,8 +78,7 @@ void check_fields(PyObject* cls, const char* const* names, std::size_t n) {
 py::object record(PyObject* cls, const std::vector<py::object>& names, py::object* values, PyObject** made_out) {
     py::object obj = steal(PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls),
                                                     keys().empty_tuple.ptr(), nullptr));
-    // set as object.__setattr__ sets them (the frozen class's own __setattr__ refuses): in the instance's inline
-    // values, with the keys its class shares, no dict per instance
+    // set as object.__setattr__ sets them (the frozen class's own __setattr__ refuses): in the instance's slots
     for (std::size_t i = 0; i < names.size(); ++i)
         if (PyObject_GenericSetAttr(obj.ptr(), names[i].ptr(), values[i].ptr()) != 0) throw py::error_already_set();
     if (made_out != nullptr) *made_out = obj.ptr();  // borrowed: the list of ops holds it
@@ -276,8 +275,11 @@ constexpr std::string_view list_fields[] = {"s", "i", "f", "b", "bt", "dt", "tf"
 // (what each field may hold, the errors' words) live here and only here.
 class Reader : public Visitor {
 public:
-    Reader(PyObject* op_cls, PyObject* desc_cls, PyObject* ref_cls, std::string_view text)
-        : op_cls_(op_cls), desc_cls_(desc_cls), ref_cls_(ref_cls), text_(text), ops_(steal(PyList_New(0))),
+    // `attrs_as`: None keeps each op's and tensor description's attribute dict; any other object is put in their
+    // place (the dicts are still read: they give the other fields and their errors)
+    Reader(PyObject* op_cls, PyObject* desc_cls, PyObject* ref_cls, std::string_view text, py::handle attrs_as)
+        : op_cls_(op_cls), desc_cls_(desc_cls), ref_cls_(ref_cls), attrs_as_(py::reinterpret_borrow<py::object>(attrs_as)),
+          text_(text), ops_(steal(PyList_New(0))),
           cache_(text.data(), text.size()), cursor_(text.data(), text.data() + text.size(), own_.arena()) {}
 
     // (ops, graph names, model name, in order, by name), or the text of the error (after the file's name), read by
@@ -413,7 +415,9 @@ private:
         if (overflow != 0 || (place > 0 && g == last_graph_ && id_value < last_id_)) in_order_ = false;
         last_graph_ = g;
         last_id_ = id_value;
-        v[4] = integer(static_cast<std::int64_t>(place));
+        // the id's object when it is the place (a file's ids count its ops from 0, as real ones do): one int, not two
+        v[4] = !overflow && id_value == static_cast<long long>(place) ? v[2]
+                                                                      : integer(static_cast<std::int64_t>(place));
         std::vector<py::object> data, control;
         const Node* inputs_node = tree_->get(raw, "input");
         if (inputs_node != nullptr && Dom::truthy(*inputs_node)) {
@@ -439,7 +443,7 @@ private:
         v[6] = tuple_of(data);
         v[7] = tuple_of(control);
         py::object attrs = attr_dict(tree_->get(raw, "attr"), where);
-        v[8] = attrs;
+        v[8] = attrs_as_.is_none() ? attrs : attrs_as_;
         PyObject* originals_raw = get(attrs.ptr(), k.original_op_names);
         py::object originals;
         if (originals_raw == nullptr) {
@@ -536,7 +540,11 @@ private:
     // whatever its length; short values (formats, small names) too; longer values shared with the last ops' names
     // when equal (a table of every name costs more in cache misses than the strings it saves).
     py::object vocab(std::string_view s) { return cache_.get(s); }
-    py::object cached(std::string_view s) { return s.size() > 16 ? name(s) : cache_.get(s); }
+    py::object cached(std::string_view s) {
+        if (s.size() > 16) return name(s);
+        py::object r = recent(s);  // an op's own name as its output's origin: not a second string of it
+        return r ? r : cache_.get(s);
+    }
 
     // The tuple of these integers: one made before for an equal shape (shapes repeat), else a new one kept.
     py::object shape(const std::vector<std::int64_t>& dims) {
@@ -584,6 +592,12 @@ private:
     // A name: the string of one of the last ops read when it is one of them (an op's own origin, the producer of
     // its input: the common cases), else a new one.
     py::object name(std::string_view s) {
+        py::object r = recent(s);
+        return r ? r : text(s);
+    }
+
+    // the string of one of the last ops read whose name is `s`, else a null object
+    py::object recent(std::string_view s) {
         for (const py::object& r : recent_) {
             if (!r) continue;
             Py_ssize_t size = 0;
@@ -591,7 +605,7 @@ private:
             if (utf8 == nullptr) throw py::error_already_set();
             if (static_cast<std::size_t>(size) == s.size() && std::memcmp(utf8, s.data(), s.size()) == 0) return r;
         }
-        return text(s);
+        return py::object();
     }
 
     static py::object tuple_of(const std::vector<py::object>& items) {
@@ -772,13 +786,14 @@ private:
         if (v[5].is_none()) v[5] = str_or_none(get(attrs.ptr(), k.origin_format_ge));
         v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type));
         if (v[7].is_none()) v[7] = str_or_none(get(attrs.ptr(), k.origin_data_type_ge));
-        v[8] = attrs;
+        v[8] = attrs_as_.is_none() ? attrs : attrs_as_;
         return untracked(record(desc_cls_, k.desc, v, nullptr));
     }
 
     PyObject* op_cls_;
     PyObject* desc_cls_;
     PyObject* ref_cls_;
+    py::object attrs_as_;
     std::string_view text_;
     py::object ops_;
     bool in_order_ = true;
@@ -806,7 +821,7 @@ private:
 void bind_graph(py::module_& core) {
     py::module_ m = core.def_submodule("graph", "The compiler's graph JSON, read in one pass.");
     m.def("read_graph_json", [](py::bytes data, py::handle op_cls, py::handle desc_cls,
-                                py::handle ref_cls) -> py::object {
+                                py::handle ref_cls, py::handle attrs_as) -> py::object {
         check_fields(op_cls.ptr(), op_fields, n_op);
         check_fields(desc_cls.ptr(), desc_fields, n_desc);
         check_fields(ref_cls.ptr(), ref_fields, n_ref);
@@ -815,7 +830,7 @@ void bind_graph(py::module_& core) {
         if (PyBytes_AsStringAndSize(data.ptr(), &bytes, &size) != 0) throw py::error_already_set();
         const std::string_view text = body(bytes, static_cast<std::size_t>(size));
         {  // one pass, for a document laid out as real files are
-            Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text);
+            Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text, attrs_as);
             std::string model;
             try {
                 if (walk(bytes, static_cast<std::size_t>(size), reader, model)) return reader.result(model);
@@ -831,19 +846,21 @@ void bind_graph(py::module_& core) {
         } catch (const NotJson&) {
             return py::none();
         }
-        Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text);
+        Reader reader(op_cls.ptr(), desc_cls.ptr(), ref_cls.ptr(), text, attrs_as);
         try {
             return reader.run(layout);
         } catch (const NotJson&) {  // not reached: scan checked the text
             return py::none();
         }
-    }, py::arg("data"), py::arg("op_cls"), py::arg("desc_cls"), py::arg("ref_cls"),
+    }, py::arg("data"), py::arg("op_cls"), py::arg("desc_cls"), py::arg("ref_cls"), py::arg("attrs_as") = py::none(),
        "(ops, graph names, model name, in order, by name) of a graph JSON's bytes, the ops made as graph_json's "
        "Op, TensorDesc and InputRef records in file order, each op's position its place in the file, `in order` "
        "true when that is the execution order (by graph, then id), `by name` {name: op} in file order when no two "
        "ops share a name (else None); a str, the error's text after the file's name, for a document that is not "
        "a graph file as graph_json's rules say; None for text that is not JSON as dumpcmp.support.jsonfile reads "
-       "it (invalid, too deep, an unpaired surrogate escape: jsonfile words why).");
+       "it (invalid, too deep, an unpaired surrogate escape: jsonfile words why). `attrs_as`: None keeps each "
+       "record's `attrs` dict; any other object is every record's `attrs` instead (the attributes still read and "
+       "checked: the other fields and the errors are the same).");
 }
 
 }  // namespace dumpcmp::bindings

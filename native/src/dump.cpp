@@ -738,55 +738,97 @@ const std::uint8_t* DumpFile::tensor_bytes(const TensorDesc& t, MappedFilePtr* k
 // ---- DumpHead -----------------------------------------------------------------------------------------------------
 
 DumpHead::DumpHead(std::string path, const DumpHeader& h)
-    : path_(std::move(path)), file_size_(h.file_size), header_size_(h.header_size), legacy_(h.legacy) {
+    : file_size_(h.file_size), header_size_(h.header_size), legacy_(h.legacy) {
     for (TensorKind k : kKinds) counts_[static_cast<int>(k)] = static_cast<std::uint32_t>(h.tensors(k).size());
+    // at most 64 dimensions each (parse_shape), 65,536 tensors (kMaxTensors): the counts fit
     std::size_t dims = 0;
     for (const auto* ts : {&h.inputs, &h.outputs})
-        for (const auto& t : *ts) dims += t.shape.size() + t.original_shape.size();
+        for (const auto& t : *ts) {
+            dims += t.shape.size() + t.original_shape.size();
+            for (const auto* shape : {&t.shape, &t.original_shape})
+                for (const std::int64_t d : *shape)
+                    if (d < std::numeric_limits<std::int32_t>::min() || d > std::numeric_limits<std::int32_t>::max())
+                        wide_dims_ = true;
+        }
     const std::size_t n = h.inputs.size() + h.outputs.size();
-    if (n > 0) tensors_.reset(new Packed[n]);
-    if (dims > 0) dims_.reset(new std::int64_t[dims]);
+    const std::size_t dim_size = wide_dims_ ? sizeof(std::int64_t) : sizeof(std::int32_t);
+    dims_ = static_cast<std::uint32_t>(dims);
+    path_size_ = static_cast<std::uint32_t>(path.size());
+    if (path_size_ != path.size()) throw std::length_error("a path of 4 GB");
+    block_.reset(new unsigned char[n * sizeof(Packed) + dims * dim_size + path.size()]);
+    unsigned char* dim_at = block_.get() + n * sizeof(Packed);
     std::uint32_t at = 0;
     std::uint32_t used = 0;
+    auto put = [&](const std::vector<std::int64_t>& shape) {
+        for (const std::int64_t d : shape) {
+            if (wide_dims_) {
+                std::memcpy(dim_at, &d, sizeof d);
+            } else {
+                const auto narrow = static_cast<std::int32_t>(d);
+                std::memcpy(dim_at, &narrow, sizeof narrow);
+            }
+            dim_at += dim_size;
+        }
+        used += static_cast<std::uint32_t>(shape.size());
+    };
     for (const auto* ts : {&h.inputs, &h.outputs})
         for (const auto& t : *ts) {
-            Packed& p = tensors_[at];
-            p = Packed{t.address, t.size, t.file_offset, t.offset, t.data_type, t.format, t.sub_format, t.arg_index,
-                       t.input_type, used, static_cast<std::uint8_t>(t.shape.size()),
-                       static_cast<std::uint8_t>(t.original_shape.size()), t.has_original_shape,
-                       t.has_original_op || !t.dim_range.empty()};
-            // at most 64 dimensions each (parse_shape), 65,536 tensors (kMaxTensors): the counts fit
-            std::copy(t.shape.begin(), t.shape.end(), dims_.get() + used);
-            used += static_cast<std::uint32_t>(t.shape.size());
-            std::copy(t.original_shape.begin(), t.original_shape.end(), dims_.get() + used);
-            used += static_cast<std::uint32_t>(t.original_shape.size());
+            const Packed p{t.address, t.size, t.file_offset, t.offset, t.data_type, t.format, t.sub_format,
+                           t.arg_index, t.input_type, used, static_cast<std::uint8_t>(t.shape.size()),
+                           static_cast<std::uint8_t>(t.original_shape.size()), t.has_original_shape,
+                           t.has_original_op || !t.dim_range.empty()};
+            std::memcpy(block_.get() + at * sizeof(Packed), &p, sizeof p);
+            put(t.shape);
+            put(t.original_shape);
             if (p.extra) {
                 if (!extras_) extras_ = std::make_unique<std::vector<Extra>>();
                 extras_->push_back(Extra{at, t.has_original_op, t.original_op, t.dim_range});
             }
             ++at;
         }
+    std::memcpy(dim_at, path.data(), path.size());
+}
+
+const char* DumpHead::path_data() const noexcept {
+    const std::size_t n = count(TensorKind::input) + count(TensorKind::output);
+    const std::size_t dim_size = wide_dims_ ? sizeof(std::int64_t) : sizeof(std::int32_t);
+    return reinterpret_cast<const char*>(block_.get() + n * sizeof(Packed) + dims_ * dim_size);
 }
 
 TensorDesc DumpHead::tensor(TensorKind kind, std::size_t index) const {
     if (kind != TensorKind::input && kind != TensorKind::output)
-        throw std::invalid_argument(path_ + ": only the inputs and outputs of a dump's header are kept here, not its " +
+        throw std::invalid_argument(path() + ": only the inputs and outputs of a dump's header are kept here, not its " +
                                     tensor_kind_name(kind) + "s");
     const std::size_t n = count(kind);
     if (index >= n)
-        throw std::out_of_range(path_ + ": no " + tensor_kind_name(kind) + " " + std::to_string(index) +
+        throw std::out_of_range(path() + ": no " + tensor_kind_name(kind) + " " + std::to_string(index) +
                                 " (the dump has " + std::to_string(n) + " " + tensor_kind_name(kind) +
                                 (n == 1 ? ")" : "s)"));
     const std::size_t at = (kind == TensorKind::output ? count(TensorKind::input) : 0) + index;
-    const Packed& p = tensors_[at];
+    Packed p;
+    std::memcpy(&p, block_.get() + at * sizeof(Packed), sizeof p);
     TensorDesc t;
     t.kind = kind;
     t.index = static_cast<std::uint32_t>(index);
     t.data_type = p.data_type;
     t.format = p.format;
-    const std::int64_t* first = dims_.get() + p.dims;
-    t.shape.assign(first, first + p.ndim);
-    t.original_shape.assign(first + p.ndim, first + p.ndim + p.original_ndim);
+    const std::size_t packed = (count(TensorKind::input) + count(TensorKind::output)) * sizeof(Packed);
+    const std::size_t dim_size = wide_dims_ ? sizeof(std::int64_t) : sizeof(std::int32_t);
+    const unsigned char* first = block_.get() + packed + std::size_t{p.dims} * dim_size;
+    auto get = [&](std::size_t k) -> std::int64_t {
+        if (wide_dims_) {
+            std::int64_t d;
+            std::memcpy(&d, first + k * dim_size, sizeof d);
+            return d;
+        }
+        std::int32_t d;
+        std::memcpy(&d, first + k * dim_size, sizeof d);
+        return d;
+    };
+    t.shape.resize(p.ndim);
+    for (std::size_t k = 0; k < p.ndim; ++k) t.shape[k] = get(k);
+    t.original_shape.resize(p.original_ndim);
+    for (std::size_t k = 0; k < p.original_ndim; ++k) t.original_shape[k] = get(p.ndim + k);
     t.has_original_shape = p.has_original_shape;
     t.sub_format = p.sub_format;
     t.address = p.address;
@@ -808,13 +850,13 @@ TensorDesc DumpHead::tensor(TensorKind kind, std::size_t index) const {
 MappedFilePtr DumpHead::mapping() const {
     static std::mutex locks[64];  // one of these per head, not a mutex each (10^5 heads are held)
     std::mutex& lock = locks[(reinterpret_cast<std::uintptr_t>(this) / alignof(DumpHead)) % 64];
-    return map_unchanged(path_, file_size_, lock, mapping_);
+    return map_unchanged(path(), file_size_, lock, mapping_);
 }
 
 const std::uint8_t* DumpHead::tensor_bytes(const TensorDesc& t, MappedFilePtr* keep_alive) const {
     std::string err = check_tensor_desc(t);
-    if (!err.empty()) throw DumpError(path_, err);
-    return bytes_in(path_, t, mapping(), keep_alive);
+    if (!err.empty()) throw DumpError(path(), err);
+    return bytes_in(path(), t, mapping(), keep_alive);
 }
 
 }  // namespace dumpcmp

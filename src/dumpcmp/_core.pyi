@@ -516,9 +516,9 @@ class detail:
 class graph:
     """The compiler's graph JSON, read in one pass."""
     @staticmethod
-    def read_graph_json(data: bytes, op_cls: typing.Any, desc_cls: typing.Any, ref_cls: typing.Any) -> tuple | str | None:
+    def read_graph_json(data: bytes, op_cls: typing.Any, desc_cls: typing.Any, ref_cls: typing.Any, attrs_as: typing.Any = None) -> tuple | str | None:
         """
-        (ops, graph names, model name, in order, by name) of a graph JSON's bytes, the ops made as graph_json's Op, TensorDesc and InputRef records in file order, each op's position its place in the file, `in order` true when that is the execution order (by graph, then id), `by name` {name: op} in file order when no two ops share a name (else None); a str, the error's text after the file's name, for a document that is not a graph file as graph_json's rules say; None for text that is not JSON as dumpcmp.support.jsonfile reads it (invalid, too deep, an unpaired surrogate escape: jsonfile words why).
+        (ops, graph names, model name, in order, by name) of a graph JSON's bytes, the ops made as graph_json's Op, TensorDesc and InputRef records in file order, each op's position its place in the file, `in order` true when that is the execution order (by graph, then id), `by name` {name: op} in file order when no two ops share a name (else None); a str, the error's text after the file's name, for a document that is not a graph file as graph_json's rules say; None for text that is not JSON as dumpcmp.support.jsonfile reads it (invalid, too deep, an unpaired surrogate escape: jsonfile words why). `attrs_as`: None keeps each record's `attrs` dict; any other object is every record's `attrs` instead (the attributes still read and checked: the other fields and the errors are the same).
         """
 class histogram:
     """Value ranges, histograms and the largest errors of tensors."""

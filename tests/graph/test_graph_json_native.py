@@ -32,7 +32,7 @@ SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=
 def _value(v):
     """A value with the types of everything in it (records field by field, dicts in order)."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return (type(v).__name__, tuple((k, _value(x)) for k, x in vars(v).items()))
+        return (type(v).__name__, tuple((f.name, _value(getattr(v, f.name))) for f in dataclasses.fields(v)))
     if isinstance(v, dict):
         return ("dict", tuple((_value(k), _value(x)) for k, x in v.items()))
     if isinstance(v, (list, tuple)):

@@ -130,7 +130,7 @@ class DumpHead {
 public:
     DumpHead(std::string path, const DumpHeader& header);
 
-    const std::string& path() const noexcept { return path_; }
+    std::string path() const { return std::string(path_data(), path_size_); }
     std::uint64_t file_size() const noexcept { return file_size_; }
     std::uint64_t header_size() const noexcept { return header_size_; }
     bool legacy() const noexcept { return legacy_; }
@@ -147,7 +147,7 @@ private:
         std::uint64_t address, size, file_offset, offset;
         std::int32_t data_type, format, sub_format;
         std::uint32_t arg_index, input_type;
-        std::uint32_t dims;  // where its shape, then its original shape, start in dims_
+        std::uint32_t dims;  // where its shape, then its original shape, start among the dimensions
         std::uint8_t ndim, original_ndim;
         bool has_original_shape;
         bool extra;  // an original_op or a dim_range, in extras_
@@ -158,14 +158,18 @@ private:
         OriginalOp original_op;
         std::vector<std::pair<std::uint64_t, std::uint64_t>> dim_range;
     };
-    // Arrays, not vectors, and no mutex of its own (mapping() takes one of a few shared ones): 10^5 are held.
-    std::string path_;
+    const char* path_data() const noexcept;
+    // One block, no vector, string or mutex of its own (mapping() takes one of a few shared ones): 10^5 are held.
+    // The block: the inputs' then the outputs' Packed, their dimensions (4 bytes each when every one fits, else 8),
+    // the path's bytes; each read and written by memcpy.
+    std::unique_ptr<unsigned char[]> block_;
     std::uint64_t file_size_ = 0;
     std::uint64_t header_size_ = 0;
     std::uint32_t counts_[4] = {0, 0, 0, 0};
+    std::uint32_t path_size_ = 0;
+    std::uint32_t dims_ = 0;  // how many dimensions the block holds
     bool legacy_ = false;
-    std::unique_ptr<Packed[]> tensors_;  // the inputs, then the outputs
-    std::unique_ptr<std::int64_t[]> dims_;
+    bool wide_dims_ = false;  // 8 bytes a dimension
     std::unique_ptr<std::vector<Extra>> extras_;
     mutable std::weak_ptr<const MappedFile> mapping_;
 };

@@ -117,7 +117,7 @@ def paired_runs(
         graph, close_notes = _close_fusion_graph(right, right_index, fusion_json, quant_json, close_fusion_json)
     if graph is None and (fusion_json is not None or quant_json is not None):
         main = fusion_json if fusion_json is not None else quant_json
-        graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None)
+        graph = load_graph(main, quant_fusion=quant_json if fusion_json is not None else None, attrs=False)
     selection = {"time": time, "device_id": device_id, "model_name": model_name, "model_id": model_id,
                  "data_index": data_index}
     groups = select_runs(left_index, selection, "left")

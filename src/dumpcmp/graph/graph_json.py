@@ -31,6 +31,7 @@ __all__ = [
     "InputRef",
     "Op",
     "Graph",
+    "NO_ATTRS",
     "attr_value",
     "parse_graph",
     "load_graph",
@@ -44,6 +45,38 @@ ATTR_IS_MULTIOP = "_datadump_is_multiop"
 ATTR_ORIGIN_NAME = "_datadump_origin_name"
 ATTR_ORIGIN_OUTPUT_INDEX = "_datadump_origin_output_index"
 ATTR_ORIGIN_FORMAT = "_datadump_origin_format"
+
+
+class _NoAttrs(Mapping[str, Any]):
+    """An empty, read-only mapping, one for the process: copied, deep-copied and pickled as itself."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "NO_ATTRS"
+
+    def __reduce__(self) -> str:
+        return "NO_ATTRS"  # the module's global of that name
+
+    def __copy__(self) -> _NoAttrs:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _NoAttrs:
+        return self
+
+
+#: The `attrs` of every Op and TensorDesc of a graph read with `load_graph(..., attrs=False)`: one shared, empty,
+#: read-only mapping (the attribute dicts are 40% of a graph's memory and only `attrs` holds them).
+NO_ATTRS: Mapping[str, Any] = _NoAttrs()
 
 def attr_value(value: Any) -> Any:
     """The Python value of one attribute value object (read by the core, as in a graph file).
@@ -63,7 +96,7 @@ def attr_value(value: Any) -> Any:
 _ATTR_PREFIX = "<graph JSON>: graph 'graph_0' op 'x': attribute 'k': "
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 10^5 of each: no dict of values each
 class TensorDesc:
     """One `input_desc`/`output_desc` entry: the device-side description and the original tensor it holds.
 
@@ -88,7 +121,7 @@ class TensorDesc:
         return self.origin_name is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 10^5 of each: no dict of values each
 class InputRef:
     """One data input of an op: `input[slot]` reads output `index` of op `producer`.
 
@@ -101,7 +134,7 @@ class InputRef:
     index: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # 10^5 of each: no dict of values each
 class Op:
     """One compiled operator of the graph."""
 
@@ -178,7 +211,8 @@ class Graph:
             else {op.graph for op in self._ops}
         if len(by_name) == len(self._ops) and len(graphs) <= 1:
             self._by_name: dict[str, Op] = by_name
-            self._by_graph: dict[str, dict[str, Op]] = {g: dict(by_name) for g in graphs}
+            # the one graph's lookup is the overall one (neither is changed once built): not a copy of 10^5 names
+            self._by_graph: dict[str, dict[str, Op]] = {g: by_name for g in graphs}
         else:
             self._by_name = {}
             self._by_graph = {}
@@ -275,13 +309,14 @@ def parse_graph(document: Any, path: str | None = None, *, consume: bool = False
     return graph
 
 
-def _graph_of(data: bytes, label: str, path: str | None) -> Graph:
+def _graph_of(data: bytes, label: str, path: str | None, attrs: bool = True) -> Graph:
     """The Graph of a graph JSON text's bytes, read by the core (native/bindings/bind_graph.cpp): the records, or
-    the ConfigError naming `label`. JSON that is not JSON as jsonfile reads it is worded by jsonfile."""
+    the ConfigError naming `label`. JSON that is not JSON as jsonfile reads it is worded by jsonfile. `attrs`: as
+    `load_graph`'s."""
     from dumpcmp.support import jsonfile
     from dumpcmp.support.native import core
 
-    read = core.graph.read_graph_json(data, Op, TensorDesc, InputRef)
+    read = core.graph.read_graph_json(data, Op, TensorDesc, InputRef, None if attrs else NO_ATTRS)
     if read is None:
         jsonfile.load_bytes(data, label)  # raises the ConfigError saying what is wrong with the text
         raise ConfigError(f"{label}: not a JSON file dumpcmp reads")
@@ -296,27 +331,32 @@ def _graph_of(data: bytes, label: str, path: str | None) -> Graph:
     return Graph(ops, names, path=path, name=model, in_order=in_order, by_name=by_name)
 
 
-def _read_graph(path: str | os.PathLike[str]) -> Graph:
+def _read_graph(path: str | os.PathLike[str], attrs: bool = True) -> Graph:
     """The Graph of a graph JSON file, read by the core in one pass over its bytes (no tree of JSON objects)."""
     from dumpcmp.support import jsonfile
 
     name = os.fspath(path)
-    return _graph_of(jsonfile.read_bytes(name, "graph file"), name, name)
+    return _graph_of(jsonfile.read_bytes(name, "graph file"), name, name, attrs)
 
 
-def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str] | None = None) -> Graph:
+def load_graph(path: str | os.PathLike[str], quant_fusion: str | os.PathLike[str] | None = None, *,
+               attrs: bool = True) -> Graph:
     """Read a compiler graph JSON (`-f`), optionally merged with a quantization fusion rule file (`-q`).
 
     With only a quantization fusion rule file at hand (quantized Caffe dumps against non-quantized ones), load it
     alone: `load_graph(q_path)`. Raises ConfigError naming the file and what is wrong with it.
+
+    `attrs=False`: every `Op.attrs` and `TensorDesc.attrs` is `NO_ATTRS` (empty) instead of the attributes the file
+    wrote; every other field, and every error, is the same (the attributes are still read and checked). For a
+    reader that needs only the fields (a comparison): the attribute dicts are 40% of a graph's memory.
     """
     from dumpcmp.support.gcpause import paused
 
     with paused():  # the JSON's objects and the ops: see dumpcmp.support.gcpause
-        graph = _read_graph(path)
+        graph = _read_graph(path, attrs)
         if quant_fusion is None:
             return graph
-        return merge(graph, _read_graph(quant_fusion))
+        return merge(graph, _read_graph(quant_fusion, attrs))
 
 
 def merge(fusion: Graph, quant: Graph) -> Graph:

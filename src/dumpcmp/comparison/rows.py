@@ -456,7 +456,8 @@ class ComparisonResult:
     left_out: tuple[str, ...] = ()
     """Dumped device ops with no row, left out as the original tool leaves out ops inside a quant/dequant pair."""
     graph: Graph | None = field(default=None, repr=False, compare=False)
-    """The graph JSON the rows were paired through (None: paired by name): its edges measure `drops`."""
+    """The graph JSON the rows were paired through (None: paired by name): its edges measure `drops`. Read without
+    its attribute dicts (every `attrs` is `NO_ATTRS`); `dumpcmp.graph.load_graph(path)` reads them."""
     op_sequence: Mapping[int, int] | None = field(default=None, repr=False, compare=False)
     """The OpSequence column (`-r`/`-s`, dumpcmp.comparison.op_range): id(row) -> its graph op's id."""
     custom_algorithms: Any = field(default=None, repr=False, compare=False)

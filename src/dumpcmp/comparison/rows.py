@@ -603,9 +603,10 @@ class ComparisonResult:
                         worst = got
             done[op.name] = worst
         out = []
+        append, exact = out.append, (1.0, None)
         for k, graph_op, cosine in ends:
-            start = done.get(graph_op) or (1.0, None)  # (the names in `done` are the graph's)
-            out.append((start[1], k, start[0] - cosine))
+            start = done.get(graph_op) or exact  # (the names in `done` are the graph's)
+            append((start[1], k, start[0] - cosine))
         return out
 
     def largest_drop_at(self) -> tuple[int | None, int, float] | None:

@@ -437,7 +437,12 @@ class _GraphIndex:
     def find(self, device_name: str) -> Op | None:
         found = self._by_name_get(device_name)
         if found is None:
-            found = self.by_sanitized.get(sanitize_name(device_name))
+            # A dump file's name is sanitised already: found as it is (a name holding `.`, `/`, `\` or a space is
+            # no sanitised name, so it finds nothing as it is and is sanitised first)
+            by_sanitized = self.by_sanitized
+            found = by_sanitized.get(device_name)
+            if found is None:
+                found = by_sanitized.get(sanitize_name(device_name))
         return found
 
     def relation(self, op: Op) -> Relation:

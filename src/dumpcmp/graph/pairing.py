@@ -631,8 +631,9 @@ class _InGraph:
                 row = new(pair)
                 row.__dict__.update(zip(fields, (
                     npu_op, op_type, "input", i, f"{npu_op}:input:{i}", name, shown, key, npu_ref, ref, relation,
-                    *((desc.origin_shape, desc.origin_format, desc.origin_data_type) if desc is not None
-                      else _NO_ORIGIN),
+                    desc.origin_shape if desc is not None else None,
+                    desc.origin_format if desc is not None else None,
+                    desc.origin_data_type if desc is not None else None,
                     graph_op, skip, note)))
                 append(row)
         for i in range(dev.n_outputs):
@@ -640,13 +641,11 @@ class _InGraph:
             row = new(pair)
             row.__dict__.update(zip(fields, (
                 npu_op, op_type, "output", i, f"{npu_op}:output:{i}", name, shown, key, npu_ref, ref, relation,
-                *((desc.origin_shape, desc.origin_format, desc.origin_data_type) if desc is not None
-                  else _NO_ORIGIN),
+                desc.origin_shape if desc is not None else None,
+                desc.origin_format if desc is not None else None,
+                desc.origin_data_type if desc is not None else None,
                 graph_op, skip_out, note)))
             append(row)
-
-
-_NO_ORIGIN = (None, None, None)
 
 
 _ABSENT = object()

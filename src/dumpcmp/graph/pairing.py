@@ -602,7 +602,8 @@ class _InGraph:
         relation = self.index.relation(op)
         skip_in, skip_out = quant_skip_reasons(op.name, op.type, op.unmerged_original_op_names or ())
         npu_op, op_type, npu_ref, graph_op = dev.op_name, dev.op_type, dev.ref, op.name
-        fields, new, pair, output, append = _PAIR_FIELDS, _new, TensorPair, self.output, rows.append
+        fields, new, pair, output = _PAIR_FIELDS, _new, TensorPair, self.output
+        tensors: list[tuple[Any, ...]] = []  # (kind, index, original, desc, note, key, ref, originals shown, skip)
         if dev.n_inputs > 0:
             data_inputs = op.data_inputs
             input_desc = op.input_desc
@@ -628,24 +629,19 @@ class _InGraph:
                         # the tensor a quantize op wrote is raw integers wherever it is read
                         skip = quant_skip_reasons(producer.name, producer.type,
                                                   producer.unmerged_original_op_names or ())[1]
-                row = new(pair)
-                row.__dict__.update(zip(fields, (
-                    npu_op, op_type, "input", i, f"{npu_op}:input:{i}", name, shown, key, npu_ref, ref, relation,
-                    desc.origin_shape if desc is not None else None,
-                    desc.origin_format if desc is not None else None,
-                    desc.origin_data_type if desc is not None else None,
-                    graph_op, skip, note)))
-                append(row)
+                tensors.append(("input", i, name, desc, note, key, ref, shown, skip))
         for i in range(dev.n_outputs):
             name, desc, _, note, key, ref, shown = output(op, i)
+            tensors.append(("output", i, name, desc, note, key, ref, shown, skip_out))
+        for kind, i, name, desc, note, key, ref, shown, skip in tensors:
             row = new(pair)
             row.__dict__.update(zip(fields, (
-                npu_op, op_type, "output", i, f"{npu_op}:output:{i}", name, shown, key, npu_ref, ref, relation,
+                npu_op, op_type, kind, i, f"{npu_op}:{kind}:{i}", name, shown, key, npu_ref, ref, relation,
                 desc.origin_shape if desc is not None else None,
                 desc.origin_format if desc is not None else None,
                 desc.origin_data_type if desc is not None else None,
-                graph_op, skip_out, note)))
-            append(row)
+                graph_op, skip, note)))
+            rows.append(row)
 
 
 _ABSENT = object()

@@ -570,12 +570,16 @@ class ComparisonResult:
         usable: dict[tuple[str, int], tuple[float, int]] = {}
         ends: list[tuple[int, str, float]] = []
         constants = bool(self.constant_files)
-        tiny, cosines = self.column("tiny"), self.column("cosine")
-        for k, (res, p) in enumerate(zip(self.column("result"), self.column("pair"))):
-            if res is not None and p is not None and p.kind == "output" and p.graph_op is not None and \
+        tiny, cosines, pairs = self.column("tiny"), self.column("cosine"), self.column("pair")
+        isnan, setdefault = math.isnan, usable.setdefault
+        for k, res in enumerate(self.column("result")):
+            if res is None:
+                continue
+            p = pairs[k]
+            if p is not None and p.kind == "output" and p.graph_op is not None and \
                     not (constants and self.constant_pair(p)) and not tiny[k]:
                 cosine = cosines[k]
-                if not math.isnan(cosine) and usable.setdefault((p.graph_op, p.index or 0), (cosine, k))[1] == k:
+                if not isnan(cosine) and setdefault((p.graph_op, p.index or 0), (cosine, k))[1] == k:
                     ends.append((k, p.graph_op, cosine))
         consts = {"Const", "Constant", "Variable", "ConstPlaceHolder"}
         done: dict[str, tuple[float, int | None] | None] = {}  # op -> the worst of what reaches it (None: constants)
@@ -600,9 +604,10 @@ class ComparisonResult:
                         worst = got
             done[op.name] = worst
         out = []
+        append, exact = out.append, (1.0, None)
         for k, graph_op, cosine in ends:
-            start = done.get(graph_op) or (1.0, None)  # (the names in `done` are the graph's)
-            out.append((start[1], k, start[0] - cosine))
+            start = done.get(graph_op) or exact  # (the names in `done` are the graph's)
+            append((start[1], k, start[0] - cosine))
         return out
 
     def largest_drop_at(self) -> tuple[int | None, int, float] | None:

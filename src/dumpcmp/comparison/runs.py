@@ -69,7 +69,8 @@ def sample_ground_truth(data_index: int | None, gt: GroundTruthIndex, root: str,
         return dict(gt.files), [f"ground truth: no sample folder {k}/ for iteration {k} among "
                                 f"{', '.join(map(str, samples))}; the newest file of each tensor across them was "
                                 "taken: choose one with --gt-sample K"]
-    mixed = gt.mixed_folders()
+    # a tensor has candidates in several folders only if some file lost to a newer one (none lost: nothing to walk)
+    mixed = gt.mixed_folders() if gt.superseded else 0
     notes = [f"ground truth: {mixed} tensors have files in several folders; the newest of each was taken"] \
         if mixed else []
     if iterations > 1:

@@ -15,7 +15,6 @@ from dumpcmp.errors import DumpcmpError
 from dumpcmp.graph.pairing import DeviceOp, TensorPair
 from dumpcmp.support.lazy_numpy import np
 from dumpcmp.support.native import core
-from dumpcmp.support.records import frozen_record
 
 __all__ = ["NPU_VS_NPU_MODES", "DeviceRef", "DeviceTruth", "Sides", "check_npu_vs_npu", "device_ops",
            "npu_vs_npu_note", "restored_plain", "restored_source", "slice_notes", "slice_reason", "sliced_op",
@@ -60,17 +59,24 @@ def device_ops(group: DumpGroup, per_slice: bool = False) -> list[DeviceOp]:
     entries = list(DumpGroup(group.key, plain).newest().values()) if sliced else list(group.newest().values())
     opened = open_heads([e.path for e in entries])
     ops = [sliced_op(g, open_dumps) for g in sliced]
+    new, fields, append = object.__new__, _OP_FIELDS, ops.append
     for e, d in zip(entries, opened):
         name = e.name
+        # 10^5 ops: made without the frozen dataclass's __init__ (`support.records.frozen_record`'s way, by pairs
+        # in the fields' order)
+        op = new(DeviceOp)
         if isinstance(d, Exception):
             # a dump whose header is unreadable still gets its row, saying why
-            fields = {"op_name": name.op_name, "op_type": name.op_type, "n_inputs": 0, "n_outputs": 1,
-                      "order": e.order(), "ref": DeviceRef(e, None, str(d))}
+            op.__dict__.update(zip(fields, (name.op_name, name.op_type, 0, 1, e.order(), DeviceRef(e, None, str(d)))))
         else:
-            fields = {"op_name": name.op_name, "op_type": name.op_type, "n_inputs": d.count("input"),
-                      "n_outputs": d.count("output"), "order": e.order(), "ref": DeviceRef(e, d)}
-        ops.append(frozen_record(DeviceOp, fields))  # 10^5 ops: without the frozen dataclass's __init__
+            op.__dict__.update(zip(fields, (name.op_name, name.op_type, d.count("input"), d.count("output"), e.order(),
+                                            DeviceRef(e, d))))
+        append(op)
     return sorted(ops, key=lambda op: op.order) if sliced else ops
+
+
+#: DeviceOp's fields in order
+_OP_FIELDS = tuple(DeviceOp.__dataclass_fields__)
 
 
 def sliced_op(group: ffts.SliceGroup, open_dumps: Any) -> DeviceOp:

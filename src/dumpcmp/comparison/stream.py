@@ -71,36 +71,48 @@ def graph_layout(pairs: Sequence[TensorPair | None], graph: Graph, quant_pairs_l
     raw-integer tensors of quant (outputs) and dequant (inputs) ops. `pairs[n]` None: that row has no place (a pair
     skipped by the pairing)."""
     left_out = quant_pair_members(graph) if quant_pairs_left_out else set()
+    # each fusion unit's ops, the units numbered in order of their first op
     numbers: dict[str, int] = {}
-    members: dict[int, list[Op]] = {}
+    members: list[list[Op]] = []
     for op in graph.ops:
-        n = numbers.setdefault(graph_group_name(op), len(numbers))
-        group = members.get(n)
-        if group is None:
-            members[n] = [op]
-        elif op not in group:
-            group.append(op)
+        name = graph_group_name(op)
+        n = numbers.get(name)
+        if n is None:
+            numbers[name] = len(members)
+            members.append([op])
+        elif op not in members[n]:
+            members[n].append(op)
     by_op: dict[str, list[int]] = {}
     outside: list[int] = []
     for number, p in enumerate(pairs):
         if p is None or p.npu_op is None:
             continue
-        if p.graph_op is None:
+        graph_op = p.graph_op
+        if graph_op is None:
             outside.append(number)
         else:
-            by_op.setdefault(p.graph_op, []).append(number)
+            mine = by_op.get(graph_op)
+            if mine is None:
+                by_op[graph_op] = [number]
+            else:
+                mine.append(number)
     slots: list[Slot] = []
-    for n, ops in sorted(members.items()):
+    append, slot, pop = slots.append, tuple.__new__, by_op.pop  # a Slot made without its __new__
+    for n, ops in enumerate(members):
         npu = ops[0].name if len(ops) == 1 else ",".join([o.name for o in ops])
         for op in ops:
-            truth = "*" if op.is_inserted else ",".join(graph.original_names(op))
-            mine = by_op.pop(op.name, None)
-            if op.name in left_out:
+            name = op.name
+            mine = pop(name, None)
+            if name in left_out:
                 continue
+            # "*" for an op the compiler inserted, else its `graph.original_names` joined (inline: once per op)
+            originals = op.original_op_names
+            truth = name if originals is None else ",".join(originals) if originals else "*"
             if not mine:
-                slots.append(Slot(-1, n, npu, truth, op))
-                continue
-            slots += [Slot(number, n, npu, truth) for number in mine]
+                append(slot(Slot, (-1, n, npu, truth, op)))
+            else:
+                for number in mine:
+                    append(slot(Slot, (number, n, npu, truth, None)))
     last = len(members)
     slots += [Slot(number, last) for number in outside + [k for rest in by_op.values() for k in rest]]
     return RowLayout(slots, len(pairs))

@@ -438,7 +438,10 @@ def keys_by_index(files: Mapping[str, Any], notes: list[str] | None = None) -> d
                 if problem is not None and notes is not None:
                     notes.append(f"ground truth: {problem}; its folder's files pair by their file names (a file "
                                  "golden renamed, such as a_b_1 for a/b beside a_b, pairs wrongly)")
-            rec = indexes[folder].get(os.path.basename(os.fspath(path)))
+            listed = indexes[folder]
+            rec = listed.get(os.path.basename(os.fspath(path))) if listed else None
         keyed.append((key, entry, False) if rec is None else (f"{rec.op_name}.{rec.output_index}", entry, True))
     from_index = {k for k, _, indexed in keyed if indexed}
+    if not from_index:  # no file listed by an index (no index at all, mostly): every file keeps its key
+        return dict(files)
     return {k: e for k, e, indexed in keyed if indexed or k not in from_index}

@@ -354,10 +354,10 @@ class _GraphIndex:
         self.graph = graph
         ops = graph.ops
         by_name = graph.ops_by_name
-        # The first op of a sanitised name wins: reversed, the first is written last.
-        self.by_sanitized: dict[str, Op] = {sanitize_name(op.name): op for op in reversed(ops)}
-        # `graph.get` and `by_sanitized.get` bound once: `find` runs for each device op
-        self._by_name_get, self._by_sanitized_get = by_name.get, self.by_sanitized.get
+        # `graph.get` bound once: `find` runs for each device op; the sanitised names only once a name is not found
+        # as it is (most device names are the graph's)
+        self._by_name_get = by_name.get
+        self._by_sanitized: dict[str, Op] | None = None
         # Union-find over ops that share an original name, or an L1 fusion subgraph number; only the ops that were
         # ever united are in `parent`.
         parent: dict[str, str] = {}
@@ -426,13 +426,31 @@ class _GraphIndex:
         last = self.group_last.get(op.name)
         return last if last is not None else self.graph.get(op.name) or op
 
+    @property
+    def by_sanitized(self) -> dict[str, Op]:
+        """Sanitised name -> the first op (in execution order) of that sanitised name."""
+        if self._by_sanitized is None:
+            # The first op of a sanitised name wins: reversed, the first is written last.
+            self._by_sanitized = {sanitize_name(op.name): op for op in reversed(self.graph.ops)}
+        return self._by_sanitized
+
     def find(self, device_name: str) -> Op | None:
-        return self._by_name_get(device_name) or self._by_sanitized_get(sanitize_name(device_name))
+        found = self._by_name_get(device_name)
+        if found is None:
+            # A dump file's name is sanitised already: found as it is (a name holding `.`, `/`, `\` or a space is
+            # no sanitised name, so it finds nothing as it is and is sanitised first)
+            by_sanitized = self.by_sanitized
+            found = by_sanitized.get(device_name)
+            if found is None:
+                found = by_sanitized.get(sanitize_name(device_name))
+        return found
 
     def relation(self, op: Op) -> Relation:
         if op.l1_fusion_no is not None:
             return _L1_FUSION
-        originals = self.graph.original_names(op)
+        originals = op.original_op_names  # `graph.original_names`, inline: it runs for each device op
+        if originals is None:
+            originals = (op.name,)
         if not originals:  # op.is_inserted
             return _INSERTED
         owner, shared_names = self.owner, self.shared_names
@@ -750,13 +768,17 @@ def pair_with_ground_truth(
     starts: list[int] = []
     last_position = -1
     find = index.find if index is not None else lambda name: None
+    exact = index._by_name_get if index is not None else lambda name: None  # `find`'s first step, inline
+    op_pairs = in_graph.op_pairs if in_graph is not None else None
     for rank, dev in enumerate(ops):
-        g_op = find(dev.op_name)
+        g_op = exact(dev.op_name)
+        if g_op is None:
+            g_op = find(dev.op_name)
         starts.append(len(rows))
         if g_op is not None:
             last_position = g_op.position
             keys.append((last_position, 0, rank))
-            in_graph.op_pairs(dev, g_op, rows)
+            op_pairs(dev, g_op, rows)
         else:
             # Not in the graph: keep it right after the device op that ran before it.
             keys.append((last_position, 1, rank))

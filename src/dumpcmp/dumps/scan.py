@@ -499,8 +499,9 @@ class _Scanner:
             except OSError as error:
                 self.skipped.append(Skipped(folder, f"cannot list the folder: {error.strerror or error}"))
                 continue
+            # holds_stats_only: a folder with a readable device dump ends the walk, its other files not asked
             error, subdirs, skipped, others, devices, in_order, framework = list_folder(
-                folder, DumpEntry, DeviceDumpName, FftsSuffix, GroundTruthEntry, FrameworkDumpName)
+                folder, DumpEntry, DeviceDumpName, FftsSuffix, GroundTruthEntry, FrameworkDumpName, self.stop_at_dump)
             if error is not None:
                 self.skipped.append(Skipped(folder, f"cannot list the folder: {error}"))
                 continue

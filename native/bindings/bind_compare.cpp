@@ -100,19 +100,15 @@ std::optional<NpyFile> open_npy(const std::string& path) {
         ~Fd() { if (fd >= 0) ::close(fd); }
     } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (f.fd < 0) return std::nullopt;
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    std::string head;
+    // header and data of a small file in one read and no fstat (the short read is its size), a larger one mapped
+    // (MappedFile's read first): anything but a regular file is refused by its fstat
     MappedFilePtr file;
-    if (static_cast<std::uint64_t>(st.st_size) <= MappedFile::kReadWholeBytes) {  // header and data in one read
-        file = std::make_shared<const MappedFile>(path, f.fd, st);
-        if (file->size() > 0)
-            head.assign(reinterpret_cast<const char*>(file->data()), std::min<std::size_t>(file->size(), 4096));
-    } else {
-        head.assign(4096, '\0');
-        const ssize_t got = ::pread(f.fd, head.data(), head.size(), 0);
-        head.resize(got < 0 ? 0 : static_cast<std::size_t>(got));
+    try {
+        file = std::make_shared<const MappedFile>(path, f.fd, MappedFile::kUnknownSize);
+    } catch (const DumpError&) {
+        return std::nullopt;
     }
+    const std::string_view head(reinterpret_cast<const char*>(file->data()), std::min<std::size_t>(file->size(), 4096));
     const std::size_t got = head.size();
     if (got < 10 || head.compare(0, 6, "\x93NUMPY") != 0 || head[7] != 0 || head[6] < 1 || head[6] > 3)
         return std::nullopt;
@@ -122,9 +118,8 @@ std::optional<NpyFile> open_npy(const std::string& path) {
         length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
     const std::uint64_t offset = 8 + width + length;
     if (length == 0 || offset > got) return std::nullopt;  // longer headers: the general reader
-    auto h = strict_npy_header(std::string_view(head).substr(8 + width, length));
+    auto h = strict_npy_header(head.substr(8 + width, length));
     if (!h) return std::nullopt;
-    if (!file) file = std::make_shared<const MappedFile>(path, f.fd, st);
     return NpyFile{std::move(file), offset, std::move(*h)};
 }
 

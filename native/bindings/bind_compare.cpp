@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <map>
 #include <memory>
@@ -86,6 +87,22 @@ std::optional<NpyHeader> strict_npy_header(std::string_view t) {
     return h;
 }
 
+// The strict header at the start of a .npy file's bytes (the first `limit` bytes at most are looked at) and where
+// its data starts, or nothing (not a .npy, a longer header, any doubt: the general reader).
+std::optional<NpyHeader> npy_head(std::string_view bytes, std::uint64_t& offset, std::size_t limit = 4096) {
+    const std::string_view head = bytes.substr(0, limit);
+    const std::size_t got = head.size();
+    if (got < 10 || head.compare(0, 6, "\x93NUMPY") != 0 || head[7] != 0 || head[6] < 1 || head[6] > 3)
+        return std::nullopt;
+    const std::size_t width = head[6] == 1 ? 2 : 4;
+    std::uint64_t length = 0;
+    for (std::size_t i = 0; i < width; ++i)
+        length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
+    offset = 8 + width + length;
+    if (length == 0 || offset > got) return std::nullopt;  // longer headers: the general reader
+    return strict_npy_header(head.substr(8 + width, length));
+}
+
 // A plain .npy file opened with one open (O_NONBLOCK: a FIFO put in its place never waits): its bytes (read whole
 // when small, else mapped: MappedFile), the data offset and the header, or nothing for any other file or any doubt.
 struct NpyFile {
@@ -108,19 +125,97 @@ std::optional<NpyFile> open_npy(const std::string& path) {
     } catch (const DumpError&) {
         return std::nullopt;
     }
-    const std::string_view head(reinterpret_cast<const char*>(file->data()), std::min<std::size_t>(file->size(), 4096));
-    const std::size_t got = head.size();
-    if (got < 10 || head.compare(0, 6, "\x93NUMPY") != 0 || head[7] != 0 || head[6] < 1 || head[6] > 3)
-        return std::nullopt;
-    const std::size_t width = head[6] == 1 ? 2 : 4;
-    std::uint64_t length = 0;
-    for (std::size_t i = 0; i < width; ++i)
-        length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
-    const std::uint64_t offset = 8 + width + length;
-    if (length == 0 || offset > got) return std::nullopt;  // longer headers: the general reader
-    auto h = strict_npy_header(head.substr(8 + width, length));
+    std::uint64_t offset = 0;
+    auto h = npy_head(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), offset);
     if (!h) return std::nullopt;
     return NpyFile{std::move(file), offset, std::move(*h)};
+}
+
+// What a plain .npy holds, by the rule ground_truth.plain_npy and npy_sources share: a strict header whose descr
+// is a key of data_types (naming a data type stored as it is compared) and exactly as many bytes after the header
+// as its shape needs.
+struct PlainNpy {
+    std::string data_type;
+    std::uint64_t count;
+};
+
+std::optional<PlainNpy> plain_npy_of(const NpyHeader& h, std::uint64_t offset, std::uint64_t size,
+                                     const std::map<std::string, std::string>& data_types) {
+    const auto name = data_types.find(h.descr);
+    if (name == data_types.end() || h.descr.size() < 3) return std::nullopt;
+    const DataTypeInfo* info = find_data_type(name->second);
+    if (info == nullptr || info->repr != Repr::native) return std::nullopt;
+    std::uint64_t itemsize = 0;
+    for (char c : h.descr.substr(2)) {
+        if (c < '0' || c > '9' || itemsize > 64) return std::nullopt;
+        itemsize = itemsize * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    std::uint64_t count = 1;
+    for (auto d : h.shape) {
+        const auto c = checked::mul(count, d);
+        if (!c) return std::nullopt;
+        count = *c;
+    }
+    const auto bytes = checked::mul(count, itemsize);
+    if (!bytes || itemsize == 0 || offset > size || *bytes != size - offset) return std::nullopt;
+    return PlainNpy{name->second, count};
+}
+
+// The header of a plain .npy read with one open and one read (4096 bytes: a short read is the file's size, else
+// fstat tells it, and refuses anything but a regular file): (data type name, shape, offset, descr), or nothing.
+constexpr std::uint64_t kMaxNpyHeader = std::uint64_t{1} << 16;
+
+struct NpyHead {
+    PlainNpy plain;
+    NpyHeader header;
+    std::uint64_t offset;
+};
+
+std::optional<NpyHead> read_npy_head(const std::string& path, const std::map<std::string, std::string>& data_types) {
+    struct Fd {
+        int fd;
+        ~Fd() { if (fd >= 0) ::close(fd); }
+    } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // a FIFO put in its place: no wait
+    if (f.fd < 0) return std::nullopt;
+    char first[4096];
+    ssize_t got;
+    do {
+        got = ::pread(f.fd, first, sizeof first, 0);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0) return std::nullopt;  // an empty file, an error (a directory): the general reader says what
+    std::uint64_t size = static_cast<std::uint64_t>(got);
+    if (static_cast<std::size_t>(got) == sizeof first) {
+        struct stat st {};
+        if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+        size = static_cast<std::uint64_t>(st.st_size);
+    }
+    std::string_view bytes(first, static_cast<std::size_t>(got));
+    std::string longer;  // a header past the first read (NumPy's limit: 64 KiB) read whole with a second
+    if (got >= 10 && static_cast<std::size_t>(got) == sizeof first && first[6] >= 1 && first[6] <= 3) {
+        const std::size_t width = first[6] == 1 ? 2 : 4;
+        std::uint64_t length = 0;
+        for (std::size_t i = 0; i < width; ++i)
+            length |= static_cast<std::uint64_t>(static_cast<unsigned char>(first[8 + i])) << (8 * i);
+        const std::uint64_t end = 8 + width + length;
+        if (length <= kMaxNpyHeader && end > sizeof first && end <= size) {
+            longer.assign(first, sizeof first);
+            longer.resize(end);
+            std::size_t done = sizeof first;
+            while (done < end) {
+                const ssize_t r = ::pread(f.fd, longer.data() + done, end - done, static_cast<off_t>(done));
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) return std::nullopt;
+                done += static_cast<std::size_t>(r);
+            }
+            bytes = longer;
+        }
+    }
+    std::uint64_t offset = 0;
+    auto h = npy_head(bytes, offset, bytes.size());
+    if (!h) return std::nullopt;
+    auto plain = plain_npy_of(*h, offset, size, data_types);
+    if (!plain) return std::nullopt;
+    return NpyHead{std::move(*plain), std::move(*h), offset};
 }
 
 // A dump tensor as a comparison side (source_from_dump; `File`: a DumpFile, or a DumpHead kept small): read through
@@ -339,30 +434,14 @@ void bind_compare(py::module_& core) {
                     continue;
                 }
                 if (!npy) continue;
-                const std::uint64_t offset = npy->offset, size = npy->file->size();
-                const NpyHeader& h = npy->header;
+                const std::uint64_t offset = npy->offset;
                 const MappedFilePtr& keep = npy->file;
-                const auto name = data_types.find(h.descr);
-                if (name == data_types.end() || h.descr.size() < 3) continue;
-                const DataTypeInfo* info = find_data_type(name->second);
-                if (info == nullptr || info->repr != Repr::native) continue;
-                std::uint64_t itemsize = 0;
-                for (char c : h.descr.substr(2)) {
-                    if (c < '0' || c > '9' || itemsize > 64) { itemsize = 0; break; }
-                    itemsize = itemsize * 10 + static_cast<std::uint64_t>(c - '0');
-                }
-                std::optional<std::uint64_t> bytes = itemsize;
-                std::uint64_t count = 1;
-                for (auto d : h.shape) {
-                    const auto c = checked::mul(count, d);
-                    if (!c) { bytes.reset(); break; }
-                    count = *c;
-                }
-                if (bytes) bytes = checked::mul(count, itemsize);
-                if (!bytes || itemsize == 0 || offset > size || *bytes != size - offset) continue;
-                opened[k] = Opened{std::make_shared<TensorSource>(keep->data() + offset, info->type, count, nullptr,
-                                                                  keep),
-                                   h.shape, name->second};
+                const auto plain = plain_npy_of(npy->header, offset, keep->size(), data_types);
+                if (!plain) continue;
+                opened[k] = Opened{std::make_shared<TensorSource>(keep->data() + offset,
+                                                                  find_data_type(plain->data_type)->type, plain->count,
+                                                                  nullptr, keep),
+                                   npy->header.shape, plain->data_type};
             }
         }
         py::list out;
@@ -380,6 +459,33 @@ void bind_compare(py::module_& core) {
        "Plain .npy files as comparison sides, one call for many: per path (source, shape, data type name) where the "
        "header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size "
        "agreeing), else None.");
+
+    m.def("npy_heads", [](const std::vector<std::string>& paths, const std::map<std::string, std::string>& data_types) {
+        std::vector<std::optional<NpyHead>> heads(paths.size());
+        {
+            py::gil_scoped_release release;
+            for (std::size_t k = 0; k < paths.size(); ++k) {
+                try {
+                    heads[k] = read_npy_head(paths[k], data_types);
+                } catch (const std::exception&) {
+                    heads[k].reset();
+                }
+            }
+        }
+        py::list out;
+        for (auto& h : heads) {
+            if (!h) {
+                out.append(py::none());
+                continue;
+            }
+            py::tuple shape(h->header.shape.size());
+            for (std::size_t i = 0; i < h->header.shape.size(); ++i) shape[i] = py::int_(h->header.shape[i]);
+            out.append(py::make_tuple(h->plain.data_type, shape, h->offset, h->header.descr));
+        }
+        return out;
+    }, py::arg("paths"), py::arg("data_types"),
+       "The headers of plain .npy files, by npy_sources' rule (a header up to 64 KiB), nothing mapped (one open and "
+       "one 4096-byte read a file): per path (data type name, shape, data offset, descr), else None.");
 
     m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
                                 std::optional<std::vector<int>> metrics, unsigned threads, bool scalar,

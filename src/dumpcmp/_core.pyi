@@ -477,6 +477,11 @@ class compare:
         Plain .npy files as comparison sides, one call for many: per path (source, shape, data type name) where the header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size agreeing), else None.
         """
     @staticmethod
+    def npy_heads(paths: collections.abc.Sequence[str], data_types: collections.abc.Mapping[str, str]) -> list:
+        """
+        The headers of plain .npy files, by npy_sources' rule (a header up to 64 KiB), nothing mapped (one open and one 4096-byte read a file): per path (data type name, shape, data offset, descr), else None.
+        """
+    @staticmethod
     def compare_sources(x: compare.TensorSource, y: compare.TensorSource, *, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, scalar: bool = False, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536, precise: bool = False) -> metrics.MetricResult:
         ...
     @staticmethod

@@ -138,3 +138,20 @@ def test_a_fifo_in_a_dumps_place_never_waits(tmp_path):
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{fifo}: empty file (0 bytes): not a dump"
+
+
+@pytest.mark.skipif(strace_path() is None, reason="needs strace")
+def test_plain_npy_headers_one_read_each_and_no_fstat(tmp_path):
+    # `dumpcmp info GT` reads every .npy header this way (it was a Python open, fstat, read and close each)
+    for i in range(30):
+        np.save(tmp_path / f"a{i}.0.{T0 + i}.npy", np.arange(10 + i, dtype=np.float32))
+    code = ("import os\n"
+            "from dumpcmp.dumps.ground_truth import plain_npy\n"
+            f"folder = {str(tmp_path)!r}\n"
+            "paths = [os.path.join(folder, n) for n in sorted(os.listdir(folder))]\n"
+            "plain_npy(paths[0])\n"
+            "print('-- start --', flush=True)\n"
+            "heads = [plain_npy(p) for p in paths]\n"
+            "assert sorted(h.shape for h in heads) == [(10 + i,) for i in range(30)]\n")
+    counts = count_syscalls(code, STATS + ("pread64", "read"), threads=False)
+    assert sum(counts[c] for c in STATS) == 0 and counts["pread64"] == 30, counts

@@ -139,11 +139,10 @@ struct PlainNpy {
     std::uint64_t count;
 };
 
-std::optional<PlainNpy> plain_npy_of(const NpyHeader& h, std::uint64_t offset, std::uint64_t size,
-                                     const std::map<std::string, std::string>& data_types) {
-    const auto name = data_types.find(h.descr);
-    if (name == data_types.end() || h.descr.size() < 3) return std::nullopt;
-    const DataTypeInfo* info = find_data_type(name->second);
+std::optional<PlainNpy> plain_npy_as(const NpyHeader& h, std::uint64_t offset, std::uint64_t size,
+                                     const std::string& data_type) {  // data_type: what data_types maps descr to
+    if (h.descr.size() < 3) return std::nullopt;
+    const DataTypeInfo* info = find_data_type(data_type);
     if (info == nullptr || info->repr != Repr::native) return std::nullopt;
     std::uint64_t itemsize = 0;
     for (char c : h.descr.substr(2)) {
@@ -158,7 +157,14 @@ std::optional<PlainNpy> plain_npy_of(const NpyHeader& h, std::uint64_t offset, s
     }
     const auto bytes = checked::mul(count, itemsize);
     if (!bytes || itemsize == 0 || offset > size || *bytes != size - offset) return std::nullopt;
-    return PlainNpy{name->second, count};
+    return PlainNpy{data_type, count};
+}
+
+std::optional<PlainNpy> plain_npy_of(const NpyHeader& h, std::uint64_t offset, std::uint64_t size,
+                                     const std::map<std::string, std::string>& data_types) {
+    const auto name = data_types.find(h.descr);
+    if (name == data_types.end()) return std::nullopt;
+    return plain_npy_as(h, offset, size, name->second);
 }
 
 // The header of a plain .npy read with one open and one read (4096 bytes: a short read is the file's size, else
@@ -166,12 +172,11 @@ std::optional<PlainNpy> plain_npy_of(const NpyHeader& h, std::uint64_t offset, s
 constexpr std::uint64_t kMaxNpyHeader = std::uint64_t{1} << 16;
 
 struct NpyHead {
-    PlainNpy plain;
     NpyHeader header;
-    std::uint64_t offset;
+    std::uint64_t offset, size;
 };
 
-std::optional<NpyHead> read_npy_head(const std::string& path, const std::map<std::string, std::string>& data_types) {
+std::optional<NpyHead> read_npy_head(const std::string& path) {
     struct Fd {
         int fd;
         ~Fd() { if (fd >= 0) ::close(fd); }
@@ -213,9 +218,7 @@ std::optional<NpyHead> read_npy_head(const std::string& path, const std::map<std
     std::uint64_t offset = 0;
     auto h = npy_head(bytes, offset, bytes.size());
     if (!h) return std::nullopt;
-    auto plain = plain_npy_of(*h, offset, size, data_types);
-    if (!plain) return std::nullopt;
-    return NpyHead{std::move(*plain), std::move(*h), offset};
+    return NpyHead{std::move(*h), offset, size};
 }
 
 // A dump tensor as a comparison side (source_from_dump; `File`: a DumpFile, or a DumpHead kept small): read through
@@ -460,13 +463,14 @@ void bind_compare(py::module_& core) {
        "header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size "
        "agreeing), else None.");
 
-    m.def("npy_heads", [](const std::vector<std::string>& paths, const std::map<std::string, std::string>& data_types) {
+    m.def("npy_heads", [](const std::vector<std::string>& paths, const py::dict& data_types) {
+        // data_types looked up per header (not made a std::map each call: plain_npy asks for one file at a time)
         std::vector<std::optional<NpyHead>> heads(paths.size());
         {
             py::gil_scoped_release release;
             for (std::size_t k = 0; k < paths.size(); ++k) {
                 try {
-                    heads[k] = read_npy_head(paths[k], data_types);
+                    heads[k] = read_npy_head(paths[k]);
                 } catch (const std::exception&) {
                     heads[k].reset();
                 }
@@ -474,13 +478,19 @@ void bind_compare(py::module_& core) {
         }
         py::list out;
         for (auto& h : heads) {
-            if (!h) {
+            std::optional<PlainNpy> plain;
+            if (h) {
+                PyObject* name = PyDict_GetItemString(data_types.ptr(), h->header.descr.c_str());  // borrowed
+                if (name != nullptr && PyUnicode_Check(name))
+                    plain = plain_npy_as(h->header, h->offset, h->size, py::handle(name).cast<std::string>());
+            }
+            if (!plain) {
                 out.append(py::none());
                 continue;
             }
             py::tuple shape(h->header.shape.size());
             for (std::size_t i = 0; i < h->header.shape.size(); ++i) shape[i] = py::int_(h->header.shape[i]);
-            out.append(py::make_tuple(h->plain.data_type, shape, h->offset, h->header.descr));
+            out.append(py::make_tuple(plain->data_type, shape, h->offset, h->header.descr));
         }
         return out;
     }, py::arg("paths"), py::arg("data_types"),

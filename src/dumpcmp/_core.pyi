@@ -477,7 +477,7 @@ class compare:
         Plain .npy files as comparison sides, one call for many: per path (source, shape, data type name) where the header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size agreeing), else None.
         """
     @staticmethod
-    def npy_heads(paths: collections.abc.Sequence[str], data_types: collections.abc.Mapping[str, str]) -> list:
+    def npy_heads(paths: collections.abc.Sequence[str], data_types: dict) -> list:
         """
         The headers of plain .npy files, by npy_sources' rule (a header up to 64 KiB), nothing mapped (one open and one 4096-byte read a file): per path (data type name, shape, data offset, descr), else None.
         """

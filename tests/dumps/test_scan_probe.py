@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
+
+import dumpcmp
 
 from helpers.syscalls import count_syscalls, strace_path
 from dumpcmp.dumps.naming import DeviceDumpName, FftsSuffix, FrameworkDumpName
@@ -76,5 +79,20 @@ def test_holds_stats_only_asks_about_one_file_of_a_dump_folder(tmp_path):
             f"holds_stats_only({str(folder)!r})\n"  # the imports and first calls made before the count starts
             "print('-- start --', flush=True)\n"
             f"assert holds_stats_only({str(folder)!r}) is False\n")
+    counts = count_syscalls(code, ("faccessat2", "faccessat", "access"))
+    assert sum(counts.values()) <= 2, counts
+
+
+@pytest.mark.skipif(strace_path() is None, reason="needs strace")
+def test_info_leaves_the_readability_of_dumps_to_their_open(tmp_path):
+    # `dumpcmp info TREE` opens every dump it lists: the scan does not ask about each first (#35)
+    folder = tmp_path / "dump"
+    folder.mkdir()
+    for i in range(200):
+        dumpcmp.write_dump(folder / f"Add.add{i}.{i + 1}.{T0 + i}", op_name=f"add{i}", outputs=[np.ones(2, np.float32)])
+    code = ("from dumpcmp.cli.info import gather\n"
+            "print('-- start --', flush=True)\n"
+            f"items, ok = gather([{str(folder)!r}])\n"
+            "assert ok and items[0]['summary']['dumps'] == 200\n")
     counts = count_syscalls(code, ("faccessat2", "faccessat", "access"))
     assert sum(counts.values()) <= 2, counts

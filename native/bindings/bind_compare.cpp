@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <map>
 #include <memory>
@@ -86,6 +87,22 @@ std::optional<NpyHeader> strict_npy_header(std::string_view t) {
     return h;
 }
 
+// The strict header at the start of a .npy file's bytes (the first `limit` bytes at most are looked at) and where
+// its data starts, or nothing (not a .npy, a longer header, any doubt: the general reader).
+std::optional<NpyHeader> npy_head(std::string_view bytes, std::uint64_t& offset, std::size_t limit = 4096) {
+    const std::string_view head = bytes.substr(0, limit);
+    const std::size_t got = head.size();
+    if (got < 10 || head.compare(0, 6, "\x93NUMPY") != 0 || head[7] != 0 || head[6] < 1 || head[6] > 3)
+        return std::nullopt;
+    const std::size_t width = head[6] == 1 ? 2 : 4;
+    std::uint64_t length = 0;
+    for (std::size_t i = 0; i < width; ++i)
+        length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
+    offset = 8 + width + length;
+    if (length == 0 || offset > got) return std::nullopt;  // longer headers: the general reader
+    return strict_npy_header(head.substr(8 + width, length));
+}
+
 // A plain .npy file opened with one open (O_NONBLOCK: a FIFO put in its place never waits): its bytes (read whole
 // when small, else mapped: MappedFile), the data offset and the header, or nothing for any other file or any doubt.
 struct NpyFile {
@@ -100,32 +117,108 @@ std::optional<NpyFile> open_npy(const std::string& path) {
         ~Fd() { if (fd >= 0) ::close(fd); }
     } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (f.fd < 0) return std::nullopt;
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    std::string head;
+    // header and data of a small file in one read and no fstat (the short read is its size), a larger one mapped
+    // (MappedFile's read first): anything but a regular file is refused by its fstat
     MappedFilePtr file;
-    if (static_cast<std::uint64_t>(st.st_size) <= MappedFile::kReadWholeBytes) {  // header and data in one read
-        file = std::make_shared<const MappedFile>(path, f.fd, st);
-        if (file->size() > 0)
-            head.assign(reinterpret_cast<const char*>(file->data()), std::min<std::size_t>(file->size(), 4096));
-    } else {
-        head.assign(4096, '\0');
-        const ssize_t got = ::pread(f.fd, head.data(), head.size(), 0);
-        head.resize(got < 0 ? 0 : static_cast<std::size_t>(got));
-    }
-    const std::size_t got = head.size();
-    if (got < 10 || head.compare(0, 6, "\x93NUMPY") != 0 || head[7] != 0 || head[6] < 1 || head[6] > 3)
+    try {
+        file = std::make_shared<const MappedFile>(path, f.fd, MappedFile::kUnknownSize);
+    } catch (const DumpError&) {
         return std::nullopt;
-    const std::size_t width = head[6] == 1 ? 2 : 4;
-    std::uint64_t length = 0;
-    for (std::size_t i = 0; i < width; ++i)
-        length |= static_cast<std::uint64_t>(static_cast<unsigned char>(head[8 + i])) << (8 * i);
-    const std::uint64_t offset = 8 + width + length;
-    if (length == 0 || offset > got) return std::nullopt;  // longer headers: the general reader
-    auto h = strict_npy_header(std::string_view(head).substr(8 + width, length));
+    }
+    std::uint64_t offset = 0;
+    auto h = npy_head(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), offset);
     if (!h) return std::nullopt;
-    if (!file) file = std::make_shared<const MappedFile>(path, f.fd, st);
     return NpyFile{std::move(file), offset, std::move(*h)};
+}
+
+// What a plain .npy holds, by the rule ground_truth.plain_npy and npy_sources share: a strict header whose descr
+// is a key of data_types (naming a data type stored as it is compared) and exactly as many bytes after the header
+// as its shape needs.
+struct PlainNpy {
+    std::string data_type;
+    std::uint64_t count;
+};
+
+std::optional<PlainNpy> plain_npy_as(const NpyHeader& h, std::uint64_t offset, std::uint64_t size,
+                                     const std::string& data_type) {  // data_type: what data_types maps descr to
+    if (h.descr.size() < 3) return std::nullopt;
+    const DataTypeInfo* info = find_data_type(data_type);
+    if (info == nullptr || info->repr != Repr::native) return std::nullopt;
+    std::uint64_t itemsize = 0;
+    for (char c : h.descr.substr(2)) {
+        if (c < '0' || c > '9' || itemsize > 64) return std::nullopt;
+        itemsize = itemsize * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    std::uint64_t count = 1;
+    for (auto d : h.shape) {
+        const auto c = checked::mul(count, d);
+        if (!c) return std::nullopt;
+        count = *c;
+    }
+    const auto bytes = checked::mul(count, itemsize);
+    if (!bytes || itemsize == 0 || offset > size || *bytes != size - offset) return std::nullopt;
+    return PlainNpy{data_type, count};
+}
+
+std::optional<PlainNpy> plain_npy_of(const NpyHeader& h, std::uint64_t offset, std::uint64_t size,
+                                     const std::map<std::string, std::string>& data_types) {
+    const auto name = data_types.find(h.descr);
+    if (name == data_types.end()) return std::nullopt;
+    return plain_npy_as(h, offset, size, name->second);
+}
+
+// The header of a plain .npy read with one open and one read (4096 bytes: a short read is the file's size, else
+// fstat tells it, and refuses anything but a regular file): (data type name, shape, offset, descr), or nothing.
+constexpr std::uint64_t kMaxNpyHeader = std::uint64_t{1} << 16;
+
+struct NpyHead {
+    NpyHeader header;
+    std::uint64_t offset, size;
+};
+
+std::optional<NpyHead> read_npy_head(const std::string& path) {
+    struct Fd {
+        int fd;
+        ~Fd() { if (fd >= 0) ::close(fd); }
+    } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // a FIFO put in its place: no wait
+    if (f.fd < 0) return std::nullopt;
+    char first[4096];
+    ssize_t got;
+    do {
+        got = ::pread(f.fd, first, sizeof first, 0);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0) return std::nullopt;  // an empty file, an error (a directory): the general reader says what
+    std::uint64_t size = static_cast<std::uint64_t>(got);
+    if (static_cast<std::size_t>(got) == sizeof first) {
+        struct stat st {};
+        if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+        size = static_cast<std::uint64_t>(st.st_size);
+    }
+    std::string_view bytes(first, static_cast<std::size_t>(got));
+    std::string longer;  // a header past the first read (NumPy's limit: 64 KiB) read whole with a second
+    if (got >= 10 && static_cast<std::size_t>(got) == sizeof first && first[6] >= 1 && first[6] <= 3) {
+        const std::size_t width = first[6] == 1 ? 2 : 4;
+        std::uint64_t length = 0;
+        for (std::size_t i = 0; i < width; ++i)
+            length |= static_cast<std::uint64_t>(static_cast<unsigned char>(first[8 + i])) << (8 * i);
+        const std::uint64_t end = 8 + width + length;
+        if (length <= kMaxNpyHeader && end > sizeof first && end <= size) {
+            longer.assign(first, sizeof first);
+            longer.resize(end);
+            std::size_t done = sizeof first;
+            while (done < end) {
+                const ssize_t r = ::pread(f.fd, longer.data() + done, end - done, static_cast<off_t>(done));
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) return std::nullopt;
+                done += static_cast<std::size_t>(r);
+            }
+            bytes = longer;
+        }
+    }
+    std::uint64_t offset = 0;
+    auto h = npy_head(bytes, offset, bytes.size());
+    if (!h) return std::nullopt;
+    return NpyHead{std::move(*h), offset, size};
 }
 
 // A dump tensor as a comparison side (source_from_dump; `File`: a DumpFile, or a DumpHead kept small): read through
@@ -344,30 +437,14 @@ void bind_compare(py::module_& core) {
                     continue;
                 }
                 if (!npy) continue;
-                const std::uint64_t offset = npy->offset, size = npy->file->size();
-                const NpyHeader& h = npy->header;
+                const std::uint64_t offset = npy->offset;
                 const MappedFilePtr& keep = npy->file;
-                const auto name = data_types.find(h.descr);
-                if (name == data_types.end() || h.descr.size() < 3) continue;
-                const DataTypeInfo* info = find_data_type(name->second);
-                if (info == nullptr || info->repr != Repr::native) continue;
-                std::uint64_t itemsize = 0;
-                for (char c : h.descr.substr(2)) {
-                    if (c < '0' || c > '9' || itemsize > 64) { itemsize = 0; break; }
-                    itemsize = itemsize * 10 + static_cast<std::uint64_t>(c - '0');
-                }
-                std::optional<std::uint64_t> bytes = itemsize;
-                std::uint64_t count = 1;
-                for (auto d : h.shape) {
-                    const auto c = checked::mul(count, d);
-                    if (!c) { bytes.reset(); break; }
-                    count = *c;
-                }
-                if (bytes) bytes = checked::mul(count, itemsize);
-                if (!bytes || itemsize == 0 || offset > size || *bytes != size - offset) continue;
-                opened[k] = Opened{std::make_shared<TensorSource>(keep->data() + offset, info->type, count, nullptr,
-                                                                  keep),
-                                   h.shape, name->second};
+                const auto plain = plain_npy_of(npy->header, offset, keep->size(), data_types);
+                if (!plain) continue;
+                opened[k] = Opened{std::make_shared<TensorSource>(keep->data() + offset,
+                                                                  find_data_type(plain->data_type)->type, plain->count,
+                                                                  nullptr, keep),
+                                   npy->header.shape, plain->data_type};
             }
         }
         py::list out;
@@ -385,6 +462,40 @@ void bind_compare(py::module_& core) {
        "Plain .npy files as comparison sides, one call for many: per path (source, shape, data type name) where the "
        "header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size "
        "agreeing), else None.");
+
+    m.def("npy_heads", [](const std::vector<std::string>& paths, const py::dict& data_types) {
+        // data_types looked up per header (not made a std::map each call: plain_npy asks for one file at a time)
+        std::vector<std::optional<NpyHead>> heads(paths.size());
+        {
+            py::gil_scoped_release release;
+            for (std::size_t k = 0; k < paths.size(); ++k) {
+                try {
+                    heads[k] = read_npy_head(paths[k]);
+                } catch (const std::exception&) {
+                    heads[k].reset();
+                }
+            }
+        }
+        py::list out;
+        for (auto& h : heads) {
+            std::optional<PlainNpy> plain;
+            if (h) {
+                PyObject* name = PyDict_GetItemString(data_types.ptr(), h->header.descr.c_str());  // borrowed
+                if (name != nullptr && PyUnicode_Check(name))
+                    plain = plain_npy_as(h->header, h->offset, h->size, py::handle(name).cast<std::string>());
+            }
+            if (!plain) {
+                out.append(py::none());
+                continue;
+            }
+            py::tuple shape(h->header.shape.size());
+            for (std::size_t i = 0; i < h->header.shape.size(); ++i) shape[i] = py::int_(h->header.shape[i]);
+            out.append(py::make_tuple(plain->data_type, shape, h->offset, h->header.descr));
+        }
+        return out;
+    }, py::arg("paths"), py::arg("data_types"),
+       "The headers of plain .npy files, by npy_sources' rule (a header up to 64 KiB), nothing mapped (one open and "
+       "one 4096-byte read a file): per path (data type name, shape, data offset, descr), else None.");
 
     m.def("compare_sources", [](const std::shared_ptr<TensorSource>& x, const std::shared_ptr<TensorSource>& y,
                                 std::optional<std::vector<int>> metrics, unsigned threads, bool scalar,

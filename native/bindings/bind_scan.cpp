@@ -152,7 +152,7 @@ py::object parse_name(const py::str& name, const py::handle& device_name, const 
 
 py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const py::handle& device_name,
                       const py::handle& ffts_suffix, const py::handle& ground_truth_entry,
-                      const py::handle& framework_name) {
+                      const py::handle& framework_name, bool probe, bool check_devices) {
     PyObject* encoded = PyUnicode_EncodeFSDefault(folder.ptr());
     if (encoded == nullptr) throw py::error_already_set();
     std::string dir(PyBytes_AS_STRING(encoded), static_cast<std::size_t>(PyBytes_GET_SIZE(encoded)));
@@ -160,12 +160,17 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
     std::vector<FolderItem> items;
     std::vector<std::uint32_t> device;
     int error;
+    long found = -1;
     {
         py::gil_scoped_release release;
-        error = dumpcmp::list_folder(dir, items);
-        for (std::uint32_t i = 0; i < items.size(); ++i)
-            if (items[i].type == FolderItem::file && items[i].parsed.kind == NameKind::device) device.push_back(i);
-        sort_device_items(items, device);
+        error = dumpcmp::list_folder(dir, items, probe ? &found : nullptr, check_devices || probe);
+        if (found >= 0) {
+            device.push_back(static_cast<std::uint32_t>(found));
+        } else {
+            for (std::uint32_t i = 0; i < items.size(); ++i)
+                if (items[i].type == FolderItem::file && items[i].parsed.kind == NameKind::device) device.push_back(i);
+            sort_device_items(items, device);
+        }
     }
     if (error != 0) return py::make_tuple(py::str(std::strerror(error)), py::none(), py::none(), py::none(),
                                           py::none(), py::none(), py::none());
@@ -174,6 +179,7 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
     py::list subdirs, skipped, slow, devices, framework;
     bool in_order = true;
     for (const FolderItem& item : items) {
+        if (found >= 0) break;  // a probe answered by a readable device dump: that entry alone
         switch (item.type) {
             case FolderItem::dir: subdirs.append(fs_text(item.name)); break;
             case FolderItem::special:
@@ -230,7 +236,7 @@ py::tuple list_folder(const py::str& folder, const py::handle& dump_entry, const
     std::vector<std::pair<std::string, std::uint32_t>> keyed;
     for (std::uint32_t i = 0; i < items.size(); ++i) {
         const FolderItem& item = items[i];
-        if (item.type != FolderItem::file || item.parsed.kind != NameKind::framework) continue;
+        if (found >= 0 || item.type != FolderItem::file || item.parsed.kind != NameKind::framework) continue;
         keyed.emplace_back(std::string(item.parsed.op_name) + "." + std::to_string(item.parsed.task_id), i);
     }
     std::sort(keyed.begin(), keyed.end());
@@ -439,7 +445,8 @@ py::object dump_record(const DumpFile& file, const py::handle& name, std::size_t
 void bind_scan(py::module_& core) {
     py::module_ m = core.def_submodule("scan", "One folder of a dump tree listed and its names parsed (issue #35).");
     m.def("list_folder", &list_folder, py::arg("folder"), py::arg("dump_entry"), py::arg("device_name"),
-          py::arg("ffts_suffix"), py::arg("ground_truth_entry"), py::arg("framework_name"),
+          py::arg("ffts_suffix"), py::arg("ground_truth_entry"), py::arg("framework_name"), py::arg("probe") = false,
+          py::arg("check_devices") = true,
           "(error, subdirs, skipped, others, devices, in_order, framework) of one folder, as the scan sees it:\n"
           "error the strerror text that stopped the listing (then the rest is None), else None; subdirs the names\n"
           "of its folders (links followed); skipped (name, reason) for special files, files that do not stat and\n"
@@ -448,7 +455,10 @@ void bind_scan(py::module_& core) {
           "the DumpEntry of each device dump (the classes given), sorted by DumpEntry.order if in_order; framework\n"
           "the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by\n"
           "the bytes of {op_name}.{output_index}.\n"
-          "Files named .dumpcmp-*.tmp are left out.");
+          "Files named .dumpcmp-*.tmp are left out.\n"
+          "With probe (does the folder hold a readable device dump?): when it does, devices is the first such\n"
+          "entry alone and subdirs, skipped, others and framework are empty; else the whole answer.\n"
+          "Without check_devices, device dumps are not checked readable (the caller opens each: its open says).");
     m.def("dump_records", [](const py::list& files, const py::list& parsed, std::size_t indent) {
         if (files.size() != parsed.size()) throw std::invalid_argument("dump_records: as many names as files");
         py::list out;

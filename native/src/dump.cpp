@@ -450,13 +450,30 @@ DumpHeader read_dump_header_at(int dir_fd, const char* name, const std::string& 
     struct Fd {
         int fd;
         ~Fd() { if (fd >= 0) ::close(fd); }
-    } f{::openat(dir_fd, name, O_RDONLY | O_CLOEXEC)};
+    } f{::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // O_NONBLOCK: a FIFO or terminal never waits
     if (f.fd < 0) throw DumpError(path, std::string("cannot open: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0) throw DumpError(path, std::string("cannot stat: ") + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) throw DumpError(path, "is a directory, not a file");
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size == 0) throw DumpError(path, "empty file (0 bytes): not a dump");
+    // The prefix and, in most files, the whole header in one read, before any fstat: a read that ends short of the
+    // buffer has reached the end of the file, whose size it is (issue #35: one system call less a dump). A read that
+    // fills it, an empty one or an error asks fstat, which says what the file is and its size, as before.
+    std::uint8_t first[4096];
+    std::uint64_t got = 0;
+    bool failed = false;
+    for (;;) {  // one read: on a regular file it ends short only at the end (a header it cut is mapped whole below)
+        const ssize_t r = ::pread(f.fd, first, sizeof first, 0);
+        if (r < 0 && errno == EINTR) continue;
+        failed = r < 0;
+        got = r < 0 ? 0 : static_cast<std::uint64_t>(r);
+        break;
+    }
+    std::uint64_t size = got;
+    if (failed || got == 0 || got == sizeof first) {
+        struct stat st {};
+        if (::fstat(f.fd, &st) != 0) throw DumpError(path, std::string("cannot stat: ") + std::strerror(errno));
+        if (S_ISDIR(st.st_mode)) throw DumpError(path, "is a directory, not a file");
+        size = static_cast<std::uint64_t>(st.st_size);
+        if (size == 0) throw DumpError(path, "empty file (0 bytes): not a dump");
+        got = failed ? 0 : std::min(got, size);  // what the read gave of the bytes the fstat counts
+    }
     auto pread_all = [&](std::uint8_t* dst, std::uint64_t len, std::uint64_t at) {
         std::uint64_t done = 0;
         while (done < len) {
@@ -470,9 +487,7 @@ DumpHeader read_dump_header_at(int dir_fd, const char* name, const std::string& 
         }
     };
     if (size >= 8) {
-        // the prefix and, in most files, the whole header in one read; the rest of a longer header in a second
-        std::uint8_t first[4096];
-        std::uint64_t got = 0;
+        // the rest of a longer header in a second read
         const std::uint64_t want = std::min<std::uint64_t>(size, sizeof first);
         while (got < want) {
             const ssize_t r = ::pread(f.fd, first + got, want - got, static_cast<off_t>(got));
@@ -679,7 +694,7 @@ MappedFilePtr map_unchanged(const std::string& path, std::uint64_t file_size, st
                             std::weak_ptr<const MappedFile>& held) {
     std::lock_guard<std::mutex> lock(mutex);
     if (MappedFilePtr m = held.lock()) return m;
-    auto m = std::make_shared<const MappedFile>(path);
+    auto m = std::make_shared<const MappedFile>(path, file_size);  // a small one: no fstat
     if (m->size() != file_size)
         throw DumpError(path, "changed on disk since its header was read (" + std::to_string(file_size) +
                                   " bytes then, " + std::to_string(m->size()) + " now)");

@@ -23,15 +23,65 @@ struct Fd {
 };
 }  // namespace
 
-MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
-    Fd f{::open(path_.c_str(), O_RDONLY | O_CLOEXEC)};
+MappedFile::MappedFile(std::string path, std::uint64_t expected) : path_(std::move(path)) {
+    // O_NONBLOCK: a FIFO or a terminal put in a file's place neither holds the open nor the first read (the fstat
+    // after says what it is); no effect on a regular file
+    Fd f{::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (f.fd < 0) throw DumpError(path_, std::string("cannot open: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0) throw DumpError(path_, std::string("cannot stat: ") + std::strerror(errno));
-    load(f.fd, st);
+    load_read_first(f.fd, expected);
 }
 
 MappedFile::MappedFile(std::string path, int fd, const struct stat& st) : path_(std::move(path)) { load(fd, st); }
+
+MappedFile::MappedFile(std::string path, int fd, std::uint64_t expected) : path_(std::move(path)) {
+    load_read_first(fd, expected);
+}
+
+void MappedFile::load_read_first(int fd, std::uint64_t expected) {
+    if (expected == 0 || (expected != kUnknownSize && expected > kReadWholeBytes)) expected = kUnknownSize;
+    const std::size_t cap = static_cast<std::size_t>(expected == kUnknownSize ? kReadWholeBytes : expected) + 1;
+    // With `expected`, the buffer the bytes are kept in; without, the thread's scratch buffer, the bytes copied
+    // into one of their size after (not a 64 KiB allocation cut down: the heap would keep the pieces)
+    static thread_local std::unique_ptr<std::uint8_t[]> scratch;
+    std::uint8_t* buffer;
+    if (expected != kUnknownSize) {
+        buffer = static_cast<std::uint8_t*>(std::malloc(cap));
+        if (buffer == nullptr) throw std::bad_alloc();
+    } else {
+        if (!scratch) scratch.reset(new std::uint8_t[kReadWholeBytes + 1]);
+        buffer = scratch.get();
+    }
+    // One read: on a regular file it ends short only at the end of the file. With `expected`, a read short of it
+    // (a partial read, a file that shrank) is followed by more until the end or `expected` bytes.
+    std::size_t done = 0;
+    bool failed = false;
+    for (;;) {
+        const ssize_t got = ::pread(fd, buffer + done, cap - done, static_cast<off_t>(done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            failed = true;  // a directory (EISDIR), a terminal (EAGAIN), an I/O error: the fstat path says which
+            break;
+        }
+        done += static_cast<std::size_t>(got);
+        if (got == 0 || expected == kUnknownSize || done >= expected) break;
+    }
+    if (!failed && done > 0 && done < cap) {  // the end of the file reached short of the buffer: its size
+        if (expected == kUnknownSize) {
+            auto* kept = static_cast<std::uint8_t*>(std::malloc(done));
+            if (kept == nullptr) throw std::bad_alloc();
+            std::memcpy(kept, buffer, done);
+            buffer = kept;
+        }
+        data_ = buffer;
+        size_ = done;
+        owned_ = true;
+        return;
+    }
+    if (expected != kUnknownSize) std::free(buffer);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw DumpError(path_, std::string("cannot stat: ") + std::strerror(errno));
+    load(fd, st);
+}
 
 void MappedFile::load(int fd, const struct stat& st) {
     if (S_ISDIR(st.st_mode)) throw DumpError(path_, "is a directory, not a file");

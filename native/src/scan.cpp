@@ -110,7 +110,8 @@ ParsedDumpName parse_dump_name(std::string_view name, NameDigits* digits) noexce
     return p;
 }
 
-int list_folder(const std::string& folder, std::vector<FolderItem>& items) {
+int list_folder(const std::string& folder, std::vector<FolderItem>& items, long* device_found, bool check_devices) {
+    if (device_found != nullptr) *device_found = -1;
     const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return errno;
     DIR* dir = ::fdopendir(fd);
@@ -157,9 +158,24 @@ int list_folder(const std::string& folder, std::vector<FolderItem>& items) {
         if (item.type != FolderItem::file) continue;
         item.parsed = parse_dump_name(item.name);
         if (!item.parsed.fits) item.parsed.kind = NameKind::other;
+    }
+    if (device_found != nullptr) {  // a probe: the first readable device dump answers it, no other file is asked
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            FolderItem& item = items[i];
+            if (item.type != FolderItem::file || item.parsed.kind != NameKind::device) continue;
+            if (::faccessat(fd, item.name.c_str(), R_OK, AT_EACCESS) == 0) {
+                *device_found = static_cast<long>(i);
+                ::closedir(dir);
+                return 0;
+            }
+        }
+    }
+    for (FolderItem& item : items) {
+        if (item.type != FolderItem::file) continue;
         // AT_EACCESS: readable by the effective ids, which open() uses (not the real ones: a setuid tool, a process
         // that gave root up with seteuid)
-        if (item.parsed.kind != NameKind::other && ::faccessat(fd, item.name.c_str(), R_OK, AT_EACCESS) != 0)
+        if (item.parsed.kind == NameKind::other || (item.parsed.kind == NameKind::device && !check_devices)) continue;
+        if (::faccessat(fd, item.name.c_str(), R_OK, AT_EACCESS) != 0)
             item.type = FolderItem::unreadable;
     }
     ::closedir(dir);

@@ -477,6 +477,11 @@ class compare:
         Plain .npy files as comparison sides, one call for many: per path (source, shape, data type name) where the header is one NumPy writes (descr a key of data_types, which names its data type; C order; the size agreeing), else None.
         """
     @staticmethod
+    def npy_heads(paths: collections.abc.Sequence[str], data_types: dict) -> list:
+        """
+        The headers of plain .npy files, by npy_sources' rule (a header up to 64 KiB), nothing mapped (one open and one 4096-byte read a file): per path (data type name, shape, data offset, descr), else None.
+        """
+    @staticmethod
     def compare_sources(x: compare.TensorSource, y: compare.TensorSource, *, metrics: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, scalar: bool = False, chunk_elements: typing.SupportsInt | typing.SupportsIndex = 65536, precise: bool = False) -> metrics.MetricResult:
         ...
     @staticmethod
@@ -545,9 +550,12 @@ class scan:
         `dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName) given, as the JSON text jsonfile.dumps_text writes for it (without the newline), each line after the first indented by `indent` levels more (two spaces a level); None where that is left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).
         """
     @staticmethod
-    def list_folder(folder: str, dump_entry: typing.Any, device_name: typing.Any, ffts_suffix: typing.Any, ground_truth_entry: typing.Any, framework_name: typing.Any) -> tuple:
+    def list_folder(folder: str, dump_entry: typing.Any, device_name: typing.Any, ffts_suffix: typing.Any, ground_truth_entry: typing.Any, framework_name: typing.Any, probe: bool = False, check_devices: bool = True) -> tuple:
         """
         (error, subdirs, skipped, others, devices, in_order, framework) of one folder, as the scan sees it: error the strerror text that stopped the listing (then the rest is None), else None; subdirs the names of its folders (links followed); skipped (name, reason) for special files, files that do not stat and dump or ground-truth names that are not readable; others the names of the other files, for the Python rules (mapping.csv, hashed, statistics, converted, names of no scheme, numbers past 64 bits); devices the DumpEntry of each device dump (the classes given), sorted by DumpEntry.order if in_order; framework the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by the bytes of {op_name}.{output_index}. Files named .dumpcmp-*.tmp are left out.
+        With probe (does the folder hold a readable device dump?): when it does, devices is the first such
+        entry alone and subdirs, skipped, others and framework are empty; else the whole answer.
+        Without check_devices, device dumps are not checked readable (the caller opens each: its open says).
         """
     @staticmethod
     def parse_name(name: str, device_name: typing.Any, ffts_suffix: typing.Any, framework_name: typing.Any) -> typing.Any:

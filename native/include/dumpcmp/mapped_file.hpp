@@ -17,9 +17,16 @@ namespace dumpcmp {
 class MappedFile {
 public:
     // Throws DumpError naming the file when it cannot be opened or mapped (missing, a directory, no permission).
-    explicit MappedFile(std::string path);
+    // `expected`: the size the caller knows the file had (its header's file_size), kUnknownSize if none.
+    // A small file is read without an fstat (issue #35: one system call less a file): up to `expected` + 1 bytes, or
+    // kReadWholeBytes + 1 without it, and a read that ends short of that is the whole file; a read that fills it, an
+    // empty one or an error asks fstat and goes on as before (is it a directory, a regular file, its size).
+    static constexpr std::uint64_t kUnknownSize = ~std::uint64_t{0};
+    explicit MappedFile(std::string path, std::uint64_t expected = kUnknownSize);
     // The same from a descriptor the caller opened (and still owns, and closes); `st` its fstat.
     MappedFile(std::string path, int fd, const struct stat& st);
+    // The same from a descriptor the caller opened (and still owns, and closes), read first as above.
+    MappedFile(std::string path, int fd, std::uint64_t expected);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -37,6 +44,7 @@ public:
 
 private:
     void load(int fd, const struct stat& st);
+    void load_read_first(int fd, std::uint64_t expected);
 
     std::string path_;
     const std::uint8_t* data_ = nullptr;

@@ -48,7 +48,11 @@ struct FolderItem {
 
 // Lists `folder` (readdir order; `.dumpcmp-*.tmp` left out), each file's name parsed (a name with numbers past 64 bits
 // taken for `other`: the Python side makes its entry); files of the two bulk schemes are checked readable (faccessat R_OK) and marked `unreadable` if not. 0, or the errno that stopped the listing.
-int list_folder(const std::string& folder, std::vector<FolderItem>& items);
+// With `device_found` (a probe: does the folder hold a readable device dump?), the checks stop at the first readable
+// device dump, whose index it is set to (else to -1, and every check is made as without it).
+// Without `check_devices`, device dumps are not checked (the caller opens each: its open says "not readable").
+int list_folder(const std::string& folder, std::vector<FolderItem>& items, long* device_found = nullptr,
+                bool check_devices = true);
 
 // DumpEntry.order over the device items `idx` (timestamp, task, FFTS+ context and thread or -1, file name bytes):
 // sorted in place.

@@ -319,7 +319,7 @@ def _usable(index: DumpIndex) -> bool:
 
 
 def _tree_info(path: str) -> tuple[dict[str, Any], bool]:
-    info = _made(_tree_item(path, scan(path)))
+    info = _made(_tree_item(path, scan(path, opened=True)))
     s = info["summary"]
     return info, s["dumps"] + s["ground_truth"] + s["converted"] + s["stats"] > 0
 
@@ -334,7 +334,7 @@ def gather(paths: list[str], stream: bool = False) -> tuple[list[dict[str, Any]]
         try:
             if os.path.isdir(path):
                 if stream:
-                    index = scan(path)
+                    index = scan(path, opened=True)
                     if _usable(index):
                         items.append(_tree_item(path, index, render=True))
                         continue

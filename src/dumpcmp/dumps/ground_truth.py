@@ -18,12 +18,10 @@ The index is the mapping from original op names to files; a comparison pairs thr
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import math
 import os
 import re
-import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,9 +116,6 @@ def npy_header(path: str | os.PathLike[str]) -> NpyHeader:
 # each type's descr; where several share one (INT8, DUAL_SUB_INT8, QINT8) the lowest-numbered, the plain type, wins.
 _PLAIN_NPY = {t["numpy"]: t["name"] for t in reversed(core.dtype.data_types())
               if t["repr"] == "native" and t["numpy"][1:2] in ("b", "i", "u", "f")}
-_NPY_LENGTH_BYTES = {1: 2, 2: 4, 3: 4}  # format version -> bytes of the header-length field
-_MAX_NPY_HEADER = 1 << 16
-_NPY_FIRST_READ = 4096  # NumPy pads its headers to 64 bytes: a few hundred at most for any real shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,60 +183,16 @@ def parse_npy_header(text: str) -> tuple[str, bool, tuple[int, ...]] | None:
     return descr, fortran_order, shape
 
 
-_cached_header = functools.lru_cache(maxsize=1024)(parse_npy_header)
-
-
-def _parsed_header(text: str) -> tuple[str, bool, tuple[int, ...]] | None:
-    # a folder of ground truth holds few distinct headers (one per dtype and shape): each is parsed once; the cache
-    # holds the short ones NumPy writes (a hostile 64 KiB header is parsed, not kept)
-    return _cached_header(text) if len(text) <= 512 else parse_npy_header(text)
-
-
 def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:
-    """The header of a plain ``.npy`` file (the NumPy format, versions 1-3), read without NumPy: importing NumPy
-    takes longer than reading a whole model's headers. None for any other file or any doubt (Fortran order,
-    big-endian, structured or object data, empty, a size that disagrees, a broken header): `npy_header` and
-    np.load then read it, with their checks and messages."""
-    try:  # one open and one read for a header as NumPy writes it (a model's worth of files: 10^5 of them)
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO put in its place: no wait
-    except OSError:
+    """The header of a plain ``.npy`` file (the NumPy format, versions 1-3, a header as NumPy writes it), read by
+    the core without NumPy: importing NumPy takes longer than reading a whole model's headers. One open and one read
+    (`core.compare.npy_heads`, the rule `ground_truth_sources` maps files by). None for any other file or any doubt
+    (Fortran order, big-endian, structured or object data, empty, a size that disagrees, a broken or long header):
+    `npy_header` and np.load then read it, with their checks and messages."""
+    got = core.compare.npy_heads([os.fsencode(path)], _PLAIN_NPY)[0]
+    if got is None:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        size = st.st_size
-        lead = os.pread(fd, _NPY_FIRST_READ, 0)
-        width = _NPY_LENGTH_BYTES.get(lead[6]) if len(lead) >= 8 and lead[7] == 0 else None
-        if lead[:6] != _NPY_MAGIC or width is None:
-            return None
-        length = int.from_bytes(lead[8:8 + width], "little")
-        if length > _MAX_NPY_HEADER:
-            return None
-        text = lead[8 + width:8 + width + length]
-        if len(text) < length and len(lead) == _NPY_FIRST_READ:  # a header longer than the first read
-            text += os.pread(fd, length - len(text), _NPY_FIRST_READ)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    offset = 8 + width + length
-    if len(text) != length or length == 0:
-        return None
-    try:
-        header = _parsed_header(text.decode("utf-8" if lead[6] == 3 else "latin-1"))
-    except UnicodeDecodeError:
-        return None
-    if header is None:
-        return None
-    descr, fortran_order, shape = header
-    data_type = _PLAIN_NPY.get(descr)
-    if data_type is None or fortran_order:
-        return None
-    if not all(type(d) is int and 0 < d < 2**63 for d in shape):
-        return None
-    if math.prod(shape) * int(descr[2:]) != size - offset:
-        return None
+    data_type, shape, offset, descr = got
     return PlainNpy(data_type, shape, offset, descr)
 
 

@@ -29,6 +29,7 @@ files that do not open to `skipped`. Framework dumps (``.pb``, ``.quant``) and g
 
 from __future__ import annotations
 
+import errno
 import operator
 import os
 import re
@@ -471,6 +472,7 @@ class _Scanner:
         self.skipped: list[Skipped] = []
         self.seen_dirs: set[tuple[int, int]] = set()
         self.stop_at_dump = False  # `holds_stats_only`: the first device dump ends the walk
+        self.check_dumps = True  # False: the listed device dumps are not checked readable (each is opened after)
         self.in_order: set[RunKey] = set()  # runs whose entries are in execution order already
 
     def scan_root(self, root: str) -> None:
@@ -499,8 +501,10 @@ class _Scanner:
             except OSError as error:
                 self.skipped.append(Skipped(folder, f"cannot list the folder: {error.strerror or error}"))
                 continue
+            # holds_stats_only: a folder with a readable device dump ends the walk, its other files not asked
             error, subdirs, skipped, others, devices, in_order, framework = list_folder(
-                folder, DumpEntry, DeviceDumpName, FftsSuffix, GroundTruthEntry, FrameworkDumpName)
+                folder, DumpEntry, DeviceDumpName, FftsSuffix, GroundTruthEntry, FrameworkDumpName, self.stop_at_dump,
+                self.check_dumps)
             if error is not None:
                 self.skipped.append(Skipped(folder, f"cannot list the folder: {error}"))
                 continue
@@ -645,9 +649,15 @@ def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int 
             yield run
 
 
+_NOT_READABLE = "not readable (permission denied)"
+_OPEN_DENIED = f"cannot open: {os.strerror(errno.EACCES)}"
+
+
 def _without_path(message: str, path: str) -> str:
-    # DumpError messages start with the file's path; a Skipped already carries it
-    return message[len(path) + 2:] if message.startswith(path + ": ") else message
+    # DumpError messages start with the file's path; a Skipped already carries it. A dump the open was refused is
+    # said as the scan says a file it may not read (a scan that leaves the check to the open: `scan(opened=True)`).
+    reason = message[len(path) + 2:] if message.startswith(path + ": ") else message
+    return _NOT_READABLE if reason == _OPEN_DENIED else reason
 
 
 def _absolute(path: str | os.PathLike[str]) -> str:
@@ -657,16 +667,20 @@ def _absolute(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(text)
 
 
-def scan(path: str | os.PathLike[str], *, read_headers: bool = False, threads: int = 0) -> DumpIndex:
+def scan(path: str | os.PathLike[str], *, read_headers: bool = False, threads: int = 0,
+         opened: bool = False) -> DumpIndex:
     """Index the dumps under `path` (a dump tree, any folder of it, or one file) by their names.
 
     Never stops for a bad file: it goes to `DumpIndex.skipped` with the reason. With `read_headers`, every NPU
     dump header is read (in parallel, `threads` 0 = all cores) and files that do not open are skipped too.
     NotFoundError if `path` does not exist. Symbolic links are followed; a link back up the tree is not
-    scanned twice.
+    scanned twice. `opened`: the caller reads every device dump's header after (`read_dump_headers`,
+    `read_dump_records`), whose open then says which it may not read (the same "not readable" skip), so the
+    scan does not ask (issue #35: one system call less a dump); `read_headers` implies it.
     """
     root = _absolute(path)
     scanner = _Scanner()
+    scanner.check_dumps = not (opened or read_headers)
     with paused():  # an entry per file of a tree of 10^6: see dumpcmp.support.gcpause
         scanner.scan_root(root)
         if read_headers:

@@ -41,7 +41,7 @@ Format format_of(const std::string& name) {
 
 // A .npy header exactly as NumPy writes it, `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }` and its
 // padding: (descr, shape), or nothing for any other text (the caller's general reader then decides). Whatever it
-// accepts, dumpcmp.dumps.ground_truth.parse_npy_header reads the same way (it accepts more).
+// accepts, ast.literal_eval and NumPy's reader read the same way (tests/dumps/test_npy_header_parser.py).
 struct NpyHeader {
     std::string descr;
     std::vector<std::uint64_t> shape;

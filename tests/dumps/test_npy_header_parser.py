@@ -1,18 +1,22 @@
-"""The `.npy` header parser (ground_truth.parse_npy_header, issue #35: no `ast` per ground-truth file) against the
-readers it stands for: `ast.literal_eval` (what plain_npy read headers with before) and NumPy's own header reader
-(numpy.lib.format), on headers NumPy writes and on generated near-misses (hypothesis)."""
+"""The core's `.npy` header reader (ground_truth.plain_npy, `core.compare.npy_heads`; issue #35: no `ast` per
+ground-truth file) against the readers it stands for: `ast.literal_eval` (what plain_npy read headers with before)
+and NumPy's own (numpy.lib.format), on headers NumPy writes and on generated near-misses (hypothesis). Each header is
+put in a version 1.0 file with as many data bytes as it declares; whatever the core answers must be what both read."""
 
 from __future__ import annotations
 
 import ast
 import io
+import math
+import os
+import tempfile
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dumpcmp.dumps.ground_truth import parse_npy_header
+from dumpcmp.dumps.ground_truth import plain_npy
 
 KEYS = ["descr", "fortran_order", "shape"]
 SPACE = st.sampled_from(["", " ", "  ", "\t", "\n", "\r", "\x0c", "\xa0", " # c\n", "\\\n"])
@@ -50,8 +54,29 @@ def headers(draw) -> str:
     return text
 
 
+def core_reading(text: str, prefix: bytes = b"\x93NUMPY\x01\x00", width: int = 2) -> tuple | None:
+    """(descr, fortran_order, shape) as the core reads a file of this header and the data it declares (None: it
+    leaves the file to NumPy). A declared size too large to write is written short: the core must refuse it."""
+    try:
+        raw = text.encode("latin-1")
+    except UnicodeEncodeError:  # not a version 1.0 header
+        return None
+    value = literal(text)
+    try:
+        count, itemsize = math.prod(value[2]), np.dtype(value[0]).itemsize
+    except Exception:  # no header NumPy would read: its declared size is no matter
+        count, itemsize = 0, 1
+    size = count * itemsize if count * itemsize <= 1 << 20 else 7
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "t.npy")
+        with open(path, "wb") as f:
+            f.write(prefix + len(raw).to_bytes(width, "little") + raw + b"\0" * size)
+        got = plain_npy(path)
+    return None if got is None else (got.descr, False, got.shape)
+
+
 def literal(text: str) -> tuple | None:
-    """What ast.literal_eval makes of the header, in parse_npy_header's terms (None where it would not answer)."""
+    """What ast.literal_eval makes of the header, in the core's terms (None where it would not answer)."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -66,7 +91,9 @@ def numpy_reading(text: str) -> tuple | None:
     raw = text.encode("latin-1")
     data = b"\x93NUMPY\x01\x00" + len(raw).to_bytes(2, "little") + raw
     try:
-        return np.lib.format.read_array_header_1_0(io.BytesIO(data), max_header_size=1 << 16)
+        stream = io.BytesIO(data)
+        np.lib.format.read_magic(stream)  # the reader starts after the magic (it read every header as refused before)
+        return np.lib.format.read_array_header_1_0(stream, max_header_size=1 << 16)
     except Exception:  # every refusal counts the same here
         return None
 
@@ -80,7 +107,7 @@ def numpy_reading(text: str) -> tuple | None:
 @example(text="{'descr':'\x00','fortran_order':False,'shape':()}\n")  # CI: literal_eval refuses a NUL
 @example(text="{'descr':'a\rb','fortran_order':False,'shape':()}\n")
 def test_a_header_it_reads_is_what_literal_eval_and_numpy_read(text):
-    got = parse_npy_header(text)
+    got = core_reading(text)
     if got is None:
         return
     descr, fortran_order, shape = got
@@ -105,4 +132,24 @@ def test_every_header_numpy_writes_is_read(version, dtype, shape, fortran):
     raw = buffer.getvalue()
     width = 2 if version == (1, 0) else 4
     text = raw[8 + width:].decode("latin-1")
-    assert parse_npy_header(text) == (np.dtype(dtype).str, fortran, shape)
+    plain = not fortran and dtype[0] != ">" and dtype != "<c16" and 0 < math.prod(shape) < 1 << 20
+    got = core_reading(text, raw[:8], width)
+    assert got == ((np.dtype(dtype).str, fortran, shape) if plain else None)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.lists(st.integers(1, 40), max_size=3).map(tuple), dtype=st.sampled_from(["<f4", "<f2", "|b1", "<i8"]),
+       at=st.integers(0, 80), edit=st.text(max_size=2), cut=st.integers(0, 2), edited=st.booleans())
+def test_numpys_own_headers_edited_are_read_as_numpy_reads_them_or_left_to_it(shape, dtype, at, edit, cut, edited):
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": dtype, "fortran_order": False, "shape": shape})
+    text = buffer.getvalue()[10:].decode("latin-1")
+    if edited:
+        text = text[:at] + edit + text[at + cut:]
+    got = core_reading(text)
+    if not edited:
+        assert got == (np.dtype(dtype).str, False, shape)
+    if got is not None and text.isascii():
+        assert got == literal(text)
+        read = numpy_reading(text)
+        assert read is not None and read[0] == got[2] and not read[1] and read[2] == np.dtype(got[0])

@@ -21,7 +21,6 @@ import csv
 import json
 import math
 import os
-import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ __all__ = [
     "CONSTANT_MARK", "INDEX_COLUMNS", "INDEX_NAME", "GoldenRecord", "NpyHeader", "PlainNpy",
     "dtype_name", "framework_output", "ground_truth_data", "ground_truth_source", "has_values", "load_npy",
     "ground_truth_sources",
-    "mapped_npy", "npy_header", "open_npy", "parse_npy_header", "plain_npy", "read_golden_index", "keys_by_index",
+    "mapped_npy", "npy_header", "open_npy", "plain_npy", "read_golden_index", "keys_by_index",
 ]
 
 # ---- .npy files ---------------------------------------------------------------------------------------------------
@@ -127,60 +126,6 @@ class PlainNpy:
     shape: tuple[int, ...]
     offset: int  # where the data starts
     descr: str = ""  # NumPy's ('<f4', '|b1', ...)
-
-
-_NPY_SPACE = "[ \t\n]*"
-_NPY_ENTRY = re.compile(  # 'key': value, with a value of the three kinds a plain header holds
-    rf"""(?:'(\w+)'|"(\w+)"){_NPY_SPACE}:{_NPY_SPACE}(?:'([^'\\\n]*)'|"([^"\\\n]*)"|(True|False)|\(([0-9, \t\n]*)\))"""
-    rf"{_NPY_SPACE}(,{_NPY_SPACE})?")
-_NPY_DIM = re.compile(r"[ \t\n]*(0|[1-9][0-9]*)[ \t\n]*")
-_NPY_LEAD = re.compile(_NPY_SPACE)
-_NPY_END = re.compile(rf"}}{_NPY_SPACE}")
-
-
-def parse_npy_header(text: str) -> tuple[str, bool, tuple[int, ...]] | None:
-    """(descr, fortran_order, shape) of a ``.npy`` header dict written as NumPy writes it
-    (``{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }``): exactly those three keys, in any order, a
-    string, a bool and a tuple of whole numbers, quoted either way, spaces, tabs and newlines between. None for
-    anything else (other keys or values, comments, escapes, Python syntax NumPy never writes): the callers then read
-    the file with NumPy's own reader (`npy_header`), whose messages the user sees. Whatever it returns is what
-    ``ast.literal_eval`` makes of the same text (tests/dumps/test_npy_header_parser.py), without compiling it."""
-    if not text.startswith("{") or "\x00" in text or "\r" in text:  # Python source holds neither in a string
-        return None
-    pos = _NPY_LEAD.match(text, 1).end()  # type: ignore[union-attr]
-    fields: dict[str, object] = {}
-    while not text.startswith("}", pos):
-        m = _NPY_ENTRY.match(text, pos)
-        if m is None:
-            return None
-        key = m[1] or m[2]
-        if key in fields:
-            return None
-        if m[3] is not None or m[4] is not None:
-            fields[key] = m[3] if m[3] is not None else m[4]
-        elif m[5] is not None:
-            fields[key] = m[5] == "True"
-        else:
-            items = m[6].split(",")
-            if len(items) == 1:  # () is a tuple; (3) is a number
-                if items[0].strip(" \t\n"):
-                    return None
-                items = []
-            elif not items[-1].strip(" \t\n"):  # (3,) and (3, 4, )
-                items.pop()
-            dims = [_NPY_DIM.fullmatch(item) for item in items]
-            if not all(dims):
-                return None
-            fields[key] = tuple(int(d[1]) for d in dims)  # type: ignore[index]
-        pos = m.end()
-        if m[7] is None and not text.startswith("}", pos):
-            return None
-    if _NPY_END.fullmatch(text, pos) is None or fields.keys() != {"descr", "fortran_order", "shape"}:
-        return None
-    descr, fortran_order, shape = fields["descr"], fields["fortran_order"], fields["shape"]
-    if type(descr) is not str or type(fortran_order) is not bool or type(shape) is not tuple:
-        return None
-    return descr, fortran_order, shape
 
 
 def plain_npy(path: str | os.PathLike[str]) -> PlainNpy | None:

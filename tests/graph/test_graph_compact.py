@@ -15,13 +15,7 @@ from helpers import graphjson as gj
 
 
 def _doc():
-    out = gj.desc(origin_name="a", origin_index=0, origin_format="NCHW", origin_shape=(1, 16, 4, 4))
-    return gj.document(
-        gj.op("a", "Data", 0),
-        gj.op("b", "Conv2D", 1, inputs=["a:0", "", "c:-1"], originals=["x", "y"], outputs=[out],
-              input_descs=[gj.desc()], l1="3", multiop=True),
-        gj.op("trans_TransData_1", "TransData", 2, inputs=["b:0"], originals=[]),
-    )
+    return gj.schema_sample()
 
 
 def test_every_field_is_set_as_the_dataclasses_would():

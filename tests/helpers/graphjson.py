@@ -114,6 +114,19 @@ def document(*ops: dict[str, Any], name: str = "g0", model: str = "model") -> di
     return {"name": model, "version": 2, "graph": [{"name": name, "op": list(ops)}]}
 
 
+def schema_sample(*more: dict[str, Any]) -> dict[str, Any]:
+    """A small document using most of the schema's fields (an explicit origin with its format and shape, an absent
+    optional input and a control edge, L1 fusion, multi-op, an inserted op), then `more` ops."""
+    out = desc(origin_name="a", origin_index=0, origin_format="NCHW", origin_shape=(1, 16, 4, 4))
+    return document(
+        op("a", "Data", 0),
+        op("b", "Conv2D", 1, inputs=["a:0", "", "c:-1"], originals=["x", "y"], outputs=[out],
+           input_descs=[desc()], l1="3", multiop=True),
+        op("trans_TransData_1", "TransData", 2, inputs=["b:0"], originals=[]),
+        *more,
+    )
+
+
 def write(path: Path, doc: Any) -> Path:
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
     return path

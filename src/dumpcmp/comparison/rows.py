@@ -799,14 +799,15 @@ def let_go(pairs: Sequence[TensorPair], constant_files: frozenset[str]) -> None:
     """Each pair's `npu_ref` and `ground_truth_ref` replaced by a `LetGo` once its row is put and no tensor of it
     is read again (the CLI without --html): what they hold (headers, scan entries) goes with the last pair that
     names it, while the run goes on."""
+    gone = _LET_GO
     for p in pairs:
-        fields = vars(p)  # a frozen record: changed as `pairing` makes it, through its __dict__
+        fields = p.__dict__  # a frozen record: changed as `pairing` makes it, through its __dict__
         if fields["npu_ref"] is not None:
-            fields["npu_ref"] = _LET_GO
+            fields["npu_ref"] = gone
         truth = fields["ground_truth_ref"]
         if truth is not None:
             path = getattr(truth, "path", None) if constant_files else None
-            fields["ground_truth_ref"] = LetGo(path) if path in constant_files else _LET_GO
+            fields["ground_truth_ref"] = gone if path is None or path not in constant_files else LetGo(path)
 
 
 def no_dump_reason(op_name: str, op_type: str) -> str:

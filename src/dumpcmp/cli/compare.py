@@ -242,7 +242,9 @@ def run(args: argparse.Namespace) -> int:
                                right_data_index=args.right_data_index, custom_algorithms=args.custom_algorithms,
                                max_elements=args.max_elements, client=client, per_slice=args.ffts,
                                close_fusion_json=args.close_fusion_json, npu_vs_npu=args.npu_vs_npu or "restored",
-                               row_sinks=streamed.sinks if streamed is not None else None, **selection)
+                               row_sinks=streamed.sinks if streamed is not None else None,
+                               keep_refs=args.html is not None,  # the report re-reads tensors (histograms)
+                               **selection)
         located_on = client if args.locate is not None else None  # --locate replays on the same cluster
         if located_on is not None:
             locate_results = _locate(args, selection, located_on)

@@ -40,6 +40,7 @@ from dumpcmp.comparison.rows import (
     RowStore,
     count_reason,
     finish_row,
+    let_go,
     no_truth_reason,
     ops_dumped,
     quant_left_out,
@@ -99,6 +100,7 @@ def compare_runs(
     close_fusion_json: str | os.PathLike[str] | None = None,
     npu_vs_npu: str = "restored",
     row_sinks: Callable[[list[ComparisonResult]], Sequence[Callable[[Row], object] | None]] | None = None,
+    keep_refs: bool = True,
 ) -> list[ComparisonResult]:
     """Compare every run of the left tree that matches the selection; one ComparisonResult per run.
 
@@ -120,6 +122,9 @@ def compare_runs(
     row_sinks: called with the results before any row is compared (their rows still empty, notes not yet made);
     returns, for each, None or where its rows go as well, one by one in their final order, as batches finish (the
     CLI writes the result file so).
+    keep_refs: False lets each row's pair's files go once the row is put (`dumpcmp.comparison.rows.let_go`: the
+    device dump's header and the scan entries, while the run goes on), for a caller that reads no tensor of the
+    rows again (the CLI without --html); `row.pair.npu_ref`/`ground_truth_ref` are then `LetGo` placeholders.
     """
     check_npu_vs_npu(npu_vs_npu)
     algos = parse_algorithms(algorithms if custom_algorithms is None else custom_algorithms.builtin)
@@ -159,7 +164,8 @@ def compare_runs(
     else:
         for run, (_, _, put) in zip(runs, made):
             _compare_pairs(run.pairs, sides, algos, run.device_vs_device, threads, quiet, run.run, precise,
-                           custom_algorithms, max_elements, npu_vs_npu, put=put)
+                           custom_algorithms, max_elements, npu_vs_npu, put=put,
+                           let_go_refs=None if keep_refs else constants)
     results = []
     for run, (result, buffer, _) in zip(runs, made):
         if not buffer.complete:  # never expected: every pair's row is put, compared or not
@@ -289,9 +295,11 @@ def _compared_shape(fmt: str, ndim: int, pair: TensorPair, gt_shape: Sequence[in
 def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...], device_vs_device: bool,
                    threads: int, quiet: bool, label: str, precise: bool = False, custom: Any = None,
                    max_elements: int = 0, npu_vs_npu: str = "restored",
-                   put: Callable[[int, Row], None] | None = None) -> list[Row]:
+                   put: Callable[[int, Row], None] | None = None,
+                   let_go_refs: frozenset[str] | None = None) -> list[Row]:
     """The rows of `pairs`, in pair order; with `put`, each row is put (pair number, row) once it is finished and
-    every row before it has been, and none is kept (the list returned is empty)."""
+    every row before it has been, and none is kept (the list returned is empty). `let_go_refs` (the constant
+    files): with `put`, each put row's pair lets its files go (`let_go`)."""
     rows: list[Row | None] = []
     released = 0
     pending: list[tuple[Row, Any, Any, bool, tuple[bool, bool, str, str]]] = []
@@ -358,6 +366,8 @@ def _compare_pairs(pairs: list[TensorPair], sides: Sides, algos: tuple[int, ...]
         else:
             for k, row in enumerate(done, released):
                 put(k, row)
+        if let_go_refs is not None:
+            let_go(pairs[released:upto], let_go_refs)
         released = upto
 
     def flush() -> None:

@@ -23,7 +23,7 @@ from dumpcmp.graph.pairing import TensorPair, quant_pair_members
 __all__ = ["Row", "RowStore", "ComparisonResult", "FP16_TINY", "graph_group_name", "weight_inputs", "ops_dumped",
            "finish_row", "no_dump_reason", "no_truth_reason", "count_reason", "dumped_ops", "quant_left_out",
            "metric_notes", "column_note", "metric_texts", "row_status", "is_dead", "is_overflow", "metric_value",
-           "cosine_of", "below_fp16"]
+           "cosine_of", "below_fp16", "LetGo", "let_go"]
 
 FP16_TINY = 6.103515625e-05  # float16's smallest normal value
 
@@ -782,6 +782,34 @@ class ComparisonResult:
 
 
 # The original tool's own wording for rows it could not compare (users' scripts match these texts).
+@dataclass(frozen=True, slots=True)
+class LetGo:
+    """A pair's side whose file the run has compared and let go (`compare_runs(keep_refs=False)`): its device
+    dump's header, its scan entry and its DeviceRef freed, its path alone kept (`ComparisonResult.constant_pair`
+    reads it; "" where no ground-truth file is a constant). Never None, as the side it stands for: a row's status
+    reads the same."""
+
+    path: str = ""
+
+
+_LET_GO = LetGo()
+
+
+def let_go(pairs: Sequence[TensorPair], constant_files: frozenset[str]) -> None:
+    """Each pair's `npu_ref` and `ground_truth_ref` replaced by a `LetGo` once its row is put and no tensor of it
+    is read again (the CLI without --html): what they hold (headers, scan entries) goes with the last pair that
+    names it, while the run goes on."""
+    gone = _LET_GO
+    for p in pairs:
+        fields = p.__dict__  # a frozen record: changed as `pairing` makes it, through its __dict__
+        if fields["npu_ref"] is not None:
+            fields["npu_ref"] = gone
+        truth = fields["ground_truth_ref"]
+        if truth is not None:
+            path = getattr(truth, "path", None) if constant_files else None
+            fields["ground_truth_ref"] = gone if path is None or path not in constant_files else LetGo(path)
+
+
 def no_dump_reason(op_name: str, op_type: str) -> str:
     return f'[{op_name}] There is no dump file for my output operator "{op_name}". The type is {op_type}.'
 

@@ -781,7 +781,6 @@ class ComparisonResult:
         return summary(self, threshold, worst)  # from the columns: rows built only for what it names
 
 
-# The original tool's own wording for rows it could not compare (users' scripts match these texts).
 @dataclass(frozen=True, slots=True)
 class LetGo:
     """A pair's side whose file the run has compared and let go (`compare_runs(keep_refs=False)`): its device
@@ -810,6 +809,7 @@ def let_go(pairs: Sequence[TensorPair], constant_files: frozenset[str]) -> None:
             fields["ground_truth_ref"] = gone if path is None or path not in constant_files else LetGo(path)
 
 
+# The original tool's own wording for rows it could not compare (users' scripts match these texts).
 def no_dump_reason(op_name: str, op_type: str) -> str:
     return f'[{op_name}] There is no dump file for my output operator "{op_name}". The type is {op_type}.'
 

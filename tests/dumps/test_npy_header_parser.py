@@ -66,7 +66,7 @@ def core_reading(text: str, prefix: bytes = b"\x93NUMPY\x01\x00", width: int = 2
         count, itemsize = math.prod(value[2]), np.dtype(value[0]).itemsize
     except Exception:  # no header NumPy would read: its declared size is no matter
         count, itemsize = 0, 1
-    size = count * itemsize if count * itemsize <= 1 << 20 else 7
+    size = count * itemsize if 0 <= count * itemsize <= 1 << 20 else 7
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "t.npy")
         with open(path, "wb") as f:
@@ -106,6 +106,7 @@ def numpy_reading(text: str) -> tuple | None:
 @example(text="{'descr': '<f4', 'fortran_order': False, 'shape': (True,)}")
 @example(text="{'descr':'\x00','fortran_order':False,'shape':()}\n")  # CI: literal_eval refuses a NUL
 @example(text="{'descr':'a\rb','fortran_order':False,'shape':()}\n")
+@example(text="{'descr':'<f4','fortran_order':False,'shape':(163,14146276130145362,-1)}\n")  # a size past ssize_t
 def test_a_header_it_reads_is_what_literal_eval_and_numpy_read(text):
     got = core_reading(text)
     if got is None:

@@ -454,9 +454,39 @@ bool write_record(JsonText& j, const DumpFile& file, const py::handle& name) {
 // DumpFile object made for a record the core writes (issue #35: 10^6 dumps). (start, stop, text, None) for the
 // consecutive records [start, stop) joined by ",\n" (each line after a record's first `indent` levels in), else
 // (i, i + 1, None, the DumpFile or the error text) for a record left to Python or a file that did not open.
-py::list read_records(const std::vector<std::string>& paths, const py::list& parsed, std::size_t indent,
-                      unsigned threads) {
-    if (paths.size() != parsed.size()) throw std::invalid_argument("read_records: as many names as paths");
+py::list read_records(const py::list& entries, std::size_t indent, unsigned threads) {
+    // each entry's path (its folder's `head`, one string shared by the folder's entries, and `file_name`: a head
+    // that is not a string holds the whole path, see dumps/scan.py _InFolder) as os.fsencode gives it, and its name
+    const Names& n = names();
+    std::vector<std::string> paths;
+    std::vector<py::object> parsed;
+    paths.reserve(entries.size());
+    parsed.reserve(entries.size());
+    PyObject* last_head = nullptr;
+    std::string head;
+    auto encoded = [](PyObject* text) {
+        PyObject* bytes = PyUnicode_EncodeFSDefault(text);
+        if (bytes == nullptr) throw py::error_already_set();
+        std::string out(PyBytes_AS_STRING(bytes), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+        Py_DECREF(bytes);
+        return out;
+    };
+    for (py::handle entry : entries) {
+        py::object h = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry.ptr(), n.head));
+        if (!h) throw py::error_already_set();
+        if (PyUnicode_Check(h.ptr())) {
+            if (h.ptr() != last_head) head = encoded(h.ptr());
+            last_head = h.ptr();  // (kept alive by the entries)
+            py::object file_name = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry.ptr(), n.file_name));
+            if (!file_name) throw py::error_already_set();
+            paths.push_back(head + encoded(file_name.ptr()));
+        } else {
+            paths.push_back(encoded(py::tuple(h)[0].ptr()));
+        }
+        py::object name = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry.ptr(), n.name));
+        if (!name) throw py::error_already_set();
+        parsed.push_back(std::move(name));
+    }
     std::vector<std::shared_ptr<DumpFile>> files;
     std::vector<std::string> errors;
     {
@@ -510,9 +540,8 @@ void bind_scan(py::module_& core) {
           "With probe (does the folder hold a readable device dump?): when it does, devices is the first such\n"
           "entry alone and subdirs, skipped, others and framework are empty; else the whole answer.\n"
           "Without check_devices, device dumps are not checked readable (the caller opens each: its open says).");
-    m.def("read_records", &read_records, py::arg("paths"), py::arg("names"), py::arg("indent") = 0,
-          py::arg("threads") = 0,
-          "`dumpcmp info --json`'s records of device dumps (paths as bytes, their parsed names given), each header\n"
+    m.def("read_records", &read_records, py::arg("entries"), py::arg("indent") = 0, py::arg("threads") = 0,
+          "`dumpcmp info --json`'s records of device dumps (DumpEntry objects: path and parsed name), each header\n"
           "read here (in parallel, `threads` 0 = all cores) and its record written as jsonfile.dumps_text writes it, no\n"
           "DumpFile made for it: a list of (start, stop, text, None) for records [start, stop) joined by ',\\n'\n"
           "(every line after a record's first `indent` levels in), and (i, i + 1, None, the DumpFile or the error\n"

@@ -558,9 +558,9 @@ class scan:
         The device dump and framework name rules (naming.parse_name's, which calls this): `name` (no '/') as a device_name (with an ffts_suffix) or a framework_name (the classes given), or None if it is neither.
         """
     @staticmethod
-    def read_records(paths: collections.abc.Sequence[str], names: list, indent: typing.SupportsInt | typing.SupportsIndex = 0, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+    def read_records(entries: list, indent: typing.SupportsInt | typing.SupportsIndex = 0, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
         """
-        `dumpcmp info --json`'s records of device dumps (paths as bytes, their parsed names given), each header
+        `dumpcmp info --json`'s records of device dumps (DumpEntry objects: path and parsed name), each header
         read here (in parallel, `threads` 0 = all cores) and its record written as jsonfile.dumps_text writes it, no
         DumpFile made for it: a list of (start, stop, text, None) for records [start, stop) joined by ',\\n'
         (every line after a record's first `indent` levels in), and (i, i + 1, None, the DumpFile or the error

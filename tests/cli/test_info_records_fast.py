@@ -81,7 +81,7 @@ def test_read_records_covers_every_dump_once_in_order(tmp_path):
     index = scan(str(tmp_path), opened=True)
     for group in index:
         entries = group.entries
-        out = core.scan.read_records([os.fsencode(e.path) for e in entries], [e.name for e in entries], 2, 1)
+        out = core.scan.read_records(entries, 2, 1)
         covered = [i for start, stop, _, _ in out for i in range(start, stop)]
         assert covered == list(range(len(entries)))
         for start, stop, text, other in out:

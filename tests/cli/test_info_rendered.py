@@ -54,8 +54,8 @@ def test_records_written_by_the_core_are_the_python_records(tmp_path, monkeypatc
     written: list[tuple] = []
     real = core.scan.read_records
 
-    def recorded(paths, names, indent=0, threads=0):
-        out = real(paths, names, indent, threads)
+    def recorded(entries, indent=0, threads=0):
+        out = real(entries, indent, threads)
         written.extend(out)
         return out
 

@@ -27,9 +27,9 @@ def test_records_of_many_batches_are_the_python_records(tmp_path, monkeypatch):
     levels: list[int] = []
     real = core.scan.read_records
 
-    def recorded(paths, names, indent=0, threads=0):
+    def recorded(entries, indent=0, threads=0):
         levels.append(indent)
-        return real(paths, names, indent, threads)
+        return real(entries, indent, threads)
 
     monkeypatch.setattr(core.scan, "read_records", recorded)
     items, ok = info.gather([str(tmp_path)], stream=True)

@@ -33,7 +33,6 @@ import errno
 import operator
 import os
 import re
-import sys
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Callable, Container, Iterable, Iterator
 
@@ -626,12 +625,10 @@ def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int 
     are made, is the level (two spaces each) their lines after the first are written at."""
     from dumpcmp.dumps.dump import Dump
     size = max(batch, 1)
-    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's, 5x faster
     for start in range(0, len(entries), size):
         chunk = entries[start:start + size]
         at = level()
-        for first, stop, text, other in core.scan.read_records([e.path.encode(encoding, errors) for e in chunk],
-                                                               [e.name for e in chunk], at, threads):
+        for first, stop, text, other in core.scan.read_records(chunk, at, threads):
             if text is not None:
                 yield jsonfile.Rendered(text, stop - first, at)
             elif isinstance(other, str):

@@ -91,3 +91,19 @@ def test_read_records_covers_every_dump_once_in_order(tmp_path):
             assert other is None
             expected = [jsonfile.dumps_text(records[e.path])[:-1] for e in entries[start:stop]]
             assert text == ",\n    ".join(r.replace("\n", "\n    ") for r in expected)
+
+
+def test_a_del_character_is_written_the_same_whatever_is_written_with_it(tmp_path):
+    # orjson leaves DEL (0x7f) raw, the standard library escapes it: a record holding one was written raw alone
+    # (info --json's streamed records) and escaped in a document with other non-ASCII text (the whole-value path)
+    run = tmp_path / "20260101000000" / "0" / "net" / "1" / "0"
+    run.mkdir(parents=True)
+    dumpcmp.write_dump(run / f"Relu.a.1.{T0}", op_name="s\x7fed")
+    dumpcmp.write_dump(run / f"Relu.b.1.{T0 + 1}", op_name="caf\u00e9")
+    items, ok = info.gather([str(tmp_path)], stream=True)
+    pieces: list[str] = []
+    jsonfile.write_text({"ok": ok, "paths": items}, pieces.append)
+    plain, ok_plain = info.gather([str(tmp_path)], stream=False)
+    assert "".join(pieces) == jsonfile.dumps_text({"ok": ok_plain, "paths": plain})
+    assert "\x7f" not in "".join(pieces) and "s\\u007fed" in "".join(pieces)
+    assert jsonfile.dumps_text({"a": "x\x7f"}) == '{\n  "a": "x\\u007f"\n}\n'

@@ -499,7 +499,12 @@ py::list read_records(const py::list& entries, std::size_t indent, unsigned thre
     const std::string separator = ",\n" + std::string(2 * indent, ' ');
     std::size_t start = 0, count = 0;
     auto flush = [&](std::size_t stop) {
-        if (count != 0) out.append(py::make_tuple(start, stop, py::str(j.s), py::none()));
+        if (count != 0) {  // ASCII (the records the core writes are): copied, not decoded
+            PyObject* text = PyUnicode_New(static_cast<Py_ssize_t>(j.s.size()), 127);
+            if (text == nullptr) throw py::error_already_set();
+            std::memcpy(PyUnicode_1BYTE_DATA(text), j.s.data(), j.s.size());
+            out.append(py::make_tuple(start, stop, py::reinterpret_steal<py::str>(text), py::none()));
+        }
         j.s.clear();
         count = 0;
     };

@@ -10,6 +10,7 @@
 #include "dumpcmp/format.hpp"
 #include "dumpcmp/parallel.hpp"
 #include "pycommon.hpp"
+#include "read_files.hpp"
 
 namespace dumpcmp::bindings {
 
@@ -74,38 +75,11 @@ std::vector<std::int64_t> dims_from(const py::handle& h) {
 // Many dump headers read in parallel: a `File` (DumpFile or DumpHead) made of each, or its error text.
 template <class File>
 py::list read_many(const std::vector<std::string>& paths, unsigned threads) {
-    std::vector<std::shared_ptr<File>> files(paths.size());
-    std::vector<std::string> errors(paths.size());
+    std::vector<std::shared_ptr<File>> files;
+    std::vector<std::string> errors;
     {
         py::gil_scoped_release release;
-        // each folder opened once, each file looked up in it (not along its whole path again: issue #35)
-        std::vector<int> dirs(paths.size(), -1);
-        std::vector<int> opened;
-        std::string last;
-        int last_fd = -1;
-        bool have_last = false;
-        for (std::size_t i = 0; i < paths.size(); ++i) {
-            const std::size_t slash = paths[i].rfind('/');
-            if (slash == std::string::npos || slash + 1 == paths[i].size()) continue;
-            const std::string dir = paths[i].substr(0, slash == 0 ? 1 : slash);
-            if (!have_last || dir != last) {
-                have_last = true;
-                last = dir;
-                last_fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (last_fd >= 0) opened.push_back(last_fd);
-            }
-            dirs[i] = last_fd;
-        }
-        parallel_for(paths.size(), [&](std::size_t i) {
-            try {
-                const std::string& p = paths[i];
-                files[i] = std::make_shared<File>(p, dirs[i] < 0 ? read_dump_header(p) : read_dump_header_at(
-                                                      dirs[i], p.c_str() + p.rfind('/') + 1, p));
-            } catch (const std::exception& e) {
-                errors[i] = e.what();
-            }
-        }, threads);
-        for (int fd : opened) ::close(fd);
+        read_files(paths, threads, files, errors);
     }
     py::list out;
     for (std::size_t i = 0; i < paths.size(); ++i) {

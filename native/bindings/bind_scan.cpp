@@ -9,6 +9,7 @@
 #include "dumpcmp/format.hpp"
 #include "dumpcmp/scan.hpp"
 #include "pycommon.hpp"
+#include "read_files.hpp"
 
 namespace dumpcmp::bindings {
 
@@ -286,6 +287,10 @@ public:
     void number(std::uint64_t v) { s += std::to_string(v); }
     void number(std::int64_t v) { s += std::to_string(v); }
     void null() { s += "null"; }
+    void reset(std::size_t size) {  // back to `size`, at the outermost level
+        s.resize(size);
+        first_.clear();
+    }
     void boolean(bool v) { s += v ? "true" : "false"; }
 
 private:
@@ -347,13 +352,15 @@ std::string format_text(std::int32_t v) {
     return name ? std::string(name) : "UNKNOWN(" + std::to_string(v) + ")";
 }
 
-// info's record of a device dump (cli/info.py `_dump_dict` of the header and `_parsed_dict` of the name), or None
-// where Python writes it: text that is not plain ASCII, numbers past 64 bits, an OpDebug dump's overflow list.
-py::object dump_record(const DumpFile& file, const py::handle& name, std::size_t indent) {
+// info's record of a device dump (cli/info.py `_dump_dict` of the header and `_parsed_dict` of the name), written at
+// the end of `j.s` (`j` at its outermost level); false, with `j.s` as it was, where Python writes it: text that is not
+// plain ASCII, numbers past 64 bits, an OpDebug dump's overflow list.
+bool write_record(JsonText& j, const DumpFile& file, const py::handle& name) {
     const Names& n = names();
     const DumpHeader& h = file.header();
-    JsonText j;
-    j.indent = indent;
+    const std::size_t mark = j.s.size();
+    const std::size_t indent = j.indent;
+    j.ok = true;
     j.begin('{');
     j.key("path");
     j.text(file.path());
@@ -386,7 +393,10 @@ py::object dump_record(const DumpFile& file, const py::handle& name, std::size_t
         j.end('}');
     }
     j.end('}');
-    if (opdebug) return py::none();  // an OpDebug file: Python adds its overflow list
+    if (opdebug) {  // an OpDebug file: Python adds its overflow list
+        j.reset(mark);
+        return false;
+    }
     j.key("type");
     j.text("dump");
     j.key("op_name");
@@ -436,8 +446,84 @@ py::object dump_record(const DumpFile& file, const py::handle& name, std::size_t
     }
     j.end(']');
     j.end('}');
-    if (!j.ok) return py::none();
-    return py::str(j.s);
+    if (!j.ok) j.reset(mark);
+    return j.ok;
+}
+
+// info's records of many device dumps, their headers read here (in parallel) and written straight from them: no
+// DumpFile object made for a record the core writes (issue #35: 10^6 dumps). (start, stop, text, None) for the
+// consecutive records [start, stop) joined by ",\n" (each line after a record's first `indent` levels in), else
+// (i, i + 1, None, the DumpFile or the error text) for a record left to Python or a file that did not open.
+py::list read_records(const py::list& entries, std::size_t indent, unsigned threads) {
+    // each entry's path (its folder's `head`, one string shared by the folder's entries, and `file_name`: a head
+    // that is not a string holds the whole path, see dumps/scan.py _InFolder) as os.fsencode gives it, and its name
+    const Names& n = names();
+    std::vector<std::string> paths;
+    std::vector<py::object> parsed;
+    paths.reserve(entries.size());
+    parsed.reserve(entries.size());
+    PyObject* last_head = nullptr;
+    std::string head;
+    auto encoded = [](PyObject* text) {
+        PyObject* bytes = PyUnicode_EncodeFSDefault(text);
+        if (bytes == nullptr) throw py::error_already_set();
+        std::string out(PyBytes_AS_STRING(bytes), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+        Py_DECREF(bytes);
+        return out;
+    };
+    for (py::handle entry : entries) {
+        py::object h = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry.ptr(), n.head));
+        if (!h) throw py::error_already_set();
+        if (PyUnicode_Check(h.ptr())) {
+            if (h.ptr() != last_head) head = encoded(h.ptr());
+            last_head = h.ptr();  // (kept alive by the entries)
+            py::object file_name = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry.ptr(), n.file_name));
+            if (!file_name) throw py::error_already_set();
+            paths.push_back(head + encoded(file_name.ptr()));
+        } else {
+            paths.push_back(encoded(py::tuple(h)[0].ptr()));
+        }
+        py::object name = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry.ptr(), n.name));
+        if (!name) throw py::error_already_set();
+        parsed.push_back(std::move(name));
+    }
+    std::vector<std::shared_ptr<DumpFile>> files;
+    std::vector<std::string> errors;
+    {
+        py::gil_scoped_release release;
+        read_files(paths, threads, files, errors);
+    }
+    py::list out;
+    JsonText j;
+    j.indent = indent;
+    const std::string separator = ",\n" + std::string(2 * indent, ' ');
+    std::size_t start = 0, count = 0;
+    auto flush = [&](std::size_t stop) {
+        if (count != 0) {  // ASCII (the records the core writes are): copied, not decoded
+            PyObject* text = PyUnicode_New(static_cast<Py_ssize_t>(j.s.size()), 127);
+            if (text == nullptr) throw py::error_already_set();
+            std::memcpy(PyUnicode_1BYTE_DATA(text), j.s.data(), j.s.size());
+            out.append(py::make_tuple(start, stop, py::reinterpret_steal<py::str>(text), py::none()));
+        }
+        j.s.clear();
+        count = 0;
+    };
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        if (files[i]) {
+            const std::size_t mark = j.s.size();
+            if (count != 0) j.s += separator;
+            if (write_record(j, *files[i], parsed[i])) {
+                if (count++ == 0) start = i;
+                continue;
+            }
+            j.s.resize(mark);
+        }
+        flush(i);
+        out.append(py::make_tuple(i, i + 1, py::none(),
+                                  files[i] ? py::cast(files[i]) : py::object(file_text(errors[i]))));
+    }
+    flush(paths.size());
+    return out;
 }
 
 }  // namespace
@@ -459,19 +545,13 @@ void bind_scan(py::module_& core) {
           "With probe (does the folder hold a readable device dump?): when it does, devices is the first such\n"
           "entry alone and subdirs, skipped, others and framework are empty; else the whole answer.\n"
           "Without check_devices, device dumps are not checked readable (the caller opens each: its open says).");
-    m.def("dump_records", [](const py::list& files, const py::list& parsed, std::size_t indent) {
-        if (files.size() != parsed.size()) throw std::invalid_argument("dump_records: as many names as files");
-        py::list out;
-        for (std::size_t i = 0; i < files.size(); ++i) {
-            py::handle f = files[i];
-            out.append(f.is_none() ? py::none() : dump_record(f.cast<const DumpFile&>(), parsed[i], indent));
-        }
-        return out;
-    }, py::arg("files"), py::arg("names"), py::arg("indent") = 0,
-          "`dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName)\n"
-          "given, as the JSON text jsonfile.dumps_text writes for it (without the newline), each line after the first\n"
-          "indented by `indent` levels more (two spaces a level); None where that is\n"
-          "left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).");
+    m.def("read_records", &read_records, py::arg("entries"), py::arg("indent") = 0, py::arg("threads") = 0,
+          "`dumpcmp info --json`'s records of device dumps (DumpEntry objects: path and parsed name), each header\n"
+          "read here (in parallel, `threads` 0 = all cores) and its record written as jsonfile.dumps_text writes it, no\n"
+          "DumpFile made for it: a list of (start, stop, text, None) for records [start, stop) joined by ',\\n'\n"
+          "(every line after a record's first `indent` levels in), and (i, i + 1, None, the DumpFile or the error\n"
+          "text) for a record left to Python (text that is not plain printable ASCII, numbers past 64 bits,\n"
+          "OpDebug dumps) or a file that does not open, in order.");
     m.def("parse_name", &parse_name, py::arg("name"), py::arg("device_name"), py::arg("ffts_suffix"),
           py::arg("framework_name"),
           "The device dump and framework name rules (naming.parse_name's, which calls this): `name` (no '/') as a\n"

@@ -545,11 +545,6 @@ class histogram:
 class scan:
     """One folder of a dump tree listed and its names parsed (issue #35)."""
     @staticmethod
-    def dump_records(files: list, names: list, indent: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
-        """
-        `dumpcmp info --json`'s record of each dump (a DumpFile, or None), its parsed name (a DeviceDumpName) given, as the JSON text jsonfile.dumps_text writes for it (without the newline), each line after the first indented by `indent` levels more (two spaces a level); None where that is left to Python (no file, text that is not plain printable ASCII, numbers past 64 bits, OpDebug dumps).
-        """
-    @staticmethod
     def list_folder(folder: str, dump_entry: typing.Any, device_name: typing.Any, ffts_suffix: typing.Any, ground_truth_entry: typing.Any, framework_name: typing.Any, probe: bool = False, check_devices: bool = True) -> tuple:
         """
         (error, subdirs, skipped, others, devices, in_order, framework) of one folder, as the scan sees it: error the strerror text that stopped the listing (then the rest is None), else None; subdirs the names of its folders (links followed); skipped (name, reason) for special files, files that do not stat and dump or ground-truth names that are not readable; others the names of the other files, for the Python rules (mapping.csv, hashed, statistics, converted, names of no scheme, numbers past 64 bits); devices the DumpEntry of each device dump (the classes given), sorted by DumpEntry.order if in_order; framework the GroundTruthEntry of each {op_name}.{output_index}.{timestamp}.pb|quant|npy file, sorted by the bytes of {op_name}.{output_index}. Files named .dumpcmp-*.tmp are left out.
@@ -561,6 +556,16 @@ class scan:
     def parse_name(name: str, device_name: typing.Any, ffts_suffix: typing.Any, framework_name: typing.Any) -> typing.Any:
         """
         The device dump and framework name rules (naming.parse_name's, which calls this): `name` (no '/') as a device_name (with an ffts_suffix) or a framework_name (the classes given), or None if it is neither.
+        """
+    @staticmethod
+    def read_records(entries: list, indent: typing.SupportsInt | typing.SupportsIndex = 0, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list:
+        """
+        `dumpcmp info --json`'s records of device dumps (DumpEntry objects: path and parsed name), each header
+        read here (in parallel, `threads` 0 = all cores) and its record written as jsonfile.dumps_text writes it, no
+        DumpFile made for it: a list of (start, stop, text, None) for records [start, stop) joined by ',\\n'
+        (every line after a record's first `indent` levels in), and (i, i + 1, None, the DumpFile or the error
+        text) for a record left to Python (text that is not plain printable ASCII, numbers past 64 bits,
+        OpDebug dumps) or a file that does not open, in order.
         """
 class table:
     """The result file's CSV text made in the core (issue #35)."""

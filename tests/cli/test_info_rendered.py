@@ -51,22 +51,22 @@ def tree(root):
 
 def test_records_written_by_the_core_are_the_python_records(tmp_path, monkeypatch):
     tree(tmp_path)
-    written: list[str | None] = []
-    real = core.scan.dump_records
+    written: list[tuple] = []
+    real = core.scan.read_records
 
-    def recorded(files, names, indent=0):
-        out = real(files, names, indent)
+    def recorded(entries, indent=0, threads=0):
+        out = real(entries, indent, threads)
         written.extend(out)
         return out
 
-    monkeypatch.setattr(core.scan, "dump_records", recorded)
+    monkeypatch.setattr(core.scan, "read_records", recorded)
     items, ok = info.gather([str(tmp_path)], stream=True)
     pieces: list[str] = []
     jsonfile.write_text({"ok": ok, "paths": items}, pieces.append)
     plain, ok_plain = info.gather([str(tmp_path)], stream=False)
     assert ok and ok_plain
     assert "".join(pieces) == jsonfile.dumps_text({"ok": ok_plain, "paths": plain})
-    made = sum(t is not None for t in written)
+    made = sum(stop - start for start, stop, text, _ in written if text is not None)
     assert made == 7, written  # the plain dumps; quotes, non-ASCII, a raw byte, a tab, 2^64, OpDebug: Python
     dumps = plain[0]["runs"][0]["dumps"]
     assert len(dumps) == 13 and "overflow" in dumps[-2] and "overflow" not in dumps[-1]

@@ -25,13 +25,13 @@ def test_records_of_many_batches_are_the_python_records(tmp_path, monkeypatch):
     (run / f"Relu.bad.99.{T0 + 5}").write_bytes(b"\x07" * 9)  # a file that does not open, between two batches
     monkeypatch.setattr(info, "_HEADER_BATCH", 4)
     levels: list[int] = []
-    real = core.scan.dump_records
+    real = core.scan.read_records
 
-    def recorded(files, names, indent=0):
+    def recorded(entries, indent=0, threads=0):
         levels.append(indent)
-        return real(files, names, indent)
+        return real(entries, indent, threads)
 
-    monkeypatch.setattr(core.scan, "dump_records", recorded)
+    monkeypatch.setattr(core.scan, "read_records", recorded)
     items, ok = info.gather([str(tmp_path)], stream=True)
     pieces: list[str] = []
     jsonfile.write_text({"ok": ok, "paths": items}, pieces.append)

@@ -44,6 +44,13 @@ def test_records_are_written_while_headers_are_read(tmp_path, monkeypatch):
         return real(paths, threads)
 
     monkeypatch.setattr(core.dump, "read_headers", counted)
+    real_records = core.scan.read_records  # the records' headers are read by the core as it writes them
+
+    def counted_records(entries, indent=0, threads=0):
+        read.append(len(entries))
+        return real_records(entries, indent, threads)
+
+    monkeypatch.setattr(core.scan, "read_records", counted_records)
     monkeypatch.setattr(info, "_HEADER_BATCH", 8, raising=False)
     monkeypatch.setattr(jsonfile, "_FLUSH", 256, raising=False)
     out = Recorder(read)

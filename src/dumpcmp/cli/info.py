@@ -206,15 +206,12 @@ def _dump_records(entries: list[Any], skipped: list[dict[str, str]], batch: int 
     """The records of a run's dumps; with `render`, as `jsonfile.Rendered` text where the core writes them, at the
     level of the list `into` once it is being written (no indenting pass over the text after)."""
     if render:
-        asked = [0]  # the level the batch the records come from was made at (asked once a batch, before its records)
-
-        def level() -> int:
-            asked[0] = 0 if into is None else into.level
-            return asked[0]
+        def level() -> int:  # asked once a batch, before its records are made
+            return 0 if into is None else into.level
 
         for item in read_dump_records(entries, batch=batch or _HEADER_BATCH, level=level):
-            if type(item) is list:  # records the core wrote: one Rendered for the run of them
-                yield jsonfile.Rendered((",\n" + "  " * asked[0]).join(item), len(item), asked[0])
+            if type(item) is jsonfile.Rendered:  # records the core wrote: one Rendered for the run of them
+                yield item
                 continue
             entry, dump, skip = item
             if skip is not None:

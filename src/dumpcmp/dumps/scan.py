@@ -33,7 +33,6 @@ import errno
 import operator
 import os
 import re
-import sys
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Callable, Container, Iterable, Iterator
 
@@ -42,6 +41,7 @@ from dumpcmp.dumps.ground_truth import open_npy
 from dumpcmp.errors import NamingError, NotFoundError
 from dumpcmp.dumps.naming import ConvertedName, DeviceDumpName, FftsSuffix, FrameworkDumpName
 from dumpcmp.dumps.stats import is_stats_file_name
+from dumpcmp.support import jsonfile
 from dumpcmp.support.gcpause import paused
 from dumpcmp.support.native import core
 
@@ -617,36 +617,25 @@ def read_dump_headers(entries: list[DumpEntry], *, threads: int = 0, batch: int 
 
 def read_dump_records(entries: list[DumpEntry], *, threads: int = 0, batch: int = 4096,
                       level: Callable[[], int] = lambda: 0) \
-        -> Iterator[list[str] | tuple[DumpEntry, Any, Skipped | None]]:
-    """`read_dump_headers` for `dumpcmp info --json`, in order: a list of consecutive entries' records as the JSON
-    text the core makes (`core.scan.dump_records`), and (entry, its `dumpcmp.Dump`, None) for a record the core
-    leaves to Python, or (entry, None, the Skipped) for a file that does not open. `level()`, asked once a batch
-    just before its records are made, is the level (two spaces each) their lines after the first are written at."""
+        -> Iterator[jsonfile.Rendered | tuple[DumpEntry, Any, Skipped | None]]:
+    """`read_dump_headers` for `dumpcmp info --json`, in order: consecutive entries' records as one
+    `jsonfile.Rendered`, the JSON text the core writes straight from the headers it reads (`core.scan.read_records`:
+    no `Dump` made for them), and (entry, its `dumpcmp.Dump`, None) for a record the core leaves to Python, or
+    (entry, None, the Skipped) for a file that does not open. `level()`, asked once a batch just before its records
+    are made, is the level (two spaces each) their lines after the first are written at."""
     from dumpcmp.dumps.dump import Dump
     size = max(batch, 1)
-    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's, 5x faster
     for start in range(0, len(entries), size):
         chunk = entries[start:start + size]
-        files = core.dump.read_headers([e.path.encode(encoding, errors) for e in chunk], threads)
-        texts = core.scan.dump_records([None if isinstance(f, str) else f for f in files], [e.name for e in chunk],
-                                       level())
-        if None not in texts:
-            yield texts
-            continue
-        run: list[str] = []
-        for entry, file, text in zip(chunk, files, texts):
+        at = level()
+        for first, stop, text, other in core.scan.read_records(chunk, at, threads):
             if text is not None:
-                run.append(text)
-                continue
-            if run:
-                yield run
-                run = []
-            if isinstance(file, str):
-                yield entry, None, Skipped(entry.path, _without_path(file, entry.path))
+                yield jsonfile.Rendered(text, stop - first, at)
+            elif isinstance(other, str):
+                entry = chunk[first]
+                yield entry, None, Skipped(entry.path, _without_path(other, entry.path))
             else:
-                yield entry, Dump(file), None
-        if run:
-            yield run
+                yield chunk[first], Dump(other), None
 
 
 _NOT_READABLE = "not readable (permission denied)"

@@ -216,6 +216,12 @@ def load_bytes(raw: bytes, name: str, *, max_depth: int = MAX_DEPTH, **kwargs: A
     return _loads(text, scanned, name, max_depth, **kwargs)
 
 
+def _plain(data: bytes) -> bool:
+    """orjson's text is the standard library's: ASCII without DEL (0x7f, which orjson leaves raw and the standard
+    library escapes, so that a value's text does not depend on what else is written with it)."""
+    return data.isascii() and b"\x7f" not in data
+
+
 def dumps_text(value: Any) -> str:
     """`value` as JSON text indented by two spaces, ending in a newline: written by orjson (a tree of 10^6 dumps'
     `info` in seconds; the standard library's indented writer is pure Python and takes minutes), by the standard
@@ -226,7 +232,7 @@ def dumps_text(value: Any) -> str:
     if orjson is not None:
         try:
             data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-            if data.isascii():
+            if _plain(data):
                 return data.decode("ascii")
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
@@ -267,7 +273,7 @@ def rendered(items: list[Any]) -> Rendered | None:
         data = orjson.dumps(items, option=orjson.OPT_INDENT_2)
     except TypeError:
         return None
-    if not data.isascii():
+    if not _plain(data):
         return None
     # "[\n  item,\n  item\n]": the items one level in (a JSON string holds no raw newline)
     return Rendered(data[4:-2].decode("ascii"), len(items), 1)

@@ -21,7 +21,10 @@ void read_files(const std::vector<std::string>& paths, unsigned threads, std::ve
                 std::vector<std::string>& errors) {
     files.assign(paths.size(), nullptr);
     errors.assign(paths.size(), std::string());
-    // each folder opened once, each file looked up in it (not along its whole path again: issue #35)
+    // each folder opened once, each file looked up in it (not along its whole path again: issue #35); at most
+    // kFolders held at once, the files of any further folder opened by their whole path: each folder held is an open
+    // file, and a batch spread over thousands of folders made the dumps' own opens fail ("Too many open files")
+    constexpr std::size_t kFolders = 64;
     std::vector<int> dirs(paths.size(), -1);
     std::vector<int> opened;
     std::string last;
@@ -34,7 +37,7 @@ void read_files(const std::vector<std::string>& paths, unsigned threads, std::ve
         if (!have_last || dir != last) {
             have_last = true;
             last = dir;
-            last_fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+            last_fd = opened.size() < kFolders ? ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
             if (last_fd >= 0) opened.push_back(last_fd);
         }
         dirs[i] = last_fd;

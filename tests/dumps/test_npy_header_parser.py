@@ -62,11 +62,15 @@ def core_reading(text: str, prefix: bytes = b"\x93NUMPY\x01\x00", width: int = 2
     except UnicodeEncodeError:  # not a version 1.0 header
         return None
     value = literal(text)
-    try:
-        count, itemsize = math.prod(value[2]), np.dtype(value[0]).itemsize
-    except Exception:  # no header NumPy would read: its declared size is no matter
-        count, itemsize = 0, 1
-    size = count * itemsize if 0 <= count * itemsize <= 1 << 20 else 7
+    size = 7  # no header NumPy would read (or a size too large to write): its declared size is no matter
+    if value is not None and type(value[0]) is str and type(value[2]) is tuple and \
+            all(type(d) is int and d >= 0 for d in value[2]):
+        try:
+            declared = math.prod(value[2]) * np.dtype(value[0]).itemsize
+        except Exception:  # a descr NumPy does not know
+            declared = -1
+        if 0 <= declared <= 1 << 20:
+            size = declared
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "t.npy")
         with open(path, "wb") as f:
@@ -107,6 +111,7 @@ def numpy_reading(text: str) -> tuple | None:
 @example(text="{'descr':'\x00','fortran_order':False,'shape':()}\n")  # CI: literal_eval refuses a NUL
 @example(text="{'descr':'a\rb','fortran_order':False,'shape':()}\n")
 @example(text="{'descr':'<f4','fortran_order':False,'shape':(163,14146276130145362,-1)}\n")  # a size past ssize_t
+@example(text="{'descr':'<f4','fortran_order':False,'shape':(0,1.)}\n")  # a float dimension
 def test_a_header_it_reads_is_what_literal_eval_and_numpy_read(text):
     got = core_reading(text)
     if got is None:

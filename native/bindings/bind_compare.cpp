@@ -112,10 +112,7 @@ struct NpyFile {
 };
 
 std::optional<NpyFile> open_npy(const std::string& path) {
-    struct Fd {
-        int fd;
-        ~Fd() { if (fd >= 0) ::close(fd); }
-    } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+    OwnedFd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (f.fd < 0) return std::nullopt;
     // header and data of a small file in one read and no fstat (the short read is its size), a larger one mapped
     // (MappedFile's read first): anything but a regular file is refused by its fstat
@@ -177,10 +174,7 @@ struct NpyHead {
 };
 
 std::optional<NpyHead> read_npy_head(const std::string& path) {
-    struct Fd {
-        int fd;
-        ~Fd() { if (fd >= 0) ::close(fd); }
-    } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // a FIFO put in its place: no wait
+    OwnedFd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // a FIFO put in its place: no wait
     if (f.fd < 0) return std::nullopt;
     char first[4096];
     ssize_t got;

@@ -447,10 +447,7 @@ DumpHeader parse_dump(const std::uint8_t* bytes, std::uint64_t size, const std::
 DumpHeader read_dump_header(const std::string& path) { return read_dump_header_at(AT_FDCWD, path.c_str(), path); }
 
 DumpHeader read_dump_header_at(int dir_fd, const char* name, const std::string& path) {
-    struct Fd {
-        int fd;
-        ~Fd() { if (fd >= 0) ::close(fd); }
-    } f{::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // O_NONBLOCK: a FIFO or terminal never waits
+    OwnedFd f{::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // O_NONBLOCK: a FIFO or terminal never waits
     if (f.fd < 0) throw DumpError(path, std::string("cannot open: ") + std::strerror(errno));
     // The prefix and, in most files, the whole header in one read, before any fstat: a read that ends short of the
     // buffer has reached the end of the file, whose size it is (issue #35: one system call less a dump). A read that

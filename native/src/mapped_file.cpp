@@ -14,19 +14,10 @@
 
 namespace dumpcmp {
 
-namespace {
-struct Fd {
-    int fd;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-}  // namespace
-
 MappedFile::MappedFile(std::string path, std::uint64_t expected) : path_(std::move(path)) {
     // O_NONBLOCK: a FIFO or a terminal put in a file's place neither holds the open nor the first read (the fstat
     // after says what it is); no effect on a regular file
-    Fd f{::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+    OwnedFd f{::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (f.fd < 0) throw DumpError(path_, std::string("cannot open: ") + std::strerror(errno));
     load_read_first(f.fd, expected);
 }

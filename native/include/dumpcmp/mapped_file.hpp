@@ -8,9 +8,22 @@
 #include <memory>
 #include <string>
 
+#include <unistd.h>
+
 struct stat;
 
 namespace dumpcmp {
+
+// A file descriptor closed when it goes out of scope (-1: none), for the readers that open a file by hand.
+struct OwnedFd {
+    int fd;
+    explicit OwnedFd(int f) : fd(f) {}
+    ~OwnedFd() {
+        if (fd >= 0) ::close(fd);
+    }
+    OwnedFd(const OwnedFd&) = delete;
+    OwnedFd& operator=(const OwnedFd&) = delete;
+};
 
 // Access hints: not MADV_SEQUENTIAL, which lets the kernel drop pages right behind a pass (the KLD metric and the
 // detail writer read a tensor twice); instead each tensor's range is prefaulted (prefault below) before it is read.
